@@ -1,0 +1,134 @@
+"""Analyse a model: load, shapes, costs, roles, the TensorRT split and its partitions."""
+
+from __future__ import annotations
+
+import gc
+import os
+import time
+from collections.abc import Generator
+from pathlib import Path
+
+from engine.costs import fill_costs
+from engine.graph import graph_from_onnx
+from engine.jobs import CancelToken, Progress, run_to_end
+from engine.loader import load_model
+from engine.model import GraphModel, ParserInfo, Source, Status
+from engine.partitions import find_partitions
+from engine.roles import assign_roles
+from engine.support_table import TARGET_RTX, TARGET_TENSORRT, load_table, predict_graph
+from engine.trt_capability import DISPLAY, ParserAnswer, ParserProcess, resolve_backend
+
+SAMPLE_MODEL = Path(__file__).resolve().parent.parent / "resources" / "sample.onnx"
+
+
+def analyze(path: str | os.PathLike[str] | None = None, *, parser: str = "auto",
+            dims: dict[str, int] | None = None,
+            cancel: CancelToken | None = None) -> Generator[Progress, None, GraphModel]:
+    """Analyse an ONNX model; a job generator that yields progress and returns a GraphModel.
+
+    Parameters
+    ----------
+    path
+        The model; None opens the bundled sample.
+    parser
+        ``auto`` (TensorRT if installed, else TensorRT-RTX, else the table),
+        ``tensorrt``, ``rtx`` or ``table``.
+    dims
+        Values for symbolic dimensions (others count as 1) in FLOPs and bytes.
+    cancel
+        Checked between steps; cancelling also kills the parser process.
+
+    Raises
+    ------
+    ModelLoadError
+        For bad input, with a one-line message.
+    ParserUnavailableError
+        When the named parser is not installed.
+    JobCancelledError
+        When cancelled.
+    """
+    cancel = cancel or CancelToken()
+    # Building ~10 objects per node triggers full garbage collections over an
+    # ever larger heap; the model holds no reference cycles worth collecting.
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return (yield from _analyze(path, parser, dims, cancel))
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _analyze(path: str | os.PathLike[str] | None, parser: str, dims: dict[str, int] | None,
+             cancel: CancelToken) -> Generator[Progress, None, GraphModel]:
+    model_path = Path(path) if path is not None else SAMPLE_MODEL
+    module = resolve_backend(parser)
+    # The parser works in its own process, in parallel with loading, shape
+    # inference and graph building here; it is killed if the model is bad.
+    proc = ParserProcess(module, model_path) if module and model_path.is_file() else None
+    try:
+        yield Progress("load", 0, 5, f"Loading {model_path.name}")
+        loaded = load_model(model_path)
+        cancel.raise_if_cancelled()
+        yield Progress("shapes", 1, 5, "Inferring shapes")
+        gm, order = graph_from_onnx(loaded)
+        gm.dims = dict(dims or {})
+        cancel.raise_if_cancelled()
+        yield Progress("costs", 2, 5, "Counting FLOPs and bytes")
+        fill_costs(gm.graph, gm.dims)
+        assign_roles(gm.graph, order)
+        target = TARGET_RTX if module == "tensorrt_rtx" else TARGET_TENSORRT
+        predict_graph(gm.graph, target)
+        version, _ = load_table()
+        gm.parser = ParserInfo("table", version, target)
+        cancel.raise_if_cancelled()
+        if proc is not None:
+            yield Progress("parser", 3, 5, f"Waiting for the {DISPLAY[proc.module]} parser")
+            t0 = time.perf_counter()
+            answer = yield from proc.events(cancel)
+            apply_parser_answer(gm, answer)
+            gm.parser.seconds = time.perf_counter() - t0
+    except BaseException:
+        if proc is not None:
+            proc.kill()
+        raise
+    yield Progress("partitions", 4, 5, "Finding engine partitions")
+    gm.partitions = find_partitions(gm.graph, order, gm.dims)
+    yield Progress("done", 5, 5, "Done")
+    return gm
+
+
+def apply_parser_answer(gm: GraphModel, answer: ParserAnswer) -> None:
+    """Overwrite table predictions with what the parser proved, keeping the table where it could not."""
+    if answer.failure:
+        gm.warnings.append(f"{answer.failure}; statuses come from the support table instead.")
+        return
+    gm.parser = ParserInfo(DISPLAY[answer.module], answer.version, "", answer.calls, answer.seconds,
+                           list(answer.notes))
+    for node in gm.nodes:
+        i = node.index
+        if i in answer.plugin:
+            node.status, node.source = Status.PLUGIN, Source.PARSER
+            node.reason = parser_reason(node.op_type, DISPLAY[answer.module], answer.plugin[i])
+        elif i in answer.unverified:
+            node.reason = f"{node.reason}; the parser could not verify it: {answer.unverified[i]}"
+            node.source = Source.TABLE
+        else:
+            node.status, node.source = Status.DELEGATE, Source.PARSER
+            node.reason = f"{DISPLAY[answer.module]} {answer.version} parser imports it"
+    if answer.unverified:
+        gm.warnings.append(f"{len(answer.unverified)} node(s) keep the table's prediction: the parser could "
+                           "not verify them.")
+
+
+def parser_reason(op_type: str, parser: str, desc: str) -> str:
+    """The parser's error text, with a plain explanation of the common ones in front."""
+    if "Plugin not found" in desc:
+        return f"{parser}: no importer and no plugin registered for '{op_type}' ({desc.strip()})"
+    return f"{parser}: {desc.strip()}"
+
+
+def analyze_model(path: str | os.PathLike[str] | None = None, *, parser: str = "auto",
+                  dims: dict[str, int] | None = None) -> GraphModel:
+    """Run :func:`analyze` to the end (no progress, no cancel)."""
+    return run_to_end(analyze(path, parser=parser, dims=dims))

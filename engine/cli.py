@@ -1,0 +1,105 @@
+"""``splitscope``: the headless command line over the same engine as the app.
+
+``splitscope analyze [MODEL] [--json PATH] [--parser auto|tensorrt|rtx|table]``
+prints a short summary and writes the JSON document of :mod:`engine.report`.
+Exit status: 0 success, 2 bad input (one line on stderr, no traceback),
+130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from collections.abc import Sequence
+
+from engine.errors import SplitscopeError
+from engine.jobs import run_to_end
+
+
+def _dims(values: list[str]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for v in values:
+        name, sep, num = v.partition("=")
+        if not sep or not num.strip().isdigit():
+            raise SplitscopeError(f"--dim expects NAME=INT (e.g. batch=8), got '{v}'.")
+        out[name.strip()] = int(num)
+    return out
+
+
+def _print_summary(gm: object) -> None:
+    from engine.model import GraphModel, Status
+    from engine.report import format_bytes, headline
+
+    assert isinstance(gm, GraphModel)
+    p = gm.parser
+    src = (f"{p.name} {p.version} parser ({p.calls} call{'s' if p.calls != 1 else ''})" if p.name != "table"
+           else f"TensorRT {p.version} operator table (predicting {p.target})")
+    print(f"{gm.path}: {len(gm.nodes)} nodes, split by the {src}")
+    print(headline(gm))
+    plugin = [n for n in gm.nodes if n.status is Status.PLUGIN]
+    if plugin:
+        print("Needs custom CUDA / a TensorRT plugin:")
+        by_op = Counter((n.domain, n.op_type) for n in plugin)
+        for (dom, op), count in by_op.most_common(10):
+            first = next(n for n in plugin if n.op_type == op and n.domain == dom)
+            print(f"  {(dom + '::' if dom else '') + op} x{count}: {first.reason[:160]}")
+        if len(by_op) > 10:
+            print(f"  ... and {len(by_op) - 10} more op types")
+    for part in gm.partitions[:8]:
+        print(f"  partition {part.index}: {len(part.nodes)} nodes, {len(part.boundary_tensors)} boundary "
+              f"tensors, {format_bytes(part.boundary_bytes)}")
+    if len(gm.partitions) > 8:
+        print(f"  ... and {len(gm.partitions) - 8} more partitions")
+    for w in gm.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+
+
+def _cmd_analyze(args: argparse.Namespace) -> int:
+    from engine.analyze import analyze
+    from engine.report import write_json
+
+    gm = run_to_end(analyze(args.model, parser=args.parser, dims=_dims(args.dim)))
+    if not args.quiet:
+        _print_summary(gm)
+    if args.json:
+        write_json(gm, args.json)
+        if not args.quiet:
+            print(f"wrote {args.json}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (exposed for tests and docs)."""
+    ap = argparse.ArgumentParser(prog="splitscope", description="What TensorRT takes, and what needs custom CUDA.")
+    sub = ap.add_subparsers(dest="command", required=True)
+    a = sub.add_parser("analyze", help="split a model between TensorRT and custom CUDA")
+    a.add_argument("model", nargs="?", help="ONNX model (default: the bundled sample)")
+    a.add_argument("--json", metavar="PATH", help="write the analysis as JSON")
+    a.add_argument("--parser", choices=["auto", "tensorrt", "rtx", "table"], default="auto",
+                   help="auto: TensorRT if installed, else TensorRT-RTX, else the support table")
+    a.add_argument("--dim", action="append", default=[], metavar="NAME=INT",
+                   help="value of a symbolic dimension for FLOPs and bytes (default 1)")
+    a.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
+    a.set_defaults(func=_cmd_analyze)
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; return the exit status."""
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except SplitscopeError as e:
+        print(f"splitscope: {e.message}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("splitscope: interrupted", file=sys.stderr)
+        return 130
+    except OSError as e:
+        print(f"splitscope: {e.strerror or e}: {e.filename or ''}".rstrip(": "), file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,296 @@
+"""Build the neutral :class:`engine.model.GraphModel` from a loaded ONNX model."""
+
+from __future__ import annotations
+
+import ast
+from collections import deque
+from typing import Any
+
+import onnx
+from onnx import AttributeProto
+
+from engine.errors import CyclicGraphError
+from engine.loader import LoadedModel, dtype_name
+from engine.model import Dim, Graph, GraphModel, Initializer, Node, Tensor
+
+_MAX_ATTR_VALUES = 16
+
+
+def _shape_of(t: onnx.TypeProto) -> tuple[str | None, tuple[Dim, ...] | None]:
+    which = t.WhichOneof("value")
+    if which != "tensor_type" and which != "sparse_tensor_type":
+        return (which.upper().replace("_TYPE", "") if which else None), None
+    tt = t.tensor_type if which == "tensor_type" else t.sparse_tensor_type
+    dtype = dtype_name(tt.elem_type)
+    if not tt.HasField("shape"):
+        return dtype, None
+    dims: list[Dim] = []
+    for d in tt.shape.dim:
+        w = d.WhichOneof("value")
+        dims.append(d.dim_value if w == "dim_value" else d.dim_param if w == "dim_param" else None)
+    return dtype, tuple(dims)
+
+
+def attribute_value(a: onnx.AttributeProto) -> Any:
+    """A short, JSON-friendly value for an attribute (tensors summarised, graphs omitted)."""
+    t = a.type
+    if t == AttributeProto.INT:
+        return a.i
+    if t == AttributeProto.FLOAT:
+        return a.f
+    if t == AttributeProto.STRING:
+        return a.s.decode("utf-8", "replace")
+    if t == AttributeProto.INTS:
+        return list(a.ints)
+    if t == AttributeProto.FLOATS:
+        return list(a.floats)
+    if t == AttributeProto.STRINGS:
+        return [s.decode("utf-8", "replace") for s in a.strings]
+    if t == AttributeProto.TENSOR:
+        dims = list(a.t.dims)
+        n = 1
+        for d in dims:
+            n *= d
+        if n <= _MAX_ATTR_VALUES and a.t.data_location != onnx.TensorProto.EXTERNAL:
+            try:
+                arr = onnx.numpy_helper.to_array(a.t)
+                return arr.tolist()
+            except Exception:  # noqa: BLE001 - unusual dtypes: fall through to a summary
+                pass
+        return f"tensor {dtype_name(a.t.data_type)}{dims}"
+    if t in (AttributeProto.GRAPH, AttributeProto.GRAPHS):
+        return "<graph>"
+    if t == AttributeProto.TYPE_PROTO:
+        return str(_shape_of(a.tp))
+    if a.ref_attr_name:
+        return f"@{a.ref_attr_name}"
+    return str(onnx.helper.get_attribute_value(a))
+
+
+def scope_of(node: onnx.NodeProto) -> tuple[str, ...]:
+    """The name-scope path of a node (``/encoder/layer.3/attn/MatMul`` -> encoder, layer.3, attn).
+
+    PyTorch's dynamo exporter records scopes in metadata; older exporters put them
+    in the node name.
+    """
+    for p in (node.metadata_props if len(node.metadata_props) else ()):
+        if p.key in ("namespace", "pkg.torch.onnx.name_scopes"):
+            v = p.value
+            if v.startswith("["):
+                try:
+                    parts = [str(s) for s in ast.literal_eval(v)]
+                except (ValueError, SyntaxError):
+                    parts = v.strip("[]").split(",")
+            else:
+                parts = v.replace(": ", "/").split("/")
+            parts = [s.strip().strip("'\"") for s in parts]
+            return tuple(s for s in parts if s)
+    name = node.name
+    if "/" not in name:
+        return ()
+    return tuple(s for s in name.split("/")[:-1] if s)
+
+
+def _topological_order(nodes: list[Node], tensors: dict[str, Tensor], label: str) -> list[int]:
+    indeg = [0] * len(nodes)
+    for n in nodes:
+        preds = {tensors[i].producer for i in n.inputs if i and i in tensors}
+        preds.discard(None)
+        preds.discard(n.index)
+        indeg[n.index] = len(preds)
+        if any(i and i in tensors and tensors[i].producer == n.index for i in n.inputs):
+            raise CyclicGraphError(
+                f"Node '{n.label}' ({n.op_type}) in {label} reads its own output: the graph has a cycle, "
+                "which ONNX forbids; re-export the model.")
+    ready = deque(i for i, d in enumerate(indeg) if d == 0)
+    order: list[int] = []
+    while ready:
+        i = ready.popleft()
+        order.append(i)
+        succ: set[int] = set()
+        for o in nodes[i].outputs:
+            t = tensors.get(o)
+            if t is not None:
+                succ.update(t.consumers)
+        succ.discard(i)
+        for s in succ:
+            indeg[s] -= 1
+            if indeg[s] == 0:
+                ready.append(s)
+    if len(order) < len(nodes):
+        stuck = [n for n in nodes if indeg[n.index] > 0]
+        cycle = _find_cycle(stuck, nodes, tensors)
+        names = " -> ".join(nodes[i].label for i in cycle)
+        raise CyclicGraphError(
+            f"The graph {label} has a cycle ({names}), which ONNX forbids: re-export the model.")
+    return order
+
+
+def topological_order(graph: Graph) -> list[int]:
+    """A topological order of ``graph.nodes``; raises :class:`CyclicGraphError` on a cycle."""
+    return _topological_order(graph.nodes, graph.tensors, f"'{graph.path}'" if graph.path else "(main graph)")
+
+
+def _find_cycle(stuck: list[Node], nodes: list[Node], tensors: dict[str, Tensor]) -> list[int]:
+    alive = {n.index for n in stuck}
+    start = stuck[0].index
+    path: list[int] = []
+    seen: dict[int, int] = {}
+    cur = start
+    while cur not in seen:
+        seen[cur] = len(path)
+        path.append(cur)
+        nxt = None
+        for i in nodes[cur].inputs:
+            t = tensors.get(i)
+            if t is not None and t.producer in alive:
+                nxt = t.producer
+                break
+        if nxt is None:
+            return path
+        cur = nxt
+    cyc = path[seen[cur]:]
+    cyc.reverse()
+    return [*cyc, cyc[0]]
+
+
+def build_graph(g: onnx.GraphProto, path: str, initializers: dict[str, Initializer] | None,
+                functions: dict[tuple[str, str], Graph], outer: set[str] | None = None) -> tuple[Graph, list[int]]:
+    """Build a :class:`Graph` (recursing into bodies) and return it with a topological order."""
+    tensors: dict[str, Tensor] = {}
+    label = f"'{path}'" if path else "(main graph)"
+
+    def tensor(name: str) -> Tensor:
+        t = tensors.get(name)
+        if t is None:
+            t = tensors[name] = Tensor(name)
+        return t
+
+    for vi in (*g.input, *g.value_info, *g.output):
+        t = tensor(vi.name)
+        dt, shp = _shape_of(vi.type)
+        if dt is not None:
+            t.dtype = dt
+        if shp is not None:
+            t.shape = shp
+    init_names: set[str] = set()
+    for init in g.initializer:
+        t = tensor(init.name)
+        t.is_initializer = True
+        t.dtype = dtype_name(init.data_type)
+        t.shape = tuple(init.dims)
+        init_names.add(init.name)
+    if initializers is not None:
+        for name in initializers:
+            tensor(name).is_initializer = True
+            init_names.add(name)
+    for vi in g.input:
+        if vi.name not in init_names:
+            tensors[vi.name].is_input = True
+    for vi in g.output:
+        tensors[vi.name].is_output = True
+
+    nodes: list[Node] = []
+    for idx, pn in enumerate(g.node):
+        attrs: dict[str, Any] = {}
+        subgraphs: dict[str, Graph] = {}
+        for a in pn.attribute:
+            if a.type == AttributeProto.GRAPH:
+                sub_path = f"{path}/{pn.name or '#' + str(idx)}/{a.name}".lstrip("/")
+                subgraphs[a.name], _ = build_graph(a.g, sub_path, None, functions, set(tensors))
+            elif a.type == AttributeProto.GRAPHS:
+                for k, sg in enumerate(a.graphs):
+                    sub_path = f"{path}/{pn.name or '#' + str(idx)}/{a.name}[{k}]".lstrip("/")
+                    subgraphs[f"{a.name}[{k}]"], _ = build_graph(sg, sub_path, None, functions, set(tensors))
+            else:
+                attrs[a.name] = attribute_value(a)
+        node = Node(idx, pn.name, pn.op_type, pn.domain, list(pn.input), list(pn.output), attrs,
+                    scope_of(pn), subgraphs, functions.get((pn.domain, pn.op_type)))
+        nodes.append(node)
+        for i in node.inputs:
+            if i:
+                tensor(i).consumers.append(idx)
+        for o in node.outputs:
+            if o:
+                tensor(o).producer = idx
+    graph = Graph(g.name, nodes, tensors, [i.name for i in g.input if i.name not in init_names],
+                  [o.name for o in g.output],
+                  initializers if initializers is not None else {}, path)
+    return graph, _topological_order(nodes, tensors, label)
+
+
+def _is_opaque(node: onnx.NodeProto, functions: set[tuple[str, str]]) -> bool:
+    return (node.domain not in ("", "ai.onnx", "ai.onnx.ml") and (node.domain, node.op_type) not in functions
+            and len(node.input) > 0 and bool(node.input[0]) and len(node.output) > 0)
+
+
+def infer_shapes(m: onnx.ModelProto, warnings: list[str]) -> tuple[onnx.ModelProto, set[str]]:
+    """Run ONNX shape inference without failing on models it cannot fully type.
+
+    ONNX cannot infer through custom-domain ops, which would leave everything
+    downstream of one unknown. For inference only, each such op's first output
+    is assumed to have its first input's type and shape (true of most custom
+    activations, norms and attention kernels); the assumed tensors are returned
+    so callers can say so.
+
+    Returns
+    -------
+    (inferred model, names of tensors whose type was assumed)
+    """
+    functions = {(f.domain, f.name) for f in m.functions}
+    swapped: list[tuple[int, onnx.NodeProto]] = []
+    for idx, node in enumerate(m.graph.node):
+        if _is_opaque(node, functions):
+            stand_in = onnx.helper.make_node("Identity", [node.input[0]], [node.output[0]], name=node.name)
+            original = onnx.NodeProto()
+            original.CopyFrom(node)  # `node` is a view into the repeated field
+            swapped.append((idx, original))
+            m.graph.node[idx].CopyFrom(stand_in)
+    try:
+        out = onnx.shape_inference.infer_shapes(m, check_type=False, strict_mode=False, data_prop=True)
+    except Exception as e:  # noqa: BLE001 - shape inference is best effort
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        warnings.append(f"Shape inference stopped ({first[:200]}); some shapes and FLOPs are unknown.")
+        out = m
+    assumed: set[str] = set()
+    for idx, node in swapped:
+        m.graph.node[idx].CopyFrom(node)
+        if out is not m:
+            out.graph.node[idx].CopyFrom(node)
+        assumed.add(node.output[0])
+    if assumed:
+        warnings.append(f"Shapes of {len(assumed)} custom-op output(s) are assumed equal to their first input's "
+                        "(ONNX cannot infer through custom ops).")
+    return out, assumed
+
+
+def is_topologically_sorted(graph: Graph) -> bool:
+    """Whether every node comes after the producers of its inputs, as ONNX requires."""
+    tensors = graph.tensors
+    for n in graph.nodes:
+        for i in n.inputs:
+            t = tensors.get(i) if i else None
+            if t is not None and t.producer is not None and t.producer >= n.index:
+                return False
+    return True
+
+
+def graph_from_onnx(loaded: LoadedModel) -> tuple[GraphModel, list[int]]:
+    """Turn a loaded model into a :class:`GraphModel` and the main graph's topological order."""
+    warnings = list(loaded.warnings)
+    m, assumed = infer_shapes(loaded.proto, warnings)
+    functions: dict[tuple[str, str], Graph] = {}
+    for f in m.functions:
+        fg = onnx.helper.make_graph(list(f.node), f.name, [onnx.helper.make_value_info(i, onnx.TypeProto())
+                                                           for i in f.input],
+                                    [onnx.helper.make_value_info(o, onnx.TypeProto()) for o in f.output])
+        functions[(f.domain, f.name)], _ = build_graph(fg, f"function {f.domain}::{f.name}", None, functions)
+    graph, order = build_graph(m.graph, "", loaded.initializers, functions)
+    if not is_topologically_sorted(graph):
+        warnings.append("Nodes are not in topological order, as ONNX requires: TensorRT's parser may reject "
+                        "the model; re-export or sort it (onnx-graphsurgeon's toposort).")
+    opsets = {(o.domain or "ai.onnx"): o.version for o in m.opset_import}
+    gm = GraphModel(loaded.path, graph, m.ir_version, opsets,
+                    f"{m.producer_name} {m.producer_version}".strip(), functions, warnings=warnings,
+                    model_bytes=loaded.file_bytes, assumed_shapes=assumed)
+    return gm, order

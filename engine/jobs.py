@@ -1,0 +1,67 @@
+"""Plain-Python progress and cancellation contracts for long engine jobs.
+
+Engine jobs are generators that take a :class:`CancelToken` and yield
+:class:`Progress` events; they never see a widget. ``profiler/`` drives them
+from Qt workers, the CLI drives them directly.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import TypeVar
+
+from engine.errors import JobCancelledError
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """One progress event.
+
+    Attributes
+    ----------
+    stage
+        Short machine-readable stage name (``load``, ``shapes``, ``parser`` ...).
+    done, total
+        Units done out of ``total``; ``total`` 0 means indeterminate.
+    message
+        Human-readable line for a status bar.
+    """
+
+    stage: str
+    done: int = 0
+    total: int = 0
+    message: str = ""
+
+
+class CancelToken:
+    """Cooperative cancellation flag, safe to set from any thread."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+
+    def cancel(self) -> None:
+        """Request cancellation."""
+        self._event.set()
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether cancellation was requested."""
+        return self._event.is_set()
+
+    def raise_if_cancelled(self) -> None:
+        """Raise :class:`JobCancelledError` if cancellation was requested."""
+        if self._event.is_set():
+            raise JobCancelledError()
+
+
+def run_to_end(job: Generator[Progress, None, T]) -> T:
+    """Drive a job generator to completion, dropping its progress, and return its value."""
+    while True:
+        try:
+            next(job)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]

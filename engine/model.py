@@ -1,0 +1,256 @@
+"""The neutral graph model that the GUI, the CLI and every job share.
+
+Nothing here knows about Qt or TensorRT: a :class:`GraphModel` is plain data
+built by :func:`engine.graph.graph_from_onnx` and filled in by the split.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+Dim = int | str | None
+"""One dimension: a number, a symbolic name, or None when unknown."""
+
+# Bytes per element; sub-byte types count as fractions.
+DTYPE_SIZES: dict[str, float] = {
+    "FLOAT": 4, "UINT8": 1, "INT8": 1, "UINT16": 2, "INT16": 2, "INT32": 4, "INT64": 8,
+    "STRING": 0, "BOOL": 1, "FLOAT16": 2, "DOUBLE": 8, "UINT32": 4, "UINT64": 8,
+    "COMPLEX64": 8, "COMPLEX128": 16, "BFLOAT16": 2, "FLOAT8E4M3FN": 1, "FLOAT8E4M3FNUZ": 1,
+    "FLOAT8E5M2": 1, "FLOAT8E5M2FNUZ": 1, "UINT4": 0.5, "INT4": 0.5, "FLOAT4E2M1": 0.5,
+    "FLOAT8E8M0": 1, "UINT2": 0.25, "INT2": 0.25,
+}
+
+
+class Status(str, Enum):
+    """Where a node runs: inside a TensorRT engine, or outside it."""
+
+    DELEGATE = "delegate"
+    """TensorRT takes it (fusion, precision, autotuning)."""
+    PLUGIN = "plugin"
+    """TensorRT rejects it: it needs a TensorRT plugin or custom CUDA."""
+
+
+class Role(str, Enum):
+    """What a node does in the inference path."""
+
+    COMPUTE = "compute"
+    DATA_MOVEMENT = "data-movement"
+    SHAPE = "shape"
+    PRE_PROCESSING = "pre-processing"
+    POST_PROCESSING = "post-processing"
+    CONTROL_FLOW = "control-flow"
+
+
+class Source(str, Enum):
+    """Where a node's status came from."""
+
+    PARSER = "parser"
+    """The real TensorRT (or TensorRT-RTX) ONNX parser said so for this model."""
+    TABLE = "table"
+    """Predicted from the operator support table and static checks."""
+
+
+@dataclass(slots=True)
+class Tensor:
+    """A value in a graph: its type, shape and who makes and uses it."""
+
+    name: str
+    dtype: str | None = None
+    shape: tuple[Dim, ...] | None = None
+    producer: int | None = None
+    consumers: list[int] = field(default_factory=list)
+    is_input: bool = False
+    is_output: bool = False
+    is_initializer: bool = False
+
+    def numel(self, dims: dict[str, int] | None = None) -> int | None:
+        """Element count, with symbolic dims looked up in ``dims`` (default 1).
+
+        Returns None when the shape or a dimension is unknown.
+        """
+        if self.shape is None:
+            return None
+        n = 1
+        for d in self.shape:
+            if isinstance(d, int):
+                n *= d
+            elif isinstance(d, str):
+                n *= (dims or {}).get(d, 1)
+            else:
+                return None
+        return n
+
+    def nbytes(self, dims: dict[str, int] | None = None) -> int | None:
+        """Size in bytes (see :meth:`numel`), None when unknown."""
+        n = self.numel(dims)
+        if n is None or self.dtype is None:
+            return None
+        return math.ceil(n * DTYPE_SIZES.get(self.dtype, 4))
+
+    @property
+    def symbolic(self) -> bool:
+        """Whether the shape has symbolic or unknown dimensions."""
+        return self.shape is None or any(not isinstance(d, int) for d in self.shape)
+
+
+@dataclass(slots=True)
+class Initializer:
+    """A weight: shape and size only; the data stays on disk until a job needs it."""
+
+    name: str
+    dtype: str
+    dims: tuple[int, ...]
+    nbytes: int
+    external: bool = False
+
+
+@dataclass(slots=True)
+class Node:
+    """One ONNX node with its split verdict."""
+
+    index: int
+    name: str
+    op_type: str
+    domain: str
+    inputs: list[str]
+    outputs: list[str]
+    attributes: dict[str, Any] = field(default_factory=dict)
+    scope: tuple[str, ...] = ()
+    subgraphs: dict[str, Graph] = field(default_factory=dict)
+    function: Graph | None = None
+    flops: int | None = None
+    bytes: int | None = None
+    status: Status = Status.DELEGATE
+    role: Role = Role.COMPUTE
+    reason: str = ""
+    source: Source = Source.TABLE
+    table_status: Status | None = None
+    """What the support table predicted, kept to measure agreement with the parser."""
+
+    @property
+    def label(self) -> str:
+        """Name to show and report: the node's name, or ``#N`` when it has none."""
+        return self.name or f"#{self.index}"
+
+    @property
+    def is_custom_domain(self) -> bool:
+        """Whether the op lives outside the standard ONNX domains."""
+        return self.domain not in ("", "ai.onnx", "ai.onnx.ml")
+
+
+@dataclass(slots=True)
+class Graph:
+    """A graph (the main one, an If/Loop/Scan body or a function body)."""
+
+    name: str
+    nodes: list[Node]
+    tensors: dict[str, Tensor]
+    inputs: list[str]
+    outputs: list[str]
+    initializers: dict[str, Initializer]
+    path: str = ""
+    """Where this graph sits: '' for the main graph, else ``node/attr`` segments."""
+
+    def walk(self) -> list[tuple[Graph, Node]]:
+        """Every node of this graph and of the graphs nested in it, depth first."""
+        out: list[tuple[Graph, Node]] = []
+        stack: list[Graph] = [self]
+        while stack:
+            g = stack.pop()
+            for n in g.nodes:
+                out.append((g, n))
+                stack.extend(n.subgraphs.values())
+                if n.function is not None:
+                    stack.append(n.function)
+        return out
+
+
+@dataclass(slots=True)
+class BoundaryTensor:
+    """A tensor that crosses an engine-partition boundary, with its bytes per inference."""
+
+    name: str
+    bytes: int | None
+    direction: str
+    """``in`` (produced outside, consumed inside) or ``out``."""
+    symbolic: bool = False
+
+
+@dataclass(slots=True)
+class Partition:
+    """A connected run of delegate nodes that TensorRT would build as one engine."""
+
+    index: int
+    nodes: list[int]
+    boundary_tensors: list[BoundaryTensor]
+    flops: int = 0
+
+    @property
+    def boundary_bytes(self) -> int:
+        """Sum of the known sizes of the tensors crossing this partition's boundary."""
+        return sum(t.bytes or 0 for t in self.boundary_tensors)
+
+
+@dataclass(slots=True)
+class ParserInfo:
+    """Which source decided the split."""
+
+    name: str
+    """``tensorrt``, ``tensorrt-rtx`` or ``table``."""
+    version: str = ""
+    target: str = ""
+    """For the table: which parser it predicts (``tensorrt`` or ``tensorrt-rtx``)."""
+    calls: int = 0
+    seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class GraphModel:
+    """An analysed ONNX model."""
+
+    path: Path | None
+    graph: Graph
+    ir_version: int
+    opsets: dict[str, int]
+    producer: str
+    functions: dict[tuple[str, str], Graph] = field(default_factory=dict)
+    partitions: list[Partition] = field(default_factory=list)
+    parser: ParserInfo = field(default_factory=lambda: ParserInfo("table"))
+    warnings: list[str] = field(default_factory=list)
+    dims: dict[str, int] = field(default_factory=dict)
+    """Values assumed for symbolic dimensions (absent ones count as 1)."""
+    model_bytes: int = 0
+    assumed_shapes: set[str] = field(default_factory=set)
+    """Tensors whose type and shape were assumed (custom-op outputs), not inferred."""
+
+    @property
+    def nodes(self) -> list[Node]:
+        """Nodes of the main graph."""
+        return self.graph.nodes
+
+    def symbolic_dims(self) -> list[str]:
+        """Names of the symbolic dimensions found in the main graph."""
+        seen: dict[str, None] = {}
+        for t in self.graph.tensors.values():
+            for d in t.shape or ():
+                if isinstance(d, str):
+                    seen.setdefault(d)
+        return list(seen)
+
+    @property
+    def boundary_bytes(self) -> int:
+        """Bytes crossing all partition boundaries per inference (each tensor once)."""
+        seen: dict[str, int] = {}
+        for p in self.partitions:
+            for t in p.boundary_tensors:
+                seen[t.name] = t.bytes or 0
+        return sum(seen.values())
+
+    def total_flops(self) -> int:
+        """FLOPs of the main graph (nested bodies are counted by their parent node)."""
+        return sum(n.flops or 0 for n in self.graph.nodes)

@@ -1,0 +1,299 @@
+"""Child process that asks the real TensorRT ONNX parser about every node.
+
+Run as ``python -m engine.parser_proc MODULE MODEL``; it writes JSON lines to
+stdout (``version``, ``progress``, then one ``result``). It runs in its own
+process because the parser can crash the process (DOMAIN.md section 3), because
+a hard cancel must be able to kill it, and so the parent can build its own graph
+model while the parser works.
+
+Why iterate: one ``supports_model_v2`` call cannot colour every node. Once a
+node fails, every subgraph is reported unverified, a failing op kind is often
+reported only the first time, and a model-level failure (a uint64 tensor) names
+no node. So: cut the nodes the parser named out of the *whole* model (their
+outputs become inputs, as the next engine partition would see them), together
+with the nodes of the same signature the parser would report only once, and
+parse again, until a call succeeds or no further node can be named.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import onnx
+from onnx import helper
+
+SIGNATURE_NOTE = "same op, attributes and input types as '{}', which the parser rejected"
+
+
+def emit(obj: dict[str, Any]) -> None:
+    """Write one JSON event line."""
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+def _outer_refs(node: onnx.NodeProto) -> set[str]:
+    """Names a node's bodies read from the enclosing scope."""
+    refs: set[str] = set()
+    for a in node.attribute:
+        graphs = [a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs)
+        for g in graphs:
+            local = {i.name for i in g.input} | {t.name for t in g.initializer}
+            for n in g.node:
+                local.update(n.output)
+            for n in g.node:
+                refs.update(i for i in n.input if i and i not in local)
+                refs.update(r for r in _outer_refs(n) if r not in local)
+    return refs
+
+
+def _signature(node: onnx.NodeProto, types: dict[str, tuple[int, int | None]], consts: set[str]) -> str:
+    attrs = sorted((a.name, str(onnx.helper.get_attribute_value(a))[:200]) for a in node.attribute
+                   if a.type not in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS))
+    ins = [(types.get(i), i in consts) for i in node.input]
+    return repr((node.domain, node.op_type, attrs, ins))
+
+
+class Session:
+    """One model under iterative analysis."""
+
+    def __init__(self, trt: Any, model_path: Path) -> None:
+        self.trt = trt
+        self.path = model_path
+        self.data = model_path.read_bytes()
+        self.full: onnx.ModelProto | None = None
+        self.value_types: dict[str, onnx.TypeProto] = {}
+        self.types: dict[str, tuple[int, int | None]] = {}
+        self.consts: set[str] = set()
+        self.assumed: set[str] = set()
+        self.guessed: set[str] = set()
+        messages: list[str] = []
+        self.messages = messages
+
+        class _Logger(trt.ILogger):  # type: ignore[misc, name-defined]
+            def __init__(self) -> None:
+                trt.ILogger.__init__(self)
+
+            def log(self, severity: Any, msg: str) -> None:
+                if severity <= trt.ILogger.Severity.ERROR:
+                    messages.append(msg)
+
+        self.logger = _Logger()
+        self.builder = trt.Builder(self.logger)
+        self.calls = 0
+
+    def call(self, data: bytes) -> tuple[bool, list[tuple[int, str, str, str]], list[list[int]]]:
+        """One supports_model_v2 call: (ok, errors as (node, name, op, desc), subgraphs)."""
+        self.calls += 1
+        # Keep the network alive as long as its parser (a temporary network crashes).
+        network = self.builder.create_network(0)
+        parser = self.trt.OnnxParser(network, self.logger)
+        ok = bool(parser.supports_model_v2(data, str(self.path)))
+        errors = []
+        for i in range(parser.num_errors):
+            e = parser.get_error(i)
+            name = e.node_name() if hasattr(e, "node_name") else ""
+            op = e.node_operator() if hasattr(e, "node_operator") else ""
+            errors.append((int(e.node()), name or "", op or "", str(e.desc())))
+        subgraphs = [list(parser.get_subgraph_nodes(i)) for i in range(parser.num_subgraphs)]
+        del parser, network
+        return ok, errors, subgraphs
+
+    def load_proto(self) -> onnx.ModelProto:
+        """Decode the model once and infer types for cut boundaries and signatures."""
+        if self.full is None:
+            from engine.graph import infer_shapes
+            from engine.loader import prepare_model
+
+            self.full = onnx.ModelProto.FromString(self.data)
+            light = onnx.ModelProto.FromString(self.data)
+            prepare_model(light, self.path)
+            inferred, self.assumed = infer_shapes(light, [])
+            g = inferred.graph
+            for vi in (*g.input, *g.value_info, *g.output):
+                self.value_types[vi.name] = vi.type
+                tt = vi.type.tensor_type
+                self.types[vi.name] = (tt.elem_type, len(tt.shape.dim) if tt.HasField("shape") else None)
+            for t in self.full.graph.initializer:
+                self.types[t.name] = (t.data_type, len(t.dims))
+                self.consts.add(t.name)
+            for n in self.full.graph.node:
+                if n.op_type == "Constant":
+                    self.consts.update(n.output)
+        return self.full
+
+    def _value_info(self, name: str) -> onnx.ValueInfoProto:
+        tp = self.value_types.get(name)
+        if name in self.assumed or tp is None or not tp.tensor_type.HasField("shape"):
+            self.guessed.add(name)
+        if tp is not None and tp.tensor_type.elem_type:
+            vi = onnx.ValueInfoProto()
+            vi.name = name
+            vi.type.CopyFrom(tp)
+            return vi
+        return helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None)
+
+    def cut_model(self, keep: list[int]) -> bytes:
+        """The whole model less the cut nodes: cut outputs become inputs, cut inputs outputs."""
+        full = self.load_proto()
+        fg = full.graph
+        kept_nodes = [fg.node[i] for i in keep]
+        keep_set = set(keep)
+        produced: set[str] = set()
+        used: set[str] = set()
+        for n in kept_nodes:
+            produced.update(o for o in n.output if o)
+            used.update(i for i in n.input if i)
+            used.update(_outer_refs(n))
+        init_names = {t.name for t in fg.initializer}
+        orig_inputs = {i.name: i for i in fg.input}
+        m = onnx.ModelProto()
+        m.ir_version = full.ir_version
+        m.opset_import.extend(full.opset_import)
+        m.functions.extend(full.functions)
+        m.producer_name = full.producer_name
+        g = m.graph
+        g.name = fg.name
+        g.node.extend(kept_nodes)
+        g.initializer.extend(t for t in fg.initializer if t.name in used)
+        for name in sorted(used - produced - init_names):
+            g.input.append(orig_inputs[name] if name in orig_inputs else self._value_info(name))
+        outs = [o for o in fg.output if o.name in produced or o.name in orig_inputs]
+        out_names = {o.name for o in outs}
+        for i, n in enumerate(fg.node):
+            if i in keep_set:
+                continue
+            for name in n.input:
+                if name in produced and name not in out_names:
+                    outs.append(self._value_info(name))
+                    out_names.add(name)
+        if not outs and kept_nodes:
+            for o in kept_nodes[-1].output:
+                if o:
+                    outs.append(self._value_info(o))
+        g.output.extend(outs)
+        return m.SerializeToString()
+
+    def run(self) -> dict[str, Any]:
+        """Iterate until every node is proven or nothing more can be named."""
+        t0 = time.perf_counter()
+        ok, errors, subgraphs = self.call(self.data)
+        first = {"supported": ok, "subgraphs": subgraphs,
+                 "errors": [{"node": e[0], "name": e[1], "op": e[2], "desc": e[3]} for e in errors]}
+        emit({"event": "progress", "call": 1, "seconds": time.perf_counter() - t0})
+        plugin: dict[int, str] = {}
+        unverified: dict[int, str] = {}
+        notes: list[str] = []
+
+        def result() -> dict[str, Any]:
+            return {"event": "result", "plugin": plugin, "unverified": unverified, "calls": self.calls,
+                    "first_call": first, "notes": notes, "seconds": time.perf_counter() - t0}
+
+        if ok:
+            return result()
+        full = self.load_proto()
+        nodes = full.graph.node
+        by_name: dict[str, int] = {}
+        for i, n in enumerate(nodes):
+            if n.name:
+                by_name.setdefault(n.name, i)
+        sig_cache: dict[int, str] = {}
+
+        def sig(i: int) -> str:
+            s = sig_cache.get(i)
+            if s is None:
+                s = sig_cache[i] = _signature(nodes[i], self.types, self.consts)
+            return s
+
+        keep = list(range(len(nodes)))
+        while True:
+            new: dict[int, str] = {}
+            doubtful: dict[int, str] = {}
+            model_level: list[str] = []
+            for node_idx, name, _op, desc in errors:
+                orig = None
+                if 0 <= node_idx < len(keep):
+                    cand = keep[node_idx]
+                    if not name or nodes[cand].name == name:
+                        orig = cand
+                if orig is None and name in by_name:
+                    orig = by_name[name]
+                if orig is None:
+                    model_level.append(desc)
+                    continue
+                if orig in plugin or orig in unverified or orig in new or orig in doubtful:
+                    continue
+                guessed = [i for i in nodes[orig].input if i in self.guessed]
+                if guessed:
+                    doubtful[orig] = (f"the parser rejected it, but it reads '{guessed[0]}', whose type or shape "
+                                      f"had to be guessed at a cut boundary: {desc}")
+                else:
+                    new[orig] = desc
+            # A failing op kind is often reported once: cut its look-alikes with it.
+            if new:
+                wanted = {sig(i): i for i in new}
+                for i in keep:
+                    if i not in new and i not in doubtful:
+                        first_bad = wanted.get(sig(i))
+                        if first_bad is not None:
+                            label = nodes[first_bad].name or f"#{first_bad}"
+                            new[i] = f"{new[first_bad]} ({SIGNATURE_NOTE.format(label)})"
+            if not new and not doubtful and model_level:
+                for i in keep:
+                    n = nodes[i]
+                    for nm in (*n.input, *n.output):
+                        tt = self.types.get(nm)
+                        if tt is not None and tt[0] and tt[0] not in _TRT_TYPES:
+                            dt = onnx.TensorProto.DataType.Name(tt[0])
+                            new[i] = (f"tensor '{nm}' is {dt}, a type TensorRT does not have (the parser "
+                                      f"failed the model without naming a node: {model_level[0]})")
+                            break
+            if not new and not doubtful:
+                for i in keep:
+                    unverified[i] = ("the parser stopped without naming a node"
+                                     + (f" ({model_level[0]})" if model_level else ""))
+                notes.append(f"The parser stopped without naming a node; {len(keep)} node(s) are unverified.")
+                return result()
+            plugin.update(new)
+            unverified.update(doubtful)
+            keep = [i for i in keep if i not in new and i not in doubtful]
+            emit({"event": "progress", "call": self.calls, "plugin": len(plugin), "remaining": len(keep),
+                  "seconds": time.perf_counter() - t0})
+            if not keep:
+                return result()
+            ok, errors, _ = self.call(self.cut_model(keep))
+            if ok:
+                return result()
+
+
+_TRT_TYPES = {
+    onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16, onnx.TensorProto.INT32,
+    onnx.TensorProto.INT64, onnx.TensorProto.INT8, onnx.TensorProto.UINT8, onnx.TensorProto.BOOL,
+    onnx.TensorProto.FLOAT8E4M3FN, onnx.TensorProto.INT4, onnx.TensorProto.FLOAT4E2M1, onnx.TensorProto.DOUBLE,
+}
+
+
+def main(argv: list[str]) -> int:
+    """Entry point: ``MODULE MODEL``."""
+    module, model = argv[0], Path(argv[1])
+    try:
+        trt = importlib.import_module(module)
+    except Exception as e:  # noqa: BLE001 - reported to the parent as an event
+        emit({"event": "error", "kind": "import", "message": f"{type(e).__name__}: {e}"})
+        return 3
+    emit({"event": "version", "module": module, "version": str(getattr(trt, "__version__", ""))})
+    try:
+        result = Session(trt, model).run()
+    except Exception as e:  # noqa: BLE001 - reported to the parent as an event
+        emit({"event": "error", "kind": "parse", "message": f"{type(e).__name__}: {e}"})
+        return 4
+    emit(result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,98 @@
+"""Engine partitions: the runs of delegate nodes TensorRT would build as separate engines.
+
+Every plugin node splits the engine. Delegate nodes are grouped by the number of
+plugin "stages" in front of them, then into connected components within a
+stage; that makes the partitions and the plugin nodes an acyclic chain of
+engines and custom kernels, the way the parser's ``supports_model_v2``
+subgraphs come out (pinned in tests against the real parser).
+"""
+
+from __future__ import annotations
+
+from engine.model import BoundaryTensor, Graph, Partition, Status
+
+
+def find_partitions(graph: Graph, order: list[int], dims: dict[str, int] | None = None) -> list[Partition]:
+    """Group the delegate nodes of ``graph`` into engine partitions, with boundary tensors.
+
+    Parameters
+    ----------
+    graph
+        The main graph, with statuses set.
+    order
+        A topological order of its nodes.
+    dims
+        Values for symbolic dimensions when sizing boundary tensors (default 1).
+
+    Returns
+    -------
+    list of Partition
+        In topological order of their first node. A boundary tensor is one that
+        a partition reads from, or writes to, a node outside it (a plugin node or
+        another partition); model inputs and outputs are not boundaries.
+    """
+    nodes = graph.nodes
+    tensors = graph.tensors
+    n = len(nodes)
+    preds: list[set[int]] = [set() for _ in range(n)]
+    for node in nodes:
+        for i in node.inputs:
+            t = tensors.get(i) if i else None
+            if t is not None and t.producer is not None and t.producer != node.index:
+                preds[node.index].add(t.producer)
+
+    delegate = [nd.status is Status.DELEGATE for nd in nodes]
+    stage = [0] * n
+    for idx in order:
+        s = 0
+        for p in preds[idx]:
+            s = max(s, stage[p] + (1 if (not delegate[p] and delegate[idx]) else 0))
+        stage[idx] = s
+
+    # Union-find over delegate-to-delegate edges within one stage.
+    parent = list(range(n))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for idx in order:
+        if not delegate[idx]:
+            continue
+        for p in preds[idx]:
+            if delegate[p] and stage[p] == stage[idx]:
+                ra, rb = find(p), find(idx)
+                if ra != rb:
+                    parent[max(ra, rb)] = min(ra, rb)
+
+    groups: dict[int, list[int]] = {}
+    for idx in order:
+        if delegate[idx]:
+            groups.setdefault(find(idx), []).append(idx)
+    part_of = [-1] * n
+    parts: list[Partition] = []
+    for k, members in enumerate(groups.values()):
+        for m in members:
+            part_of[m] = k
+        parts.append(Partition(k, sorted(members), [], sum(nodes[m].flops or 0 for m in members)))
+
+    for p in parts:
+        seen: set[str] = set()
+        for m in p.nodes:
+            nd = nodes[m]
+            for name in nd.inputs:
+                t = tensors.get(name) if name else None
+                if t is None or name in seen or t.producer is None or part_of[t.producer] == p.index:
+                    continue
+                seen.add(name)
+                p.boundary_tensors.append(BoundaryTensor(name, t.nbytes(dims), "in", t.symbolic))
+            for name in nd.outputs:
+                t = tensors.get(name) if name else None
+                if t is None or name in seen:
+                    continue
+                if any(part_of[c] != p.index for c in t.consumers):
+                    seen.add(name)
+                    p.boundary_tensors.append(BoundaryTensor(name, t.nbytes(dims), "out", t.symbolic))
+    return parts

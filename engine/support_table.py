@@ -1,0 +1,282 @@
+"""Predict each node's split from the operator support table and static checks.
+
+This is the source of truth on machines without TensorRT, and the first answer
+the GUI paints before the real parser's answer arrives. The table says what the
+parser can *import*; restrictions that depend on attributes, constness and types
+are checked here where they can be checked from the model alone.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from engine.model import Graph, Node, Source, Status
+
+TABLE_PATH = Path(__file__).resolve().parent.parent / "resources" / "onnx-trt-operators.json"
+
+# Types TensorRT has at all (parser_data_types of the table, in ONNX names).
+TRT_DTYPES = frozenset({
+    "FLOAT", "FLOAT16", "BFLOAT16", "INT32", "INT64", "INT8", "UINT8", "BOOL", "FLOAT8E4M3FN", "INT4",
+    "FLOAT4E2M1", "DOUBLE",
+})
+_TABLE_TYPE = {
+    "FLOAT": "FP32", "DOUBLE": "FP32", "FLOAT16": "FP16", "BFLOAT16": "BF16", "INT32": "INT32",
+    "INT64": "INT64", "INT8": "INT8", "UINT8": "UINT8", "BOOL": "BOOL", "FLOAT8E4M3FN": "FP8",
+    "INT4": "INT4", "FLOAT4E2M1": "FP4",
+}
+
+TARGET_TENSORRT = "tensorrt"
+TARGET_RTX = "tensorrt-rtx"
+
+# Measured differences of the TensorRT-RTX 1.7 parser from the TensorRT 11.1 table
+# (DOMAIN.md section 4, re-checked by tests/engine/test_parser_semantics.py).
+RTX_REJECTS: dict[str, str] = {
+    "NonZero": "TensorRT-RTX 1.7 has no NonZero importer/plugin (passes supports_operator, fails in the model)",
+    "RoiAlign": "TensorRT-RTX 1.7 rejects RoiAlign (no RoiAlign plugin)",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class OpEntry:
+    """One row of the support table."""
+
+    op: str
+    supported: bool
+    types: frozenset[str]
+    restrictions: tuple[str, ...]
+
+
+@functools.cache
+def load_table(path: Path = TABLE_PATH) -> tuple[str, dict[str, OpEntry]]:
+    """Return the table's TensorRT version and its rows by op type."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    rows = {
+        o["operator"]: OpEntry(o["operator"], bool(o["supported"]), frozenset(o.get("supported_types") or ()),
+                               tuple(o.get("restrictions") or ()))
+        for o in data["operators"]
+    }
+    return str(data.get("tensorrt_version", "")), rows
+
+
+def _is_const(graph: Graph, name: str) -> bool:
+    t = graph.tensors.get(name) if name else None
+    if t is None:
+        return False
+    if t.is_initializer:
+        return True
+    return t.producer is not None and graph.nodes[t.producer].op_type == "Constant"
+
+
+def _const_values(graph: Graph, name: str) -> list[Any] | None:
+    """Values of a small constant input, when the loader kept them (Constant attributes)."""
+    t = graph.tensors.get(name) if name else None
+    if t is None or t.producer is None:
+        return None
+    prod = graph.nodes[t.producer]
+    if prod.op_type != "Constant":
+        return None
+    v = prod.attributes.get("value")
+    if isinstance(v, list):
+        return v
+    if isinstance(v, (int, float)):
+        return [v]
+    return None
+
+
+def _input_used(graph: Graph, node: Node, k: int) -> bool:
+    return len(node.inputs) > k and bool(node.inputs[k])
+
+
+def _output_used(graph: Graph, node: Node, k: int) -> bool:
+    if len(node.outputs) <= k or not node.outputs[k]:
+        return False
+    t = graph.tensors.get(node.outputs[k])
+    return t is not None and (bool(t.consumers) or t.is_output)
+
+
+def _rank(graph: Graph, name: str) -> int | None:
+    t = graph.tensors.get(name) if name else None
+    return None if t is None or t.shape is None else len(t.shape)
+
+
+Check = Callable[[Graph, Node], str | None]
+
+
+def _reduce(g: Graph, n: Node) -> str | None:
+    if _input_used(g, n, 1) and not _is_const(g, n.inputs[1]):
+        return "`axes` must be an initializer, but it is computed at run time"
+    return None
+
+
+def _squeeze(g: Graph, n: Node) -> str | None:
+    if _input_used(g, n, 1) and not _is_const(g, n.inputs[1]):
+        src = g.tensors.get(n.inputs[1])
+        if src is not None and src.producer is not None and g.nodes[src.producer].role.value == "shape":
+            return None  # shape arithmetic the parser folds when shapes are static
+        return "`axes` must be resolvable to a constant"
+    return None
+
+
+def _topk(g: Graph, n: Node) -> str | None:
+    if n.attributes.get("sorted", 1) != 1:
+        return "`sorted` must be 1"
+    if _input_used(g, n, 1):
+        vals = _const_values(g, n.inputs[1])
+        if vals and any(isinstance(v, (int, float)) and v >= 3840 for v in vals):
+            return f"`K` = {vals[0]} must be less than 3840"
+    return None
+
+
+def _resize(g: Graph, n: Node) -> str | None:
+    a = n.attributes
+    mode = a.get("mode", "nearest")
+    if mode not in ("nearest", "linear"):
+        return f"resize mode `{mode}` is not supported (only nearest, linear)"
+    ctm = a.get("coordinate_transformation_mode", "half_pixel")
+    if ctm not in ("half_pixel", "pytorch_half_pixel", "tf_half_pixel_for_nn", "asymmetric", "align_corners"):
+        return f"coordinate_transformation_mode `{ctm}` is not supported"
+    nm = a.get("nearest_mode", "round_prefer_floor")
+    if mode == "nearest" and nm not in ("floor", "ceil", "round_prefer_floor", "round_prefer_ceil"):
+        return f"nearest_mode `{nm}` is not supported"
+    if a.get("antialias", 0):
+        return "antialiasing is not supported"
+    if a.get("keep_aspect_ratio_policy", "stretch") != "stretch":
+        return "only the `stretch` aspect ratio policy is supported"
+    return None
+
+
+def _pool(g: Graph, n: Node) -> str | None:
+    r = _rank(g, n.inputs[0])
+    if r is not None and r not in (4, 5):
+        return f"{r - 2}D pooling: only 2D or 3D pooling is supported"
+    d = n.attributes.get("dilations")
+    if isinstance(d, list) and any(x != 1 for x in d):
+        return "`dilations` must be empty or all ones"
+    if n.op_type == "MaxPool" and _output_used(g, n, 1):
+        return "the `Indices` output is not supported"
+    return None
+
+
+def _layernorm(g: Graph, n: Node) -> str | None:
+    if _output_used(g, n, 1) or _output_used(g, n, 2):
+        return "only the first output `Y` is supported"
+    return None
+
+
+def _qdq(g: Graph, n: Node) -> str | None:
+    if _input_used(g, n, 2):
+        vals = _const_values(g, n.inputs[2])
+        if vals and any(v != 0 for v in vals):
+            return "zero point must be 0 (TensorRT quantization is symmetric)"
+    return None
+
+
+def _scatternd(g: Graph, n: Node) -> str | None:
+    red = n.attributes.get("reduction", "none")
+    return None if red == "none" else f"`reduction` `{red}` is not supported (only none)"
+
+
+def _const_input(k: int, what: str) -> Check:
+    def check(g: Graph, n: Node) -> str | None:
+        if _input_used(g, n, k) and not _is_const(g, n.inputs[k]):
+            return f"`{what}` must be a build-time constant"
+        return None
+
+    return check
+
+
+def _constant(g: Graph, n: Node) -> str | None:
+    for k in ("sparse_value", "value_string", "value_strings"):
+        if k in n.attributes:
+            return f"`{k}` attribute is not supported"
+    return None
+
+
+def _lstm(g: Graph, n: Node) -> str | None:
+    if n.attributes.get("input_forget", 0):
+        return "`input_forget` must be 0"
+    if n.attributes.get("layout", 0):
+        return "`layout` must be 0"
+    return None
+
+
+def _grid_sample(g: Graph, n: Node) -> str | None:
+    r = _rank(g, n.inputs[0])
+    return None if r in (None, 4) else "input must be 4D"
+
+
+def _attention(g: Graph, n: Node) -> str | None:
+    for k, what in ((4, "past_key"), (5, "past_value"), (6, "nonpad_kv_seqlen")):
+        if _input_used(g, n, k):
+            return f"input `{what}` is not supported"
+    for k in (1, 2, 3):
+        if _output_used(g, n, k):
+            return "outputs other than `Y` are not supported"
+    if n.attributes.get("softcap"):
+        return "`softcap` is not supported"
+    return None
+
+
+CHECKS: dict[str, Check] = {
+    **{op: _reduce for op in ("ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax",
+                              "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum", "ReduceSumSquare")},
+    "Squeeze": _squeeze, "Unsqueeze": _squeeze, "TopK": _topk, "Resize": _resize,
+    "MaxPool": _pool, "AveragePool": _pool, "LpPool": _pool, "LayerNormalization": _layernorm,
+    "QuantizeLinear": _qdq, "DequantizeLinear": _qdq, "ScatterND": _scatternd,
+    "OneHot": _const_input(1, "depth"), "CumSum": _const_input(1, "axis"), "Constant": _constant,
+    "LSTM": _lstm, "GridSample": _grid_sample, "Attention": _attention,
+}
+
+
+def predict_node(graph: Graph, node: Node, target: str = TARGET_TENSORRT) -> tuple[Status, str]:
+    """Predict one node's status and the reason for it."""
+    version, table = load_table()
+    src = f"TensorRT {version} operator table"
+    if node.is_custom_domain:
+        return (Status.PLUGIN,
+                f"custom op {node.domain}::{node.op_type}: no built-in importer; it needs a TensorRT plugin "
+                f"named '{node.op_type}' (the parser falls back to a plugin of that name)")
+    for name in (*node.inputs, *node.outputs):
+        t = graph.tensors.get(name) if name else None
+        if t is not None and t.dtype is not None and t.dtype not in TRT_DTYPES:
+            return Status.PLUGIN, f"tensor '{name}' is {t.dtype}, a type TensorRT does not have"
+    entry = table.get(node.op_type)
+    if entry is None:
+        return Status.PLUGIN, f"{node.op_type} is not in the {src}: no importer"
+    if not entry.supported:
+        return Status.PLUGIN, f"{node.op_type} is not supported ({src})"
+    if target == TARGET_RTX and node.op_type in RTX_REJECTS:
+        return Status.PLUGIN, RTX_REJECTS[node.op_type]
+    check = CHECKS.get(node.op_type)
+    if check is not None:
+        why = check(graph, node)
+        if why:
+            return Status.PLUGIN, f"{node.op_type}: {why} ({src} restriction)"
+    for sub in node.subgraphs.values():
+        bad = [n for n in sub.nodes if n.status is Status.PLUGIN]
+        if bad:
+            return Status.PLUGIN, (f"its body '{sub.path}' has {len(bad)} node(s) TensorRT rejects, first "
+                                   f"{bad[0].label} ({bad[0].op_type})")
+    if node.function is not None:
+        bad = [n for n in node.function.nodes if n.status is Status.PLUGIN]
+        if bad:
+            return Status.PLUGIN, (f"its function body has {len(bad)} node(s) TensorRT rejects, first "
+                                   f"{bad[0].label} ({bad[0].op_type})")
+    return Status.DELEGATE, f"{node.op_type} is supported ({src})"
+
+
+def predict_graph(graph: Graph, target: str = TARGET_TENSORRT) -> None:
+    """Set status, reason and source on every node of ``graph`` and its bodies from the table."""
+    for node in graph.nodes:
+        for sub in node.subgraphs.values():
+            predict_graph(sub, target)
+        if node.function is not None:
+            predict_graph(node.function, target)
+        node.status, node.reason = predict_node(graph, node, target)
+        node.source = Source.TABLE
+        node.table_status = node.status

@@ -1,0 +1,140 @@
+"""Ask the real TensorRT (or TensorRT-RTX) ONNX parser which nodes it takes.
+
+The parser runs in a child process (:mod:`engine.parser_proc`): it may crash on
+odd models, a hard cancel must be able to kill it, and the parent builds its
+graph model meanwhile. This module starts it, relays its progress and turns its
+answer into per-node verdicts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine._optional import installed
+from engine.errors import JobCancelledError, ParserUnavailableError
+from engine.jobs import CancelToken, Progress
+
+BACKENDS = {"tensorrt": "tensorrt", "rtx": "tensorrt_rtx"}
+DISPLAY = {"tensorrt": "tensorrt", "tensorrt_rtx": "tensorrt-rtx"}
+
+
+def resolve_backend(parser: str) -> str | None:
+    """Module to use for ``--parser`` (auto|tensorrt|rtx|table); None means the table.
+
+    Raises
+    ------
+    ParserUnavailableError
+        When a named parser is not installed.
+    """
+    if parser == "table":
+        return None
+    if parser == "auto":
+        for module in ("tensorrt", "tensorrt_rtx"):
+            if installed(module):
+                return module
+        return None
+    module = BACKENDS.get(parser)
+    if module is None:
+        raise ParserUnavailableError(f"Unknown parser '{parser}': use auto, tensorrt, rtx or table.")
+    if not installed(module):
+        extra = "tensorrt" if parser == "tensorrt" else "rtx"
+        raise ParserUnavailableError(
+            f"The {DISPLAY[module]} Python package is not installed: pip install 'splitscope[{extra}]', "
+            "or use --parser table.")
+    return module
+
+
+@dataclass(slots=True)
+class ParserAnswer:
+    """What the parser said about the main graph's nodes (by index)."""
+
+    module: str
+    version: str = ""
+    plugin: dict[int, str] = field(default_factory=dict)
+    unverified: dict[int, str] = field(default_factory=dict)
+    calls: int = 0
+    seconds: float = 0.0
+    first_call: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    failure: str = ""
+    """Non-empty when the parser could not answer at all (crash, import error)."""
+
+
+class ParserProcess:
+    """A running parser child; iterate :meth:`events` then read :attr:`answer`."""
+
+    def __init__(self, module: str, model: Path) -> None:
+        self.module = module
+        self.answer = ParserAnswer(module)
+        env = dict(os.environ)
+        root = str(Path(__file__).resolve().parent.parent)
+        env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        # stderr goes to a file: TensorRT may log a lot, and a full pipe would block the child.
+        self._stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "engine.parser_proc", module, str(model)],
+            stdout=subprocess.PIPE, stderr=self._stderr, stdin=subprocess.DEVNULL, env=env, text=True)
+
+    def kill(self) -> None:
+        """Hard-stop the child (cancel)."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        self._close()
+
+    def _close(self) -> None:
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+        self._stderr.close()
+
+    def events(self, cancel: CancelToken | None = None) -> Generator[Progress, None, ParserAnswer]:
+        """Relay the child's progress; return its answer when it exits."""
+        assert self.proc.stdout is not None
+        a = self.answer
+        try:
+            for line in self.proc.stdout:
+                if cancel is not None and cancel.cancelled:
+                    raise JobCancelledError()
+                try:
+                    ev = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                kind = ev.get("event")
+                if kind == "version":
+                    a.version = ev.get("version", "")
+                elif kind == "progress":
+                    rem = ev.get("remaining")
+                    msg = f"{DISPLAY[self.module]} parser call {ev.get('call')}"
+                    if rem is not None:
+                        msg += f": {ev.get('plugin')} rejected, re-checking {rem} nodes"
+                    yield Progress("parser", int(ev.get("call", 0)), 0, msg)
+                elif kind == "result":
+                    a.plugin = {int(k): v for k, v in ev["plugin"].items()}
+                    a.unverified = {int(k): v for k, v in ev["unverified"].items()}
+                    a.calls = int(ev["calls"])
+                    a.seconds = float(ev.get("seconds", 0.0))
+                    a.first_call = ev.get("first_call", {})
+                    a.notes = list(ev.get("notes", []))
+                elif kind == "error":
+                    a.failure = f"{DISPLAY[self.module]} {ev.get('kind')} failed: {ev.get('message')}"
+            rc = self.proc.wait()
+            if cancel is not None and cancel.cancelled:
+                raise JobCancelledError()
+            if rc != 0 and not a.failure:
+                self._stderr.seek(0)
+                tail = self._stderr.read().strip().splitlines()[-1:] or [""]
+                sig = f"signal {-rc}" if rc < 0 else f"exit code {rc}"
+                a.failure = f"{DISPLAY[self.module]} parser crashed ({sig}) {tail[0][:200]}".strip()
+        except BaseException:
+            self.kill()
+            raise
+        self._close()
+        return a
