@@ -123,8 +123,10 @@ def apply_parser_answer(gm: GraphModel, answer: ParserAnswer) -> None:
 
 def parser_reason(op_type: str, parser: str, desc: str) -> str:
     """The parser's error text, with a plain explanation of the common ones in front."""
-    if "Plugin not found" in desc:
+    if "Plugin not found" in desc and not desc.startswith("in its body"):
         return f"{parser}: no importer and no plugin registered for '{op_type}' ({desc.strip()})"
+    if desc.startswith("UNSUPPORTED_NODE"):
+        return f"{parser}: {op_type} is not supported here ({desc})"
     return f"{parser}: {desc.strip()}"
 
 

@@ -174,12 +174,19 @@ def build_graph(g: onnx.GraphProto, path: str, initializers: dict[str, Initializ
         if shp is not None:
             t.shape = shp
     init_names: set[str] = set()
+    constants: dict[str, list[Any]] = {}
     for init in g.initializer:
         t = tensor(init.name)
         t.is_initializer = True
         t.dtype = dtype_name(init.data_type)
         t.shape = tuple(init.dims)
         init_names.add(init.name)
+        if len(init.dims) <= 1 and (not init.dims or init.dims[0] <= _MAX_ATTR_VALUES) \
+                and init.data_location != onnx.TensorProto.EXTERNAL:
+            try:
+                constants[init.name] = onnx.numpy_helper.to_array(init).reshape(-1).tolist()
+            except Exception:  # noqa: BLE001 - exotic dtypes: no values, only shape
+                pass
     if initializers is not None:
         for name in initializers:
             tensor(name).is_initializer = True
@@ -215,7 +222,7 @@ def build_graph(g: onnx.GraphProto, path: str, initializers: dict[str, Initializ
                 tensor(o).producer = idx
     graph = Graph(g.name, nodes, tensors, [i.name for i in g.input if i.name not in init_names],
                   [o.name for o in g.output],
-                  initializers if initializers is not None else {}, path)
+                  initializers if initializers is not None else {}, constants, path)
     return graph, _topological_order(nodes, tensors, label)
 
 

@@ -152,6 +152,8 @@ class Graph:
     inputs: list[str]
     outputs: list[str]
     initializers: dict[str, Initializer]
+    constants: dict[str, list[Any]] = field(default_factory=dict)
+    """Values of tiny initializers (shape vectors, axes, K, zero points), flattened."""
     path: str = ""
     """Where this graph sits: '' for the main graph, else ``node/attr`` segments."""
 

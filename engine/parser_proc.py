@@ -51,11 +51,25 @@ def _outer_refs(node: onnx.NodeProto) -> set[str]:
     return refs
 
 
+def _body_node_names(node: onnx.NodeProto) -> list[str]:
+    """Names of the nodes in a node's bodies, at any depth."""
+    out: list[str] = []
+    for a in node.attribute:
+        graphs = [a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs)
+        for g in graphs:
+            for n in g.node:
+                if n.name:
+                    out.append(n.name)
+                out.extend(_body_node_names(n))
+    return out
+
+
 def _signature(node: onnx.NodeProto, types: dict[str, tuple[int, int | None]], consts: set[str]) -> str:
     attrs = sorted((a.name, str(onnx.helper.get_attribute_value(a))[:200]) for a in node.attribute
                    if a.type not in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS))
     ins = [(types.get(i), i in consts) for i in node.input]
-    return repr((node.domain, node.op_type, attrs, ins))
+    outs = [bool(o) for o in node.output]
+    return repr((node.domain, node.op_type, attrs, ins, outs))
 
 
 class Session:
@@ -98,7 +112,11 @@ class Session:
             e = parser.get_error(i)
             name = e.node_name() if hasattr(e, "node_name") else ""
             op = e.node_operator() if hasattr(e, "node_operator") else ""
-            errors.append((int(e.node()), name or "", op or "", str(e.desc())))
+            desc = str(e.desc()).strip()
+            if len(desc) < 16:  # e.g. "false": say which check failed instead
+                code = str(e.code()).rsplit(".", 1)[-1]
+                desc = f"{code} in {e.func()}" + (f" ({desc})" if desc and desc != "false" else "")
+            errors.append((int(e.node()), name or "", op or "", desc))
         subgraphs = [list(parser.get_subgraph_nodes(i)) for i in range(parser.num_subgraphs)]
         del parser, network
         return ok, errors, subgraphs
@@ -162,7 +180,8 @@ class Session:
         g.initializer.extend(t for t in fg.initializer if t.name in used)
         for name in sorted(used - produced - init_names):
             g.input.append(orig_inputs[name] if name in orig_inputs else self._value_info(name))
-        outs = [o for o in fg.output if o.name in produced or o.name in orig_inputs]
+        outs = [o if o.type.tensor_type.elem_type else self._value_info(o.name)
+                for o in fg.output if o.name in produced or o.name in orig_inputs]
         out_names = {o.name for o in outs}
         for i, n in enumerate(fg.node):
             if i in keep_set:
@@ -198,9 +217,12 @@ class Session:
         full = self.load_proto()
         nodes = full.graph.node
         by_name: dict[str, int] = {}
+        nested: dict[str, int] = {}
         for i, n in enumerate(nodes):
             if n.name:
                 by_name.setdefault(n.name, i)
+            for inner in _body_node_names(n):
+                nested.setdefault(inner, i)
         sig_cache: dict[int, str] = {}
 
         def sig(i: int) -> str:
@@ -210,6 +232,7 @@ class Session:
             return s
 
         keep = list(range(len(nodes)))
+        retyped = False
         while True:
             new: dict[int, str] = {}
             doubtful: dict[int, str] = {}
@@ -222,6 +245,9 @@ class Session:
                         orig = cand
                 if orig is None and name in by_name:
                     orig = by_name[name]
+                if orig is None and name in nested and nested[name] in keep:
+                    orig = nested[name]
+                    desc = f"in its body, node '{name}' ({_op}): {desc}"
                 if orig is None:
                     model_level.append(desc)
                     continue
@@ -252,6 +278,13 @@ class Session:
                             new[i] = (f"tensor '{nm}' is {dt}, a type TensorRT does not have (the parser "
                                       f"failed the model without naming a node: {model_level[0]})")
                             break
+            if not new and not doubtful and not retyped and model_level:
+                # Untyped graph outputs fail the whole model; retry once with inferred types.
+                retyped = True
+                ok, errors, _ = self.call(self.cut_model(keep))
+                if ok:
+                    return result()
+                continue
             if not new and not doubtful:
                 for i in keep:
                     unverified[i] = ("the parser stopped without naming a node"

@@ -42,11 +42,24 @@ def find_partitions(graph: Graph, order: list[int], dims: dict[str, int] | None 
                 preds[node.index].add(t.producer)
 
     delegate = [nd.status is Status.DELEGATE for nd in nodes]
+    # stage: how many plugin nodes lie on the longest path from a delegate node.
+    # A plugin fed only by inputs and constants (SOURCE) splits nothing: its
+    # result enters the engine as an input, like a model input.
+    source = -1
     stage = [0] * n
     for idx in order:
-        s = 0
-        for p in preds[idx]:
-            s = max(s, stage[p] + (1 if (not delegate[p] and delegate[idx]) else 0))
+        if delegate[idx]:
+            s = 0
+            for p in preds[idx]:
+                if delegate[p]:
+                    s = max(s, stage[p])
+                elif stage[p] != source:
+                    s = max(s, stage[p] + 1)
+        else:
+            s = source
+            for p in preds[idx]:
+                if delegate[p] or stage[p] != source:
+                    s = max(s, stage[p])
         stage[idx] = s
 
     # Union-find over delegate-to-delegate edges within one stage.

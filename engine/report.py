@@ -48,10 +48,12 @@ def headline(gm: GraphModel) -> str:
     s = split_summary(gm)
     plugin_ops = Counter(n.op_type for n in gm.nodes if n.status is Status.PLUGIN)
     n_parts = len(gm.partitions)
-    return (f"{s['delegate']['flops_share']:.0%} of FLOPs delegated ({s['delegate']['nodes']} of {len(gm.nodes)} "
+    unknown = sum(1 for n in gm.nodes if n.status is Status.PLUGIN and n.flops is None)
+    return (f"{s['delegate']['flops_share']:.0%} of known FLOPs delegated ({s['delegate']['nodes']} of {len(gm.nodes)} "
             f"nodes), {s['plugin']['nodes']} node(s) of {len(plugin_ops)} op type(s) need custom CUDA, "
             f"{n_parts} engine partition{'s' if n_parts != 1 else ''}, {format_bytes(gm.boundary_bytes)} "
-            "crossing partition boundaries per inference")
+            "crossing partition boundaries per inference"
+            + (f"; the cost of {unknown} custom node(s) is unknown until profiled" if unknown else ""))
 
 
 def format_bytes(n: int) -> str:

@@ -74,6 +74,8 @@ def _is_const(graph: Graph, name: str) -> bool:
 
 def _const_values(graph: Graph, name: str) -> list[Any] | None:
     """Values of a small constant input, when the loader kept them (Constant attributes)."""
+    if name in graph.constants:
+        return graph.constants[name]
     t = graph.tensors.get(name) if name else None
     if t is None or t.producer is None:
         return None
@@ -135,8 +137,10 @@ def _topk(g: Graph, n: Node) -> str | None:
 def _resize(g: Graph, n: Node) -> str | None:
     a = n.attributes
     mode = a.get("mode", "nearest")
-    if mode not in ("nearest", "linear"):
-        return f"resize mode `{mode}` is not supported (only nearest, linear)"
+    # The table lists nearest and linear only, but both parsers import `cubic`
+    # (IResizeLayer has had kCUBIC since TensorRT 8.5): measured, see BENCHMARKS.md.
+    if mode not in ("nearest", "linear", "cubic"):
+        return f"resize mode `{mode}` is not supported (only nearest, linear, cubic)"
     ctm = a.get("coordinate_transformation_mode", "half_pixel")
     if ctm not in ("half_pixel", "pytorch_half_pixel", "tf_half_pixel_for_nn", "asymmetric", "align_corners"):
         return f"coordinate_transformation_mode `{ctm}` is not supported"
@@ -237,6 +241,12 @@ def predict_node(graph: Graph, node: Node, target: str = TARGET_TENSORRT) -> tup
     """Predict one node's status and the reason for it."""
     version, table = load_table()
     src = f"TensorRT {version} operator table"
+    if node.function is not None:
+        bad = [n for n in node.function.nodes if n.status is Status.PLUGIN]
+        if bad:
+            return Status.PLUGIN, (f"its function body has {len(bad)} node(s) TensorRT rejects, first "
+                                   f"{bad[0].label} ({bad[0].op_type})")
+        return Status.DELEGATE, f"model-local function {node.op_type}: every node of its body is supported ({src})"
     if node.is_custom_domain:
         return (Status.PLUGIN,
                 f"custom op {node.domain}::{node.op_type}: no built-in importer; it needs a TensorRT plugin "
@@ -261,11 +271,6 @@ def predict_node(graph: Graph, node: Node, target: str = TARGET_TENSORRT) -> tup
         bad = [n for n in sub.nodes if n.status is Status.PLUGIN]
         if bad:
             return Status.PLUGIN, (f"its body '{sub.path}' has {len(bad)} node(s) TensorRT rejects, first "
-                                   f"{bad[0].label} ({bad[0].op_type})")
-    if node.function is not None:
-        bad = [n for n in node.function.nodes if n.status is Status.PLUGIN]
-        if bad:
-            return Status.PLUGIN, (f"its function body has {len(bad)} node(s) TensorRT rejects, first "
                                    f"{bad[0].label} ({bad[0].op_type})")
     return Status.DELEGATE, f"{node.op_type} is supported ({src})"
 

@@ -80,8 +80,8 @@ class ParserProcess:
         # stderr goes to a file: TensorRT may log a lot, and a full pipe would block the child.
         self._stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "engine.parser_proc", module, str(model)],
-            stdout=subprocess.PIPE, stderr=self._stderr, stdin=subprocess.DEVNULL, env=env, text=True)
+            [sys.executable, "-m", "engine.parser_proc", module, str(model.resolve())],
+            stdout=subprocess.PIPE, stderr=self._stderr, stdin=subprocess.DEVNULL, env=env, text=True, cwd=root)
 
     def kill(self) -> None:
         """Hard-stop the child (cancel)."""

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Install the system libraries Qt's xcb platform plugin needs for a real window,
+# plus Xvfb for headless screenshot tests. Debian/Ubuntu only; needs root (or sudo).
+# Does nothing when they are already there. Without them the app still runs
+# headless (QT_QPA_PLATFORM=offscreen) and the CLI needs none of this.
+set -u
+pkgs=(xvfb libxcb-cursor0 libxkbcommon-x11-0 libxcb-icccm4 libxcb-image0 libxcb-keysyms1 libxcb-randr0
+      libxcb-render-util0 libxcb-shape0 libxcb-xinerama0 libxcb-xkb1 libegl1 libgl1 libfontconfig1 libdbus-1-3)
+command -v dpkg-query >/dev/null 2>&1 || { echo "system-deps: not a Debian-like system; install the Qt xcb libraries yourself" >&2; exit 0; }
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else
+    echo "system-deps: missing ${missing[*]}; run as root: apt-get install -y ${missing[*]}" >&2; exit 0; fi
+fi
+echo "system-deps: installing ${missing[*]}" >&2
+$SUDO apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null \
+  || echo "system-deps: apt-get failed; the GUI may only run offscreen" >&2
