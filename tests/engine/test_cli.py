@@ -1,0 +1,102 @@
+"""`splitscope analyze`: summary, JSON fields, exit codes, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from engine.cli import main
+from tests.engine import models as M
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "engine.cli", *args], capture_output=True, text=True, env=env,
+                          cwd=ROOT, timeout=300)
+
+
+def test_analyze_sample_json(tmp_path, capsys):
+    out = tmp_path / "a.json"
+    assert main(["analyze", "--parser", "table", "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "sample.onnx: 41 nodes" in printed and "DCNv4" in printed
+    d = json.loads(out.read_text())
+    for key in ("model", "parser", "nodes", "summary", "partitions", "boundary_bytes", "node_status"):
+        assert key in d
+    assert d["parser"]["name"] == "table" and d["parser"]["version"] == "11.1"
+    assert d["nodes"] == 41 == len(d["node_status"])
+    assert d["summary"]["plugin"]["nodes"] == 2
+    assert abs(d["summary"]["delegate"]["node_share"] + d["summary"]["plugin"]["node_share"] - 1) < 1e-9
+    assert {"name", "bytes"} <= set(d["partitions"][0]["boundary_tensors"][0])
+    assert d["boundary_bytes"] == 51700 or d["boundary_bytes"] > 0
+    row = next(r for r in d["node_status"] if r["op_type"] == "DCNv4")
+    assert row == {**row, "domain": "com.example.vision", "status": "plugin", "source": "table"}
+    assert {"name", "op_type", "domain", "status", "role", "reason", "source", "flops"} <= set(row)
+
+
+@pytest.mark.parametrize("parser", ["rtx", "auto"])
+def test_analyze_with_real_parser(tmp_path, parser):
+    pytest.importorskip("tensorrt_rtx", reason="TensorRT-RTX not installed")
+    out = tmp_path / "a.json"
+    r = _run("analyze", "--parser", parser, "--json", str(out))
+    assert r.returncode == 0, r.stderr
+    d = json.loads(out.read_text())
+    assert d["parser"]["name"] in ("tensorrt-rtx", "tensorrt")
+    assert all(n["source"] == "parser" for n in d["node_status"])
+
+
+@pytest.mark.parametrize(("content", "needle"), [
+    (None, "No such file"),
+    (b"", "empty"),
+    (b"\x08\x07garbage\xff\xff\xff\xff", "not"),
+])
+def test_bad_input_exit_2_one_line(tmp_path, content, needle):
+    p = tmp_path / "bad.onnx"
+    if content is not None:
+        p.write_bytes(content)
+    r = _run("analyze", str(p), "--parser", "table")
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("splitscope: ") and needle in lines[0]
+    assert "Traceback" not in r.stderr
+
+
+def test_unnamed_nodes_in_json(tmp_path):
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    m = M.model([h.make_node("Relu", ["x"], ["y"])], [h.make_tensor_value_info("x", T.FLOAT, [2])],
+                [h.make_tensor_value_info("y", T.FLOAT, [2])])
+    p = M.save(m, tmp_path / "m.onnx")
+    out = tmp_path / "o.json"
+    assert main(["analyze", str(p), "--parser", "table", "--json", str(out), "-q"]) == 0
+    assert json.loads(out.read_text())["node_status"][0]["name"] == "#0"
+
+
+def test_json_write_is_atomic(tmp_path, monkeypatch):
+    """A failure while writing leaves the previous file intact and no temp file behind."""
+    from engine import report
+
+    out = tmp_path / "a.json"
+    out.write_text("previous")
+
+    def boom(*a, **k):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(report.os, "fsync", boom)
+    with pytest.raises(OSError):
+        report.write_text_atomic(out, "new")
+    assert out.read_text() == "previous"
+    assert [p.name for p in tmp_path.iterdir()] == ["a.json"]
+
+
+def test_bad_dim_flag(capsys):
+    assert main(["analyze", "--parser", "table", "--dim", "batch"]) == 2
+    assert "NAME=INT" in capsys.readouterr().err

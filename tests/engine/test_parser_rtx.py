@@ -1,0 +1,126 @@
+"""The real TensorRT-RTX parser: its semantics, pinned, and our iteration on top of it."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.analyze import analyze_model
+from engine.errors import ParserUnavailableError
+from engine.model import Source, Status
+from engine.trt_capability import resolve_backend
+from tests.engine import models as M
+from tests.engine.conftest import needs_rtx
+
+pytestmark = needs_rtx
+
+
+@pytest.fixture(scope="module")
+def trt():
+    import tensorrt_rtx
+
+    return tensorrt_rtx
+
+
+def _bare(trt, model):
+    logger = trt.Logger(trt.Logger.INTERNAL_ERROR)
+    builder = trt.Builder(logger)
+    network = builder.create_network(0)
+    parser = trt.OnnxParser(network, logger)
+    ok = parser.supports_model_v2(model.SerializeToString())
+    subgraphs = [list(parser.get_subgraph_nodes(i)) for i in range(parser.num_subgraphs)]
+    flags = [parser.is_subgraph_supported(i) for i in range(parser.num_subgraphs)]
+    errs = [(parser.get_error(i).node(), parser.get_error(i).desc()) for i in range(parser.num_errors)]
+    return ok, subgraphs, flags, errs
+
+
+def test_supports_model_v2_semantics_five_node(trt):
+    """DOMAIN.md 3: False; subgraphs [0,1] and [3,4]; node 2 in none; every subgraph flagged unsupported."""
+    ok, subgraphs, flags, errs = _bare(trt, M.five_node())
+    assert ok is False
+    assert subgraphs == [[0, 1], [3, 4]]
+    assert flags == [False, False]
+    assert len(errs) == 1 and errs[0][0] == 2 and "Plugin not found" in errs[0][1]
+
+
+def test_failing_kind_reported_once(trt):
+    """Four NonZero nodes, one error: the parser names only the first."""
+    ok, _, _, errs = _bare(trt, M.repeated_nonzero(4))
+    assert ok is False
+    assert len(errs) == 1 and errs[0][0] == 1
+
+
+def test_uint64_fails_without_naming_a_node(trt):
+    ok, _, _, errs = _bare(trt, M.uint64_model())
+    assert ok is False
+    assert errs and all(node < 0 for node, _ in errs)
+
+
+def test_partitions_match_parser_subgraphs(save_model, trt):
+    gm = analyze_model(save_model(M.five_node()), parser="rtx")
+    _, subgraphs, _, _ = _bare(trt, M.five_node())
+    assert [p.nodes for p in gm.partitions] == subgraphs
+    assert [n.status for n in gm.nodes] == [Status.DELEGATE] * 2 + [Status.PLUGIN] + [Status.DELEGATE] * 2
+    assert all(n.source is Source.PARSER for n in gm.nodes)
+    assert gm.parser.name == "tensorrt-rtx" and gm.parser.calls == 2
+
+
+def test_iteration_proves_every_nonzero(save_model):
+    gm = analyze_model(save_model(M.repeated_nonzero(4)), parser="rtx")
+    nz = [n for n in gm.nodes if n.op_type == "NonZero"]
+    assert all(n.status is Status.PLUGIN and n.source is Source.PARSER for n in nz)
+    assert "same op, attributes and input types" in nz[1].reason
+    others = [n for n in gm.nodes if n.op_type != "NonZero"]
+    assert all(n.status is Status.DELEGATE and n.source is Source.PARSER for n in others)
+
+
+def test_model_level_failure_cuts_unsupported_types(save_model):
+    gm = analyze_model(save_model(M.uint64_model()), parser="rtx")
+    assert [n.status for n in gm.nodes] == [Status.DELEGATE, Status.PLUGIN, Status.DELEGATE]
+    assert "UINT64" in gm.nodes[1].reason
+    assert all(n.source is Source.PARSER for n in gm.nodes)
+
+
+def test_error_inside_if_body_is_attributed_to_the_if(save_model):
+    gm = analyze_model(save_model(M.if_model("MyNms", "my.ops")), parser="rtx")
+    branch = gm.nodes[2]
+    assert branch.status is Status.PLUGIN and branch.source is Source.PARSER
+    assert "then_op" in branch.reason
+    assert gm.nodes[0].status is Status.DELEGATE and gm.nodes[0].source is Source.PARSER
+
+
+def test_custom_op_downstream_nodes_not_blamed(save_model):
+    """Cutting a custom op must not make the good node after it look bad (its input type is assumed)."""
+    gm = analyze_model(save_model(M.five_node()), parser="rtx")
+    assert gm.nodes[4].status is Status.DELEGATE
+
+
+def test_restrictions_model_all_proven(save_model):
+    gm = analyze_model(save_model(M.restrictions_model()), parser="rtx")
+    assert all(n.source is Source.PARSER for n in gm.nodes), [n.reason for n in gm.nodes]
+    status = {n.label: n.status for n in gm.nodes}
+    for bad in ("reducemean_runtime_axes", "maxpool_indices", "det", "compress"):
+        assert status[bad] is Status.PLUGIN
+    for good in ("maxpool", "reducemean_const_axes", "topk_small", "resize_linear", "softmax"):
+        assert status[good] is Status.DELEGATE
+
+
+def test_parser_choice():
+    assert resolve_backend("table") is None
+    assert resolve_backend("rtx") == "tensorrt_rtx"
+    assert resolve_backend("auto") in ("tensorrt", "tensorrt_rtx")
+    with pytest.raises(ParserUnavailableError, match="use auto, tensorrt, rtx or table"):
+        resolve_backend("onnxruntime")
+
+
+def test_cancel_kills_the_parser(save_model):
+    from engine.analyze import analyze
+    from engine.errors import JobCancelledError
+    from engine.jobs import CancelToken
+
+    token = CancelToken()
+    job = analyze(save_model(M.five_node()), parser="rtx", cancel=token)
+    next(job)
+    token.cancel()
+    with pytest.raises(JobCancelledError):
+        for _ in job:
+            pass
