@@ -84,8 +84,7 @@ def node_flops(graph: Graph, node: Node, dims: dict[str, int] | None = None) -> 
             return None
         return 2 * math.prod(x) * math.prod(w[1:])
     if op in ("MatMul", "MatMulInteger", "QLinearMatMul"):
-        ia, ib = (0, 3) if op == "QLinearMatMul" else (0, 1)
-        a = _shape(graph, node.inputs[ia], dims)
+        a = _shape(graph, node.inputs[0], dims)
         y = _numel(graph, out0, dims)
         if a is None or y is None or not a:
             return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 from collections import deque
 from typing import Any
 
@@ -183,10 +184,8 @@ def build_graph(g: onnx.GraphProto, path: str, initializers: dict[str, Initializ
         init_names.add(init.name)
         if len(init.dims) <= 1 and (not init.dims or init.dims[0] <= _MAX_ATTR_VALUES) \
                 and init.data_location != onnx.TensorProto.EXTERNAL:
-            try:
+            with contextlib.suppress(Exception):  # exotic dtypes: no values, only the shape
                 constants[init.name] = onnx.numpy_helper.to_array(init).reshape(-1).tolist()
-            except Exception:  # noqa: BLE001 - exotic dtypes: no values, only shape
-                pass
     if initializers is not None:
         for name in initializers:
             tensor(name).is_initializer = True

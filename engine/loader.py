@@ -68,7 +68,7 @@ def _check_external(t: TensorProto, base: Path | None, where: str) -> None:
             f"Initializer '{t.name}' keeps its weights in external file '{loc}', but the model was "
             "given as bytes without a folder: open it from its file instead.")
     target = (base / loc).resolve()
-    if not loc or os.path.isabs(loc) or base.resolve() not in target.parents and target != base.resolve():
+    if not loc or os.path.isabs(loc) or (base.resolve() not in target.parents and target != base.resolve()):
         raise ExternalDataError(
             f"Initializer '{t.name}'{where} names external file '{loc}' outside the model's folder; "
             "re-save the model with its weights next to it (onnx.save(..., save_as_external_data=True)).")

@@ -78,7 +78,7 @@ class ParserProcess:
         root = str(Path(__file__).resolve().parent.parent)
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         # stderr goes to a file: TensorRT may log a lot, and a full pipe would block the child.
-        self._stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")
+        self._stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")  # noqa: SIM115
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "engine.parser_proc", module, str(model.resolve())],
             stdout=subprocess.PIPE, stderr=self._stderr, stdin=subprocess.DEVNULL, env=env, text=True, cwd=root)

@@ -45,13 +45,13 @@ class NodeTableModel(QAbstractTableModel):
         self._gm = gm
         self.endResetModel()
 
-    def rowCount(self, parent: QModelIndex = QModelIndex()) -> int:  # noqa: N802, B008 - Qt API
+    def rowCount(self, parent: QModelIndex = QModelIndex()) -> int:  # noqa: B008 - Qt API
         return 0 if self._gm is None or parent.isValid() else len(self._gm.nodes)
 
-    def columnCount(self, parent: QModelIndex = QModelIndex()) -> int:  # noqa: N802, B008 - Qt API
+    def columnCount(self, parent: QModelIndex = QModelIndex()) -> int:  # noqa: B008 - Qt API
         return len(COLUMNS)
 
-    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:  # noqa: N802
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
             return COLUMNS[section]
         return None
@@ -94,6 +94,7 @@ class MainWindow(QMainWindow):
         self.table = QTableView()
         self.table.setModel(proxy)
         self.table.setSortingEnabled(True)
+        self.table.horizontalHeader().setSortIndicator(-1, Qt.SortOrder.AscendingOrder)  # graph order
         self.table.setAlternatingRowColors(True)
         self.table.horizontalHeader().setStretchLastSection(True)
         body = QWidget()
@@ -175,17 +176,17 @@ class MainWindow(QMainWindow):
             box.setDetailedText(details)
         box.open()
 
-    def dragEnterEvent(self, event: Any) -> None:  # noqa: N802 - Qt API
+    def dragEnterEvent(self, event: Any) -> None:
         if any(u.toLocalFile().lower().endswith(".onnx") for u in event.mimeData().urls()):
             event.acceptProposedAction()
 
-    def dropEvent(self, event: Any) -> None:  # noqa: N802 - Qt API
+    def dropEvent(self, event: Any) -> None:
         for u in event.mimeData().urls():
             if u.toLocalFile().lower().endswith(".onnx"):
                 self.open_model(Path(u.toLocalFile()))
                 break
 
-    def closeEvent(self, event: Any) -> None:  # noqa: N802 - Qt API
+    def closeEvent(self, event: Any) -> None:
         QSettings().setValue("main/geometry", self.saveGeometry())
         self.runner.cancel()
         self.runner.wait(5000)

@@ -12,7 +12,7 @@ from tests.engine import models as M
 from tests.engine.conftest import needs_rtx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-from make_models import make_transformer  # noqa: E402
+from make_models import make_transformer
 
 pytestmark = needs_rtx
 
