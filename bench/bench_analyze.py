@@ -3,7 +3,7 @@
 For each model (made by make_models.py: about 1k, 10k and 50k nodes, fully
 supported, plus a 50k model split by a custom op every 100 layers), runs these
 commands, interleaved, ``--repeat`` times, and reports median wall time and the
-peak resident memory of the whole process tree (sampled every 20 ms):
+peak resident memory of the whole process tree (sampled every 100 ms):
 
 - ``bare``: a Python process that reads the file and calls
   ``OnnxParser.supports_model_v2`` once (TensorRT-RTX), nothing else;
@@ -79,7 +79,7 @@ def run(cmd: list[str], env: dict[str, str]) -> tuple[float, int, str]:
     peak = 0
     while proc.poll() is None:
         peak = max(peak, _tree_rss_kb(proc.pid))
-        time.sleep(0.02)
+        time.sleep(0.1)
     wall = time.perf_counter() - t0
     out = proc.stdout.read() if proc.stdout else ""
     if proc.returncode != 0:

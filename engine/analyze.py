@@ -81,19 +81,24 @@ def _analyze(path: str | os.PathLike[str] | None, parser: str, dims: dict[str, i
         predict_graph(gm.graph, target)
         version, _ = load_table()
         gm.parser = ParserInfo("table", version, target)
+        # Partitions from the table's answer now, while the parser still works;
+        # recomputed below only if the parser disagrees.
+        gm.partitions = find_partitions(gm.graph, order, gm.dims)
         cancel.raise_if_cancelled()
         if proc is not None:
             yield Progress("parser", 3, 5, f"Waiting for the {DISPLAY[proc.module]} parser")
             t0 = time.perf_counter()
             answer = yield from proc.events(cancel)
+            before = [n.status for n in gm.nodes]
             apply_parser_answer(gm, answer)
             gm.parser.seconds = time.perf_counter() - t0
+            if any(n.status is not b for n, b in zip(gm.nodes, before)):
+                yield Progress("partitions", 4, 5, "Finding engine partitions")
+                gm.partitions = find_partitions(gm.graph, order, gm.dims)
     except BaseException:
         if proc is not None:
             proc.kill()
         raise
-    yield Progress("partitions", 4, 5, "Finding engine partitions")
-    gm.partitions = find_partitions(gm.graph, order, gm.dims)
     yield Progress("done", 5, 5, "Done")
     return gm
 

@@ -125,5 +125,7 @@ def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
 
 
 def write_json(gm: GraphModel, path: str | os.PathLike[str]) -> None:
-    """Write :func:`to_json` atomically."""
-    write_text_atomic(path, json.dumps(to_json(gm), indent=1))
+    """Write :func:`to_json` atomically; indented for small models, compact past 5000 nodes."""
+    doc = to_json(gm)
+    text = json.dumps(doc, indent=1) if len(gm.nodes) <= 5000 else json.dumps(doc, separators=(",", ":"))
+    write_text_atomic(path, text)
