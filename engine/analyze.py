@@ -92,7 +92,7 @@ def _analyze(path: str | os.PathLike[str] | None, parser: str, dims: dict[str, i
             before = [n.status for n in gm.nodes]
             apply_parser_answer(gm, answer)
             gm.parser.seconds = time.perf_counter() - t0
-            if any(n.status is not b for n, b in zip(gm.nodes, before)):
+            if any(n.status is not b for n, b in zip(gm.nodes, before, strict=True)):
                 yield Progress("partitions", 4, 5, "Finding engine partitions")
                 gm.partitions = find_partitions(gm.graph, order, gm.dims)
     except BaseException:

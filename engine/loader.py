@@ -1,8 +1,9 @@
 """Read an ONNX file's structure without its weights, and check it is sound.
 
-Analysis needs structure, types and shapes only. Weights are never read: large
-initializers are replaced by typed graph inputs before shape inference, and
-external-data files are only checked to exist and be long enough. Every failure
+Analysis needs structure, types and shapes only. Weights are never read: the
+file is mapped and large initializers' bytes skipped at the wire level
+(:mod:`engine.wire`), large initializers become typed graph inputs before shape
+inference, and external-data files are only checked to exist and be long enough. Every failure
 raises a typed :class:`engine.errors.ModelLoadError` with a one-line message.
 """
 
@@ -26,6 +27,7 @@ from engine.errors import (
     UnsupportedOpsetError,
 )
 from engine.model import DTYPE_SIZES, Initializer
+from engine.wire import WireError, read_structure
 
 # Initializers at most this many elements keep their values: shape vectors,
 # axes, zero points and scalars that static checks and shape inference read.
@@ -206,14 +208,18 @@ def load_model(path: str | os.PathLike[str]) -> LoadedModel:
     if not p.is_file():
         raise ModelNotFoundError(f"{p} is a folder, not an .onnx file: choose the model file inside it.")
     size = p.stat().st_size
-    if size >= _TWO_GB:
-        raise ModelDecodeError(
-            f"{p.name} is {size / 2**30:.1f} GiB in one file; protobuf cannot hold over 2 GiB: save it "
-            "with external data (onnx.save(model, path, save_as_external_data=True)).")
     try:
-        data = p.read_bytes()
+        data = read_structure(p, SMALL_INITIALIZER_ELEMENTS)
+    except WireError as e:
+        raise ModelDecodeError(
+            f"{p.name} is not a readable ONNX model ({e}): the file is truncated or not ONNX; "
+            "re-export or re-download it.") from None
     except OSError as e:
         raise ModelLoadError(f"Cannot read {p}: {e.strerror}. Check permissions and try again.") from None
+    if len(data) >= _TWO_GB:
+        raise ModelDecodeError(
+            f"{p.name} holds over 2 GiB of graph structure, more than protobuf can decode: split it or "
+            "save its constants as external data.")
     m = decode_model(data, p.name)
     del data
     return prepare_model(m, p, size)

@@ -152,3 +152,23 @@ def restrictions_model() -> onnx.ModelProto:
             "det", "cmp", "sm", "erf"]
     return model(nodes, [h.make_tensor_value_info("img", f, [1, 2, 32, 32])],
                  [h.make_value_info(o, onnx.TypeProto()) for o in outs], inits)
+
+
+def agreement_models(folder: Path) -> list[Path]:
+    """The models over which table-vs-parser agreement is measured: onnx's light models, ours, the sample."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    from make_models import make_transformer
+
+    paths = sorted(LIGHT_DIR.glob("*.onnx"))
+    ours = {
+        "five_node.onnx": five_node(), "repeated_nonzero.onnx": repeated_nonzero(),
+        "uint64.onnx": uint64_model(), "if_custom.onnx": if_model("MyNms", "my.ops"),
+        "if_nonzero.onnx": if_model("NonZero"), "functions.onnx": function_model(),
+        "restrictions.onnx": restrictions_model(), "transformer_split.onnx": make_transformer(600, 5),
+    }
+    for name, m in ours.items():
+        paths.append(save(m, folder / name))
+    paths.append(Path(__file__).resolve().parents[2] / "resources" / "sample.onnx")
+    return paths

@@ -1,0 +1,158 @@
+"""Read an ONNX file's structure straight from the protobuf wire format, skipping weight bytes.
+
+``onnx.load`` decodes every byte of every weight. Analysis needs the graph,
+and of each large initializer only its name, type and dims. This module maps
+the file and rewrites the ModelProto with large initializers' data fields
+dropped (their name, dims, type and external-data record kept), so decoding
+touches kilobytes instead of gigabytes, and a single file over protobuf's 2 GiB
+limit can still be analysed.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from pathlib import Path
+
+# ModelProto.graph, GraphProto.initializer
+_MODEL_GRAPH = 7
+_GRAPH_INITIALIZER = 5
+# TensorProto fields holding data: float_data, int32_data, string_data, int64_data,
+# raw_data, double_data, uint64_data
+_TENSOR_DATA_FIELDS = frozenset({4, 5, 6, 7, 9, 10, 11})
+_TENSOR_DIMS = 1
+
+
+class WireError(ValueError):
+    """The bytes are not well-formed protobuf (truncated or not ONNX)."""
+
+
+def _varint(buf: memoryview | bytes, pos: int, end: int) -> tuple[int, int]:
+    result = 0
+    shift = 0
+    while True:
+        if pos >= end:
+            raise WireError("truncated varint")
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return result, pos
+        shift += 7
+        if shift > 63:
+            raise WireError("varint too long")
+
+
+def _fields(buf: memoryview | bytes, start: int, end: int):  # type: ignore[no-untyped-def]
+    """Yield (field number, wire type, field start, payload start, payload end) over buf[start:end]."""
+    pos = start
+    while pos < end:
+        fstart = pos
+        key, pos = _varint(buf, pos, end)
+        num, wt = key >> 3, key & 7
+        if wt == 0:
+            pstart = pos
+            _, pos = _varint(buf, pos, end)
+            yield num, wt, fstart, pstart, pos
+        elif wt == 1:
+            pos += 8
+            if pos > end:
+                raise WireError("truncated fixed64")
+            yield num, wt, fstart, pos - 8, pos
+        elif wt == 2:
+            length, pstart = _varint(buf, pos, end)
+            pos = pstart + length
+            if pos > end:
+                raise WireError("truncated length-delimited field")
+            yield num, wt, fstart, pstart, pos
+        elif wt == 5:
+            pos += 4
+            if pos > end:
+                raise WireError("truncated fixed32")
+            yield num, wt, fstart, pos - 4, pos
+        else:
+            raise WireError(f"wire type {wt} is not valid protobuf")
+
+
+def _encode_varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def _numel(buf: memoryview, start: int, end: int) -> int:
+    n = 1
+    for num, wt, _, ps, pe in _fields(buf, start, end):
+        if num != _TENSOR_DIMS:
+            continue
+        if wt == 0:
+            d, _ = _varint(buf, ps, pe)
+            n *= d
+        elif wt == 2:  # packed
+            pos = ps
+            while pos < pe:
+                d, pos = _varint(buf, pos, pe)
+                n *= d
+    return n
+
+
+def _strip_tensor(buf: memoryview, start: int, end: int, max_elements: int) -> bytes | None:
+    """The TensorProto without its data fields, or None to keep it as it is."""
+    if end - start <= 4 * max_elements + 256:
+        return None
+    if _numel(buf, start, end) <= max_elements:
+        return None
+    parts = [bytes(buf[fs:pe]) for num, _, fs, _, pe in _fields(buf, start, end) if num not in _TENSOR_DATA_FIELDS]
+    return b"".join(parts)
+
+
+def _strip_graph(buf: memoryview, start: int, end: int, max_elements: int) -> bytes:
+    out: list[bytes] = []
+    run_start = start
+    for num, _, fs, ps, pe in _fields(buf, start, end):
+        if num != _GRAPH_INITIALIZER:
+            continue
+        stripped = _strip_tensor(buf, ps, pe, max_elements)
+        if stripped is None:
+            continue
+        out.append(bytes(buf[run_start:fs]))
+        out.append(_encode_varint((_GRAPH_INITIALIZER << 3) | 2) + _encode_varint(len(stripped)) + stripped)
+        run_start = pe
+    out.append(bytes(buf[run_start:end]))
+    return b"".join(out)
+
+
+def read_structure(path: str | os.PathLike[str], max_elements: int) -> bytes:
+    """The model file's bytes with the data of initializers over ``max_elements`` elements dropped.
+
+    Raises
+    ------
+    WireError
+        When the file is not well-formed protobuf.
+    """
+    with open(Path(path), "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size == 0:
+            return b""
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            buf = memoryview(mm)
+            try:
+                out: list[bytes] = []
+                run_start = 0
+                for num, wt, fs, ps, pe in _fields(buf, 0, size):
+                    if num != _MODEL_GRAPH or wt != 2:
+                        continue
+                    graph = _strip_graph(buf, ps, pe, max_elements)
+                    out.append(bytes(buf[run_start:fs]))
+                    out.append(_encode_varint((_MODEL_GRAPH << 3) | 2) + _encode_varint(len(graph)) + graph)
+                    run_start = pe
+                out.append(bytes(buf[run_start:size]))
+                return b"".join(out)
+            finally:
+                buf.release()
