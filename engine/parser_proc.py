@@ -80,6 +80,7 @@ class Session:
         self.path = model_path
         self.data = model_path.read_bytes()
         self.full: onnx.ModelProto | None = None
+        self.layout: Any = None
         self.value_types: dict[str, onnx.TypeProto] = {}
         self.types: dict[str, tuple[int, int | None]] = {}
         self.consts: set[str] = set()
@@ -114,26 +115,29 @@ class Session:
         return ok, errors, subgraphs
 
     def load_proto(self) -> onnx.ModelProto:
-        """Decode the model once and infer types for cut boundaries and signatures."""
+        """Decode the model's structure once (never its weights) and infer types for cut boundaries."""
         if self.full is None:
             from engine.graph import infer_shapes
-            from engine.loader import prepare_model
+            from engine.loader import SMALL_INITIALIZER_ELEMENTS, prepare_model
+            from engine.wire import ModelLayout, read_structure
 
-            self.full = onnx.ModelProto.FromString(self.data)
-            light = onnx.ModelProto.FromString(self.data)
-            prepare_model(light, self.path)
-            inferred, self.assumed = infer_shapes(light, [])
-            g = inferred.graph
-            for vi in (*g.input, *g.value_info, *g.output):
-                self.value_types[vi.name] = vi.type
-                tt = vi.type.tensor_type
-                self.types[vi.name] = (tt.elem_type, len(tt.shape.dim) if tt.HasField("shape") else None)
+            self.layout = ModelLayout(self.data)
+            self.full = onnx.ModelProto.FromString(read_structure(self.path, SMALL_INITIALIZER_ELEMENTS))
             for t in self.full.graph.initializer:
                 self.types[t.name] = (t.data_type, len(t.dims))
                 self.consts.add(t.name)
             for n in self.full.graph.node:
                 if n.op_type == "Constant":
                     self.consts.update(n.output)
+            light = onnx.ModelProto()
+            light.CopyFrom(self.full)
+            prepare_model(light, self.path)
+            inferred, self.assumed = infer_shapes(light, [])
+            g = inferred.graph
+            for vi in (*g.input, *g.value_info, *g.output):
+                self.value_types[vi.name] = vi.type
+                tt = vi.type.tensor_type
+                self.types.setdefault(vi.name, (tt.elem_type, len(tt.shape.dim) if tt.HasField("shape") else None))
         return self.full
 
     def _value_info(self, name: str) -> onnx.ValueInfoProto:
@@ -148,7 +152,11 @@ class Session:
         return helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None)
 
     def cut_model(self, keep: list[int]) -> bytes:
-        """The whole model less the cut nodes: cut outputs become inputs, cut inputs outputs."""
+        """The whole model less the cut nodes: cut outputs become inputs, cut inputs outputs.
+
+        Written by copying the kept nodes' and used initializers' byte ranges from
+        the original file, so weights are never decoded or re-encoded.
+        """
         full = self.load_proto()
         fg = full.graph
         kept_nodes = [fg.node[i] for i in keep]
@@ -161,17 +169,8 @@ class Session:
             used.update(_outer_refs(n))
         init_names = {t.name for t in fg.initializer}
         orig_inputs = {i.name: i for i in fg.input}
-        m = onnx.ModelProto()
-        m.ir_version = full.ir_version
-        m.opset_import.extend(full.opset_import)
-        m.functions.extend(full.functions)
-        m.producer_name = full.producer_name
-        g = m.graph
-        g.name = fg.name
-        g.node.extend(kept_nodes)
-        g.initializer.extend(t for t in fg.initializer if t.name in used)
-        for name in sorted(used - produced - init_names):
-            g.input.append(orig_inputs[name] if name in orig_inputs else self._value_info(name))
+        inputs = [orig_inputs[name] if name in orig_inputs else self._value_info(name)
+                  for name in sorted(used - produced - init_names)]
         outs = [o if o.type.tensor_type.elem_type else self._value_info(o.name)
                 for o in fg.output if o.name in produced or o.name in orig_inputs]
         out_names = {o.name for o in outs}
@@ -183,11 +182,9 @@ class Session:
                     outs.append(self._value_info(name))
                     out_names.add(name)
         if not outs and kept_nodes:
-            for o in kept_nodes[-1].output:
-                if o:
-                    outs.append(self._value_info(o))
-        g.output.extend(outs)
-        return m.SerializeToString()
+            outs.extend(self._value_info(o) for o in kept_nodes[-1].output if o)
+        return self.layout.write(keep, [t.name for t in fg.initializer if t.name in used],
+                                 [v.SerializeToString() for v in inputs], [v.SerializeToString() for v in outs])
 
     def run(self) -> dict[str, Any]:
         """Iterate until every node is proven or nothing more can be named."""

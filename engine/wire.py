@@ -156,3 +156,59 @@ def read_structure(path: str | os.PathLike[str], max_elements: int) -> bytes:
                 return b"".join(out)
             finally:
                 buf.release()
+
+
+_GRAPH_NODE = 1
+_GRAPH_NAME = 2
+_GRAPH_INPUT = 11
+_GRAPH_OUTPUT = 12
+_TENSOR_NAME = 8
+
+
+class ModelLayout:
+    """Where each part of a serialized model sits, so a model less some nodes can be written
+    by copying byte ranges instead of decoding and re-encoding its weights."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = memoryview(data)
+        end = len(data)
+        self.model_fields: list[tuple[int, int]] = []
+        self.graph_name = b""
+        self.nodes: list[tuple[int, int]] = []
+        self.initializers: dict[str, tuple[int, int]] = {}
+        for num, wt, fs, ps, pe in _fields(self.data, 0, end):
+            if num != _MODEL_GRAPH or wt != 2:
+                self.model_fields.append((fs, pe))
+                continue
+            for gnum, _, gfs, gps, gpe in _fields(self.data, ps, pe):
+                if gnum == _GRAPH_NODE:
+                    self.nodes.append((gfs, gpe))
+                elif gnum == _GRAPH_NAME:
+                    self.graph_name = bytes(self.data[gps:gpe])
+                elif gnum == _GRAPH_INITIALIZER:
+                    for tnum, _, _, tps, tpe in _fields(self.data, gps, gpe):
+                        if tnum == _TENSOR_NAME:
+                            self.initializers[bytes(self.data[tps:tpe]).decode("utf-8", "replace")] = (gfs, gpe)
+                            break
+
+    def write(self, keep: list[int], initializers: list[str], inputs: list[bytes], outputs: list[bytes]) -> bytes:
+        """Serialized model with only the ``keep`` nodes (by index) and the named initializers.
+
+        ``inputs`` and ``outputs`` are serialized ValueInfoProtos for the new graph's I/O.
+        """
+        d = self.data
+        graph: list[bytes | memoryview] = []
+        if self.graph_name:
+            graph.append(_encode_varint((_GRAPH_NAME << 3) | 2) + _encode_varint(len(self.graph_name)))
+            graph.append(self.graph_name)
+        graph.extend(d[s:e] for s, e in (self.nodes[i] for i in keep))
+        graph.extend(d[s:e] for s, e in (self.initializers[n] for n in initializers if n in self.initializers))
+        for num, items in ((_GRAPH_INPUT, inputs), (_GRAPH_OUTPUT, outputs)):
+            for b in items:
+                graph.append(_encode_varint((num << 3) | 2) + _encode_varint(len(b)))
+                graph.append(b)
+        glen = sum(len(x) for x in graph)
+        parts: list[bytes | memoryview] = [d[s:e] for s, e in self.model_fields]
+        parts.append(_encode_varint((_MODEL_GRAPH << 3) | 2) + _encode_varint(glen))
+        parts.extend(graph)
+        return b"".join(parts)
