@@ -6,7 +6,6 @@ import os
 from dataclasses import dataclass, field
 
 from engine.analyze import analyze_model
-from engine.model import Source
 
 
 @dataclass(slots=True)
@@ -32,13 +31,13 @@ def measure(paths: list[str | os.PathLike[str]], parser: str = "rtx") -> Agreeme
         gm = analyze_model(p, parser=parser)
         for n in gm.nodes:
             out.nodes += 1
-            if n.source is not Source.PARSER:
+            if n.parser_status is None:
                 out.unverified += 1
-            elif n.table_status is n.status:
+            elif n.table_status is n.parser_status:
                 out.agree += 1
             else:
                 out.disagreements.append({
                     "model": os.path.basename(str(p)), "node": n.label, "op_type": n.op_type,
-                    "table": n.table_status.value if n.table_status else "", "parser": n.status.value,
+                    "table": n.table_status.value if n.table_status else "", "parser": n.parser_status.value,
                     "reason": n.reason})
     return out

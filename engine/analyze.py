@@ -15,7 +15,7 @@ from engine.loader import load_model
 from engine.model import GraphModel, ParserInfo, Source, Status
 from engine.partitions import find_partitions
 from engine.roles import assign_roles
-from engine.support_table import TARGET_RTX, TARGET_TENSORRT, load_table, predict_graph
+from engine.support_table import BUILD_TIME_CHECKS, TARGET_RTX, TARGET_TENSORRT, load_table, predict_graph
 from engine.trt_capability import DISPLAY, ParserAnswer, ParserProcess, resolve_backend
 
 SAMPLE_MODEL = Path(__file__).resolve().parent.parent / "resources" / "sample.onnx"
@@ -110,17 +110,26 @@ def apply_parser_answer(gm: GraphModel, answer: ParserAnswer) -> None:
         return
     gm.parser = ParserInfo(DISPLAY[answer.module], answer.version, "", answer.calls, answer.seconds,
                            list(answer.notes))
+    name = DISPLAY[answer.module]
     for node in gm.nodes:
         i = node.index
         if i in answer.plugin:
-            node.status, node.source = Status.PLUGIN, Source.PARSER
-            node.reason = parser_reason(node.op_type, DISPLAY[answer.module], answer.plugin[i])
+            node.status, node.source, node.parser_status = Status.PLUGIN, Source.PARSER, Status.PLUGIN
+            node.reason = parser_reason(node.op_type, name, answer.plugin[i])
         elif i in answer.unverified:
             node.reason = f"{node.reason}; the parser could not verify it: {answer.unverified[i]}"
             node.source = Source.TABLE
         else:
-            node.status, node.source = Status.DELEGATE, Source.PARSER
-            node.reason = f"{DISPLAY[answer.module]} {answer.version} parser imports it"
+            node.parser_status = Status.DELEGATE
+            check = BUILD_TIME_CHECKS.get(node.op_type)
+            why = check(gm.graph, node) if check is not None and not node.is_custom_domain else None
+            if why:
+                node.status, node.source = Status.PLUGIN, Source.TABLE
+                node.reason = (f"{name} {answer.version} parser imports it, but the builder rejects it: "
+                               f"{node.op_type}: {why}")
+            else:
+                node.status, node.source = Status.DELEGATE, Source.PARSER
+                node.reason = f"{name} {answer.version} parser imports it"
     if answer.unverified:
         gm.warnings.append(f"{len(answer.unverified)} node(s) keep the table's prediction: the parser could "
                            "not verify them.")

@@ -130,6 +130,8 @@ class Node:
     source: Source = Source.TABLE
     table_status: Status | None = None
     """What the support table predicted, kept to measure agreement with the parser."""
+    parser_status: Status | None = None
+    """What the parser said (None when it was not asked or could not verify the node)."""
 
     @property
     def label(self) -> str:

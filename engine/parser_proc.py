@@ -93,8 +93,8 @@ class Session:
         self.builder = trt.Builder(self.logger)
         self.calls = 0
 
-    def call(self, data: bytes) -> tuple[bool, list[tuple[int, str, str, str]], list[list[int]]]:
-        """One supports_model_v2 call: (ok, errors as (node, name, op, desc), subgraphs)."""
+    def call(self, data: bytes) -> tuple[bool, list[tuple[int, str, str, str, list[str]]], list[list[int]]]:
+        """One supports_model_v2 call: (ok, errors as (node, name, op, desc, function stack), subgraphs)."""
         self.calls += 1
         # Keep the network alive as long as its parser (a temporary network crashes).
         network = self.builder.create_network(0)
@@ -109,7 +109,10 @@ class Session:
             if len(desc) < 16:  # e.g. "false": say which check failed instead
                 code = str(e.code()).rsplit(".", 1)[-1]
                 desc = f"{code} in {e.func()}" + (f" ({desc})" if desc and desc != "false" else "")
-            errors.append((int(e.node()), name or "", op or "", desc))
+            stack = list(e.local_function_stack()) if hasattr(e, "local_function_stack") else []
+            if stack:
+                desc = f"{desc} [in local function {' > '.join(str(s) for s in stack)}]"
+            errors.append((int(e.node()), name or "", op or "", desc, [str(x) for x in stack]))
         subgraphs = [list(parser.get_subgraph_nodes(i)) for i in range(parser.num_subgraphs)]
         del parser, network
         return ok, errors, subgraphs
@@ -191,7 +194,8 @@ class Session:
         t0 = time.perf_counter()
         ok, errors, subgraphs = self.call(self.data)
         first = {"supported": ok, "subgraphs": subgraphs,
-                 "errors": [{"node": e[0], "name": e[1], "op": e[2], "desc": e[3]} for e in errors]}
+                 "errors": [{"node": e[0], "name": e[1], "op": e[2], "desc": e[3], "stack": e[4]}
+                            for e in errors]}
         emit({"event": "progress", "call": 1, "seconds": time.perf_counter() - t0})
         plugin: dict[int, str] = {}
         unverified: dict[int, str] = {}
@@ -226,7 +230,7 @@ class Session:
             new: dict[int, str] = {}
             doubtful: dict[int, str] = {}
             model_level: list[str] = []
-            for node_idx, name, _op, desc in errors:
+            for node_idx, name, _op, desc, stack in errors:
                 orig = None
                 if 0 <= node_idx < len(keep):
                     cand = keep[node_idx]
@@ -234,6 +238,12 @@ class Session:
                         orig = cand
                 if orig is None and name in by_name:
                     orig = by_name[name]
+                if orig is None and stack:
+                    # Inside a model-local function: the stack's first entry is "call-node (Function)".
+                    caller = stack[0].rsplit(" (", 1)[0]
+                    if caller in by_name and by_name[caller] in keep:
+                        orig = by_name[caller]
+                        desc = f"in its function body, node '{name}' ({_op}): {desc}"
                 if orig is None and name in nested and nested[name] in keep:
                     orig = nested[name]
                     desc = f"in its body, node '{name}' ({_op}): {desc}"

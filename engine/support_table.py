@@ -226,6 +226,12 @@ def _attention(g: Graph, n: Node) -> str | None:
     return None
 
 
+# Restrictions the parser does not check at import but the builder enforces:
+# a parser "yes" does not override them (TopK: measured with TensorRT-RTX 1.7,
+# parse succeeds and build_serialized_network fails "K exceeds the maximum value
+# allowed (3840)"; pinned in tests/engine/test_parser_rtx.py).
+BUILD_TIME_CHECKS: dict[str, Check] = {"TopK": _topk}
+
 CHECKS: dict[str, Check] = {
     **{op: _reduce for op in ("ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax",
                               "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum", "ReduceSumSquare")},

@@ -109,6 +109,19 @@ def function_model() -> onnx.ModelProto:
     return m
 
 
+def function_with_unsupported() -> onnx.ModelProto:
+    """A model-local function whose body holds an op TensorRT lacks (Det)."""
+    f = h.make_function("local.fn", "Block", ["X"], ["Y"],
+                        [h.make_node("Relu", ["X"], ["S"]), h.make_node("Det", ["S"], ["Y"], name="inner_det")],
+                        [h.make_opsetid("", 17)])
+    nodes = [h.make_node("Relu", ["x"], ["a"], name="/pre/relu"),
+             h.make_node("Block", ["a"], ["y"], name="/blk", domain="local.fn")]
+    m = model(nodes, [h.make_tensor_value_info("x", T.FLOAT, [4, 4])], [h.make_tensor_value_info("y", T.FLOAT, [])],
+              extra_opsets={"local.fn": 1})
+    m.functions.append(f)
+    return m
+
+
 def restrictions_model() -> onnx.ModelProto:
     """Ops whose support depends on attributes, constness and types (the table's restrictions)."""
     f = T.FLOAT
@@ -166,6 +179,7 @@ def agreement_models(folder: Path) -> list[Path]:
         "five_node.onnx": five_node(), "repeated_nonzero.onnx": repeated_nonzero(),
         "uint64.onnx": uint64_model(), "if_custom.onnx": if_model("MyNms", "my.ops"),
         "if_nonzero.onnx": if_model("NonZero"), "functions.onnx": function_model(),
+        "function_det.onnx": function_with_unsupported(),
         "restrictions.onnx": restrictions_model(), "transformer_split.onnx": make_transformer(600, 5),
     }
     for name, m in ours.items():

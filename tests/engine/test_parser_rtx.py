@@ -88,6 +88,14 @@ def test_error_inside_if_body_is_attributed_to_the_if(save_model):
     assert gm.nodes[0].status is Status.DELEGATE and gm.nodes[0].source is Source.PARSER
 
 
+def test_error_inside_function_is_attributed_to_the_call(save_model):
+    gm = analyze_model(save_model(M.function_with_unsupported()), parser="rtx")
+    call = gm.nodes[1]
+    assert call.status is Status.PLUGIN and call.source is Source.PARSER
+    assert "inner_det" in call.reason and "local function" in call.reason
+    assert gm.nodes[0].status is Status.DELEGATE and gm.nodes[0].source is Source.PARSER
+
+
 def test_custom_op_downstream_nodes_not_blamed(save_model):
     """Cutting a custom op must not make the good node after it look bad (its input type is assumed)."""
     gm = analyze_model(save_model(M.five_node()), parser="rtx")
@@ -96,12 +104,37 @@ def test_custom_op_downstream_nodes_not_blamed(save_model):
 
 def test_restrictions_model_all_proven(save_model):
     gm = analyze_model(save_model(M.restrictions_model()), parser="rtx")
-    assert all(n.source is Source.PARSER for n in gm.nodes), [n.reason for n in gm.nodes]
+    assert all(n.parser_status is not None for n in gm.nodes), [n.reason for n in gm.nodes]
     status = {n.label: n.status for n in gm.nodes}
     for bad in ("reducemean_runtime_axes", "maxpool_indices", "det", "compress"):
         assert status[bad] is Status.PLUGIN
     for good in ("maxpool", "reducemean_const_axes", "topk_small", "resize_linear", "softmax"):
         assert status[good] is Status.DELEGATE
+    # The parser imports TopK K=5000; the builder rejects it: the table's restriction wins.
+    big = next(n for n in gm.nodes if n.label == "topk_big")
+    assert big.status is Status.PLUGIN and big.parser_status is Status.DELEGATE and big.source is Source.TABLE
+    assert "builder rejects" in big.reason
+
+
+@pytest.mark.parametrize(("k", "builds"), [(3000, True), (5000, False)])
+def test_topk_limit_is_a_build_time_check(trt, k, builds):
+    """Pin the fact behind BUILD_TIME_CHECKS: parse succeeds, build_serialized_network fails past 3840."""
+    import numpy as np
+    from onnx import TensorProto as T
+    from onnx import helper as h
+    from onnx import numpy_helper as nh
+
+    m = M.model([h.make_node("TopK", ["x", "k"], ["v", "i"], axis=1)],
+                [h.make_tensor_value_info("x", T.FLOAT, [1, 8000])],
+                [h.make_tensor_value_info("v", T.FLOAT, [1, k]), h.make_tensor_value_info("i", T.INT64, [1, k])],
+                [nh.from_array(np.array([k], np.int64), "k")])
+    logger = trt.Logger(trt.Logger.INTERNAL_ERROR)
+    builder = trt.Builder(logger)
+    network = builder.create_network(0)
+    parser = trt.OnnxParser(network, logger)
+    assert parser.parse(m.SerializeToString())
+    plan = builder.build_serialized_network(network, builder.create_builder_config())
+    assert (plan is not None) is builds
 
 
 def test_parser_choice():
