@@ -1,10 +1,12 @@
-"""Launch the Splitscope desktop app: ``python main.py [MODEL]``."""
+"""Launch the Splitscope desktop app: ``python main.py [MODEL] [--parser ...] [--report-startup]``."""
 
-from __future__ import annotations
+import time
 
-import sys
+T0 = time.perf_counter()  # process start, for --report-startup
 
-from gui.app import main
+import sys  # noqa: E402
+
+from gui.app import main  # noqa: E402
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main(sys.argv[1:], T0))

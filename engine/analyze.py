@@ -2,23 +2,21 @@
 
 from __future__ import annotations
 
-import gc
 import os
 import time
 from collections.abc import Generator
 from pathlib import Path
 
 from engine.costs import fill_costs
-from engine.graph import graph_from_onnx
-from engine.jobs import CancelToken, Progress, run_to_end
+from engine.graph import apply_shape_inference, graph_from_onnx
+from engine.jobs import CancelToken, Progress, gc_paused, run_to_end
 from engine.loader import load_model
 from engine.model import GraphModel, ParserInfo, Source, Status
 from engine.partitions import find_partitions
 from engine.roles import assign_roles
+from engine.sample import SAMPLE_MODEL
 from engine.support_table import BUILD_TIME_CHECKS, TARGET_RTX, TARGET_TENSORRT, load_table, predict_graph
 from engine.trt_capability import DISPLAY, ParserAnswer, ParserProcess, resolve_backend
-
-SAMPLE_MODEL = Path(__file__).resolve().parent.parent / "resources" / "sample.onnx"
 
 
 def analyze(path: str | os.PathLike[str] | None = None, *, parser: str = "auto",
@@ -48,15 +46,8 @@ def analyze(path: str | os.PathLike[str] | None = None, *, parser: str = "auto",
         When cancelled.
     """
     cancel = cancel or CancelToken()
-    # Building ~10 objects per node triggers full garbage collections over an
-    # ever larger heap; the model holds no reference cycles worth collecting.
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         return (yield from _analyze(path, parser, dims, cancel))
-    finally:
-        if gc_was_enabled:
-            gc.enable()
 
 
 def _analyze(path: str | os.PathLike[str] | None, parser: str, dims: dict[str, int] | None,
@@ -67,39 +58,44 @@ def _analyze(path: str | os.PathLike[str] | None, parser: str, dims: dict[str, i
     # inference and graph building here; it is killed if the model is bad.
     proc = ParserProcess(module, model_path) if module and model_path.is_file() else None
     try:
-        yield Progress("load", 0, 5, f"Loading {model_path.name}")
+        yield Progress("load", 0, 6, f"Loading {model_path.name}")
         loaded = load_model(model_path)
         cancel.raise_if_cancelled()
-        yield Progress("shapes", 1, 5, "Inferring shapes")
-        gm, order = graph_from_onnx(loaded)
+        yield Progress("structure", 1, 6, "Reading the graph")
+        gm, order = graph_from_onnx(loaded, infer=False)
         gm.dims = dict(dims or {})
-        cancel.raise_if_cancelled()
-        yield Progress("costs", 2, 5, "Counting FLOPs and bytes")
-        fill_costs(gm.graph, gm.dims)
-        assign_roles(gm.graph, order)
         target = TARGET_RTX if module == "tensorrt_rtx" else TARGET_TENSORRT
         predict_graph(gm.graph, target)
         version, _ = load_table()
         gm.parser = ParserInfo("table", version, target)
+        # First answer: structure coloured by the table, before shapes and costs.
+        yield Progress("structure", 2, 6, "Inferring shapes", model=gm)
+        cancel.raise_if_cancelled()
+        apply_shape_inference(gm, loaded)
+        cancel.raise_if_cancelled()
+        yield Progress("costs", 3, 6, "Counting FLOPs and bytes")
+        fill_costs(gm.graph, gm.dims)
+        assign_roles(gm.graph, order)
+        predict_graph(gm.graph, target)  # again, now that every type is known
         # Partitions from the table's answer now, while the parser still works;
         # recomputed below only if the parser disagrees.
         gm.partitions = find_partitions(gm.graph, order, gm.dims)
         cancel.raise_if_cancelled()
         if proc is not None:
-            yield Progress("parser", 3, 5, f"Waiting for the {DISPLAY[proc.module]} parser")
+            yield Progress("parser", 4, 6, f"Waiting for the {DISPLAY[proc.module]} parser")
             t0 = time.perf_counter()
             answer = yield from proc.events(cancel)
             before = [n.status for n in gm.nodes]
             apply_parser_answer(gm, answer)
             gm.parser.seconds = time.perf_counter() - t0
             if any(n.status is not b for n, b in zip(gm.nodes, before, strict=True)):
-                yield Progress("partitions", 4, 5, "Finding engine partitions")
+                yield Progress("partitions", 5, 6, "Finding engine partitions")
                 gm.partitions = find_partitions(gm.graph, order, gm.dims)
     except BaseException:
         if proc is not None:
             proc.kill()
         raise
-    yield Progress("done", 5, 5, "Done")
+    yield Progress("done", 6, 6, "Done")
     return gm
 
 

@@ -281,10 +281,14 @@ def is_topologically_sorted(graph: Graph) -> bool:
     return True
 
 
-def graph_from_onnx(loaded: LoadedModel) -> tuple[GraphModel, list[int]]:
-    """Turn a loaded model into a :class:`GraphModel` and the main graph's topological order."""
+def graph_from_onnx(loaded: LoadedModel, infer: bool = True) -> tuple[GraphModel, list[int]]:
+    """Turn a loaded model into a :class:`GraphModel` and the main graph's topological order.
+
+    With ``infer=False`` only the types and shapes the file records are known;
+    :func:`apply_shape_inference` adds the rest later (the GUI paints in between).
+    """
     warnings = list(loaded.warnings)
-    m, assumed = infer_shapes(loaded.proto, warnings)
+    m = loaded.proto
     functions: dict[tuple[str, str], Graph] = {}
     for f in m.functions:
         fg = onnx.helper.make_graph(list(f.node), f.name, [onnx.helper.make_value_info(i, onnx.TypeProto())
@@ -298,5 +302,36 @@ def graph_from_onnx(loaded: LoadedModel) -> tuple[GraphModel, list[int]]:
     opsets = {(o.domain or "ai.onnx"): o.version for o in m.opset_import}
     gm = GraphModel(loaded.path, graph, m.ir_version, opsets,
                     f"{m.producer_name} {m.producer_version}".strip(), functions, warnings=warnings,
-                    model_bytes=loaded.file_bytes, assumed_shapes=assumed)
+                    model_bytes=loaded.file_bytes, order=order)
+    if infer:
+        apply_shape_inference(gm, loaded)
     return gm, order
+
+
+def apply_shape_inference(gm: GraphModel, loaded: LoadedModel) -> None:
+    """Infer types and shapes and write them into ``gm``'s tensors (and rebuild nested bodies)."""
+    m, assumed = infer_shapes(loaded.proto, gm.warnings)
+    tensors = gm.graph.tensors
+    for vi in (*m.graph.input, *m.graph.value_info, *m.graph.output):
+        t = tensors.get(vi.name)
+        if t is None:
+            continue
+        dt, shp = _shape_of(vi.type)
+        if dt is not None:
+            t.dtype = dt
+        if shp is not None:
+            t.shape = shp
+    for node in gm.graph.nodes:
+        if not node.subgraphs:
+            continue
+        pn = m.graph.node[node.index]
+        outer = set(tensors)
+        for a in pn.attribute:
+            sub_path = f"{pn.name or '#' + str(node.index)}/{a.name}"
+            if a.type == AttributeProto.GRAPH:
+                node.subgraphs[a.name], _ = build_graph(a.g, sub_path, None, gm.functions, outer)
+            elif a.type == AttributeProto.GRAPHS:
+                for k, sg in enumerate(a.graphs):
+                    node.subgraphs[f"{a.name}[{k}]"], _ = build_graph(sg, f"{sub_path}[{k}]", None, gm.functions,
+                                                                     outer)
+    gm.assumed_shapes = assumed

@@ -7,10 +7,12 @@ from Qt workers, the CLI drives them directly.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import threading
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from engine.errors import JobCancelledError
 
@@ -29,12 +31,16 @@ class Progress:
         Units done out of ``total``; ``total`` 0 means indeterminate.
     message
         Human-readable line for a status bar.
+    model
+        An intermediate result the GUI can already show.
     """
 
     stage: str
     done: int = 0
     total: int = 0
     message: str = ""
+    model: Any = None
+    """An intermediate result worth showing (e.g. a GraphModel coloured by the table), or None."""
 
 
 class CancelToken:
@@ -56,6 +62,23 @@ class CancelToken:
         """Raise :class:`JobCancelledError` if cancellation was requested."""
         if self._event.is_set():
             raise JobCancelledError()
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while building large object graphs.
+
+    Building ~10 objects per node triggers repeated full collections over an ever
+    larger heap (a third of the time on a 50k-node model); the models hold no
+    cycles worth collecting while they are built.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def run_to_end(job: Generator[Progress, None, T]) -> T:

@@ -229,6 +229,8 @@ class GraphModel:
     dims: dict[str, int] = field(default_factory=dict)
     """Values assumed for symbolic dimensions (absent ones count as 1)."""
     model_bytes: int = 0
+    order: list[int] = field(default_factory=list)
+    """A topological order of the main graph's nodes."""
     assumed_shapes: set[str] = field(default_factory=set)
     """Tensors whose type and shape were assumed (custom-op outputs), not inferred."""
 

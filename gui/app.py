@@ -1,80 +1,50 @@
-"""The Splitscope main window (first cut: open, analyse in a worker, see the split per node)."""
+"""The Splitscope main window."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
+import tempfile
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSettings, QSortFilterProxyModel, Qt
-from PySide6.QtGui import QAction, QColor, QKeySequence
+from PySide6.QtCore import QSettings, Qt, QTimer, QUrl, Signal
+from PySide6.QtGui import QAction, QDesktopServices, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
+    QDockWidget,
     QFileDialog,
     QLabel,
+    QLineEdit,
     QMainWindow,
     QMessageBox,
     QProgressBar,
     QPushButton,
-    QTableView,
-    QVBoxLayout,
+    QToolBar,
     QWidget,
 )
 
-from engine.analyze import SAMPLE_MODEL, analyze
-from engine.model import GraphModel, Status
-from engine.report import headline
+from engine.layout import View, prepare_view, relayout
+from engine.model import GraphModel
+from engine.sample import SAMPLE_MODEL
+from gui.canvas import GraphCanvas, Minimap
+from gui.palette import make_palette, system_is_dark
+from gui.panels import Inspector, OpsPanel, SummaryPanel
 from profiler.jobs import JobRunner
 
-STATUS_COLORS = {Status.DELEGATE: QColor("#2e7d32"), Status.PLUGIN: QColor("#c62828")}
-STATUS_MARKS = {Status.DELEGATE: "● delegate", Status.PLUGIN: "▲ plugin"}
-COLUMNS = ("Node", "Op", "Status", "Role", "FLOPs", "Source", "Reason")
-
-
-class NodeTableModel(QAbstractTableModel):
-    """The main graph's nodes with their split verdicts."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._gm: GraphModel | None = None
-
-    def set_model(self, gm: GraphModel | None) -> None:
-        """Show ``gm``'s nodes."""
-        self.beginResetModel()
-        self._gm = gm
-        self.endResetModel()
-
-    def rowCount(self, parent: QModelIndex = QModelIndex()) -> int:  # noqa: B008 - Qt API
-        return 0 if self._gm is None or parent.isValid() else len(self._gm.nodes)
-
-    def columnCount(self, parent: QModelIndex = QModelIndex()) -> int:  # noqa: B008 - Qt API
-        return len(COLUMNS)
-
-    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
-            return COLUMNS[section]
-        return None
-
-    def data(self, index: QModelIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if self._gm is None or not index.isValid():
-            return None
-        n = self._gm.nodes[index.row()]
-        col = index.column()
-        if role == Qt.ItemDataRole.DisplayRole:
-            return (n.label, (n.domain + "::" if n.domain else "") + n.op_type, STATUS_MARKS[n.status],
-                    n.role.value, "?" if n.flops is None else f"{n.flops:,}", n.source.value, n.reason)[col]
-        if role == Qt.ItemDataRole.UserRole:  # sort key
-            return n.flops or 0 if col == 4 else self.data(index)
-        if role == Qt.ItemDataRole.ForegroundRole and col == 2:
-            return STATUS_COLORS[n.status]
-        if role == Qt.ItemDataRole.ToolTipRole:
-            return n.reason
-        return None
+MAX_RECENT = 10
+APP_VERSION = "0.1.0"
 
 
 class MainWindow(QMainWindow):
-    """Open a model, analyse it in a worker, show the split."""
+    """Open a model, see its split on a graph canvas, inspect nodes and ops."""
+
+    view_ready = Signal()
+    """A new layout is on the canvas."""
 
     def __init__(self, parser: str = "auto") -> None:
         super().__init__()
@@ -82,99 +52,519 @@ class MainWindow(QMainWindow):
         self.setWindowTitle("Splitscope")
         self.setAcceptDrops(True)
         self.graph_model: GraphModel | None = None
-        self.runner = JobRunner(self)
+        self.view: View | None = None
+        self.pending_path: Path | None = None
+        self.matches: list[int] = []
+        self.match_pos = -1
+        self.dark_override: bool | None = None
+        self.runner = JobRunner(self)  # analysis
+        self.layout_runner = JobRunner(self)
+        self.dep_status: dict[str, Any] = {}
+        self._early_model: GraphModel | None = None
+        self._first_layout = threading.Event()
+        self._final_pending = False
+        self.timings: dict[str, float] = {}
 
-        self.headline = QLabel("Open an ONNX model (Ctrl+O) or drop one here.")
-        self.headline.setWordWrap(True)
-        self.headline.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.table_model = NodeTableModel()
-        proxy = QSortFilterProxyModel(self)
-        proxy.setSourceModel(self.table_model)
-        proxy.setSortRole(Qt.ItemDataRole.UserRole)
-        self.table = QTableView()
-        self.table.setModel(proxy)
-        self.table.setSortingEnabled(True)
-        self.table.horizontalHeader().setSortIndicator(-1, Qt.SortOrder.AscendingOrder)  # graph order
-        self.table.setAlternatingRowColors(True)
-        self.table.horizontalHeader().setStretchLastSection(True)
-        body = QWidget()
-        lay = QVBoxLayout(body)
-        lay.addWidget(self.headline)
-        lay.addWidget(self.table)
-        self.setCentralWidget(body)
+        self.canvas = GraphCanvas()
+        self.minimap = Minimap(self.canvas, self.canvas)
+        self.setCentralWidget(self.canvas)
+        self.inspector = Inspector()
+        self.ops = OpsPanel()
+        self.summary = SummaryPanel()
+        self._dock("Inspector", self.inspector, Qt.DockWidgetArea.RightDockWidgetArea)
+        self._dock("Split summary", self.summary, Qt.DockWidgetArea.RightDockWidgetArea)
+        self._dock("Ops", self.ops, Qt.DockWidgetArea.BottomDockWidgetArea)
 
-        self.progress = QProgressBar()
-        self.progress.setMaximumWidth(220)
-        self.cancel_button = QPushButton("Cancel")
-        self.cancel_button.clicked.connect(self.runner.cancel)
-        self.statusBar().addPermanentWidget(self.progress)
-        self.statusBar().addPermanentWidget(self.cancel_button)
-        self._set_running(False)
+        self._build_toolbar()
+        self._build_status_bar()
+        self._build_menus()
+        self._apply_theme()
 
-        file_menu = self.menuBar().addMenu("&File")
-        for text, key, slot in (("&Open...", QKeySequence.StandardKey.Open, self.choose_file),
-                                ("Open &Sample", None, lambda: self.open_model(SAMPLE_MODEL)),
-                                ("&Quit", QKeySequence.StandardKey.Quit, self.close)):
-            act = QAction(text, self)
-            if key is not None:
-                act.setShortcut(key)
-            act.triggered.connect(slot)
-            file_menu.addAction(act)
-        cancel = QAction("Cancel job", self)
-        cancel.setShortcut(Qt.Key.Key_Escape)
-        cancel.triggered.connect(self.runner.cancel)
-        self.addAction(cancel)
+        self.canvas.node_selected.connect(self._on_node_selected)
+        self.canvas.group_selected.connect(self._on_group_selected)
+        self.canvas.group_toggle_requested.connect(self.toggle_group)
+        self.ops.op_chosen.connect(self._on_op_chosen)
+        self.runner.progress_changed.connect(self._on_analysis_progress)
+        self.layout_runner.progress_changed.connect(self._on_progress)
+        for r in (self.runner, self.layout_runner):
+            r.job_failed.connect(self._on_failed)
+            r.job_cancelled.connect(lambda: self.statusBar().showMessage("Cancelled.", 5000))
+            r.running_changed.connect(self._update_running)
+        self.runner.job_finished.connect(self._on_analysed)
+        self.layout_runner.job_finished.connect(self._on_laid_out)
+        hints = QGuiApplication.styleHints()
+        if hasattr(hints, "colorSchemeChanged"):
+            hints.colorSchemeChanged.connect(lambda *_: self._apply_theme())
 
-        self.runner.progress_changed.connect(self._on_progress)
-        self.runner.job_finished.connect(self._on_finished)
-        self.runner.job_failed.connect(self._on_failed)
-        self.runner.job_cancelled.connect(lambda: self.statusBar().showMessage("Cancelled.", 5000))
-        self.runner.running_changed.connect(self._set_running)
-        geometry = QSettings().value("main/geometry")
+        settings = QSettings()
+        geometry = settings.value("main/geometry")
         if geometry is not None:
             self.restoreGeometry(geometry)
         else:
-            self.resize(1200, 760)
+            self.resize(1400, 860)
+        state = settings.value("main/state")
+        if state is not None:
+            self.restoreState(state)
+        self._probe_dependencies()
 
-    def _set_running(self, running: bool) -> None:
-        self.progress.setVisible(running)
-        self.cancel_button.setVisible(running)
+    # ------------------------------------------------------------ building
+    def _dock(self, title: str, widget: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:
+        dock = QDockWidget(title, self)
+        dock.setObjectName(f"dock_{title.replace(' ', '_')}")
+        dock.setWidget(widget)
+        self.addDockWidget(area, dock)
+        return dock
 
+    def _build_toolbar(self) -> None:
+        tb = QToolBar("Search", self)
+        tb.setObjectName("toolbar_search")
+        self.addToolBar(tb)
+        self.search = QLineEdit()
+        self.search.setPlaceholderText("Search node name or op type (Ctrl+F)")
+        self.search.setClearButtonEnabled(True)
+        self.search.setMaximumWidth(320)
+        self.search.returnPressed.connect(self.find_next)
+        self.search.textChanged.connect(self._search_changed)
+        tb.addWidget(self.search)
+        self.prev_button = QPushButton("◀")
+        self.prev_button.setToolTip("Previous match (Shift+F3)")
+        self.prev_button.clicked.connect(self.find_previous)
+        self.next_button = QPushButton("▶")
+        self.next_button.setToolTip("Next match (F3)")
+        self.next_button.clicked.connect(self.find_next)
+        self.match_label = QLabel("")
+        tb.addWidget(self.prev_button)
+        tb.addWidget(self.next_button)
+        tb.addWidget(self.match_label)
+        tb.addSeparator()
+        for text, slot, tip in (("Fit", self.canvas.fit, "Fit the graph (F)"),
+                                ("Expand all", self.expand_all, "Expand every group (slow on huge graphs)"),
+                                ("Collapse all", self.collapse_all, "Collapse to the top-level scopes"),
+                                ("Open in Netron", self.open_in_netron, "A second opinion, served on 127.0.0.1")):
+            act = QAction(text, self)
+            act.setToolTip(tip)
+            act.triggered.connect(slot)
+            tb.addAction(act)
+
+    def _build_status_bar(self) -> None:
+        sb = self.statusBar()
+        self.badges: dict[str, QLabel] = {}
+        for name, label in (("tensorrt", "TensorRT"), ("tensorrt-rtx", "TensorRT-RTX"), ("cuda", "CUDA"),
+                            ("nvml", "NVML")):
+            b = QLabel(f"{label}: …")
+            b.setObjectName(f"badge_{name}")
+            b.setContentsMargins(6, 0, 6, 0)
+            sb.addPermanentWidget(b)
+            self.badges[name] = b
+        self.progress = QProgressBar()
+        self.progress.setMaximumWidth(200)
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setToolTip("Cancel the running job (Esc)")
+        self.cancel_button.clicked.connect(self.cancel_jobs)
+        sb.addPermanentWidget(self.progress)
+        sb.addPermanentWidget(self.cancel_button)
+        self._update_running()
+
+    def _action(self, menu: Any, text: str, slot: Any, shortcut: Any = None, checkable: bool = False) -> QAction:
+        act = QAction(text, self)
+        if shortcut is not None:
+            act.setShortcut(shortcut)
+        act.setCheckable(checkable)
+        act.triggered.connect(slot)
+        menu.addAction(act)
+        return act
+
+    def _build_menus(self) -> None:
+        mb = self.menuBar()
+        f = mb.addMenu("&File")
+        self._action(f, "&Open…", self.choose_file, QKeySequence.StandardKey.Open)
+        self.recent_menu = f.addMenu("Open &Recent")
+        self._action(f, "Open &Sample", lambda: self.open_model(SAMPLE_MODEL))
+        f.addSeparator()
+        self._action(f, "Export Graph as &PNG…", lambda: self.export_graph("png"))
+        self._action(f, "Export Graph as S&VG…", lambda: self.export_graph("svg"))
+        f.addSeparator()
+        self._action(f, "&Quit", self.close, QKeySequence.StandardKey.Quit)
+        self._rebuild_recent()
+        v = mb.addMenu("&View")
+        self._action(v, "&Fit", self.canvas.fit, Qt.Key.Key_F)
+        self._action(v, "Zoom &In", lambda: self.canvas.zoom_by(1.25), QKeySequence.StandardKey.ZoomIn)
+        self._action(v, "Zoom &Out", lambda: self.canvas.zoom_by(0.8), QKeySequence.StandardKey.ZoomOut)
+        self.legend_action = self._action(v, "&Legend", self._toggle_legend, checkable=True)
+        self.legend_action.setChecked(True)
+        v.addSeparator()
+        self.dark_action = self._action(v, "&Dark Theme", self._toggle_dark, checkable=True)
+        self._action(v, "Theme Follows the &System", self._follow_system)
+        v.addSeparator()
+        self._action(v, "Find…", self._focus_search, QKeySequence.StandardKey.Find)
+        self._action(v, "Find Next", self.find_next, QKeySequence.StandardKey.FindNext)
+        self._action(v, "Find Previous", self.find_previous, QKeySequence.StandardKey.FindPrevious)
+        h = mb.addMenu("&Help")
+        self._action(h, "&About Splitscope", self.show_about)
+        esc = QAction("Cancel job", self)
+        esc.setShortcut(Qt.Key.Key_Escape)
+        esc.triggered.connect(self.cancel_jobs)
+        self.addAction(esc)
+
+    # -------------------------------------------------------------- theme
+    def _is_dark(self) -> bool:
+        return self.dark_override if self.dark_override is not None else system_is_dark()
+
+    def _apply_theme(self) -> None:
+        dark = self._is_dark()
+        self.dark_action.setChecked(dark)
+        pal = make_palette(dark)
+        self.canvas.set_palette(pal)
+        self.minimap.refresh()
+        self.summary.set_model(self.graph_model, pal)
+
+    def _toggle_dark(self, checked: bool) -> None:
+        self.dark_override = checked
+        self._apply_theme()
+
+    def _follow_system(self) -> None:
+        self.dark_override = None
+        self._apply_theme()
+
+    def _toggle_legend(self, checked: bool) -> None:
+        self.canvas.show_legend = checked
+        self.canvas.update()
+
+    # ---------------------------------------------------------- opening
     def choose_file(self) -> None:
         """Ask for a model file and open it."""
         settings = QSettings()
         start = str(settings.value("main/last_dir", str(Path.home())))
         path, _ = QFileDialog.getOpenFileName(self, "Open ONNX model", start, "ONNX models (*.onnx);;All files (*)")
         if path:
-            settings.setValue("main/last_dir", str(Path(path).parent))
             self.open_model(Path(path))
 
     def open_model(self, path: Path) -> None:
-        """Analyse ``path`` in a worker; the current model stays until the new one is ready."""
-        self.statusBar().showMessage(f"Analysing {path.name}...")
+        """Analyse ``path`` in a worker; the current model stays on screen until the new one is ready."""
+        path = Path(path)
+        self.pending_path = path
+        self.statusBar().showMessage(f"Analysing {path.name}…")
         parser = self.parser
-        self.runner.start(lambda token: analyze(path, parser=parser, cancel=token))
+        self.layout_runner.cancel()
+        self._first_layout.set()
+        self._early_model = None
+
+        first_layout = self._first_layout = threading.Event()
+
+        def job(token: Any) -> Any:
+            from engine.analyze import analyze  # onnx loads in the worker, not before the window shows
+
+            gen = analyze(path, parser=parser, cancel=token)
+            while True:
+                try:
+                    p = next(gen)
+                except StopIteration as stop:
+                    return stop.value
+                yield p
+                if p.model is not None:
+                    # Let the first layout have the CPU (and the GIL) before refining.
+                    first_layout.wait(timeout=3.0)
+
+        self.runner.start(job)
+
+    def _remember(self, path: Path) -> None:
+        settings = QSettings()
+        settings.setValue("main/last_dir", str(path.parent))
+        if path.resolve() == SAMPLE_MODEL.resolve():
+            return
+        recent = [p for p in (settings.value("main/recent") or []) if p != str(path)]
+        settings.setValue("main/recent", [str(path), *recent][:MAX_RECENT])
+        self._rebuild_recent()
+
+    def _rebuild_recent(self) -> None:
+        self.recent_menu.clear()
+        recent = QSettings().value("main/recent") or []
+        if isinstance(recent, str):
+            recent = [recent]
+        for p in recent:
+            act = self.recent_menu.addAction(p)
+            act.triggered.connect(lambda _=False, p=p: self.open_model(Path(p)))
+        self.recent_menu.setEnabled(bool(recent))
+
+    def cancel_jobs(self) -> None:
+        """Cancel whatever runs (Esc)."""
+        self._first_layout.set()
+        self.runner.cancel()
+        self.layout_runner.cancel()
+
+    # ------------------------------------------------------- job results
+    def _update_running(self, *_: Any) -> None:
+        running = self.runner.running or self.layout_runner.running
+        self.progress.setVisible(running)
+        self.cancel_button.setVisible(running)
 
     def _on_progress(self, p: Any) -> None:
         self.progress.setRange(0, p.total)
         self.progress.setValue(p.done)
         self.statusBar().showMessage(p.message)
 
-    def _on_finished(self, gm: GraphModel) -> None:
-        self.graph_model = gm
-        self.table_model.set_model(gm)
-        self.table.resizeColumnsToContents()
-        src = gm.parser.name if gm.parser.name != "table" else f"operator table ({gm.parser.target})"
-        self.headline.setText(f"<b>{gm.path.name if gm.path else ''}</b> — {headline(gm)}. Source: {src}.")
-        self.setWindowTitle(f"Splitscope — {gm.path.name if gm.path else ''}")
-        self.statusBar().showMessage("Ready.", 3000)
+    def _on_analysis_progress(self, p: Any) -> None:
+        self._on_progress(p)
+        if isinstance(p.model, GraphModel):
+            # First paint: the structure coloured by the support table; shapes, costs and the
+            # real parser's answer refine it when the analysis finishes.
+            self._early_model = p.model
+            gm = p.model
+            self.layout_runner.start(lambda token: prepare_view(gm, cancel=token))
+
+    def _on_analysed(self, gm: GraphModel) -> None:
+        if gm.path is not None:
+            self._remember(gm.path)
+        view = self.view
+        if view is not None and view.gm is gm:
+            # Same model, refined: recount groups and redraw statuses and boundaries in place.
+            expanded = set(view.layout.expanded)
+            self._final_pending = True
+
+            def refresh(token: Any) -> Any:
+                view.hier.refresh_counts(gm)
+                view.ctx.refresh_boundaries()
+                return (yield from relayout(view, expanded, token))
+
+            self.layout_runner.start(refresh)
+        elif self.layout_runner.running and self._early_model is gm:
+            self._final_pending = True  # the first layout is still running; refresh when it lands
+        else:
+            self._final_pending = False
+            self.layout_runner.start(lambda token: prepare_view(gm, cancel=token))
+
+    def _on_laid_out(self, view: View) -> None:
+        self._first_layout.set()
+        keep = self.view is not None and self.view.gm is view.gm
+        self.view = view
+        self.canvas.set_graph(view.gm, view.hier, view.layout, keep_view=keep)
+        self.minimap.refresh()
+        analysing = self.runner.running and self._early_model is view.gm
+        if getattr(self, "_final_pending", False) and not analysing and not keep:
+            self._final_pending = False
+            self._on_analysed(view.gm)  # the analysis finished while the first layout ran
+        if not analysing:
+            gm = view.gm
+            self.graph_model = gm
+            self.inspector.set_model(gm, view.hier)
+            self.ops.set_model(gm)
+            self.summary.set_model(gm, make_palette(self._is_dark()))
+            self.setWindowTitle(f"Splitscope — {gm.path.name if gm.path else ''}")
+            self._search_changed(self.search.text())
+            for w in gm.warnings:
+                self.statusBar().showMessage(w, 8000)
+        if keep:
+            self._after_relayout_focus()
+        self.statusBar().showMessage(
+            f"{len(view.gm.nodes):,} nodes, {view.layout.size:,} items shown. Double-click a block to expand it.",
+            6000)
+        self.view_ready.emit()
 
     def _on_failed(self, message: str, details: str) -> None:
         self.statusBar().showMessage(message, 10000)
-        box = QMessageBox(QMessageBox.Icon.Warning, "Could not open the model", message, parent=self)
+        box = QMessageBox(QMessageBox.Icon.Warning, "Splitscope", message, parent=self)
+        box.setInformativeText("The model that was open stays open." if self.graph_model else "")
         if details:
             box.setDetailedText(details)
         box.open()
+        self._failure_box = box
+
+    # ------------------------------------------------------ expand/collapse
+    def toggle_group(self, gid: int) -> None:
+        """Expand a collapsed group or collapse an expanded one, in place."""
+        if self.view is None:
+            return
+        expanded = set(self.view.layout.expanded)
+        if gid in expanded:
+            expanded.discard(gid)
+        else:
+            expanded.add(gid)
+        self._relayout(expanded, focus_group=gid)
+
+    def expand_all(self) -> None:
+        """Expand every group."""
+        if self.view is not None:
+            self._relayout({g.id for g in self.view.hier.groups if g.parent != -1})
+
+    def collapse_all(self) -> None:
+        """Collapse to the top level."""
+        if self.view is not None:
+            self._relayout({0})
+
+    def _relayout(self, expanded: set[int], focus_group: int = -1, focus_node: int = -1) -> None:
+        view = self.view
+        assert view is not None
+        self._focus = (focus_group, focus_node)
+        self.layout_runner.start(lambda token: relayout(view, expanded, token))
+
+    def _after_relayout_focus(self) -> None:
+        fg, fn = getattr(self, "_focus", (-1, -1))
+        if self.view is None:
+            return
+        if fn >= 0:
+            self.canvas.select_node(fn)
+        elif fg >= 0 and fg in self.view.layout.group_item:
+            self.canvas.center_on_item(self.view.layout.group_item[fg], zoom_in=False)
+        self._focus = (-1, -1)
+
+    # ------------------------------------------------------------ panels
+    def _on_node_selected(self, index: int) -> None:
+        self.inspector.show_node(index)
+        if index >= 0 and self.graph_model is not None:
+            self.ops.select_op_of(self.graph_model.nodes[index])
+
+    def _on_group_selected(self, gid: int) -> None:
+        self.inspector.show_group(gid)
+
+    def _on_op_chosen(self, nodes: list[int]) -> None:
+        self.canvas.highlight_nodes = set(nodes)
+        self.matches = sorted(nodes, key=lambda i: self.view.hier.topo_pos[i] if self.view else i)
+        self.match_pos = -1
+        self.find_next()
+
+    # ------------------------------------------------------------ search
+    def _focus_search(self) -> None:
+        self.search.setFocus()
+        self.search.selectAll()
+
+    def _search_changed(self, text: str) -> None:
+        gm = self.graph_model
+        text = text.strip().lower()
+        if gm is None or not text:
+            self.matches = []
+            self.canvas.highlight_nodes = set()
+            self.match_label.setText("")
+            self.canvas.update()
+            return
+        hits = [n.index for n in gm.nodes if text in n.label.lower() or text == n.op_type.lower()
+                or text in n.op_type.lower()]
+        if self.view is not None:
+            hits.sort(key=lambda i: self.view.hier.topo_pos[i])
+        self.matches = hits
+        self.match_pos = -1
+        self.canvas.highlight_nodes = set(hits)
+        self.match_label.setText(f"{len(hits)} matches" if hits else "no match")
+        self.canvas.update()
+
+    def find_next(self) -> None:
+        """Go to the next match (F3, Enter in the search field)."""
+        self._goto_match(+1)
+
+    def find_previous(self) -> None:
+        """Go to the previous match (Shift+F3)."""
+        self._goto_match(-1)
+
+    def _goto_match(self, step: int) -> None:
+        if not self.matches or self.view is None:
+            return
+        self.match_pos = (self.match_pos + step) % len(self.matches)
+        node = self.matches[self.match_pos]
+        self.match_label.setText(f"{self.match_pos + 1} / {len(self.matches)}")
+        self.inspector.show_node(node)
+        hidden = [g for g in self.view.hier.path(self.view.hier.node_group[node])
+                  if g not in self.view.layout.expanded]
+        if hidden:  # inside collapsed groups: expand the way to it first
+            self._relayout(set(self.view.layout.expanded) | set(hidden), focus_node=node)
+        else:
+            self.canvas.select_node(node)
+
+    # ----------------------------------------------------------- export
+    def export_graph(self, fmt: str) -> None:
+        """Save the whole graph as PNG or SVG (written atomically)."""
+        if self.view is None:
+            return
+        settings = QSettings()
+        start = str(Path(str(settings.value("main/last_dir", str(Path.home())))) / f"graph.{fmt}")
+        path, _ = QFileDialog.getSaveFileName(self, f"Export graph as {fmt.upper()}", start, f"{fmt.upper()} (*.{fmt})")
+        if path:
+            self.save_graph(Path(path), fmt)
+
+    def save_graph(self, path: Path, fmt: str) -> None:
+        """Write the graph image to ``path`` through a temporary file and a rename."""
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".{fmt}", dir=path.parent)
+        os.close(fd)
+        try:
+            if fmt == "svg":
+                self.canvas.render_svg(tmp)
+            elif not self.canvas.render_image().save(tmp, "PNG"):
+                raise OSError(f"could not write {path}")
+            os.replace(tmp, path)
+        except OSError as e:
+            Path(tmp).unlink(missing_ok=True)
+            self._on_failed(f"Could not export the graph: {e}. Choose another folder.", "")
+            return
+        self.statusBar().showMessage(f"Saved {path}", 5000)
+
+    # ----------------------------------------------------------- netron
+    def open_in_netron(self) -> None:
+        """Serve the model with netron on 127.0.0.1 and open it in the browser."""
+        if self.graph_model is None or self.graph_model.path is None:
+            return
+        path = str(self.graph_model.path)
+        try:
+            import netron
+
+            host, port = netron.serve(path, address=("127.0.0.1", 0), browse=False)
+        except Exception as e:  # noqa: BLE001 - any netron failure becomes a message
+            self._on_failed(f"Netron could not serve the model: {e}. Is the netron package installed?", "")
+            return
+        url = QUrl(f"http://{host}:{port}")
+        self.netron_url = url
+        if not QDesktopServices.openUrl(url):
+            self.statusBar().showMessage(f"Netron is serving the model at {url.toString()}", 15000)
+
+    # ------------------------------------------------------ dependencies
+    def _probe_dependencies(self) -> None:
+        from superqt.utils import create_worker
+
+        from engine._optional import probe
+
+        def run() -> dict[str, Any]:
+            return {name: probe(name) for name in ("tensorrt", "tensorrt-rtx", "cuda", "nvml", "onnxruntime",
+                                                   "netron")}
+
+        worker = create_worker(run, _start_thread=False)
+        worker.returned.connect(self._show_badges)
+        worker.start()
+        self._probe_worker = worker
+
+    def _show_badges(self, status: dict[str, Any]) -> None:
+        self.dep_status = status
+        labels = {"tensorrt": "TensorRT", "tensorrt-rtx": "TensorRT-RTX", "cuda": "CUDA", "nvml": "NVML"}
+        for name, badge in self.badges.items():
+            st = status[name]
+            mark = "✔" if st.ready else "✖"
+            badge.setText(f"{mark} {labels[name]}")
+            tip = f"{labels[name]}: {st.state.value}" + (f" {st.version}" if st.version else "")
+            if st.error:
+                tip += f"\n{st.error}"
+            if not st.ready and st.fix:
+                tip += f"\nFix: {st.fix}"
+            badge.setToolTip(tip)
+
+    def show_about(self) -> None:
+        """About, with the state of each optional dependency."""
+        lines = [f"<h3>Splitscope {APP_VERSION}</h3><p>What TensorRT takes, and what needs custom CUDA.</p><ul>"]
+        for name, st in self.dep_status.items():
+            extra = f" {st.version}" if st.version else ""
+            fix = f" — <code>{st.fix}</code>" if not st.ready and st.fix else ""
+            lines.append(f"<li><b>{name}</b>: {st.state.value}{extra}{fix}</li>")
+        lines.append("</ul>")
+        QMessageBox.about(self, "About Splitscope", "".join(lines))
+
+    # ------------------------------------------------------- events
+    def resizeEvent(self, event: Any) -> None:
+        super().resizeEvent(event)
+        QTimer.singleShot(0, self._place_minimap)
+
+    def _place_minimap(self) -> None:
+        c = self.canvas
+        self.minimap.move(c.width() - self.minimap.width() - 10, c.height() - self.minimap.height() - 10)
+        self.minimap.raise_()
+
+    def showEvent(self, event: Any) -> None:
+        super().showEvent(event)
+        QTimer.singleShot(0, self._place_minimap)
 
     def dragEnterEvent(self, event: Any) -> None:
         if any(u.toLocalFile().lower().endswith(".onnx") for u in event.mimeData().urls()):
@@ -187,17 +577,22 @@ class MainWindow(QMainWindow):
                 break
 
     def closeEvent(self, event: Any) -> None:
-        QSettings().setValue("main/geometry", self.saveGeometry())
-        self.runner.cancel()
+        settings = QSettings()
+        settings.setValue("main/geometry", self.saveGeometry())
+        settings.setValue("main/state", self.saveState())
+        self.cancel_jobs()
         self.runner.wait(5000)
         super().closeEvent(event)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Start the app: ``python main.py [MODEL] [--parser ...]``."""
+def main(argv: list[str] | None = None, t0: float | None = None) -> int:
+    """Start the app: ``python main.py [MODEL] [--parser ...] [--report-startup]``."""
+    t0 = t0 if t0 is not None else time.perf_counter()
     ap = argparse.ArgumentParser(prog="splitscope-gui")
     ap.add_argument("model", nargs="?", type=Path, help="ONNX model (default: the bundled sample)")
     ap.add_argument("--parser", choices=["auto", "tensorrt", "rtx", "table"], default="auto")
+    ap.add_argument("--report-startup", action="store_true",
+                    help="open the model, print one JSON line of startup timings, and exit")
     args = ap.parse_args(argv)
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setOrganizationName("Splitscope")
@@ -205,4 +600,42 @@ def main(argv: list[str] | None = None) -> int:
     window = MainWindow(args.parser)
     window.show()
     window.open_model(args.model or SAMPLE_MODEL)
+    if args.report_startup:
+        _report_startup(app, window, t0)
     return app.exec()
+
+
+def _report_startup(app: QApplication, window: MainWindow, t0: float) -> None:
+    """Print {window_s, layout_s, first_paint_s, nodes} measured from process start, then quit."""
+    app.processEvents()
+    marks: dict[str, float] = {"window_s": time.perf_counter() - t0}
+    started: dict[str, float] = {}
+
+    def layout_started(running: bool) -> None:
+        if running and "layout" not in started:
+            started["layout"] = time.perf_counter()
+
+    def painted() -> None:
+        if "first_paint_s" in marks:
+            return
+        marks["first_paint_s"] = time.perf_counter() - t0
+        out = {"window_s": round(marks["window_s"], 3), "layout_s": round(marks["layout_s"], 3),
+               "first_paint_s": round(marks["first_paint_s"], 3),
+               "nodes": len(window.view.gm.nodes) if window.view else 0}
+        print(json.dumps(out), flush=True)
+        window.cancel_jobs()
+        QTimer.singleShot(0, window.close)
+
+    def ready() -> None:
+        marks["layout_s"] = time.perf_counter() - started.get("layout", time.perf_counter())
+        window.canvas.painted.connect(painted, Qt.ConnectionType.SingleShotConnection)
+        window.canvas.repaint()
+
+    def failed(message: str, _details: str) -> None:
+        print(json.dumps({"error": message}), flush=True)
+        QTimer.singleShot(0, lambda: app.exit(2))
+
+    window.layout_runner.running_changed.connect(layout_started)
+    window.view_ready.connect(ready)
+    window.runner.job_failed.connect(failed)
+    window.layout_runner.job_failed.connect(failed)

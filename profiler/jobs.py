@@ -37,6 +37,9 @@ class JobRunner(QObject):
         super().__init__(parent)
         self._worker: GeneratorWorker | None = None
         self._token: CancelToken | None = None
+        # Cancelled workers finish on their own; keep them referenced until they do,
+        # or their signals' owner is deleted under the running thread.
+        self._retired: set[GeneratorWorker] = set()
 
     @property
     def running(self) -> bool:
@@ -63,8 +66,11 @@ class JobRunner(QObject):
         if self._token is not None:
             self._token.cancel()
         if self._worker is not None:
-            self._worker.quit()
-            self._release(self._worker)
+            worker = self._worker
+            worker.quit()
+            self._retired.add(worker)
+            worker.finished.connect(lambda w=worker: self._retired.discard(w))
+            self._release(worker)
             self.job_cancelled.emit()
 
     def wait(self, msecs: int = 10000) -> bool:

@@ -1,0 +1,202 @@
+"""Group a graph's nodes into a tree of name scopes, for hierarchical expand and collapse.
+
+Exporters name nodes by module path (``/encoder/layer.3/attn/MatMul``) or record
+the scope in metadata; :func:`engine.graph.scope_of` reads it. Here those paths
+become a tree of :class:`Group`\\ s. Chains of single-child scopes are merged
+(``encoder/layer.3`` when ``encoder`` holds nothing else), and a group with too
+many direct nodes (a graph exported without scopes) is split into runs of
+consecutive nodes in topological order, so every level stays readable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from engine.model import GraphModel, Status
+
+CHUNK = 200
+"""Most direct nodes a group shows before they are split into runs."""
+
+
+@dataclass(slots=True)
+class Group:
+    """A name scope (or a run of unscoped nodes) and the split inside it."""
+
+    id: int
+    label: str
+    parent: int | None
+    depth: int
+    groups: list[int] = field(default_factory=list)
+    nodes: list[int] = field(default_factory=list)
+    """Direct member nodes (main-graph indices), in topological order."""
+    size: int = 0
+    """All nodes below this group."""
+    plugin: int = 0
+    flops: int = 0
+    flops_delegate: int = 0
+    first: int = 0
+    """Topological position of its first node (orders siblings)."""
+
+    @property
+    def delegate_share(self) -> float:
+        """Share of FLOPs delegated (of nodes, when FLOPs are unknown)."""
+        if self.flops:
+            return self.flops_delegate / self.flops
+        return 1.0 - self.plugin / self.size if self.size else 1.0
+
+
+@dataclass(slots=True)
+class Hierarchy:
+    """The group tree of a graph model."""
+
+    groups: list[Group]
+    node_group: list[int]
+    """Deepest group of each node."""
+    topo_pos: list[int]
+    """Topological position of each node."""
+
+    @property
+    def root(self) -> Group:
+        """The root group (the whole graph)."""
+        return self.groups[0]
+
+    def path(self, group_id: int) -> list[int]:
+        """Group ids from the root down to ``group_id``."""
+        out = []
+        g: int | None = group_id
+        while g is not None:
+            out.append(g)
+            g = self.groups[g].parent
+        out.reverse()
+        return out
+
+    def full_label(self, group_id: int) -> str:
+        """The scope path of a group, e.g. ``encoder/layer.3/attn``."""
+        return "/".join(self.groups[g].label for g in self.path(group_id)[1:])
+
+    def refresh_counts(self, gm: GraphModel) -> None:
+        """Recount sizes, plugin nodes and FLOPs after statuses or costs changed."""
+        for g in self.groups:
+            g.size = g.plugin = g.flops = g.flops_delegate = 0
+        for i, node in enumerate(gm.nodes):
+            g_id: int | None = self.node_group[i]
+            plugin = node.status is Status.PLUGIN
+            flops = node.flops or 0
+            while g_id is not None:
+                g = self.groups[g_id]
+                g.size += 1
+                g.plugin += plugin
+                g.flops += flops
+                if not plugin:
+                    g.flops_delegate += flops
+                g_id = g.parent
+
+
+def build_hierarchy(gm: GraphModel, order: list[int], chunk: int = CHUNK) -> Hierarchy:
+    """Build the group tree of ``gm``'s main graph.
+
+    Parameters
+    ----------
+    gm
+        The analysed model.
+    order
+        A topological order of its nodes.
+    chunk
+        Most direct nodes per group before they are split into runs.
+    """
+    topo_pos = [0] * len(gm.nodes)
+    for pos, i in enumerate(order):
+        topo_pos[i] = pos
+    groups = [Group(0, gm.path.name if gm.path else "model", None, 0)]
+    index: dict[tuple[int, str], int] = {}
+    node_group = [0] * len(gm.nodes)
+    for i in order:
+        g = 0
+        for seg in gm.nodes[i].scope:
+            key = (g, seg)
+            child = index.get(key)
+            if child is None:
+                child = len(groups)
+                groups.append(Group(child, seg, g, groups[g].depth + 1, first=topo_pos[i]))
+                groups[g].groups.append(child)
+                index[key] = child
+            g = child
+        groups[g].nodes.append(i)
+        node_group[i] = g
+    h = Hierarchy(groups, node_group, topo_pos)
+    _merge_chains(h)
+    _split_large(h, chunk)
+    _renumber_depths(h)
+    h.refresh_counts(gm)
+    return h
+
+
+def _merge_chains(h: Hierarchy) -> None:
+    """Merge a group that holds one subgroup and no nodes into it; dissolve one-node groups."""
+    groups = h.groups
+    for g in reversed(groups):  # children before parents
+        if g.id == 0 or g.parent == -1 or g.groups or len(g.nodes) != 1:
+            continue
+        parent = groups[g.parent]
+        parent.groups.remove(g.id)
+        parent.nodes.append(g.nodes[0])
+        parent.nodes.sort(key=lambda n: h.topo_pos[n])
+        h.node_group[g.nodes[0]] = parent.id
+        g.parent, g.nodes = -1, []
+    for g in groups:
+        if g.parent == -1:
+            continue
+        if g.id == 0:
+            continue
+        while len(g.groups) == 1 and not g.nodes:
+            only = groups[g.groups[0]]
+            g.label = f"{g.label}/{only.label}"
+            g.groups = only.groups
+            g.nodes = only.nodes
+            for c in g.groups:
+                groups[c].parent = g.id
+            for n in g.nodes:
+                h.node_group[n] = g.id
+            only.parent = -1  # detached
+            only.groups, only.nodes = [], []
+
+
+def _split_large(h: Hierarchy, chunk: int) -> None:
+    """Split every group with more than 2*chunk direct nodes into runs."""
+    for gid in range(len(h.groups)):
+        if h.groups[gid].parent != -1:
+            _split(h, gid, chunk)
+
+
+def _split(h: Hierarchy, gid: int, chunk: int) -> None:
+    g = h.groups[gid]
+    if len(g.nodes) <= 2 * chunk:
+        return
+    nodes = g.nodes
+    g.nodes = []
+    size = chunk
+    while len(nodes) / size > 2 * chunk:
+        size *= chunk
+    for k in range(0, len(nodes), size):
+        run = nodes[k:k + size]
+        child = Group(len(h.groups), f"nodes {h.topo_pos[run[0]]}–{h.topo_pos[run[-1]]}", gid, g.depth + 1,
+                      first=h.topo_pos[run[0]])
+        h.groups.append(child)
+        g.groups.append(child.id)
+        child.nodes = run
+        for n in run:
+            h.node_group[n] = child.id
+        _split(h, child.id, chunk)
+
+
+def _renumber_depths(h: Hierarchy) -> None:
+    """Order siblings by their first node and set depths from the root down."""
+    for g in h.groups:
+        if g.parent != -1:
+            g.groups.sort(key=lambda c: h.groups[c].first)
+    stack = [0]
+    while stack:
+        gid = stack.pop()
+        for c in h.groups[gid].groups:
+            h.groups[c].depth = h.groups[gid].depth + 1
+            stack.append(c)

@@ -1,0 +1,399 @@
+"""Our own compound layered layout of a graph whose scopes expand and collapse in place.
+
+Each expanded group is laid out as a box: its visible children (nodes,
+collapsed groups drawn as blocks, and expanded subgroups as boxes of their own)
+are placed in layers by a Sugiyama-style pass — layering by longest path over
+the edges that go forward in topological order, barycentre sweeps to reduce
+crossings, then x positions pulled toward their neighbours without overlap.
+Boxes are laid out bottom-up and placed top-down, so frames never overlap and
+expanding a group only re-lays the boxes that contain it.
+
+Pure Python, no GPL layout library; it runs in a worker thread with progress
+and cancel (a job generator like every engine job).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import dataclass
+
+from engine.hierarchy import Hierarchy
+from engine.jobs import CancelToken, Progress, gc_paused
+from engine.model import GraphModel
+
+NODE_W, NODE_H = 170.0, 46.0
+BLOCK_W, BLOCK_H = 210.0, 64.0
+HGAP, VGAP = 28.0, 44.0
+PAD, HEADER = 14.0, 30.0
+SWEEPS = 4
+
+KIND_NODE, KIND_BLOCK, KIND_FRAME = 0, 1, 2
+
+
+def _g(gid: int) -> int:
+    """Encode a group id among node ids (nodes >= 0, groups < 0)."""
+    return -gid - 1
+
+
+@dataclass(slots=True)
+class Edge:
+    """A drawn edge between two visible items, aggregating the graph edges it stands for."""
+
+    src: int
+    dst: int
+    count: int
+    boundary_bytes: int
+    """Bytes per inference of the partition-boundary tensors it carries (0: none)."""
+    boundary: bool
+    tensor: str
+    """One tensor it carries (the first), for labels."""
+
+
+@dataclass(slots=True)
+class Layout:
+    """Positions of the visible items (scene units), frames of expanded groups, and edges."""
+
+    kind: list[int]
+    ref: list[int]
+    """Node index (KIND_NODE) or group id (KIND_BLOCK, KIND_FRAME)."""
+    x: list[float]
+    y: list[float]
+    w: list[float]
+    h: list[float]
+    depth: list[int]
+    edges: list[Edge]
+    node_item: list[int]
+    """For each node: the item that shows it (itself, or the block of its collapsed group)."""
+    group_item: dict[int, int]
+    """For each visible group (block or frame): its item."""
+    expanded: frozenset[int]
+
+    @property
+    def size(self) -> int:
+        """Number of items."""
+        return len(self.kind)
+
+    def bounds(self) -> tuple[float, float, float, float]:
+        """(x0, y0, x1, y1) of everything."""
+        if not self.kind:
+            return (0.0, 0.0, 1.0, 1.0)
+        return (min(self.x), min(self.y), max(a + b for a, b in zip(self.x, self.w, strict=True)),
+                max(a + b for a, b in zip(self.y, self.h, strict=True)))
+
+
+class LayoutContext:
+    """What a layout needs that does not change with expand/collapse: graph edges by level."""
+
+    def __init__(self, gm: GraphModel, h: Hierarchy) -> None:
+        self.gm = gm
+        self.h = h
+        paths = {}
+        for g in h.groups:
+            if g.parent != -1 or g.id == 0:
+                paths[g.id] = h.path(g.id)
+        self.group_path = paths
+        boundary: dict[str, int] = {}
+        # Unique graph edges (producer, consumer) with their tensors.
+        pairs: dict[tuple[int, int], list[str]] = {}
+        tensors = gm.graph.tensors
+        for node in gm.nodes:
+            for name in node.inputs:
+                t = tensors.get(name) if name else None
+                if t is None or t.producer is None or t.producer == node.index:
+                    continue
+                pairs.setdefault((t.producer, node.index), []).append(name)
+        self.pairs = pairs
+        self.boundary = boundary
+        self.refresh_boundaries()
+        # Each edge appears in the box of its lowest common group, between that group's children.
+        local: dict[int, dict[tuple[int, int], int]] = {}
+        ng = h.node_group
+        for (u, v) in pairs:
+            pu = paths[ng[u]]
+            pv = paths[ng[v]]
+            k = 0
+            n = min(len(pu), len(pv))
+            while k < n and pu[k] == pv[k]:
+                k += 1
+            lca = pu[k - 1]
+            ru = _g(pu[k]) if k < len(pu) else u
+            rv = _g(pv[k]) if k < len(pv) else v
+            if ru != rv:
+                d = local.setdefault(lca, {})
+                d[(ru, rv)] = d.get((ru, rv), 0) + 1
+        self.local_edges = local
+
+
+    def refresh_boundaries(self) -> None:
+        """Re-read the partition-boundary tensors (after the parser changed the split)."""
+        self.boundary = {t.name: t.bytes or 0 for p in self.gm.partitions for t in p.boundary_tensors}
+
+
+def _layered(n: int, widths: list[float], heights: list[float], rank: list[int],
+             edges: list[tuple[int, int]]) -> tuple[list[float], list[float]]:
+    """Layered placement of n items; returns top-left x, y relative to (0, 0)."""
+    if n == 0:
+        return [], []
+    order = sorted(range(n), key=lambda i: rank[i])
+    succ: list[list[int]] = [[] for _ in range(n)]
+    pred: list[list[int]] = [[] for _ in range(n)]
+    for a, b in edges:
+        if rank[a] < rank[b]:
+            succ[a].append(b)
+            pred[b].append(a)
+        elif rank[b] < rank[a]:  # a back edge in the aggregated graph: layer it forward
+            succ[b].append(a)
+            pred[a].append(b)
+    layer = [0] * n
+    for i in order:
+        li = layer[i] + 1
+        for s in succ[i]:
+            if layer[s] < li:
+                layer[s] = li
+    n_layers = max(layer) + 1
+    layers: list[list[int]] = [[] for _ in range(n_layers)]
+    for i in order:
+        layers[layer[i]].append(i)
+    pos = [0.0] * n
+    for lay in layers:
+        for k, i in enumerate(lay):
+            pos[i] = float(k)
+    for sweep in range(SWEEPS):
+        down = sweep % 2 == 0
+        seq = range(1, n_layers) if down else range(n_layers - 2, -1, -1)
+        for li in seq:
+            lay = layers[li]
+            if len(lay) < 2:
+                continue
+            nb = pred if down else succ
+            keys = {}
+            for i in lay:
+                ns = nb[i]
+                keys[i] = sum(pos[j] for j in ns) / len(ns) if ns else pos[i]
+            lay.sort(key=lambda i: (keys[i], rank[i]))
+            for k, i in enumerate(lay):
+                pos[i] = float(k)
+    # x: pack each layer, then pull toward predecessors' centres without overlap.
+    xs = [0.0] * n
+    for lay in layers:
+        x = 0.0
+        for i in lay:
+            xs[i] = x
+            x += widths[i] + HGAP
+        shift = (x - HGAP) / 2
+        for i in lay:
+            xs[i] -= shift
+    for _ in range(2):
+        for lay in layers[1:]:
+            want = []
+            for i in lay:
+                ps = pred[i]
+                c = sum(xs[j] + widths[j] / 2 for j in ps) / len(ps) if ps else xs[i] + widths[i] / 2
+                want.append(c - widths[i] / 2)
+            # left-to-right: no overlap, keep order
+            placed = []
+            prev_end = -1e18
+            for i, wx in zip(lay, want, strict=True):
+                x = max(wx, prev_end)
+                placed.append(x)
+                prev_end = x + widths[i] + HGAP
+            # right-to-left: pull back toward wanted where space allows
+            nxt = 1e18
+            for k in range(len(lay) - 1, -1, -1):
+                i = lay[k]
+                x = min(placed[k], nxt - widths[i] - HGAP)
+                x = max(x, want[k]) if x < want[k] and x + widths[i] + HGAP <= nxt else x
+                placed[k] = x
+                nxt = x
+            for i, x in zip(lay, placed, strict=True):
+                xs[i] = x
+    ys = [0.0] * n
+    y = 0.0
+    for lay in layers:
+        hmax = max(heights[i] for i in lay)
+        for i in lay:
+            ys[i] = y + (hmax - heights[i]) / 2
+        y += hmax + VGAP
+    x0 = min(xs)
+    return [x - x0 for x in xs], ys
+
+
+def compute_layout(ctx: LayoutContext, expanded: set[int] | frozenset[int],
+                   cancel: CancelToken | None = None) -> Generator[Progress, None, Layout]:
+    """Lay out the graph with the given groups expanded (the root always is).
+
+    A job generator: yields progress every few hundred boxes, checks ``cancel``.
+    """
+    h = ctx.h
+    groups = h.groups
+    exp = frozenset(expanded) | {0}
+    # Expanded groups visible from the root, in pre-order.
+    boxes: list[int] = []
+    stack = [0]
+    while stack:
+        gid = stack.pop()
+        boxes.append(gid)
+        for c in reversed(groups[gid].groups):
+            if c in exp:
+                stack.append(c)
+    total = len(boxes)
+    # Bottom-up: lay each box out, relative to its own origin.
+    box_size: dict[int, tuple[float, float]] = {}
+    local_pos: dict[int, tuple[list[int], list[float], list[float]]] = {}
+    for k, gid in enumerate(reversed(boxes)):
+        if cancel is not None and k % 64 == 0:
+            cancel.raise_if_cancelled()
+        if k % 256 == 0:
+            yield Progress("layout", k, total, f"Laying out {total} groups")
+        g = groups[gid]
+        members = [_g(c) for c in g.groups] + list(g.nodes)
+        idx = {m: i for i, m in enumerate(members)}
+        widths, heights, rank = [], [], []
+        for m in members:
+            if m >= 0:
+                widths.append(NODE_W)
+                heights.append(NODE_H)
+                rank.append(h.topo_pos[m])
+            else:
+                cid = -m - 1
+                if cid in exp:
+                    w, hh = box_size[cid]
+                else:
+                    w, hh = BLOCK_W, BLOCK_H
+                widths.append(w)
+                heights.append(hh)
+                rank.append(groups[cid].first)
+        edges = [(idx[a], idx[b]) for (a, b) in ctx.local_edges.get(gid, {})]
+        xs, ys = _layered(len(members), widths, heights, rank, edges)
+        local_pos[gid] = (members, xs, ys)
+        if members:
+            w = max(x + wd for x, wd in zip(xs, widths, strict=True)) + 2 * PAD
+            hh = max(y + ht for y, ht in zip(ys, heights, strict=True)) + 2 * PAD + HEADER
+        else:
+            w, hh = BLOCK_W, BLOCK_H
+        box_size[gid] = (w, hh)
+    # Top-down: absolute positions.
+    kind: list[int] = []
+    ref: list[int] = []
+    X: list[float] = []
+    Y: list[float] = []
+    W: list[float] = []
+    H: list[float] = []
+    depth: list[int] = []
+    group_item: dict[int, int] = {}
+    node_item = [-1] * len(ctx.gm.nodes)
+
+    def add(k_: int, r: int, x: float, y: float, w: float, hh: float, d: int) -> int:
+        kind.append(k_)
+        ref.append(r)
+        X.append(x)
+        Y.append(y)
+        W.append(w)
+        H.append(hh)
+        depth.append(d)
+        return len(kind) - 1
+
+    origin: dict[int, tuple[float, float]] = {0: (0.0, 0.0)}
+    for gid in boxes:
+        ox, oy = origin[gid]
+        if gid != 0:
+            bw, bh = box_size[gid]
+            group_item[gid] = add(KIND_FRAME, gid, ox, oy, bw, bh, groups[gid].depth)
+        members, xs, ys = local_pos[gid]
+        bx, by = (ox + PAD, oy + PAD + HEADER) if gid != 0 else (ox, oy)
+        for m, x, y in zip(members, xs, ys, strict=True):
+            if m >= 0:
+                node_item[m] = add(KIND_NODE, m, bx + x, by + y, NODE_W, NODE_H, groups[gid].depth + 1)
+            else:
+                cid = -m - 1
+                if cid in exp:
+                    origin[cid] = (bx + x, by + y)
+                else:
+                    group_item[cid] = add(KIND_BLOCK, cid, bx + x, by + y, BLOCK_W, BLOCK_H, groups[cid].depth)
+    # Nodes inside collapsed groups are shown by their nearest collapsed ancestor's block.
+    ng = h.node_group
+    for i in range(len(node_item)):
+        if node_item[i] < 0:
+            for gid in ctx.group_path[ng[i]]:
+                if gid not in exp:
+                    node_item[i] = group_item[gid]
+                    break
+    # Visible edges: graph edges between different items, aggregated.
+    agg: dict[tuple[int, int], Edge] = {}
+    for (u, v), names in ctx.pairs.items():
+        a, b = node_item[u], node_item[v]
+        if a == b or a < 0 or b < 0:
+            continue
+        bb = sum(ctx.boundary.get(t, 0) for t in names)
+        is_b = any(t in ctx.boundary for t in names)
+        e = agg.get((a, b))
+        if e is None:
+            agg[(a, b)] = Edge(a, b, 1, bb, is_b, names[0])
+        else:
+            e.count += 1
+            e.boundary_bytes += bb
+            e.boundary = e.boundary or is_b
+    yield Progress("layout", total, total, "Layout done")
+    return Layout(kind, ref, X, Y, W, H, depth, list(agg.values()), node_item, group_item, exp)
+
+
+def initial_expansion(h: Hierarchy, budget: int = 400) -> set[int]:
+    """Groups to expand on open: breadth-first while the visible item count stays within ``budget``."""
+    expanded: set[int] = {0}
+    visible = len(h.root.groups) + len(h.root.nodes)
+    frontier = sorted(h.root.groups, key=lambda c: h.groups[c].first)
+    while frontier:
+        nxt = []
+        for gid in frontier:
+            g = h.groups[gid]
+            extra = len(g.groups) + len(g.nodes) - 1
+            if visible + extra <= budget:
+                expanded.add(gid)
+                visible += extra
+                nxt.extend(g.groups)
+        frontier = nxt
+    # Never open on a lone block: expand the largest top-level scopes even past the budget.
+    while visible < 8:
+        closed = [g for g in h.groups if g.parent in expanded and g.id not in expanded and g.parent != -1
+                  and len(g.groups) + len(g.nodes) <= 4000]
+        if not closed:
+            break
+        best = max(closed, key=lambda g: g.size)
+        expanded.add(best.id)
+        visible += len(best.groups) + len(best.nodes) - 1
+    return expanded
+
+
+@dataclass(slots=True)
+class View:
+    """Everything the canvas draws: the model, its group tree, the layout context and a layout."""
+
+    gm: GraphModel
+    hier: Hierarchy
+    ctx: LayoutContext
+    layout: Layout
+
+
+def prepare_view(gm: GraphModel, expanded: set[int] | None = None,
+                 cancel: CancelToken | None = None) -> Generator[Progress, None, View]:
+    """Build the group tree and the first layout of an analysed model (a job generator)."""
+    from engine.graph import topological_order
+    from engine.hierarchy import build_hierarchy
+
+    yield Progress("layout", 0, 0, "Grouping nodes by scope")
+    with gc_paused():
+        order = gm.order or topological_order(gm.graph)
+        hier = build_hierarchy(gm, order)
+        if cancel is not None:
+            cancel.raise_if_cancelled()
+        ctx = LayoutContext(gm, hier)
+        exp = expanded if expanded is not None else initial_expansion(hier)
+        layout = yield from compute_layout(ctx, exp, cancel)
+    return View(gm, hier, ctx, layout)
+
+
+def relayout(view: View, expanded: set[int], cancel: CancelToken | None = None) -> Generator[Progress, None, View]:
+    """A new layout of the same model with other groups expanded (a job generator)."""
+    with gc_paused():
+        layout = yield from compute_layout(view.ctx, expanded, cancel)
+    return View(view.gm, view.hier, view.ctx, layout)

@@ -1,0 +1,296 @@
+"""Side panels: node inspector, ops table, split summary with charts."""
+
+from __future__ import annotations
+
+import html
+from collections import defaultdict
+from typing import Any
+
+import pyqtgraph as pg
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt, Signal
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QTableView,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
+)
+
+from engine.hierarchy import Hierarchy
+from engine.model import GraphModel, Node, Role, Status
+from engine.report import format_bytes, headline, split_summary
+from gui.palette import STATUS_MARK, Palette
+
+
+def _fmt(n: int | None) -> str:
+    if n is None:
+        return "unknown"
+    for unit, div in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if n >= div:
+            return f"{n / div:.2f} {unit}"
+    return str(n)
+
+
+class Inspector(QTextBrowser):
+    """What one node (or group) is, and why it has its status."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setOpenLinks(False)
+        self.gm: GraphModel | None = None
+        self.hier: Hierarchy | None = None
+        self.setPlaceholderText("Select a node or a group on the canvas.")
+
+    def set_model(self, gm: GraphModel | None, hier: Hierarchy | None) -> None:
+        """Use a new model; clears the view."""
+        self.gm, self.hier = gm, hier
+        self.clear()
+
+    def _tensor_row(self, name: str) -> str:
+        assert self.gm is not None
+        t = self.gm.graph.tensors.get(name)
+        if not name:
+            return "<tr><td colspan=3><i>(optional input left out)</i></td></tr>"
+        if t is None:
+            return f"<tr><td>{html.escape(name)}</td><td colspan=2>?</td></tr>"
+        shape = "?" if t.shape is None else "[" + ", ".join("?" if d is None else str(d) for d in t.shape) + "]"
+        size = t.nbytes(self.gm.dims)
+        kind = " (weight)" if t.is_initializer else " (model input)" if t.is_input else ""
+        assumed = " <i>assumed</i>" if name in self.gm.assumed_shapes else ""
+        return (f"<tr><td>{html.escape(name)}{kind}</td><td>{t.dtype or '?'} {shape}{assumed}</td>"
+                f"<td align=right>{format_bytes(size) if size is not None else '?'}</td></tr>")
+
+    def show_node(self, index: int) -> None:
+        """Show a node of the main graph."""
+        if self.gm is None or index < 0:
+            self.clear()
+            return
+        n: Node = self.gm.nodes[index]
+        status_color = "#0072B2" if n.status is Status.DELEGATE else "#D55E00"
+        rows = [
+            f"<h3>{html.escape(n.label)}</h3>",
+            f"<p><b>{html.escape((n.domain + '::') if n.domain else '')}{html.escape(n.op_type)}</b>"
+            f" &nbsp; <span style='color:{status_color}'>{STATUS_MARK[n.status]} {n.status.value}</span>"
+            f" &nbsp; role: {n.role.value} &nbsp; source: {n.source.value}</p>",
+            f"<p><b>Why:</b> {html.escape(n.reason)}</p>",
+            "<table cellspacing=2>",
+            f"<tr><td>FLOPs</td><td>{_fmt(n.flops)}</td></tr>",
+            f"<tr><td>Bytes moved</td><td>{format_bytes(n.bytes) if n.bytes is not None else 'unknown'}</td></tr>",
+            f"<tr><td>Scope</td><td>{html.escape('/'.join(n.scope)) or '(none)'}</td></tr>",
+        ]
+        if n.table_status is not None:
+            rows.append(f"<tr><td>Table predicted</td><td>{n.table_status.value}</td></tr>")
+        if n.parser_status is not None:
+            rows.append(f"<tr><td>Parser said</td><td>{n.parser_status.value}</td></tr>")
+        rows.append("</table><h4>Inputs</h4><table width=100% cellspacing=2>")
+        rows += [self._tensor_row(i) for i in n.inputs]
+        rows.append("</table><h4>Outputs</h4><table width=100% cellspacing=2>")
+        rows += [self._tensor_row(o) for o in n.outputs]
+        rows.append("</table>")
+        if n.attributes:
+            rows.append("<h4>Attributes</h4><table cellspacing=2>")
+            for k, v in n.attributes.items():
+                text = str(v)
+                rows.append(f"<tr><td>{html.escape(k)}</td><td>{html.escape(text[:300])}</td></tr>")
+            rows.append("</table>")
+        for name, sub in n.subgraphs.items():
+            plugin = sum(1 for x in sub.nodes if x.status is Status.PLUGIN)
+            rows.append(f"<p>Body <b>{html.escape(name)}</b>: {len(sub.nodes)} nodes, {plugin} plugin</p>")
+        if n.function is not None:
+            ops = ", ".join(x.op_type for x in n.function.nodes[:12])
+            rows.append(f"<p>Function body: {len(n.function.nodes)} nodes ({html.escape(ops)})</p>")
+        self.setHtml("\n".join(rows))
+
+    def show_group(self, gid: int) -> None:
+        """Show a group (scope)."""
+        if self.hier is None or self.gm is None or gid < 0:
+            self.clear()
+            return
+        g = self.hier.groups[gid]
+        ops: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        stack = [gid]
+        while stack:
+            x = self.hier.groups[stack.pop()]
+            stack.extend(x.groups)
+            for i in x.nodes:
+                n = self.gm.nodes[i]
+                ops[n.op_type][0] += 1
+                ops[n.op_type][1] += n.status is Status.PLUGIN
+        rows = [f"<h3>{html.escape(self.hier.full_label(gid) or g.label)}</h3>",
+                f"<p>{g.size:,} nodes, {g.plugin} plugin; {g.delegate_share:.1%} of FLOPs delegated; "
+                f"{_fmt(g.flops)} FLOPs</p><table cellspacing=2><tr><th align=left>op</th><th>count</th>"
+                "<th>plugin</th></tr>"]
+        for op, (count, plugin) in sorted(ops.items(), key=lambda kv: -kv[1][0])[:40]:
+            rows.append(f"<tr><td>{html.escape(op)}</td><td align=right>{count}</td><td align=right>{plugin}</td></tr>")
+        rows.append("</table><p><i>Double-click the group on the canvas to expand or collapse it.</i></p>")
+        self.setHtml("\n".join(rows))
+
+
+class OpsModel(QAbstractTableModel):
+    """One row per op type: count, status, FLOPs share."""
+
+    HEADERS = ("Op type", "Count", "Status", "FLOPs share", "Role")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: list[tuple[str, int, str, float, str, list[int], bool]] = []
+
+    def set_model(self, gm: GraphModel | None) -> None:
+        """Count ops of ``gm``."""
+        self.beginResetModel()
+        self.rows = []
+        if gm is not None:
+            total = gm.total_flops() or 1
+            by: dict[str, list[int]] = defaultdict(list)
+            for n in gm.nodes:
+                by[(n.domain + "::" if n.domain else "") + n.op_type].append(n.index)
+            for op, members in by.items():
+                plugin = sum(1 for i in members if gm.nodes[i].status is Status.PLUGIN)
+                status = "▲ plugin" if plugin == len(members) else "● delegate" if not plugin else f"mixed ({plugin} ▲)"
+                flops = sum(gm.nodes[i].flops or 0 for i in members)
+                roles = sorted({gm.nodes[i].role.value for i in members})
+                self.rows.append((op, len(members), status, flops / total, ", ".join(roles), members, plugin > 0))
+            self.rows.sort(key=lambda r: (-r[6], -r[3], -r[1]))
+        self.endResetModel()
+
+    def rowCount(self, parent: QModelIndex = QModelIndex()) -> int:  # noqa: B008 - Qt API
+        return 0 if parent.isValid() else len(self.rows)
+
+    def columnCount(self, parent: QModelIndex = QModelIndex()) -> int:  # noqa: B008 - Qt API
+        return len(self.HEADERS)
+
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
+            return self.HEADERS[section]
+        return None
+
+    def data(self, index: QModelIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid():
+            return None
+        r = self.rows[index.row()]
+        c = index.column()
+        if role == Qt.ItemDataRole.DisplayRole:
+            return (r[0], r[1], r[2], f"{r[3]:.1%}", r[4])[c]
+        if role == Qt.ItemDataRole.UserRole:
+            return (r[0], r[1], r[6], r[3], r[4])[c]
+        if role == Qt.ItemDataRole.TextAlignmentRole and c in (1, 3):
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        return None
+
+
+class OpsPanel(QWidget):
+    """The ops table with a filter; choosing a row highlights its nodes on the canvas."""
+
+    op_chosen = Signal(list)
+    """Node indices of the chosen op type."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.model = OpsModel()
+        self.proxy = QSortFilterProxyModel(self)
+        self.proxy.setSourceModel(self.model)
+        self.proxy.setSortRole(Qt.ItemDataRole.UserRole)
+        self.proxy.setFilterCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
+        self.proxy.setFilterKeyColumn(-1)
+        self.filter = QLineEdit()
+        self.filter.setPlaceholderText("Filter op types, status or role…")
+        self.filter.setClearButtonEnabled(True)
+        self.filter.textChanged.connect(self.proxy.setFilterFixedString)
+        self.table = QTableView()
+        self.table.setModel(self.proxy)
+        self.table.setSortingEnabled(True)
+        self.table.horizontalHeader().setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.table.horizontalHeader().setStretchLastSection(True)
+        self.table.verticalHeader().hide()
+        self.table.selectionModel().selectionChanged.connect(self._chosen)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(4, 4, 4, 4)
+        lay.addWidget(self.filter)
+        lay.addWidget(self.table)
+
+    def set_model(self, gm: GraphModel | None) -> None:
+        """Show the op types of ``gm``."""
+        self.model.set_model(gm)
+
+    def _chosen(self) -> None:
+        rows = self.table.selectionModel().selectedRows()
+        if rows:
+            src = self.proxy.mapToSource(rows[0])
+            self.op_chosen.emit(list(self.model.rows[src.row()][5]))
+
+    def select_op_of(self, node: Node) -> None:
+        """Select the row of a node's op type without emitting op_chosen."""
+        op = (node.domain + "::" if node.domain else "") + node.op_type
+        for r, row in enumerate(self.model.rows):
+            if row[0] == op:
+                idx = self.proxy.mapFromSource(self.model.index(r, 0))
+                if idx.isValid():
+                    sm = self.table.selectionModel()
+                    sm.blockSignals(True)
+                    self.table.selectRow(idx.row())
+                    sm.blockSignals(False)
+                    self.table.scrollTo(idx)
+                    self.table.viewport().update()
+                return
+
+
+class SummaryPanel(QWidget):
+    """The headline and bar charts of the split by status and by role."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.headline = QLabel("No model.")
+        self.headline.setWordWrap(True)
+        self.headline.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        pg.setConfigOptions(antialias=True)
+        self.status_plot = pg.PlotWidget()
+        self.role_plot = pg.PlotWidget()
+        for plot, title in ((self.status_plot, "Share by status (nodes, FLOPs)"), (self.role_plot, "Nodes by role")):
+            plot.setMenuEnabled(False)
+            plot.setMouseEnabled(x=False, y=False)
+            plot.hideButtons()
+            plot.setTitle(title, size="9pt")
+            plot.setMinimumHeight(150)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(6, 6, 6, 6)
+        lay.addWidget(self.headline)
+        lay.addWidget(self.status_plot)
+        lay.addWidget(self.role_plot)
+
+    def set_model(self, gm: GraphModel | None, pal: Palette) -> None:
+        """Redraw for ``gm``."""
+        for plot in (self.status_plot, self.role_plot):
+            plot.clear()
+            plot.setBackground(pal.background)
+        if gm is None:
+            self.headline.setText("No model.")
+            return
+        src = f"{gm.parser.name} {gm.parser.version}".strip() if gm.parser.name != "table" else \
+            f"operator table (predicting {gm.parser.target})"
+        self.headline.setText(f"<b>{html.escape(headline(gm))}.</b><br><i>Source: {html.escape(src)}</i>")
+        s = split_summary(gm)
+        d_brush = pal.status_border[Status.DELEGATE]
+        p_brush = pal.status_border[Status.PLUGIN]
+        xs = [0, 1]
+        d_vals = [s["delegate"]["node_share"] * 100, s["delegate"]["flops_share"] * 100]
+        p_vals = [s["plugin"]["node_share"] * 100, s["plugin"]["flops_share"] * 100]
+        self.status_plot.addItem(pg.BarGraphItem(x0=[0] * 2, y=xs, height=0.6, width=d_vals, brush=d_brush))
+        self.status_plot.addItem(pg.BarGraphItem(x0=d_vals, y=xs, height=0.6, width=p_vals, brush=p_brush))
+        ax = self.status_plot.getAxis("left")
+        ax.setTicks([[(0, "nodes"), (1, "FLOPs")]])
+        self.status_plot.getAxis("bottom").setLabel("% (blue: delegate, orange: plugin)")
+        self.status_plot.setXRange(0, 100, padding=0.02)
+        roles = [r for r in Role if any(n.role is r for n in gm.nodes)]
+        dele = [sum(1 for n in gm.nodes if n.role is r and n.status is Status.DELEGATE) for r in roles]
+        plug = [sum(1 for n in gm.nodes if n.role is r and n.status is Status.PLUGIN) for r in roles]
+        ys = list(range(len(roles)))
+        self.role_plot.addItem(pg.BarGraphItem(x0=[0] * len(roles), y=ys, height=0.6, width=dele, brush=d_brush))
+        self.role_plot.addItem(pg.BarGraphItem(x0=dele, y=ys, height=0.6, width=plug, brush=p_brush))
+        self.role_plot.getAxis("left").setTicks([[(i, r.value) for i, r in enumerate(roles)]])
+        self.role_plot.getAxis("bottom").setLabel("nodes")
