@@ -79,6 +79,11 @@ def probe(name: str, *, import_it: bool = True) -> DepStatus:
     except Exception as e:  # noqa: BLE001 - any import failure is reported, not raised
         return DepStatus(name, module, DepState.IMPORT_FAILED, error=f"{type(e).__name__}: {e}", fix=fix)
     version = str(getattr(mod, "__version__", "") or getattr(importlib.import_module(top), "__version__", ""))
+    if name == "cuda":
+        err, count = mod.cudaGetDeviceCount()
+        if int(err) != 0 or count == 0:
+            return DepStatus(name, module, DepState.NO_DEVICE, version, f"cudaGetDeviceCount: {err}",
+                             "run on a machine with an NVIDIA GPU and driver")
     if name == "nvml":
         try:
             mod.nvmlInit()

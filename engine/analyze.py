@@ -20,8 +20,8 @@ from engine.trt_capability import DISPLAY, ParserAnswer, ParserProcess, resolve_
 
 
 def analyze(path: str | os.PathLike[str] | None = None, *, parser: str = "auto",
-            dims: dict[str, int] | None = None,
-            cancel: CancelToken | None = None) -> Generator[Progress, None, GraphModel]:
+            dims: dict[str, int] | None = None, cancel: CancelToken | None = None,
+            responsive: bool = False) -> Generator[Progress, None, GraphModel]:
     """Analyse an ONNX model; a job generator that yields progress and returns a GraphModel.
 
     Parameters
@@ -35,6 +35,9 @@ def analyze(path: str | os.PathLike[str] | None = None, *, parser: str = "auto",
         Values for symbolic dimensions (others count as 1) in FLOPs and bytes.
     cancel
         Checked between steps; cancelling also kills the parser process.
+    responsive
+        Keep long C++ calls (shape inference) out of this process, for callers
+        that run this in a thread of a GUI: such calls hold the GIL.
 
     Raises
     ------
@@ -47,11 +50,11 @@ def analyze(path: str | os.PathLike[str] | None = None, *, parser: str = "auto",
     """
     cancel = cancel or CancelToken()
     with gc_paused():
-        return (yield from _analyze(path, parser, dims, cancel))
+        return (yield from _analyze(path, parser, dims, cancel, responsive))
 
 
 def _analyze(path: str | os.PathLike[str] | None, parser: str, dims: dict[str, int] | None,
-             cancel: CancelToken) -> Generator[Progress, None, GraphModel]:
+             cancel: CancelToken, responsive: bool) -> Generator[Progress, None, GraphModel]:
     model_path = Path(path) if path is not None else SAMPLE_MODEL
     module = resolve_backend(parser)
     # The parser works in its own process, in parallel with loading, shape
@@ -71,7 +74,7 @@ def _analyze(path: str | os.PathLike[str] | None, parser: str, dims: dict[str, i
         # First answer: structure coloured by the table, before shapes and costs.
         yield Progress("structure", 2, 6, "Inferring shapes", model=gm)
         cancel.raise_if_cancelled()
-        apply_shape_inference(gm, loaded)
+        apply_shape_inference(gm, loaded, in_subprocess=responsive)
         cancel.raise_if_cancelled()
         yield Progress("costs", 3, 6, "Counting FLOPs and bytes")
         fill_costs(gm.graph, gm.dims)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import contextlib
 from collections import deque
+from pathlib import Path
 from typing import Any
 
 import onnx
@@ -308,11 +309,26 @@ def graph_from_onnx(loaded: LoadedModel, infer: bool = True) -> tuple[GraphModel
     return gm, order
 
 
-def apply_shape_inference(gm: GraphModel, loaded: LoadedModel) -> None:
-    """Infer types and shapes and write them into ``gm``'s tensors (and rebuild nested bodies)."""
-    m, assumed = infer_shapes(loaded.proto, gm.warnings)
+def apply_shape_inference(gm: GraphModel, loaded: LoadedModel, in_subprocess: bool = False) -> None:
+    """Infer types and shapes and write them into ``gm``'s tensors (and rebuild nested bodies).
+
+    ``in_subprocess`` runs the inference in a child process (:mod:`engine.shape_proc`),
+    so that a GUI thread calling this never holds the GIL for long.
+    """
+    if in_subprocess and gm.path is not None:
+        result = _infer_in_subprocess(gm.path)
+        if result is None:
+            gm.warnings.append("Shape inference failed in its worker process; some shapes and FLOPs are unknown.")
+            return
+        g, bodies, assumed, warnings = result
+        gm.warnings.extend(warnings)
+        body_nodes = dict(zip(bodies, g.node, strict=True))
+    else:
+        m, assumed = infer_shapes(loaded.proto, gm.warnings)
+        g = m.graph
+        body_nodes = {n.index: g.node[n.index] for n in gm.graph.nodes if n.subgraphs}
     tensors = gm.graph.tensors
-    for vi in (*m.graph.input, *m.graph.value_info, *m.graph.output):
+    for vi in (*g.input, *g.value_info, *g.output):
         t = tensors.get(vi.name)
         if t is None:
             continue
@@ -321,17 +337,37 @@ def apply_shape_inference(gm: GraphModel, loaded: LoadedModel) -> None:
             t.dtype = dt
         if shp is not None:
             t.shape = shp
-    for node in gm.graph.nodes:
-        if not node.subgraphs:
-            continue
-        pn = m.graph.node[node.index]
-        outer = set(tensors)
+    outer = set(tensors)
+    for idx, pn in body_nodes.items():
+        node = gm.graph.nodes[idx]
         for a in pn.attribute:
-            sub_path = f"{pn.name or '#' + str(node.index)}/{a.name}"
+            sub_path = f"{pn.name or '#' + str(idx)}/{a.name}"
             if a.type == AttributeProto.GRAPH:
                 node.subgraphs[a.name], _ = build_graph(a.g, sub_path, None, gm.functions, outer)
             elif a.type == AttributeProto.GRAPHS:
                 for k, sg in enumerate(a.graphs):
                     node.subgraphs[f"{a.name}[{k}]"], _ = build_graph(sg, f"{sub_path}[{k}]", None, gm.functions,
                                                                      outer)
-    gm.assumed_shapes = assumed
+    gm.assumed_shapes = set(assumed)
+
+
+def _infer_in_subprocess(path: Path) -> tuple[onnx.GraphProto, list[int], list[str], list[str]] | None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    root = str(Path(__file__).resolve().parent.parent)
+    env = {**os.environ, "PYTHONPATH": root + (os.pathsep + os.environ["PYTHONPATH"]
+                                                if os.environ.get("PYTHONPATH") else "")}
+    proc = subprocess.run([sys.executable, "-m", "engine.shape_proc", str(path.resolve())], capture_output=True,
+                          env=env, cwd=root, stdin=subprocess.DEVNULL, check=False)
+    head, _, body = proc.stdout.partition(b"\n")
+    try:
+        header = json.loads(head)
+    except ValueError:
+        return None
+    if proc.returncode != 0 or "bytes" not in header:
+        return None
+    g = onnx.GraphProto.FromString(body[: header["bytes"]])
+    return g, list(header["bodies"]), list(header["assumed"]), list(header["warnings"])

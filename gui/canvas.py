@@ -302,13 +302,13 @@ class GraphCanvas(QWidget):
 
         t0 = time.perf_counter()
         p = QPainter(self)
-        self.render_to(p, self.rect(), self.scene_rect(), self.scale)
+        self.render_to(p, self.rect(), self.scene_rect(), self.scale, legend=self.show_legend)
         p.end()
         self.last_paint_ms = (time.perf_counter() - t0) * 1000
         if self.layout_ is not None:
             self.painted.emit()
 
-    def render_to(self, p: QPainter, target: Any, view: QRectF, scale: float) -> None:
+    def render_to(self, p: QPainter, target: Any, view: QRectF, scale: float, legend: bool = True) -> None:
         """Draw ``view`` (scene units) into ``target`` at ``scale``; used for screen and export."""
         pal = self.palette_
         p.fillRect(target, pal.background)
@@ -367,7 +367,7 @@ class GraphCanvas(QWidget):
                     self._draw_node(p, rect, L.ref[i], scale)
                 else:
                     self._draw_block(p, rect, L.ref[i], scale)
-        if self.show_legend and target is self.rect():
+        if legend:
             self._draw_legend(p)
 
     def _draw_edges(self, p: QPainter, idx: np.ndarray, sx: Any, sy: Any, scale: float, pen: QPen,
@@ -459,7 +459,7 @@ class GraphCanvas(QWidget):
         p.setPen(pal.muted)
         out = _shape_text(self.gm, n.outputs[0]) if n.outputs else ""
         name = n.label.rsplit("/", 1)[-1]
-        lines = f"{name}\n{out}"
+        lines = out if name == n.op_type else f"{name}\n{out}"
         p.drawText(text_rect.adjusted(0, fm.height(), 0, 0), Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop,
                    "\n".join(fm2.elidedText(s, Qt.TextElideMode.ElideMiddle, int(text_rect.width()))
                              for s in lines.split("\n")))
@@ -518,7 +518,7 @@ class GraphCanvas(QWidget):
         p.setPen(pal.muted)
         head = QRectF(rect.left() + 8 * scale, rect.top() + 4 * scale, rect.width() - 16 * scale, (HEADER - 8) * scale)
         bar_w = min(80 * scale, head.width() * 0.3)
-        text = f"▾ {g.label}  ({g.size:,} nodes, {g.delegate_share:.0%} delegated)"
+        text = f"▾ {g.label} · {g.size:,}"
         p.drawText(head.adjusted(0, 0, -bar_w - 6 * scale, 0), Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
                    QFontMetrics(f).elidedText(text, Qt.TextElideMode.ElideRight, int(head.width() - bar_w)))
         bar = QRectF(head.right() - bar_w, head.center().y() - 3 * scale, bar_w, 6 * scale)
@@ -611,7 +611,7 @@ class Minimap(QWidget):
         self._map = (x0, y0, s)
         img = QImage(self.width(), self.height(), QImage.Format.Format_ARGB32)
         pal = c.palette_
-        img.fill(pal.background)
+        img.fill(pal.frame_fill[1])
         p = QPainter(img)
         solid = np.flatnonzero(a["kind"] != KIND_FRAME)
         for st, status in ((0, Status.DELEGATE), (1, Status.PLUGIN)):
@@ -630,9 +630,6 @@ class Minimap(QWidget):
     def paintEvent(self, event: Any) -> None:
         p = QPainter(self)
         pal = self.canvas.palette_
-        p.setPen(QPen(pal.frame_border))
-        p.setBrush(pal.background)
-        p.drawRect(self.rect().adjusted(0, 0, -1, -1))
         if self._image is not None:
             p.drawImage(0, 0, self._image)
             x0, y0, s = self._map
@@ -643,6 +640,9 @@ class Minimap(QWidget):
             c.setAlpha(40)
             p.setBrush(QBrush(c))
             p.drawRect(r)
+        p.setPen(QPen(pal.muted, 1))
+        p.setBrush(Qt.BrushStyle.NoBrush)
+        p.drawRect(self.rect().adjusted(0, 0, -1, -1))
         p.end()
 
     def _goto(self, event: QMouseEvent) -> None:

@@ -1,0 +1,233 @@
+"""The main window as a user drives it (pytest-qt, offscreen)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import onnx
+import pytest
+
+from engine.layout import KIND_BLOCK, KIND_FRAME, KIND_NODE
+from engine.model import Status
+from engine.sample import SAMPLE_MODEL
+from tests.gui.conftest import wait_idle
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_open_sample_select_node_shows_inspector(qtbot, window):
+    window.open_model(SAMPLE_MODEL)
+    wait_idle(qtbot, window)
+    gm = window.graph_model
+    assert len(gm.nodes) == 41
+    layout = window.view.layout
+    dcn = next(n for n in gm.nodes if n.op_type == "DCNv4")
+    item = layout.node_item[dcn.index]
+    assert layout.kind[item] == KIND_NODE  # the small sample opens fully expanded
+    with qtbot.waitSignal(window.canvas.node_selected) as sig:
+        window.canvas.select_item(item)
+    assert sig.args == [dcn.index]
+    text = window.inspector.toPlainText()
+    assert "DCNv4" in text and "plugin" in text and "custom op" in text
+    # The ops table follows the selection.
+    rows = window.ops.table.selectionModel().selectedRows()
+    assert rows and "DCNv4" in rows[0].data()
+    assert "2 node(s) of 2 op type(s) need custom CUDA" in window.summary.headline.text()
+    assert window.windowTitle().endswith("sample.onnx")
+
+
+def test_click_on_canvas_selects(qtbot, window):
+    from PySide6.QtCore import QPoint, Qt
+
+    window.open_model(SAMPLE_MODEL)
+    wait_idle(qtbot, window)
+    c = window.canvas
+    layout = window.view.layout
+    item = layout.node_item[0]
+    c.center_on_item(item)
+    pos = c.to_screen(layout.x[item] + layout.w[item] / 2, layout.y[item] + layout.h[item] / 2)
+    with qtbot.waitSignal(c.node_selected) as sig:
+        qtbot.mouseClick(c, Qt.MouseButton.LeftButton, pos=QPoint(int(pos.x()), int(pos.y())))
+    assert sig.args == [0]
+
+
+def test_search_next_previous(qtbot, window):
+    window.open_model(SAMPLE_MODEL)
+    wait_idle(qtbot, window)
+    window.search.setText("conv")
+    assert window.match_label.text() == "4 matches"
+    assert len(window.canvas.highlight_nodes) == 4
+    window.find_next()
+    assert window.match_label.text() == "1 / 4"
+    first = window.canvas.selected_node
+    assert window.graph_model.nodes[first].op_type == "Conv"
+    window.find_next()
+    window.find_previous()
+    assert window.canvas.selected_node == first
+    window.find_previous()
+    assert window.match_label.text() == "4 / 4"
+    window.search.setText("no-such-thing")
+    assert window.match_label.text() == "no match"
+
+
+def test_expand_and_collapse_group(qtbot, window):
+    window.open_model(SAMPLE_MODEL)
+    wait_idle(qtbot, window)
+    hier = window.view.hier
+    backbone = next(g.id for g in hier.groups if g.label == "backbone" and g.parent == 0)
+    assert window.view.layout.kind[window.view.layout.group_item[backbone]] == KIND_FRAME
+    with qtbot.waitSignal(window.view_ready, timeout=30000):
+        window.toggle_group(backbone)
+    layout = window.view.layout
+    assert layout.kind[layout.group_item[backbone]] == KIND_BLOCK
+    conv = next(n.index for n in window.graph_model.nodes if n.op_type == "Conv")
+    assert layout.node_item[conv] == layout.group_item[backbone]  # shown by its block
+    assert hier.groups[backbone].size == 12
+    with qtbot.waitSignal(window.view_ready, timeout=30000):
+        window.toggle_group(backbone)
+    layout = window.view.layout
+    assert layout.kind[layout.node_item[conv]] == KIND_NODE
+
+
+def test_search_expands_collapsed_group(qtbot, window):
+    window.open_model(SAMPLE_MODEL)
+    wait_idle(qtbot, window)
+    with qtbot.waitSignal(window.view_ready, timeout=30000):
+        window.collapse_all()
+    window.search.setText("NonMaxSuppression")
+    with qtbot.waitSignal(window.view_ready, timeout=30000):
+        window.find_next()
+    nms = next(n.index for n in window.graph_model.nodes if n.op_type == "NonMaxSuppression")
+    assert window.view.layout.kind[window.view.layout.node_item[nms]] == KIND_NODE
+    assert window.canvas.selected_node == nms
+
+
+def test_ops_table_highlights_canvas(qtbot, window):
+    window.open_model(SAMPLE_MODEL)
+    wait_idle(qtbot, window)
+    ops = window.ops
+    ops.filter.setText("MatMul")
+    assert ops.proxy.rowCount() == 1
+    ops.table.selectRow(0)
+    mm = {n.index for n in window.graph_model.nodes if n.op_type == "MatMul"}
+    assert window.canvas.highlight_nodes == mm
+    assert window.canvas.selected_node in mm
+
+
+def test_bad_file_keeps_previous_model(qtbot, window, tmp_path):
+    window.open_model(SAMPLE_MODEL)
+    wait_idle(qtbot, window)
+    before = window.graph_model
+    bad = tmp_path / "broken.onnx"
+    bad.write_bytes(b"\x08\x07 not a model at all \xff\xff")
+    with qtbot.waitSignal(window.runner.job_failed, timeout=30000) as sig:
+        window.open_model(bad)
+    assert "broken.onnx" in sig.args[0] and "re-export" in sig.args[0]
+    assert window.graph_model is before and window.view.gm is before
+    assert window._failure_box.isVisible()
+    assert "stays open" in window._failure_box.informativeText()
+    window._failure_box.close()
+
+
+def test_cancel_layout(qtbot, window, tmp_path):
+    sys.path.insert(0, str(ROOT / "bench"))
+    from make_models import make_transformer
+
+    path = tmp_path / "t.onnx"
+    onnx.save(make_transformer(6000), path)
+    window.open_model(path)
+    wait_idle(qtbot, window)
+    before = window.view
+    with qtbot.waitSignal(window.layout_runner.job_cancelled, timeout=10000):
+        window.expand_all()
+        window.cancel_jobs()
+    assert window.view is before
+    assert not window.layout_runner.running
+
+
+def test_refines_table_colours_with_the_parser(qtbot, tmp_path):
+    pytest.importorskip("tensorrt_rtx", reason="TensorRT-RTX not installed")
+    from gui.app import MainWindow
+
+    w = MainWindow(parser="rtx")
+    qtbot.addWidget(w)
+    w.show()
+    w.open_model(SAMPLE_MODEL)
+    wait_idle(qtbot, w)
+    assert w.graph_model.parser.name == "tensorrt-rtx"
+    assert all(n.source.value == "parser" for n in w.graph_model.nodes)
+    plugin = [n.index for n in w.graph_model.nodes if n.status is Status.PLUGIN]
+    assert len(plugin) == 2
+    assert "tensorrt-rtx" in w.summary.headline.text()
+    w.close()
+
+
+def test_export_png_and_svg(qtbot, window, tmp_path):
+    from PySide6.QtGui import QImage
+
+    window.open_model(SAMPLE_MODEL)
+    wait_idle(qtbot, window)
+    window.save_graph(tmp_path / "g.png", "png")
+    window.save_graph(tmp_path / "g.svg", "svg")
+    img = QImage(str(tmp_path / "g.png"))
+    assert img.width() > 200 and img.height() > 200
+    svg = (tmp_path / "g.svg").read_text()
+    assert "<svg" in svg and "Conv" in svg
+    assert sorted(p.name for p in tmp_path.iterdir() if p.suffix in (".png", ".svg")) == ["g.png", "g.svg"]
+
+
+def test_recent_files_and_last_folder(qtbot, window, tmp_path):
+    from PySide6.QtCore import QSettings
+
+    p = tmp_path / "copy.onnx"
+    p.write_bytes(SAMPLE_MODEL.read_bytes())
+    window.open_model(p)
+    wait_idle(qtbot, window)
+    s = QSettings()
+    assert s.value("main/recent")[0] == str(p)
+    assert s.value("main/last_dir") == str(tmp_path)
+    assert [a.text() for a in window.recent_menu.actions()] == [str(p)]
+
+
+def test_status_badges_and_about(qtbot, window):
+    qtbot.waitUntil(lambda: bool(window.dep_status), timeout=30000)
+    assert set(window.badges) == {"tensorrt", "tensorrt-rtx", "cuda", "nvml"}
+    rtx = window.dep_status["tensorrt-rtx"]
+    assert window.badges["tensorrt-rtx"].text().startswith("✔" if rtx.ready else "✖")
+    trt = window.dep_status["tensorrt"]
+    if not trt.ready:
+        assert "pip install" in window.badges["tensorrt"].toolTip()
+
+
+def test_netron_serves_on_loopback(qtbot, window, monkeypatch):
+    from PySide6.QtGui import QDesktopServices
+
+    opened = []
+    monkeypatch.setattr(QDesktopServices, "openUrl", lambda url: opened.append(url) or True)
+    window.open_model(SAMPLE_MODEL)
+    wait_idle(qtbot, window)
+    window.open_in_netron()
+    assert opened and opened[0].host() == "127.0.0.1"
+    import urllib.request
+
+    with urllib.request.urlopen(opened[0].toString(), timeout=10) as r:
+        assert r.status == 200
+    import netron
+
+    netron.stop()
+
+
+def test_report_startup_prints_timings():
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "PYTHONPATH": str(ROOT)}
+    r = subprocess.run([sys.executable, "main.py", "--report-startup", "--parser", "table"], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    line = [ln for ln in r.stdout.splitlines() if ln.startswith("{")][-1]
+    d = json.loads(line)
+    assert set(d) >= {"window_s", "layout_s", "first_paint_s", "nodes"}
+    assert d["nodes"] == 41
+    assert 0 < d["window_s"] <= d["first_paint_s"]
