@@ -420,7 +420,8 @@ class GraphCanvas(QWidget):
         p.setPen(Qt.PenStyle.NoPen)
         p.setBrush(pal.status_border[status])
         if status is Status.PLUGIN:
-            p.drawPolygon(QPolygonF([QPointF(cx, cy - r), QPointF(cx + r, cy + r * 0.8), QPointF(cx - r, cy + r * 0.8)]))
+            p.drawPolygon(QPolygonF([QPointF(cx, cy - r), QPointF(cx + r, cy + r * 0.8),
+                                     QPointF(cx - r, cy + r * 0.8)]))
         else:
             p.drawEllipse(QPointF(cx, cy), r * 0.85, r * 0.85)
 
@@ -504,7 +505,8 @@ class GraphCanvas(QWidget):
         p.setFont(f2)
         p.setPen(pal.muted)
         info = f"{g.size:,} nodes · {g.plugin} plugin · {g.delegate_share:.0%} delegated"
-        p.drawText(tr.adjusted(0, fm.height() + 2 * scale, 0, 0), Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop,
+        top_left = Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop
+        p.drawText(tr.adjusted(0, fm.height() + 2 * scale, 0, 0), top_left,
                    QFontMetrics(f2).elidedText(info, Qt.TextElideMode.ElideRight, int(tr.width())))
 
     def _draw_group_header(self, p: QPainter, rect: QRectF, gid: int, scale: float) -> None:
@@ -519,7 +521,8 @@ class GraphCanvas(QWidget):
         head = QRectF(rect.left() + 8 * scale, rect.top() + 4 * scale, rect.width() - 16 * scale, (HEADER - 8) * scale)
         bar_w = min(80 * scale, head.width() * 0.3)
         text = f"▾ {g.label} · {g.size:,}"
-        p.drawText(head.adjusted(0, 0, -bar_w - 6 * scale, 0), Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
+        left_mid = Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter
+        p.drawText(head.adjusted(0, 0, -bar_w - 6 * scale, 0), left_mid,
                    QFontMetrics(f).elidedText(text, Qt.TextElideMode.ElideRight, int(head.width() - bar_w)))
         bar = QRectF(head.right() - bar_w, head.center().y() - 3 * scale, bar_w, 6 * scale)
         self._share_bar(p, bar, g.delegate_share)
@@ -547,7 +550,8 @@ class GraphCanvas(QWidget):
                 pen = QPen(pal.boundary, 2.5)
                 pen.setStyle(Qt.PenStyle.DashLine)
                 p.setPen(pen)
-                p.drawLine(QPointF(box.left() + 10, yy - fm.ascent() / 2 + 2), QPointF(box.left() + 30, yy - fm.ascent() / 2 + 2))
+                mid = yy - fm.ascent() / 2 + 2
+                p.drawLine(QPointF(box.left() + 10, mid), QPointF(box.left() + 30, mid))
             else:
                 self._marker(p, box.left() + 20, yy - fm.ascent() / 2 + 2, 6, st)
             p.setPen(pal.text)
@@ -595,7 +599,7 @@ class Minimap(QWidget):
         self.canvas = canvas
         self.setFixedSize(180, 220)
         self._image: QImage | None = None
-        self._map: tuple[float, float, float] = (0.0, 0.0, 1.0)
+        self._map: tuple[float, float, float, float] = (0.0, 0.0, 1.0, 1.0)
         canvas.view_changed.connect(self.update)
 
     def refresh(self) -> None:
@@ -607,8 +611,10 @@ class Minimap(QWidget):
             self.update()
             return
         x0, y0, x1, y1 = c.layout_.bounds()
-        s = min((self.width() - 8) / max(x1 - x0, 1), (self.height() - 8) / max(y1 - y0, 1))
-        self._map = (x0, y0, s)
+        # Each axis scaled on its own: a 1,000-layer chain still fills the overview.
+        sxs = (self.width() - 8) / max(x1 - x0, 1)
+        sys_ = (self.height() - 8) / max(y1 - y0, 1)
+        self._map = (x0, y0, sxs, sys_)
         img = QImage(self.width(), self.height(), QImage.Format.Format_ARGB32)
         pal = c.palette_
         img.fill(pal.frame_fill[1])
@@ -616,10 +622,10 @@ class Minimap(QWidget):
         solid = np.flatnonzero(a["kind"] != KIND_FRAME)
         for st, status in ((0, Status.DELEGATE), (1, Status.PLUGIN)):
             sel = solid[a["status"][solid] == st]
-            X = (a["x"][sel] - x0) * s + 4
-            Y = (a["y"][sel] - y0) * s + 4
-            W = np.maximum(a["w"][sel] * s, 1.0)
-            H = np.maximum(a["h"][sel] * s, 1.0)
+            X = (a["x"][sel] - x0) * sxs + 4
+            Y = (a["y"][sel] - y0) * sys_ + 4
+            W = np.maximum(a["w"][sel] * sxs, 2.0)
+            H = np.maximum(a["h"][sel] * sys_, 1.0)
             p.setPen(Qt.PenStyle.NoPen)
             p.setBrush(pal.status_border[status])
             p.drawRects([QRectF(float(X[k]), float(Y[k]), float(W[k]), float(H[k])) for k in range(len(sel))])
@@ -632,9 +638,10 @@ class Minimap(QWidget):
         pal = self.canvas.palette_
         if self._image is not None:
             p.drawImage(0, 0, self._image)
-            x0, y0, s = self._map
+            x0, y0, sx, sy = self._map
             v = self.canvas.scene_rect()
-            r = QRectF((v.left() - x0) * s + 4, (v.top() - y0) * s + 4, max(v.width() * s, 3), max(v.height() * s, 3))
+            r = QRectF((v.left() - x0) * sx + 4, (v.top() - y0) * sy + 4, max(v.width() * sx, 3),
+                       max(v.height() * sy, 3))
             p.setPen(QPen(pal.selection, 1.5))
             c = QColor(pal.selection)
             c.setAlpha(40)
@@ -646,9 +653,9 @@ class Minimap(QWidget):
         p.end()
 
     def _goto(self, event: QMouseEvent) -> None:
-        x0, y0, s = self._map
-        if s > 0:
-            self.canvas.center_on((event.position().x() - 4) / s + x0, (event.position().y() - 4) / s + y0)
+        x0, y0, sx, sy = self._map
+        if sx > 0 and sy > 0:
+            self.canvas.center_on((event.position().x() - 4) / sx + x0, (event.position().y() - 4) / sy + y0)
 
     def mousePressEvent(self, event: QMouseEvent) -> None:
         self._goto(event)
