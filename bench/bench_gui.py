@@ -66,6 +66,7 @@ def ours_full_layout(path: Path) -> dict[str, float]:
     from profiler.jobs import JobRunner
 
     app = QApplication.instance() or QApplication([])
+    assert app is not None
     gm = analyze_model(path, parser="table")
     every = {g.id for g in build_hierarchy(gm, gm.order).groups if g.parent != -1}
     from engine.layout import prepare_view

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from dataclasses import dataclass
+from typing import Any
 
 from engine.hierarchy import Hierarchy
 from engine.jobs import CancelToken, Progress, gc_paused
@@ -372,6 +373,8 @@ class View:
     hier: Hierarchy
     ctx: LayoutContext
     layout: Layout
+    stats: dict[str, Any] | None = None
+    """Panel figures (engine.report.panel_stats), when the analysis is final."""
 
 
 def prepare_view(gm: GraphModel, expanded: set[int] | None = None,

@@ -43,6 +43,31 @@ def role_summary(gm: GraphModel) -> dict[str, dict[str, int]]:
     return out
 
 
+def op_table(gm: GraphModel) -> list[dict[str, Any]]:
+    """One row per op type (``domain::op``): count, plugin count, FLOPs and share, roles, member nodes.
+
+    Plugin op types first, then by FLOPs share.
+    """
+    total = gm.total_flops() or 1
+    by: dict[str, list[int]] = {}
+    for n in gm.nodes:
+        by.setdefault((n.domain + "::" if n.domain else "") + n.op_type, []).append(n.index)
+    rows = []
+    for op, members in by.items():
+        nodes = [gm.nodes[i] for i in members]
+        plugin = sum(1 for n in nodes if n.status is Status.PLUGIN)
+        flops = sum(n.flops or 0 for n in nodes)
+        rows.append({"op": op, "count": len(members), "plugin": plugin, "flops": flops, "flops_share": flops / total,
+                     "roles": sorted({n.role.value for n in nodes}), "nodes": members})
+    rows.sort(key=lambda r: (-(r["plugin"] > 0), -r["flops_share"], -r["count"]))
+    return rows
+
+
+def panel_stats(gm: GraphModel) -> dict[str, Any]:
+    """Everything the GUI's summary and ops panels show, computed off the UI thread."""
+    return {"headline": headline(gm), "summary": split_summary(gm), "roles": role_summary(gm), "ops": op_table(gm)}
+
+
 def headline(gm: GraphModel) -> str:
     """One sentence: share delegated, custom ops, partitions, bytes crossing."""
     s = split_summary(gm)

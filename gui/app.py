@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 
 from engine.layout import View, prepare_view, relayout
 from engine.model import GraphModel
+from engine.report import panel_stats
 from engine.sample import SAMPLE_MODEL
 from gui.canvas import GraphCanvas, Minimap
 from gui.palette import make_palette, system_is_dark
@@ -219,7 +220,7 @@ class MainWindow(QMainWindow):
         pal = make_palette(dark)
         self.canvas.set_palette(pal)
         self.minimap.refresh()
-        self.summary.set_model(self.graph_model, pal)
+        self.summary.set_stats(self.graph_model, self.view.stats if self.view else None, pal)
 
     def _toggle_dark(self, checked: bool) -> None:
         self.dark_override = checked
@@ -327,18 +328,28 @@ class MainWindow(QMainWindow):
             def refresh(token: Any) -> Any:
                 view.hier.refresh_counts(gm)
                 view.ctx.refresh_boundaries()
-                return (yield from relayout(view, expanded, token))
+                new = yield from relayout(view, expanded, token)
+                new.stats = panel_stats(gm)
+                return new
 
             self.layout_runner.start(refresh)
         elif self.layout_runner.running and self._early_model is gm:
             self._final_pending = True  # the first layout is still running; refresh when it lands
         else:
             self._final_pending = False
-            self.layout_runner.start(lambda token: prepare_view(gm, cancel=token))
+
+            def first(token: Any) -> Any:
+                new = yield from prepare_view(gm, cancel=token)
+                new.stats = panel_stats(gm)
+                return new
+
+            self.layout_runner.start(first)
 
     def _on_laid_out(self, view: View) -> None:
         self._first_layout.set()
         keep = self.view is not None and self.view.gm is view.gm
+        if view.stats is None and keep and self.view is not None:
+            view.stats = self.view.stats  # expand/collapse: same figures
         self.view = view
         self.canvas.set_graph(view.gm, view.hier, view.layout, keep_view=keep)
         self.minimap.refresh()
@@ -346,12 +357,12 @@ class MainWindow(QMainWindow):
         if getattr(self, "_final_pending", False) and not analysing and not keep:
             self._final_pending = False
             self._on_analysed(view.gm)  # the analysis finished while the first layout ran
-        if not analysing:
+        if not analysing and view.stats is not None and view.gm is not self.graph_model:
             gm = view.gm
             self.graph_model = gm
             self.inspector.set_model(gm, view.hier)
-            self.ops.set_model(gm)
-            self.summary.set_model(gm, make_palette(self._is_dark()))
+            self.ops.set_rows(view.stats["ops"])
+            self.summary.set_stats(gm, view.stats, make_palette(self._is_dark()))
             self.setWindowTitle(f"Splitscope — {gm.path.name if gm.path else ''}")
             self._search_changed(self.search.text())
             for w in gm.warnings:
@@ -588,6 +599,36 @@ class MainWindow(QMainWindow):
         super().closeEvent(event)
 
 
+def _install_excepthook(app: QApplication) -> None:
+    """Unexpected errors in slots: log them, tell the user where, keep the app running.
+
+    PySide6 only prints exceptions raised in slots to stderr by default.
+    """
+    import logging
+    import traceback
+
+    from engine.paths import log_dir
+
+    log_file = log_dir() / "splitscope.log"
+    logging.basicConfig(filename=log_file, level=logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    log = logging.getLogger("splitscope")
+
+    def hook(exc_type: type[BaseException], exc: BaseException, tb: Any) -> None:
+        details = "".join(traceback.format_exception(exc_type, exc, tb))
+        log.error("unexpected error\n%s", details)
+        sys.__stderr__.write(details)
+        parent = app.activeWindow()
+        box = QMessageBox(QMessageBox.Icon.Critical, "Splitscope: unexpected error",
+                          f"{exc_type.__name__}: {exc}\n\nThe app keeps running; nothing you made was changed. "
+                          f"Details are in {log_file}.", parent=parent)
+        box.setDetailedText(details)
+        box.open()
+        hook.box = box  # type: ignore[attr-defined]
+
+    sys.excepthook = hook
+
+
 def main(argv: list[str] | None = None, t0: float | None = None) -> int:
     """Start the app: ``python main.py [MODEL] [--parser ...] [--report-startup]``."""
     t0 = t0 if t0 is not None else time.perf_counter()
@@ -600,6 +641,8 @@ def main(argv: list[str] | None = None, t0: float | None = None) -> int:
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setOrganizationName("Splitscope")
     app.setApplicationName("Splitscope")
+    app.setDesktopFileName("splitscope")
+    _install_excepthook(app)
     window = MainWindow(args.parser)
     window.show()
     window.open_model(args.model or SAMPLE_MODEL)

@@ -20,8 +20,8 @@ from PySide6.QtWidgets import (
 )
 
 from engine.hierarchy import Hierarchy
-from engine.model import GraphModel, Node, Role, Status
-from engine.report import format_bytes, headline, split_summary
+from engine.model import GraphModel, Node, Status
+from engine.report import format_bytes
 from gui.palette import STATUS_MARK, Palette
 
 
@@ -138,22 +138,14 @@ class OpsModel(QAbstractTableModel):
         super().__init__()
         self.rows: list[tuple[str, int, str, float, str, list[int], bool]] = []
 
-    def set_model(self, gm: GraphModel | None) -> None:
-        """Count ops of ``gm``."""
+    def set_rows(self, rows: list[dict[str, Any]]) -> None:
+        """Show rows from :func:`engine.report.op_table`."""
         self.beginResetModel()
         self.rows = []
-        if gm is not None:
-            total = gm.total_flops() or 1
-            by: dict[str, list[int]] = defaultdict(list)
-            for n in gm.nodes:
-                by[(n.domain + "::" if n.domain else "") + n.op_type].append(n.index)
-            for op, members in by.items():
-                plugin = sum(1 for i in members if gm.nodes[i].status is Status.PLUGIN)
-                status = "▲ plugin" if plugin == len(members) else "● delegate" if not plugin else f"mixed ({plugin} ▲)"
-                flops = sum(gm.nodes[i].flops or 0 for i in members)
-                roles = sorted({gm.nodes[i].role.value for i in members})
-                self.rows.append((op, len(members), status, flops / total, ", ".join(roles), members, plugin > 0))
-            self.rows.sort(key=lambda r: (-r[6], -r[3], -r[1]))
+        for r in rows:
+            plugin, count = r["plugin"], r["count"]
+            status = "▲ plugin" if plugin == count else "● delegate" if not plugin else f"mixed ({plugin} ▲)"
+            self.rows.append((r["op"], count, status, r["flops_share"], ", ".join(r["roles"]), r["nodes"], plugin > 0))
         self.endResetModel()
 
     def rowCount(self, parent: QModelIndex = QModelIndex()) -> int:  # noqa: B008 - Qt API
@@ -214,9 +206,9 @@ class OpsPanel(QWidget):
         lay.addWidget(self.filter)
         lay.addWidget(self.table)
 
-    def set_model(self, gm: GraphModel | None) -> None:
-        """Show the op types of ``gm``."""
-        self.model.set_model(gm)
+    def set_rows(self, rows: list[dict[str, Any]]) -> None:
+        """Show op-table rows (computed in a worker)."""
+        self.model.set_rows(rows)
 
     def _chosen(self) -> None:
         rows = self.table.selectionModel().selectedRows()
@@ -263,18 +255,18 @@ class SummaryPanel(QWidget):
         lay.addWidget(self.status_plot)
         lay.addWidget(self.role_plot)
 
-    def set_model(self, gm: GraphModel | None, pal: Palette) -> None:
-        """Redraw for ``gm``."""
+    def set_stats(self, gm: GraphModel | None, stats: dict[str, Any] | None, pal: Palette) -> None:
+        """Redraw from :func:`engine.report.panel_stats` (computed in a worker)."""
         for plot in (self.status_plot, self.role_plot):
             plot.clear()
             plot.setBackground(pal.background)
-        if gm is None:
-            self.headline.setText("No model.")
+        if gm is None or stats is None:
+            self.headline.setText("No model." if gm is None else "Analysing…")
             return
         src = f"{gm.parser.name} {gm.parser.version}".strip() if gm.parser.name != "table" else \
             f"operator table (predicting {gm.parser.target})"
-        self.headline.setText(f"<b>{html.escape(headline(gm))}.</b><br><i>Source: {html.escape(src)}</i>")
-        s = split_summary(gm)
+        self.headline.setText(f"<b>{html.escape(stats['headline'])}.</b><br><i>Source: {html.escape(src)}</i>")
+        s = stats["summary"]
         d_brush = pal.status_border[Status.DELEGATE]
         p_brush = pal.status_border[Status.PLUGIN]
         xs = [0, 1]
@@ -282,15 +274,14 @@ class SummaryPanel(QWidget):
         p_vals = [s["plugin"]["node_share"] * 100, s["plugin"]["flops_share"] * 100]
         self.status_plot.addItem(pg.BarGraphItem(x0=[0] * 2, y=xs, height=0.6, width=d_vals, brush=d_brush))
         self.status_plot.addItem(pg.BarGraphItem(x0=d_vals, y=xs, height=0.6, width=p_vals, brush=p_brush))
-        ax = self.status_plot.getAxis("left")
-        ax.setTicks([[(0, "nodes"), (1, "FLOPs")]])
+        self.status_plot.getAxis("left").setTicks([[(0, "nodes"), (1, "FLOPs")]])
         self.status_plot.getAxis("bottom").setLabel("% (blue: delegate, orange: plugin)")
         self.status_plot.setXRange(0, 100, padding=0.02)
-        roles = [r for r in Role if any(n.role is r for n in gm.nodes)]
-        dele = [sum(1 for n in gm.nodes if n.role is r and n.status is Status.DELEGATE) for r in roles]
-        plug = [sum(1 for n in gm.nodes if n.role is r and n.status is Status.PLUGIN) for r in roles]
+        roles = list(stats["roles"])
+        dele = [stats["roles"][r]["delegate_nodes"] for r in roles]
+        plug = [stats["roles"][r]["plugin_nodes"] for r in roles]
         ys = list(range(len(roles)))
         self.role_plot.addItem(pg.BarGraphItem(x0=[0] * len(roles), y=ys, height=0.6, width=dele, brush=d_brush))
         self.role_plot.addItem(pg.BarGraphItem(x0=dele, y=ys, height=0.6, width=plug, brush=p_brush))
-        self.role_plot.getAxis("left").setTicks([[(i, r.value) for i, r in enumerate(roles)]])
+        self.role_plot.getAxis("left").setTicks([[(i, r) for i, r in enumerate(roles)]])
         self.role_plot.getAxis("bottom").setLabel("nodes")

@@ -1,0 +1,36 @@
+"""Where Splitscope keeps files: per-user config, cache and log folders (platformdirs).
+
+``SPLITSCOPE_CONFIG_DIR``, ``SPLITSCOPE_CACHE_DIR`` and ``SPLITSCOPE_LOG_DIR``
+override them (tests, portable installs). Window layout and recent files live in
+QSettings; these folders hold files: logs now, engine plans and timing caches later.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from platformdirs import PlatformDirs
+
+_DIRS = PlatformDirs("splitscope", "Splitscope")
+
+
+def _dir(env: str, default: str) -> Path:
+    p = Path(os.environ.get(env) or default)
+    p.mkdir(parents=True, exist_ok=True)
+    return p
+
+
+def config_dir() -> Path:
+    """Per-user settings folder."""
+    return _dir("SPLITSCOPE_CONFIG_DIR", _DIRS.user_config_dir)
+
+
+def cache_dir() -> Path:
+    """Per-user cache folder (engine plans, timing caches)."""
+    return _dir("SPLITSCOPE_CACHE_DIR", _DIRS.user_cache_dir)
+
+
+def log_dir() -> Path:
+    """Per-user log folder."""
+    return _dir("SPLITSCOPE_LOG_DIR", _DIRS.user_log_dir)
