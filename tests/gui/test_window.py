@@ -231,3 +231,30 @@ def test_report_startup_prints_timings():
     assert set(d) >= {"window_s", "layout_s", "first_paint_s", "nodes"}
     assert d["nodes"] == 41
     assert 0 < d["window_s"] <= d["first_paint_s"]
+
+
+def test_typing_in_search_does_not_trigger_single_key_shortcuts(qtbot, window):
+    window.open_model(SAMPLE_MODEL)
+    wait_idle(qtbot, window)
+    window.canvas.zoom_by(2.0)
+    scale = window.canvas.scale
+    window.search.setFocus()
+    qtbot.keyClicks(window.search, "fuse")
+    assert window.search.text() == "fuse"
+    assert window.canvas.scale == scale  # "f" went to the text field, not to Fit
+
+
+def test_escape_cancels_a_running_job(qtbot, window, tmp_path):
+    from PySide6.QtCore import Qt
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    from make_models import make_transformer
+
+    path = tmp_path / "t.onnx"
+    onnx.save(make_transformer(6000), path)
+    window.open_model(path)
+    wait_idle(qtbot, window)
+    with qtbot.waitSignal(window.layout_runner.job_cancelled, timeout=10000):
+        window.expand_all()
+        qtbot.keyClick(window.canvas, Qt.Key.Key_Escape)
+    assert not window.layout_runner.running
