@@ -70,13 +70,18 @@ def gc_paused() -> Iterator[None]:
 
     Building ~10 objects per node triggers repeated full collections over an ever
     larger heap (a third of the time on a 50k-node model); the models hold no
-    cycles worth collecting while they are built.
+    cycles worth collecting.
     """
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
+        # What was built is long-lived: move it out of the collector's reach, or the
+        # first collection after re-enabling scans it all (a 50-100 ms pause of
+        # whichever thread allocates next, often the UI thread). Acyclic garbage is
+        # still freed by reference counting.
+        gc.freeze()
         if was_enabled:
             gc.enable()
 

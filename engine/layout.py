@@ -15,8 +15,10 @@ and cancel (a job generator like every engine job).
 from __future__ import annotations
 
 from collections.abc import Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from engine.hierarchy import Hierarchy
 from engine.jobs import CancelToken, Progress, gc_paused
@@ -68,6 +70,8 @@ class Layout:
     group_item: dict[int, int]
     """For each visible group (block or frame): its item."""
     expanded: frozenset[int]
+    arrays: dict[str, np.ndarray] = field(default_factory=dict)
+    """Numpy copies of the above for culling and drawing (see ``_arrays``)."""
 
     @property
     def size(self) -> int:
@@ -334,8 +338,31 @@ def compute_layout(ctx: LayoutContext, expanded: set[int] | frozenset[int],
             e.count += 1
             e.boundary_bytes += bb
             e.boundary = e.boundary or is_b
+    edges = list(agg.values())
     yield Progress("layout", total, total, "Layout done")
-    return Layout(kind, ref, X, Y, W, H, depth, list(agg.values()), node_item, group_item, exp)
+    layout = Layout(kind, ref, X, Y, W, H, depth, edges, node_item, group_item, exp)
+    layout.arrays = _arrays(ctx, layout)
+    return layout
+
+
+def _arrays(ctx: LayoutContext, L: Layout) -> dict[str, np.ndarray]:
+    """Numpy views of a layout for culling and drawing, built in the worker, not on the UI thread."""
+    from engine.model import Status
+
+    x = np.asarray(L.x, dtype=np.float64)
+    y = np.asarray(L.y, dtype=np.float64)
+    w = np.asarray(L.w, dtype=np.float64)
+    h = np.asarray(L.h, dtype=np.float64)
+    kind = np.asarray(L.kind, dtype=np.int8)
+    nodes = ctx.gm.nodes
+    groups = ctx.h.groups
+    status = np.fromiter(((nodes[r].status is Status.PLUGIN) if k == KIND_NODE else (groups[r].plugin > 0)
+                          for k, r in zip(L.kind, L.ref, strict=True)), dtype=np.int8, count=L.size)
+    src = np.fromiter((e.src for e in L.edges), dtype=np.int64, count=len(L.edges))
+    dst = np.fromiter((e.dst for e in L.edges), dtype=np.int64, count=len(L.edges))
+    return {"x": x, "y": y, "w": w, "h": h, "kind": kind, "depth": np.asarray(L.depth, dtype=np.int32),
+            "status": status, "ex0": x[src] + w[src] / 2, "ey0": y[src] + h[src], "ex1": x[dst] + w[dst] / 2,
+            "ey1": y[dst], "boundary": np.fromiter((e.boundary for e in L.edges), dtype=bool, count=len(L.edges))}
 
 
 def initial_expansion(h: Hierarchy, budget: int = 400) -> set[int]:

@@ -13,6 +13,7 @@ import math
 from typing import Any
 
 import numpy as np
+import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import (
     QBrush,
@@ -51,6 +52,16 @@ def _shape_text(gm: GraphModel, name: str) -> str:
     if t.shape is None:
         return f"{dt}[?]"
     return f"{dt}[{','.join(str(d) if d is not None else '?' for d in t.shape)}]"
+
+
+def segments_path(x0: np.ndarray, y0: np.ndarray, x1: np.ndarray, y1: np.ndarray) -> QPainterPath:
+    """One QPainterPath of many line segments, built from numpy without a Python loop."""
+    n = len(x0)
+    xs = np.empty(2 * n)
+    ys = np.empty(2 * n)
+    xs[0::2], xs[1::2] = x0, x1
+    ys[0::2], ys[1::2] = y0, y1
+    return pg.arrayToQPath(xs, ys, connect="pairs", finiteCheck=False)
 
 
 class GraphCanvas(QWidget):
@@ -98,31 +109,8 @@ class GraphCanvas(QWidget):
     def set_graph(self, gm: GraphModel, hier: Hierarchy, layout: Layout, keep_view: bool = False) -> None:
         """Show a new layout (after open, expand or collapse)."""
         self.gm, self.hier, self.layout_ = gm, hier, layout
-        L = layout
-        x = np.asarray(L.x, dtype=np.float64)
-        y = np.asarray(L.y, dtype=np.float64)
-        w = np.asarray(L.w, dtype=np.float64)
-        h = np.asarray(L.h, dtype=np.float64)
-        kind = np.asarray(L.kind, dtype=np.int8)
-        depth = np.asarray(L.depth, dtype=np.int32)
-        status = np.zeros(L.size, dtype=np.int8)
-        for i, (k, r) in enumerate(zip(L.kind, L.ref, strict=True)):
-            if k == KIND_NODE:
-                status[i] = 1 if gm.nodes[r].status is Status.PLUGIN else 0
-            else:
-                status[i] = 1 if hier.groups[r].plugin else 0
-        src = np.asarray([e.src for e in L.edges], dtype=np.int64)
-        dst = np.asarray([e.dst for e in L.edges], dtype=np.int64)
-        if len(src):
-            ex0 = x[src] + w[src] / 2
-            ey0 = y[src] + h[src]
-            ex1 = x[dst] + w[dst] / 2
-            ey1 = y[dst]
-        else:
-            ex0 = ey0 = ex1 = ey1 = np.zeros(0)
-        boundary = np.asarray([e.boundary for e in L.edges], dtype=bool)
-        self._arrays = {"x": x, "y": y, "w": w, "h": h, "kind": kind, "depth": depth, "status": status,
-                        "ex0": ex0, "ey0": ey0, "ex1": ex1, "ey1": ey1, "boundary": boundary}
+        self._arrays = layout.arrays
+        kind, depth = layout.arrays["kind"], layout.arrays["depth"]
         frames = np.flatnonzero(kind == KIND_FRAME)
         self._frames_by_depth = frames[np.argsort(depth[frames], kind="stable")]
         if not keep_view:
@@ -330,8 +318,10 @@ class GraphCanvas(QWidget):
         x, y, w, h = a["x"], a["y"], a["w"], a["h"]
         vis = (x + w >= x0) & (x <= x1) & (y + h >= y0) & (y <= y1)
         p.setRenderHint(QPainter.RenderHint.Antialiasing, scale >= LOD_BOXES)
-        # Frames of expanded groups, outermost first.
-        frames = self._frames_by_depth[vis[self._frames_by_depth]]
+        # Frames of expanded groups, outermost first; frames too small to see are skipped
+        # (a 50k-node overview has ~16k of them).
+        fr = self._frames_by_depth
+        frames = fr[vis[fr] & (w[fr] * scale >= 16) & (h[fr] * scale >= 12)]
         L = self.layout_
         for i in frames:
             rect = QRectF(sx(x[i]), sy(y[i]), w[i] * scale, h[i] * scale)
@@ -380,6 +370,9 @@ class GraphCanvas(QWidget):
         p.setPen(pen)
         p.setBrush(Qt.BrushStyle.NoBrush)
         curved = scale >= LOD_BOXES and len(idx) < 3000
+        if not curved:
+            p.drawPath(segments_path(X0, Y0, X1, Y1))
+            return
         path = QPainterPath()
         for k in range(len(idx)):
             a0, b0, a1, b1 = float(X0[k]), float(Y0[k]), float(X1[k]), float(Y1[k])
@@ -400,20 +393,19 @@ class GraphCanvas(QWidget):
                     p.drawText(QPointF(mx + 6, my), format_bytes(edge.boundary_bytes))
 
     def _draw_boxes_fast(self, p: QPainter, idx: np.ndarray, sx: Any, sy: Any, scale: float) -> None:
-        """Zoomed far out: one batched call per colour, no text."""
+        """Zoomed far out: each box is one thick, flat-capped stroke; one path per colour and height."""
         a = self._arrays
         pal = self.palette_
         for st, status in ((0, Status.DELEGATE), (1, Status.PLUGIN)):
             sel = idx[a["status"][idx] == st]
-            if len(sel) == 0:
-                continue
-            X, Y = sx(a["x"][sel]), sy(a["y"][sel])
-            W = np.maximum(a["w"][sel] * scale, 1.5)
-            H = np.maximum(a["h"][sel] * scale, 1.5)
-            rects = [QRectF(float(X[k]), float(Y[k]), float(W[k]), float(H[k])) for k in range(len(sel))]
-            p.setPen(Qt.PenStyle.NoPen)
-            p.setBrush(pal.status_border[status])
-            p.drawRects(rects)
+            for height in np.unique(a["h"][sel]) if len(sel) else ():
+                part = sel[a["h"][sel] == height]
+                x0 = sx(a["x"][part])
+                x1 = sx(a["x"][part] + a["w"][part])
+                yc = sy(a["y"][part] + height / 2)
+                pen = QPen(pal.status_border[status], max(1.5, float(height) * scale))
+                pen.setCapStyle(Qt.PenCapStyle.FlatCap)
+                p.strokePath(segments_path(x0, yc, np.maximum(x1, x0 + 1.5), yc), pen)
 
     def _marker(self, p: QPainter, cx: float, cy: float, r: float, status: Status) -> None:
         pal = self.palette_
@@ -622,13 +614,14 @@ class Minimap(QWidget):
         solid = np.flatnonzero(a["kind"] != KIND_FRAME)
         for st, status in ((0, Status.DELEGATE), (1, Status.PLUGIN)):
             sel = solid[a["status"][solid] == st]
-            X = (a["x"][sel] - x0) * sxs + 4
-            Y = (a["y"][sel] - y0) * sys_ + 4
-            W = np.maximum(a["w"][sel] * sxs, 2.0)
-            H = np.maximum(a["h"][sel] * sys_, 1.0)
-            p.setPen(Qt.PenStyle.NoPen)
-            p.setBrush(pal.status_border[status])
-            p.drawRects([QRectF(float(X[k]), float(Y[k]), float(W[k]), float(H[k])) for k in range(len(sel))])
+            if not len(sel):
+                continue
+            x0s = (a["x"][sel] - x0) * sxs + 4
+            x1s = np.maximum((a["x"][sel] + a["w"][sel] - x0) * sxs + 4, x0s + 2.0)
+            yc = (a["y"][sel] + a["h"][sel] / 2 - y0) * sys_ + 4
+            pen = QPen(pal.status_border[status], max(1.0, float(a["h"][sel].max()) * sys_))
+            pen.setCapStyle(Qt.PenCapStyle.FlatCap)
+            p.strokePath(segments_path(x0s, yc, x1s, yc), pen)
         p.end()
         self._image = img
         self.update()
