@@ -58,8 +58,11 @@ def _analyze(path: str | os.PathLike[str] | None, parser: str, dims: dict[str, i
     model_path = Path(path) if path is not None else SAMPLE_MODEL
     module = resolve_backend(parser)
     # The parser works in its own process, in parallel with loading, shape
-    # inference and graph building here; it is killed if the model is bad.
-    proc = ParserProcess(module, model_path) if module and model_path.is_file() else None
+    # inference and graph building here; it is killed if the model is bad. A
+    # responsive (GUI) caller starts it after the first answer, so that the first
+    # paint does not share two cores with it.
+    start_parser = bool(module) and model_path.is_file()
+    proc = ParserProcess(module, model_path) if start_parser and not responsive else None  # type: ignore[arg-type]
     try:
         yield Progress("load", 0, 6, f"Loading {model_path.name}")
         loaded = load_model(model_path)
@@ -74,6 +77,8 @@ def _analyze(path: str | os.PathLike[str] | None, parser: str, dims: dict[str, i
         # First answer: structure coloured by the table, before shapes and costs.
         yield Progress("structure", 2, 6, "Inferring shapes", model=gm)
         cancel.raise_if_cancelled()
+        if start_parser and proc is None:
+            proc = ParserProcess(module, model_path)  # type: ignore[arg-type]
         apply_shape_inference(gm, loaded, in_subprocess=responsive)
         cancel.raise_if_cancelled()
         yield Progress("costs", 3, 6, "Counting FLOPs and bytes")

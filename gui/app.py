@@ -345,8 +345,19 @@ class MainWindow(QMainWindow):
 
             self.layout_runner.start(first)
 
+    def _preload(self) -> None:
+        """Import pyqtgraph in a worker after the first paint, before the charts need it."""
+        if "pyqtgraph" in sys.modules or getattr(self, "_preloader", None) is not None:
+            return
+        import importlib
+
+        from superqt.utils import create_worker
+
+        self._preloader = create_worker(importlib.import_module, "pyqtgraph", _start_thread=True)
+
     def _on_laid_out(self, view: View) -> None:
         self._first_layout.set()
+        QTimer.singleShot(0, self._preload)
         keep = self.view is not None and self.view.gm is view.gm
         if view.stats is None and keep and self.view is not None:
             view.stats = self.view.stats  # expand/collapse: same figures

@@ -13,7 +13,6 @@ import math
 from typing import Any
 
 import numpy as np
-import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import (
     QBrush,
@@ -56,6 +55,8 @@ def _shape_text(gm: GraphModel, name: str) -> str:
 
 def segments_path(x0: np.ndarray, y0: np.ndarray, x1: np.ndarray, y1: np.ndarray) -> QPainterPath:
     """One QPainterPath of many line segments, built from numpy without a Python loop."""
+    import pyqtgraph as pg  # imported at first use, after the window is up
+
     n = len(x0)
     xs = np.empty(2 * n)
     ys = np.empty(2 * n)

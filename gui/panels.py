@@ -6,7 +6,6 @@ import html
 from collections import defaultdict
 from typing import Any
 
-import pyqtgraph as pg
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -240,6 +239,19 @@ class SummaryPanel(QWidget):
         self.headline = QLabel("No model.")
         self.headline.setWordWrap(True)
         self.headline.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.status_plot: Any = None
+        self.role_plot: Any = None
+        self._layout = QVBoxLayout(self)
+        self._layout.setContentsMargins(6, 6, 6, 6)
+        self._layout.addWidget(self.headline)
+        self._layout.addStretch(1)
+
+    def _ensure_plots(self) -> None:
+        """Create the charts on first use: pyqtgraph is not needed before the first figures."""
+        if self.status_plot is not None:
+            return
+        import pyqtgraph as pg
+
         pg.setConfigOptions(antialias=True)
         self.status_plot = pg.PlotWidget()
         self.role_plot = pg.PlotWidget()
@@ -249,20 +261,24 @@ class SummaryPanel(QWidget):
             plot.hideButtons()
             plot.setTitle(title, size="9pt")
             plot.setMinimumHeight(150)
-        lay = QVBoxLayout(self)
-        lay.setContentsMargins(6, 6, 6, 6)
-        lay.addWidget(self.headline)
-        lay.addWidget(self.status_plot)
-        lay.addWidget(self.role_plot)
+        self._layout.takeAt(1)  # the stretch
+        self._layout.addWidget(self.status_plot)
+        self._layout.addWidget(self.role_plot)
 
     def set_stats(self, gm: GraphModel | None, stats: dict[str, Any] | None, pal: Palette) -> None:
         """Redraw from :func:`engine.report.panel_stats` (computed in a worker)."""
+        if gm is None or stats is None:
+            self.headline.setText("No model." if gm is None else "Analysing…")
+            for plot in (self.status_plot, self.role_plot):
+                if plot is not None:
+                    plot.clear()
+            return
+        import pyqtgraph as pg
+
+        self._ensure_plots()
         for plot in (self.status_plot, self.role_plot):
             plot.clear()
             plot.setBackground(pal.background)
-        if gm is None or stats is None:
-            self.headline.setText("No model." if gm is None else "Analysing…")
-            return
         src = f"{gm.parser.name} {gm.parser.version}".strip() if gm.parser.name != "table" else \
             f"operator table (predicting {gm.parser.target})"
         self.headline.setText(f"<b>{html.escape(stats['headline'])}.</b><br><i>Source: {html.escape(src)}</i>")

@@ -258,3 +258,18 @@ def test_escape_cancels_a_running_job(qtbot, window, tmp_path):
         window.expand_all()
         qtbot.keyClick(window.canvas, Qt.Key.Key_Escape)
     assert not window.layout_runner.running
+
+
+def test_drop_onnx_file_opens_it(qtbot, window, tmp_path):
+    from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
+    from PySide6.QtGui import QDropEvent
+
+    p = tmp_path / "dropped.onnx"
+    p.write_bytes(SAMPLE_MODEL.read_bytes())
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(p))])
+    event = QDropEvent(QPointF(20, 20), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
+                       Qt.KeyboardModifier.NoModifier)
+    window.dropEvent(event)
+    wait_idle(qtbot, window)
+    assert window.graph_model.path == p
