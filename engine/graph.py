@@ -353,13 +353,12 @@ def apply_shape_inference(gm: GraphModel, loaded: LoadedModel, in_subprocess: bo
 
 def _infer_in_subprocess(path: Path) -> tuple[onnx.GraphProto, list[int], list[str], list[str]] | None:
     import json
-    import os
     import subprocess
     import sys
 
-    root = str(Path(__file__).resolve().parent.parent)
-    env = {**os.environ, "PYTHONPATH": root + (os.pathsep + os.environ["PYTHONPATH"]
-                                                if os.environ.get("PYTHONPATH") else "")}
+    from engine.trt_capability import child_env
+
+    env, root = child_env()
     proc = subprocess.run([sys.executable, "-m", "engine.shape_proc", str(path.resolve())], capture_output=True,
                           env=env, cwd=root, stdin=subprocess.DEVNULL, check=False)
     head, _, body = proc.stdout.partition(b"\n")

@@ -26,6 +26,14 @@ BACKENDS = {"tensorrt": "tensorrt", "rtx": "tensorrt_rtx"}
 DISPLAY = {"tensorrt": "tensorrt", "tensorrt_rtx": "tensorrt-rtx"}
 
 
+def child_env() -> tuple[dict[str, str], str]:
+    """Environment and working folder for an engine child process (``python -m engine....``)."""
+    root = str(Path(__file__).resolve().parent.parent)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env, root
+
+
 def resolve_backend(parser: str) -> str | None:
     """Module to use for ``--parser`` (auto|tensorrt|rtx|table); None means the table.
 
@@ -74,9 +82,7 @@ class ParserProcess:
     def __init__(self, module: str, model: Path) -> None:
         self.module = module
         self.answer = ParserAnswer(module)
-        env = dict(os.environ)
-        root = str(Path(__file__).resolve().parent.parent)
-        env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        env, root = child_env()
         # stderr goes to a file: TensorRT may log a lot, and a full pipe would block the child.
         self._stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")  # noqa: SIM115
         self.proc = subprocess.Popen(

@@ -133,13 +133,19 @@ def test_bad_file_keeps_previous_model(qtbot, window, tmp_path):
     window._failure_box.close()
 
 
-def test_cancel_layout(qtbot, window, tmp_path):
+@pytest.fixture
+def model_6k(tmp_path):
+    """A 6k-node transformer export whose full layout takes long enough to cancel."""
     sys.path.insert(0, str(ROOT / "bench"))
     from make_models import make_transformer
 
     path = tmp_path / "t.onnx"
     onnx.save(make_transformer(6000), path)
-    window.open_model(path)
+    return path
+
+
+def test_cancel_layout(qtbot, window, model_6k):
+    window.open_model(model_6k)
     wait_idle(qtbot, window)
     before = window.view
     with qtbot.waitSignal(window.layout_runner.job_cancelled, timeout=10000):
@@ -244,15 +250,10 @@ def test_typing_in_search_does_not_trigger_single_key_shortcuts(qtbot, window):
     assert window.canvas.scale == scale  # "f" went to the text field, not to Fit
 
 
-def test_escape_cancels_a_running_job(qtbot, window, tmp_path):
+def test_escape_cancels_a_running_job(qtbot, window, model_6k):
     from PySide6.QtCore import Qt
 
-    sys.path.insert(0, str(ROOT / "bench"))
-    from make_models import make_transformer
-
-    path = tmp_path / "t.onnx"
-    onnx.save(make_transformer(6000), path)
-    window.open_model(path)
+    window.open_model(model_6k)
     wait_idle(qtbot, window)
     with qtbot.waitSignal(window.layout_runner.job_cancelled, timeout=10000):
         window.expand_all()
