@@ -8,7 +8,7 @@ from collections.abc import Generator
 from pathlib import Path
 
 from engine.costs import fill_costs
-from engine.graph import apply_shape_inference, graph_from_onnx
+from engine.graph import apply_shape_inference, bind_function_shapes, graph_from_onnx
 from engine.jobs import CancelToken, Progress, gc_paused, run_to_end
 from engine.loader import load_model
 from engine.model import GraphModel, ParserInfo, Source, Status
@@ -80,6 +80,7 @@ def _analyze(path: str | os.PathLike[str] | None, parser: str, dims: dict[str, i
         if start_parser and proc is None:
             proc = ParserProcess(module, model_path)  # type: ignore[arg-type]
         apply_shape_inference(gm, loaded, in_subprocess=responsive)
+        bind_function_shapes(gm, loaded.proto)
         cancel.raise_if_cancelled()
         yield Progress("costs", 3, 6, "Counting FLOPs and bytes")
         fill_costs(gm.graph, gm.dims)

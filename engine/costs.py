@@ -171,7 +171,8 @@ def fill_costs(graph: Graph, dims: dict[str, int] | None = None) -> None:
     for node in graph.nodes:
         for sub in node.subgraphs.values():
             fill_costs(sub, dims)
-        if node.function is not None and node.function.nodes and node.function.nodes[0].bytes is None:
+        if node.function is not None and node.function.nodes and node.function.nodes[0].bytes is None \
+                and node.function.nodes[0].flops is None:
             fill_costs(node.function, dims)
         node.flops = node_flops(graph, node, dims)
         node.bytes = node_bytes(graph, node, dims)

@@ -370,3 +370,52 @@ def _infer_in_subprocess(path: Path) -> tuple[onnx.GraphProto, list[int], list[s
         return None
     g = onnx.GraphProto.FromString(body[: header["bytes"]])
     return g, list(header["bodies"]), list(header["assumed"]), list(header["warnings"])
+
+
+def bind_function_shapes(gm: GraphModel, proto: onnx.ModelProto) -> None:
+    """Give each model-local function call a body with shapes, inferred from the call's input types.
+
+    Bodies are shared between calls of the same function with the same input types
+    (a cache keyed by them), so a model with thousands of calls infers a handful of
+    small graphs.
+    """
+    fprotos = {(f.domain, f.name): f for f in proto.functions}
+    if not fprotos:
+        return
+    tensors = gm.graph.tensors
+    model_opsets = list(proto.opset_import)
+    cache: dict[tuple[object, ...], Graph] = {}
+    for node in gm.graph.nodes:
+        f = fprotos.get((node.domain, node.op_type))
+        if f is None or node.function is None:
+            continue
+        types = []
+        for name in node.inputs:
+            t = tensors.get(name) if name else None
+            types.append((t.dtype, t.shape) if t is not None else (None, None))
+        key = (node.domain, node.op_type, tuple(types))
+        body = cache.get(key)
+        if body is None:
+            body = cache[key] = _function_body(f, types, model_opsets, gm)
+        node.function = body
+
+
+def _function_body(f: onnx.FunctionProto, types: list[tuple[str | None, tuple[Dim, ...] | None]],
+                   model_opsets: list[onnx.OperatorSetIdProto], gm: GraphModel) -> Graph:
+    inputs = []
+    for name, (dtype, shape) in zip(f.input, types, strict=False):
+        elem = 0
+        if dtype:
+            with contextlib.suppress(ValueError):
+                elem = onnx.TensorProto.DataType.Value(dtype)
+        inputs.append(onnx.helper.make_tensor_value_info(name, elem, list(shape) if shape is not None else None))
+    g = onnx.helper.make_graph(list(f.node), f.name, inputs,
+                               [onnx.helper.make_value_info(o, onnx.TypeProto()) for o in f.output])
+    opsets = {o.domain: o.version for o in model_opsets}
+    opsets.update({o.domain: o.version for o in f.opset_import})
+    m = onnx.helper.make_model(g, opset_imports=[onnx.helper.make_opsetid(d, v) for d, v in opsets.items()])
+    m.ir_version = 8
+    with contextlib.suppress(Exception):  # best effort: an untyped body still shows its structure
+        m = onnx.shape_inference.infer_shapes(m, strict_mode=False)
+    body, _ = build_graph(m.graph, f"function {f.domain}::{f.name}", None, gm.functions)
+    return body

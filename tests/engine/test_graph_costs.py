@@ -28,6 +28,18 @@ def test_function_calls_are_expandable(save_model):
     assert call.scope == ("block1",)
 
 
+def test_function_bodies_get_shapes_and_flops(save_model):
+    gm = analyze_model(save_model(M.function_model()), parser="table", dims={"batch": 4})
+    call = gm.nodes[0]
+    body = call.function
+    assert body is not None
+    sig = body.nodes[0]
+    assert body.tensors[sig.outputs[0]].shape == ("batch", 16)
+    # Sigmoid (4 FLOPs per element) + Mul (1), 4x16 elements, counted on the call node.
+    assert call.flops == (4 + 1) * 4 * 16
+    assert gm.total_flops() == 2 * call.flops
+
+
 def test_if_bodies_are_kept(save_model):
     gm = analyze_model(save_model(M.if_model("MyNms", "my.ops")), parser="table")
     branch = gm.nodes[2]
