@@ -433,7 +433,7 @@ class GraphCanvas(QWidget):
             return
         r = 5 * scale
         self._marker(p, rect.left() + 10 * scale, rect.top() + 12 * scale, r, n.status)
-        p.setPen(pal.text)
+        p.setPen(QColor("#1b1b1b") if matched else pal.text)  # the match fill is light in both themes
         f = QFont(self.font())
         f.setPointSizeF(max(6.0, 9.5 * min(scale, 1.6)))
         f.setBold(True)
@@ -450,7 +450,7 @@ class GraphCanvas(QWidget):
         f2.setPointSizeF(max(5.0, 7.5 * min(scale, 1.6)))
         p.setFont(f2)
         fm2 = QFontMetrics(f2)
-        p.setPen(pal.muted)
+        p.setPen(QColor("#3c4043") if matched else pal.muted)
         out = _shape_text(self.gm, n.outputs[0]) if n.outputs else ""
         name = n.label.rsplit("/", 1)[-1]
         lines = out if name == n.op_type else f"{name}\n{out}"
