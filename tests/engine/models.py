@@ -167,6 +167,48 @@ def restrictions_model() -> onnx.ModelProto:
                  [h.make_value_info(o, onnx.TypeProto()) for o in outs], inits)
 
 
+def odd_models() -> dict[str, onnx.ModelProto]:
+    """Odd inputs real exports bring: strings, bf16 casts, Q/DQ with and without a zero point,
+    Loop and Scan bodies, an unknown standard-domain op, nodes out of topological order."""
+    f, i64 = T.FLOAT, T.INT64
+    vi = h.make_tensor_value_info
+    out: dict[str, onnx.ModelProto] = {}
+    out["string.onnx"] = model(
+        [h.make_node("StringNormalizer", ["s"], ["n"], name="norm", case_change_action="LOWER"),
+         h.make_node("Relu", ["x"], ["y"], name="relu")],
+        [vi("s", T.STRING, [4]), vi("x", f, [4])], [vi("n", T.STRING, [4]), vi("y", f, [4])])
+    out["bf16.onnx"] = model(
+        [h.make_node("Cast", ["x"], ["xb"], name="to_bf16", to=T.BFLOAT16),
+         h.make_node("Relu", ["xb"], ["yb"], name="relu"),
+         h.make_node("Cast", ["yb"], ["y"], name="to_f32", to=f)], [vi("x", f, [4])], [vi("y", f, [4])])
+    qdq = [h.make_node("QuantizeLinear", ["x", "sc", "zp"], ["q"], name="q"),
+           h.make_node("DequantizeLinear", ["q", "sc", "zp"], ["dq"], name="dq"),
+           h.make_node("Relu", ["dq"], ["y"], name="relu")]
+    for name, zp in (("qdq.onnx", 0), ("qdq_zero_point.onnx", 3)):
+        out[name] = model(qdq, [vi("x", f, [4])], [vi("y", f, [4])],
+                          [nh.from_array(np.array(0.1, np.float32), "sc"), nh.from_array(np.array(zp, np.int8), "zp")])
+    body = h.make_graph([h.make_node("Add", ["v_in", "one"], ["v_out"], name="body_add"),
+                         h.make_node("Identity", ["cond_in"], ["cond_out"], name="body_id")], "body",
+                        [vi("i", i64, []), vi("cond_in", T.BOOL, []), vi("v_in", f, [4])],
+                        [vi("cond_out", T.BOOL, []), vi("v_out", f, [4])])
+    out["loop.onnx"] = model([h.make_node("Loop", ["trip", "cond", "x"], ["y"], name="loop", body=body)],
+                             [vi("x", f, [4])], [vi("y", f, [4])],
+                             [nh.from_array(np.array(3, np.int64), "trip"), nh.from_array(np.array(True), "cond"),
+                              nh.from_array(np.ones(4, np.float32), "one")])
+    sbody = h.make_graph([h.make_node("Add", ["s_in", "x_t"], ["s_out"], name="scan_add"),
+                          h.make_node("Identity", ["s_out"], ["y_t"], name="scan_id")], "sbody",
+                         [vi("s_in", f, [2]), vi("x_t", f, [2])], [vi("s_out", f, [2]), vi("y_t", f, [2])])
+    out["scan.onnx"] = model([h.make_node("Scan", ["s0", "xs"], ["s_final", "ys"], name="scan", body=sbody,
+                                          num_scan_inputs=1)],
+                             [vi("s0", f, [2]), vi("xs", f, [5, 2])], [vi("s_final", f, [2]), vi("ys", f, [5, 2])])
+    out["unknown_op.onnx"] = model([h.make_node("FrobnicateZ", ["x"], ["y"], name="frob")], [vi("x", f, [4])],
+                                   [vi("y", f, [4])])
+    out["unsorted.onnx"] = model([h.make_node("Relu", ["a"], ["y"], name="second"),
+                                  h.make_node("Relu", ["x"], ["a"], name="first")],
+                                 [vi("x", f, [4])], [vi("y", f, [4])])
+    return out
+
+
 def agreement_models(folder: Path) -> list[Path]:
     """The models over which table-vs-parser agreement is measured: onnx's light models, ours, the sample."""
     import sys
@@ -182,6 +224,7 @@ def agreement_models(folder: Path) -> list[Path]:
         "function_det.onnx": function_with_unsupported(),
         "restrictions.onnx": restrictions_model(), "transformer_split.onnx": make_transformer(600, 5),
     }
+    ours.update(odd_models())
     for name, m in ours.items():
         paths.append(save(m, folder / name))
     paths.append(Path(__file__).resolve().parents[2] / "resources" / "sample.onnx")

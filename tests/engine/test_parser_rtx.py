@@ -157,3 +157,15 @@ def test_cancel_kills_the_parser(save_model):
     with pytest.raises(JobCancelledError):
         for _ in job:
             pass
+
+
+@pytest.mark.parametrize(("name", "plugin"), [
+    ("string.onnx", {"norm"}), ("bf16.onnx", set()), ("qdq.onnx", set()),
+    ("qdq_zero_point.onnx", {"q", "dq"}), ("loop.onnx", set()), ("scan.onnx", set()),
+    ("unknown_op.onnx", {"frob"}), ("unsorted.onnx", set()),
+])
+def test_odd_models(save_model, name, plugin):
+    gm = analyze_model(save_model(M.odd_models()[name]), parser="rtx")
+    assert {n.label for n in gm.nodes if n.status is Status.PLUGIN} == plugin
+    assert all(n.source is Source.PARSER for n in gm.nodes)
+    assert all(n.table_status is n.parser_status for n in gm.nodes)
