@@ -96,11 +96,11 @@ def scope_of(node: onnx.NodeProto) -> tuple[str, ...]:
 def _topological_order(nodes: list[Node], tensors: dict[str, Tensor], label: str) -> list[int]:
     indeg = [0] * len(nodes)
     for n in nodes:
-        preds = {tensors[i].producer for i in n.inputs if i and i in tensors}
+        preds = {tensors[i].producer for i in n.all_inputs if i and i in tensors}
         preds.discard(None)
         preds.discard(n.index)
         indeg[n.index] = len(preds)
-        if any(i and i in tensors and tensors[i].producer == n.index for i in n.inputs):
+        if any(i and i in tensors and tensors[i].producer == n.index for i in n.all_inputs):
             raise CyclicGraphError(
                 f"Node '{n.label}' ({n.op_type}) in {label} reads its own output: the graph has a cycle, "
                 "which ONNX forbids; re-export the model.")
@@ -128,6 +128,19 @@ def _topological_order(nodes: list[Node], tensors: dict[str, Tensor], label: str
     return order
 
 
+def outer_references(g: Graph) -> set[str]:
+    """Names a body reads from enclosing scopes (at any depth)."""
+    refs: set[str] = set()
+    for t in g.tensors.values():
+        if t.producer is None and not t.is_input and not t.is_initializer and t.consumers:
+            refs.add(t.name)
+    for n in g.nodes:
+        for sub in n.subgraphs.values():
+            refs |= {r for r in outer_references(sub) if r not in g.tensors or (
+                g.tensors[r].producer is None and not g.tensors[r].is_input and not g.tensors[r].is_initializer)}
+    return refs
+
+
 def topological_order(graph: Graph) -> list[int]:
     """A topological order of ``graph.nodes``; raises :class:`CyclicGraphError` on a cycle."""
     return _topological_order(graph.nodes, graph.tensors, f"'{graph.path}'" if graph.path else "(main graph)")
@@ -143,7 +156,7 @@ def _find_cycle(stuck: list[Node], nodes: list[Node], tensors: dict[str, Tensor]
         seen[cur] = len(path)
         path.append(cur)
         nxt = None
-        for i in nodes[cur].inputs:
+        for i in nodes[cur].all_inputs:
             t = tensors.get(i)
             if t is not None and t.producer in alive:
                 nxt = t.producer
@@ -213,8 +226,11 @@ def build_graph(g: onnx.GraphProto, path: str, initializers: dict[str, Initializ
                 attrs[a.name] = attribute_value(a)
         node = Node(idx, pn.name, pn.op_type, pn.domain, list(pn.input), list(pn.output), attrs,
                     scope_of(pn), subgraphs, functions.get((pn.domain, pn.op_type)))
+        if subgraphs:
+            node.implicit_inputs = sorted({r for sub in subgraphs.values() for r in outer_references(sub)}
+                                          - set(node.inputs))
         nodes.append(node)
-        for i in node.inputs:
+        for i in node.all_inputs:
             if i:
                 tensor(i).consumers.append(idx)
         for o in node.outputs:
@@ -275,7 +291,7 @@ def is_topologically_sorted(graph: Graph) -> bool:
     """Whether every node comes after the producers of its inputs, as ONNX requires."""
     tensors = graph.tensors
     for n in graph.nodes:
-        for i in n.inputs:
+        for i in n.all_inputs:
             t = tensors.get(i) if i else None
             if t is not None and t.producer is not None and t.producer >= n.index:
                 return False

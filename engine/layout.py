@@ -102,7 +102,7 @@ class LayoutContext:
         pairs: dict[tuple[int, int], list[str]] = {}
         tensors = gm.graph.tensors
         for node in gm.nodes:
-            for name in node.inputs:
+            for name in node.all_inputs:
                 t = tensors.get(name) if name else None
                 if t is None or t.producer is None or t.producer == node.index:
                     continue

@@ -128,10 +128,17 @@ class Node:
     role: Role = Role.COMPUTE
     reason: str = ""
     source: Source = Source.TABLE
+    implicit_inputs: list[str] = field(default_factory=list)
+    """Outer-scope tensors its bodies read (If/Loop/Scan): inputs in all but name."""
     table_status: Status | None = None
     """What the support table predicted, kept to measure agreement with the parser."""
     parser_status: Status | None = None
     """What the parser said (None when it was not asked or could not verify the node)."""
+
+    @property
+    def all_inputs(self) -> list[str]:
+        """Explicit inputs, then the outer-scope tensors its bodies read."""
+        return self.inputs + self.implicit_inputs if self.implicit_inputs else self.inputs
 
     @property
     def label(self) -> str:
@@ -240,11 +247,11 @@ class GraphModel:
         return self.graph.nodes
 
     def symbolic_dims(self) -> list[str]:
-        """Names of the symbolic dimensions found in the main graph."""
+        """Names of the symbolic dimensions found in the main graph (not shape inference's ``unk__N``)."""
         seen: dict[str, None] = {}
         for t in self.graph.tensors.values():
             for d in t.shape or ():
-                if isinstance(d, str):
+                if isinstance(d, str) and not d.startswith("unk__"):
                     seen.setdefault(d)
         return list(seen)
 

@@ -36,7 +36,7 @@ def find_partitions(graph: Graph, order: list[int], dims: dict[str, int] | None 
     n = len(nodes)
     preds: list[set[int]] = [set() for _ in range(n)]
     for node in nodes:
-        for i in node.inputs:
+        for i in node.all_inputs:
             t = tensors.get(i) if i else None
             if t is not None and t.producer is not None and t.producer != node.index:
                 preds[node.index].add(t.producer)
@@ -95,7 +95,7 @@ def find_partitions(graph: Graph, order: list[int], dims: dict[str, int] | None 
         seen: set[str] = set()
         for m in p.nodes:
             nd = nodes[m]
-            for name in nd.inputs:
+            for name in nd.all_inputs:
                 t = tensors.get(name) if name else None
                 if t is None or name in seen or t.producer is None or part_of[t.producer] == p.index:
                     continue

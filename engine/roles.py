@@ -54,7 +54,7 @@ def assign_roles(graph: Graph, order: list[int]) -> None:
     n = len(nodes)
     preds: list[list[int]] = [[] for _ in range(n)]
     for node in nodes:
-        for i in node.inputs:
+        for i in node.all_inputs:
             t = tensors.get(i) if i else None
             if t is not None and t.producer is not None:
                 preds[node.index].append(t.producer)

@@ -228,4 +228,5 @@ def agreement_models(folder: Path) -> list[Path]:
     for name, m in ours.items():
         paths.append(save(m, folder / name))
     paths.append(Path(__file__).resolve().parents[2] / "resources" / "sample.onnx")
+    paths.extend(sorted((Path(__file__).resolve().parents[1] / "data").glob("*.onnx")))  # PyTorch exports
     return paths
