@@ -127,8 +127,13 @@ class MainWindow(QMainWindow):
         self.search.setPlaceholderText("Search node name or op type (Ctrl+F)")
         self.search.setClearButtonEnabled(True)
         self.search.setMaximumWidth(320)
-        self.search.returnPressed.connect(self.find_next)
-        self.search.textChanged.connect(self._search_changed)
+        self.search.returnPressed.connect(self._search_now_and_next)
+        # Matching scans every node: wait until typing pauses (50k nodes take ~25 ms a scan).
+        self._search_timer = QTimer(self)
+        self._search_timer.setSingleShot(True)
+        self._search_timer.setInterval(150)
+        self._search_timer.timeout.connect(lambda: self._search_changed(self.search.text()))
+        self.search.textChanged.connect(lambda _t: self._search_timer.start())
         tb.addWidget(self.search)
         self.prev_button = QPushButton("◀")
         self.prev_button.setToolTip("Previous match (Shift+F3)")
@@ -478,6 +483,12 @@ class MainWindow(QMainWindow):
         self.canvas.highlight_nodes = set(hits)
         self.match_label.setText(f"{len(hits)} matches" if hits else "no match")
         self.canvas.update()
+
+    def _search_now_and_next(self) -> None:
+        if self._search_timer.isActive():
+            self._search_timer.stop()
+            self._search_changed(self.search.text())
+        self.find_next()
 
     def find_next(self) -> None:
         """Go to the next match (F3, Enter in the search field)."""

@@ -59,7 +59,7 @@ def test_search_next_previous(qtbot, window):
     window.open_model(SAMPLE_MODEL)
     wait_idle(qtbot, window)
     window.search.setText("conv")
-    assert window.match_label.text() == "4 matches"
+    qtbot.waitUntil(lambda: window.match_label.text() == "4 matches", timeout=5000)
     assert len(window.canvas.highlight_nodes) == 4
     window.find_next()
     assert window.match_label.text() == "1 / 4"
@@ -71,7 +71,7 @@ def test_search_next_previous(qtbot, window):
     window.find_previous()
     assert window.match_label.text() == "4 / 4"
     window.search.setText("no-such-thing")
-    assert window.match_label.text() == "no match"
+    qtbot.waitUntil(lambda: window.match_label.text() == "no match", timeout=5000)
 
 
 def test_expand_and_collapse_group(qtbot, window):
@@ -100,7 +100,7 @@ def test_search_expands_collapsed_group(qtbot, window):
         window.collapse_all()
     window.search.setText("NonMaxSuppression")
     with qtbot.waitSignal(window.view_ready, timeout=30000):
-        window.find_next()
+        window._search_now_and_next()  # Enter in the search field
     nms = next(n.index for n in window.graph_model.nodes if n.op_type == "NonMaxSuppression")
     assert window.view.layout.kind[window.view.layout.node_item[nms]] == KIND_NODE
     assert window.canvas.selected_node == nms
