@@ -578,7 +578,8 @@ class MainWindow(QMainWindow):
         for name, badge in self.badges.items():
             st = status[name]
             mark = "✔" if st.ready else "✖"
-            badge.setText(f"{mark} {labels[name]}")
+            state = "ready" if st.ready else st.state.value
+            badge.setText(f"{mark} {labels[name]}: {state}")
             tip = f"{labels[name]}: {st.state.value}" + (f" {st.version}" if st.version else "")
             if st.error:
                 tip += f"\n{st.error}"
