@@ -60,10 +60,10 @@ def _layer(i: int, x: str, nodes: list[onnx.NodeProto], inits: list[onnx.TensorP
     (ln2,) = n("LayerNormalization", "ln2", [r1, w("ln2.g", (HIDDEN,)), w("ln2.b", (HIDDEN,))], axis=-1)
     (f1,) = n("MatMul", "mlp/fc1", [ln2, w("fc1.w", (HIDDEN, 4 * HIDDEN))])
     (f1b,) = n("Add", "mlp/fc1", [f1, w("fc1.b", (4 * HIDDEN,))])
-    if custom:
-        (act,) = nodes.append(helper.make_node(
-            "FastGelu", [f1b], [f"{p}/mlp/act/FastGelu_out0"], name=f"{p}/mlp/act/FastGelu_{len(nodes)}",
-            domain="com.example")) or (f"{p}/mlp/act/FastGelu_out0",)
+    if custom:  # a fused GELU kernel the codebase ships: no TensorRT importer
+        act = f"{p}/mlp/act/FastGelu_out0"
+        nodes.append(helper.make_node("FastGelu", [f1b], [act], name=f"{p}/mlp/act/FastGelu_{len(nodes)}",
+                                      domain="com.example"))
     else:
         (e,) = n("Div", "mlp/act", [f1b, "sqrt2"])
         (e,) = n("Erf", "mlp/act", [e])
