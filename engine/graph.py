@@ -370,12 +370,11 @@ def apply_shape_inference(gm: GraphModel, loaded: LoadedModel, in_subprocess: bo
 def _infer_in_subprocess(path: Path) -> tuple[onnx.GraphProto, list[int], list[str], list[str]] | None:
     import json
     import subprocess
-    import sys
 
-    from engine.trt_capability import child_env
+    from engine.trt_capability import child_command, child_env
 
     env, root = child_env()
-    proc = subprocess.run([sys.executable, "-m", "engine.shape_proc", str(path.resolve())], capture_output=True,
+    proc = subprocess.run(child_command("engine.shape_proc", str(path.resolve())), capture_output=True,
                           env=env, cwd=root, stdin=subprocess.DEVNULL, check=False)
     head, _, body = proc.stdout.partition(b"\n")
     try:

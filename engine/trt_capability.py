@@ -34,6 +34,17 @@ def child_env() -> tuple[dict[str, str], str]:
     return env, root
 
 
+def child_command(module: str, *args: str) -> list[str]:
+    """Command line that runs ``module``'s ``main(args)`` in a child process.
+
+    In a frozen (PyInstaller) app ``sys.executable`` is the app itself, which has
+    no ``-m``: it is started with ``--engine-child MODULE`` instead (see main.py).
+    """
+    if getattr(sys, "frozen", False):
+        return [sys.executable, "--engine-child", module, *args]
+    return [sys.executable, "-m", module, *args]
+
+
 def resolve_backend(parser: str) -> str | None:
     """Module to use for ``--parser`` (auto|tensorrt|rtx|table); None means the table.
 
@@ -86,7 +97,7 @@ class ParserProcess:
         # stderr goes to a file: TensorRT may log a lot, and a full pipe would block the child.
         self._stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")  # noqa: SIM115
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "engine.parser_proc", module, str(model.resolve())],
+            child_command("engine.parser_proc", module, str(model.resolve())),
             stdout=subprocess.PIPE, stderr=self._stderr, stdin=subprocess.DEVNULL, env=env, text=True, cwd=root)
 
     def kill(self) -> None:
