@@ -169,3 +169,22 @@ def test_odd_models(save_model, name, plugin):
     assert {n.label for n in gm.nodes if n.status is Status.PLUGIN} == plugin
     assert all(n.source is Source.PARSER for n in gm.nodes)
     assert all(n.table_status is n.parser_status for n in gm.nodes)
+
+
+def test_parser_crash_falls_back_to_the_table(save_model, tmp_path, monkeypatch):
+    """A parser that kills its process (as TensorRT can, DOMAIN.md 3) leaves the table's answer and a warning."""
+    from engine.analyze import apply_parser_answer
+    from engine.jobs import run_to_end
+    from engine.trt_capability import DISPLAY, ParserProcess
+
+    (tmp_path / "crashing_parser.py").write_text("import os\nos.abort()\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    monkeypatch.setitem(DISPLAY, "crashing_parser", "crashing-parser")
+    path = save_model(M.five_node())
+    answer = run_to_end(ParserProcess("crashing_parser", path).events())
+    assert "crashed (signal 6)" in answer.failure
+    gm = analyze_model(path, parser="table")
+    apply_parser_answer(gm, answer)
+    assert gm.parser.name == "table"
+    assert any("crashed" in w and "support table instead" in w for w in gm.warnings)
+    assert [n.status for n in gm.nodes] == [Status.DELEGATE] * 2 + [Status.PLUGIN] + [Status.DELEGATE] * 2
