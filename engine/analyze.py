@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Generator
 from pathlib import Path
 
@@ -61,8 +60,8 @@ def _analyze(path: str | os.PathLike[str] | None, parser: str, dims: dict[str, i
     # inference and graph building here; it is killed if the model is bad. A
     # responsive (GUI) caller starts it after the first answer, so that the first
     # paint does not share two cores with it.
-    start_parser = bool(module) and model_path.is_file()
-    proc = ParserProcess(module, model_path) if start_parser and not responsive else None  # type: ignore[arg-type]
+    parser_module = module if module is not None and model_path.is_file() else None
+    proc = ParserProcess(parser_module, model_path) if parser_module and not responsive else None
     try:
         yield Progress("load", 0, 6, f"Loading {model_path.name}")
         loaded = load_model(model_path)
@@ -77,8 +76,8 @@ def _analyze(path: str | os.PathLike[str] | None, parser: str, dims: dict[str, i
         # First answer: structure coloured by the table, before shapes and costs.
         yield Progress("structure", 2, 6, "Inferring shapes", model=gm)
         cancel.raise_if_cancelled()
-        if start_parser and proc is None:
-            proc = ParserProcess(module, model_path)  # type: ignore[arg-type]
+        if parser_module and proc is None:
+            proc = ParserProcess(parser_module, model_path)
         apply_shape_inference(gm, loaded, in_subprocess=responsive)
         bind_function_shapes(gm, loaded.proto)
         cancel.raise_if_cancelled()
@@ -92,11 +91,9 @@ def _analyze(path: str | os.PathLike[str] | None, parser: str, dims: dict[str, i
         cancel.raise_if_cancelled()
         if proc is not None:
             yield Progress("parser", 4, 6, f"Waiting for the {DISPLAY[proc.module]} parser")
-            t0 = time.perf_counter()
             answer = yield from proc.events(cancel)
             before = [n.status for n in gm.nodes]
             apply_parser_answer(gm, answer)
-            gm.parser.seconds = time.perf_counter() - t0
             if any(n.status is not b for n, b in zip(gm.nodes, before, strict=True)):
                 yield Progress("partitions", 5, 6, "Finding engine partitions")
                 gm.partitions = find_partitions(gm.graph, order, gm.dims)
