@@ -66,6 +66,11 @@ class MainWindow(QMainWindow):
         self._final_pending = False
         self.timings: dict[str, float] = {}
 
+        # A job still running after 2.5 s says so over the canvas, with how to stop it.
+        self._slow_timer = QTimer(self)
+        self._slow_timer.setSingleShot(True)
+        self._slow_timer.setInterval(2500)
+        self._slow_timer.timeout.connect(self._show_slow_notice)
         self.canvas = GraphCanvas()
         self.minimap = Minimap(self.canvas, self.canvas)
         self.setCentralWidget(self.canvas)
@@ -314,6 +319,23 @@ class MainWindow(QMainWindow):
         running = self.runner.running or self.layout_runner.running
         self.progress.setVisible(running)
         self.cancel_button.setVisible(running)
+        if running and not self._slow_timer.isActive() and not self.canvas.busy_text:
+            self._slow_timer.start()
+        elif not running:
+            self._slow_timer.stop()
+            if self.canvas.busy_text:
+                self.canvas.busy_text = ""
+                self.canvas.update()
+
+    def _show_slow_notice(self) -> None:
+        if self.layout_runner.running:
+            what = "Large graph: laying it out"
+        elif self.runner.running:
+            what = "Large model: still analysing (the parser proves every node)"
+        else:
+            return
+        self.canvas.busy_text = f"{what}, this may take a while. Esc or Cancel stops it."
+        self.canvas.update()
 
     def _on_progress(self, p: Any) -> None:
         self.progress.setRange(0, p.total)

@@ -93,6 +93,8 @@ class GraphCanvas(QWidget):
         self.selected_group = -1
         self.highlight_nodes: set[int] = set()
         self.show_legend = True
+        self.busy_text = ""
+        """A notice over the canvas while a long job runs (empty: none)."""
         self._press: QPointF | None = None
         self._press_center = (0.0, 0.0)
         self._dragged = False
@@ -292,6 +294,8 @@ class GraphCanvas(QWidget):
         t0 = time.perf_counter()
         p = QPainter(self)
         self.render_to(p, self.rect(), self.scene_rect(), self.scale, legend=self.show_legend)
+        if self.busy_text:
+            self._draw_notice(p, self.busy_text)
         p.end()
         self.last_paint_ms = (time.perf_counter() - t0) * 1000
         if self.layout_ is not None:
@@ -550,6 +554,19 @@ class GraphCanvas(QWidget):
             p.setPen(pal.text)
             p.drawText(QPointF(box.left() + 38, yy), text)
             yy += fm.height() + 4
+
+    def _draw_notice(self, p: QPainter, text: str) -> None:
+        pal = self.palette_
+        fm = QFontMetrics(self.font())
+        w = fm.horizontalAdvance(text) + 40
+        box = QRectF((self.width() - w) / 2, 16, w, fm.height() + 20)
+        bg = QColor(pal.background)
+        bg.setAlpha(235)
+        p.setPen(QPen(pal.selection, 1.5))
+        p.setBrush(bg)
+        p.drawRoundedRect(box, 8, 8)
+        p.setPen(pal.text)
+        p.drawText(box, Qt.AlignmentFlag.AlignCenter, text)
 
     def render_image(self, max_side: int = 8000) -> QImage:
         """The whole graph as an image (for PNG export), at up to ``max_side`` pixels."""

@@ -95,12 +95,22 @@ class Inspector(QTextBrowser):
                 text = str(v)
                 rows.append(f"<tr><td>{html.escape(k)}</td><td>{html.escape(text[:300])}</td></tr>")
             rows.append("</table>")
-        for name, sub in n.subgraphs.items():
-            plugin = sum(1 for x in sub.nodes if x.status is Status.PLUGIN)
-            rows.append(f"<p>Body <b>{html.escape(name)}</b>: {len(sub.nodes)} nodes, {plugin} plugin</p>")
+        bodies = [(f"Body {name}", sub) for name, sub in n.subgraphs.items()]
         if n.function is not None:
-            ops = ", ".join(x.op_type for x in n.function.nodes[:12])
-            rows.append(f"<p>Function body: {len(n.function.nodes)} nodes ({html.escape(ops)})</p>")
+            bodies.append((f"Function {n.op_type}", n.function))
+        for title, sub in bodies:
+            plugin = sum(1 for x in sub.nodes if x.status is Status.PLUGIN)
+            rows.append(f"<h4>{html.escape(title)}: {len(sub.nodes)} nodes, {plugin} plugin</h4>"
+                        "<table cellspacing=2>")
+            # Plugin nodes first: they are why the body matters.
+            for x in sorted(sub.nodes, key=lambda x: x.status is not Status.PLUGIN)[:60]:
+                color = "#D55E00" if x.status is Status.PLUGIN else "#0072B2"
+                rows.append(f"<tr><td style='color:{color}'>{STATUS_MARK[x.status]}</td>"
+                            f"<td>{html.escape(x.op_type)}</td><td>{html.escape(x.label)}</td>"
+                            f"<td>{html.escape(x.reason[:160]) if x.status is Status.PLUGIN else ''}</td></tr>")
+            if len(sub.nodes) > 60:
+                rows.append(f"<tr><td colspan=4>… and {len(sub.nodes) - 60} more</td></tr>")
+            rows.append("</table>")
         self.setHtml("\n".join(rows))
 
     def show_group(self, gid: int) -> None:

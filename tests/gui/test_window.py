@@ -274,3 +274,22 @@ def test_drop_onnx_file_opens_it(qtbot, window, tmp_path):
     window.dropEvent(event)
     wait_idle(qtbot, window)
     assert window.graph_model.path == p
+
+
+def test_inspector_lists_if_body_nodes(qtbot, window):
+    window.open_model(ROOT / "tests" / "data" / "torch_detector_if.onnx")
+    wait_idle(qtbot, window)
+    branch = next(n.index for n in window.graph_model.nodes if n.op_type == "If")
+    window.canvas.select_node(branch)
+    window.inspector.show_node(branch)
+    text = window.inspector.toPlainText()
+    assert "Body then_branch" in text and "NonZero" in text
+
+
+def test_slow_job_shows_a_notice(qtbot, window, model_6k):
+    window._slow_timer.setInterval(1)  # the 2.5 s grace period, shortened for the test
+    window.open_model(model_6k)
+    qtbot.waitUntil(lambda: bool(window.canvas.busy_text), timeout=30000)
+    assert "Esc or Cancel" in window.canvas.busy_text
+    wait_idle(qtbot, window)
+    qtbot.waitUntil(lambda: not window.canvas.busy_text, timeout=10000)
