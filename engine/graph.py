@@ -70,23 +70,31 @@ def attribute_value(a: onnx.AttributeProto) -> Any:
 
 
 def scope_of(node: onnx.NodeProto) -> tuple[str, ...]:
-    """The name-scope path of a node (``/encoder/layer.3/attn/MatMul`` -> encoder, layer.3, attn).
+    """The module scope of a node (``/encoder/layer.3/attn/MatMul`` -> encoder, layer.3, attn).
 
-    PyTorch's dynamo exporter records scopes in metadata; older exporters put them
-    in the node name.
+    PyTorch's dynamo exporter records scopes in metadata: ``pkg.torch.onnx.name_scopes`` lists
+    cumulative dotted paths ending with the op call (``['', 'encoder', 'encoder.layers.0',
+    'linear']``), ``namespace`` the same as ``name: Class`` steps joined by ``/``. The
+    TorchScript exporter and most others put the scope in the node name instead.
     """
-    for p in (node.metadata_props if len(node.metadata_props) else ()):
-        if p.key in ("namespace", "pkg.torch.onnx.name_scopes"):
-            v = p.value
-            if v.startswith("["):
-                try:
-                    parts = [str(s) for s in ast.literal_eval(v)]
-                except (ValueError, SyntaxError):
-                    parts = v.strip("[]").split(",")
-            else:
-                parts = v.replace(": ", "/").split("/")
-            parts = [s.strip().strip("'\"") for s in parts]
-            return tuple(s for s in parts if s)
+    entries: list[str] | None = None
+    meta = {p.key: p.value for p in node.metadata_props} if len(node.metadata_props) else {}
+    raw = meta.get("pkg.torch.onnx.name_scopes")
+    if raw is not None:
+        try:
+            entries = [str(s) for s in ast.literal_eval(raw)]
+        except (ValueError, SyntaxError):
+            entries = [s.strip().strip("'\"") for s in raw.strip("[]").split(",")]
+    elif "namespace" in meta:
+        entries = [step.split(": ", 1)[0] for step in meta["namespace"].split("/")]
+    if entries is not None:
+        entries = [e for e in entries if e][:-1]  # the last entry is the op call itself
+        out: list[str] = []
+        prev = ""
+        for e in entries:
+            out.append(e[len(prev) + 1:] if prev and e.startswith(prev + ".") else e)
+            prev = e
+        return tuple(out)
     name = node.name
     if "/" not in name:
         return ()

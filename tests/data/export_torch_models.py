@@ -8,6 +8,9 @@ Run by hand (needs torch; the tests only read the .onnx files it writes)::
 - ``torch_transformer.onnx``: a 2-layer ``nn.TransformerEncoder`` (d_model 32, 4 heads) with
   an embedding and a classifier head, exported by the TorchScript-based exporter
   (``dynamo=False``), which names nodes by module path (``/encoder/layers.0/self_attn/...``).
+- ``torch_transformer_dynamo.onnx``: the same transformer through the torch.export-based
+  exporter (``dynamo=True``, needs onnxscript), which names nodes ``node_MatMul_1`` and keeps
+  module scopes in metadata (``pkg.torch.onnx.name_scopes``).
 - ``torch_detector_if.onnx``: a tiny conv detector whose post-processing runs in a
   data-dependent branch (``torch.jit.script``): when any score passes the threshold, the If's
   then-branch gathers the kept boxes with NonZero, else it returns an empty set; as detectors
@@ -69,6 +72,8 @@ def main() -> None:
     torch.onnx.export(m, (torch.randint(0, 100, (1, 16)),), HERE / "torch_transformer.onnx", dynamo=False,
                       input_names=["ids"], output_names=["logits"], dynamic_axes={"ids": {0: "batch", 1: "seq"}},
                       opset_version=17)
+    program = torch.onnx.export(m, (torch.randint(0, 100, (1, 16)),), dynamo=True)
+    program.save(str(HERE / "torch_transformer_dynamo.onnx"))
     d = torch.jit.script(TinyDetector().eval())  # scripted, so the branch stays a branch (If)
     torch.onnx.export(d, (torch.rand(1, 3, 32, 32),), HERE / "torch_detector_if.onnx", dynamo=False,
                       input_names=["image"], output_names=["boxes"], opset_version=17)

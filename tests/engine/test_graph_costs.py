@@ -92,7 +92,7 @@ def test_scope_from_names_and_metadata(save_model):
     n1 = h.make_node("Relu", ["x"], ["a"], name="/encoder/layer.3/attn/Relu")
     n2 = h.make_node("Relu", ["a"], ["y"], name="node_relu_1")
     e = n2.metadata_props.add()
-    e.key, e.value = "pkg.torch.onnx.name_scopes", "['', 'decoder', 'mlp']"
+    e.key, e.value = "pkg.torch.onnx.name_scopes", "['', 'decoder', 'decoder.mlp', 'linear']"
     m = M.model([n1, n2], [h.make_tensor_value_info("x", T.FLOAT, [2])], [h.make_tensor_value_info("y", T.FLOAT, [2])])
     gm = analyze_model(save_model(m), parser="table")
     assert gm.nodes[0].scope == ("encoder", "layer.3", "attn")

@@ -45,3 +45,12 @@ def test_torch_detector_nonzero_in_if_body():
     assert crossing["/Gather_output_0"] == 64 * 4 * 4  # 8x8 positions, 4 box coordinates, float32
     roles = {n.label: n.role for n in gm.nodes}
     assert roles["/backbone/0/Conv"] is Role.COMPUTE and roles["/post/Greater"] is Role.POST_PROCESSING
+
+
+def test_torch_dynamo_export_scopes_from_metadata():
+    gm = analyze_model(DATA / "torch_transformer_dynamo.onnx", parser="table")
+    mm = next(n for n in gm.nodes if n.op_type == "MatMul")
+    assert mm.name.startswith("node_")  # no scope in the name: it comes from the metadata
+    h = build_hierarchy(gm, gm.order)
+    labels = {h.full_label(g.id) for g in h.groups if g.parent != -1}
+    assert {"encoder/layers.0/self_attn", "encoder/layers.1/linear1"} <= labels
