@@ -46,6 +46,8 @@ class MainWindow(QMainWindow):
 
     view_ready = Signal()
     """A new layout is on the canvas."""
+    export_finished = Signal(str)
+    """A graph export ended: the path written, or '' when it failed."""
 
     def __init__(self, parser: str = "auto") -> None:
         super().__init__()
@@ -546,20 +548,37 @@ class MainWindow(QMainWindow):
             self.save_graph(Path(path), fmt)
 
     def save_graph(self, path: Path, fmt: str) -> None:
-        """Write the graph image to ``path`` through a temporary file and a rename."""
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".{fmt}", dir=path.parent)
-        os.close(fd)
-        try:
-            if fmt == "svg":
-                self.canvas.render_svg(tmp)
-            elif not self.canvas.render_image().save(tmp, "PNG"):
-                raise OSError(f"could not write {path}")
-            os.replace(tmp, path)
-        except OSError as e:
-            Path(tmp).unlink(missing_ok=True)
-            self._on_failed(f"Could not export the graph: {e}. Choose another folder.", "")
-            return
-        self.statusBar().showMessage(f"Saved {path}", 5000)
+        """Write the graph image to ``path`` in a worker, through a temporary file and a rename.
+
+        A fully expanded 50k-node graph takes seconds to draw at full size: never on the UI thread
+        (QPainter on a QImage or QSvgGenerator works in any thread).
+        """
+        from superqt.utils import create_worker
+
+        canvas = self.canvas
+
+        def write() -> Path:
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".{fmt}", dir=path.parent)
+            os.close(fd)
+            try:
+                if fmt == "svg":
+                    canvas.render_svg(tmp)
+                elif not canvas.render_image().save(tmp, "PNG"):
+                    raise OSError(f"could not write {path}")
+                os.replace(tmp, path)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+            return path
+
+        worker = create_worker(write, _start_thread=False)
+        worker.returned.connect(lambda p: (self.statusBar().showMessage(f"Saved {p}", 5000),
+                                           self.export_finished.emit(str(p))))
+        worker.errored.connect(lambda e: (self._on_failed(
+            f"Could not export the graph: {e}. Choose another folder.", ""), self.export_finished.emit("")))
+        self.statusBar().showMessage(f"Exporting {path.name}…")
+        self._export_worker = worker
+        worker.start()
 
     # ----------------------------------------------------------- netron
     def open_in_netron(self) -> None:

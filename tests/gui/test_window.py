@@ -177,8 +177,10 @@ def test_export_png_and_svg(qtbot, window, tmp_path):
 
     window.open_model(SAMPLE_MODEL)
     wait_idle(qtbot, window)
-    window.save_graph(tmp_path / "g.png", "png")
-    window.save_graph(tmp_path / "g.svg", "svg")
+    for name, fmt in (("g.png", "png"), ("g.svg", "svg")):
+        with qtbot.waitSignal(window.export_finished, timeout=60000) as sig:
+            window.save_graph(tmp_path / name, fmt)
+        assert sig.args == [str(tmp_path / name)]
     img = QImage(str(tmp_path / "g.png"))
     assert img.width() > 200 and img.height() > 200
     svg = (tmp_path / "g.svg").read_text()
@@ -293,3 +295,14 @@ def test_slow_job_shows_a_notice(qtbot, window, model_6k):
     assert "Esc or Cancel" in window.canvas.busy_text
     wait_idle(qtbot, window)
     qtbot.waitUntil(lambda: not window.canvas.busy_text, timeout=10000)
+
+
+def test_export_to_a_missing_folder_says_so(qtbot, window, tmp_path):
+    window.open_model(SAMPLE_MODEL)
+    wait_idle(qtbot, window)
+    with qtbot.waitSignal(window.export_finished, timeout=60000) as sig:
+        window.save_graph(tmp_path / "missing" / "g.png", "png")
+    assert sig.args == [""]
+    assert "Could not export the graph" in window._failure_box.text()
+    assert not (tmp_path / "missing").exists()
+    window._failure_box.close()
