@@ -571,7 +571,7 @@ class MainWindow(QMainWindow):
                 raise
             return path
 
-        worker = create_worker(write, _start_thread=False)
+        worker = create_worker(write, _start_thread=False, _ignore_errors=True)  # shown below, not re-raised
         worker.returned.connect(lambda p: (self.statusBar().showMessage(f"Saved {p}", 5000),
                                            self.export_finished.emit(str(p))))
         worker.errored.connect(lambda e: (self._on_failed(
@@ -608,7 +608,7 @@ class MainWindow(QMainWindow):
             return {name: probe(name) for name in ("tensorrt", "tensorrt-rtx", "cuda", "nvml", "onnxruntime",
                                                    "netron")}
 
-        worker = create_worker(run, _start_thread=False)
+        worker = create_worker(run, _start_thread=False, _ignore_errors=True)  # probe() never raises
         worker.returned.connect(self._show_badges)
         worker.start()
         self._probe_worker = worker
