@@ -379,7 +379,7 @@ def _infer_in_subprocess(path: Path) -> tuple[onnx.GraphProto, list[int], list[s
     import json
     import subprocess
 
-    from engine.trt_capability import child_command, child_env
+    from engine._children import child_command, child_env
 
     env, root = child_env()
     proc = subprocess.run(child_command("engine.shape_proc", str(path.resolve())), capture_output=True,

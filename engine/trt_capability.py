@@ -9,40 +9,20 @@ answer into per-node verdicts.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import tempfile
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine._children import child_command, child_env
 from engine._optional import installed
 from engine.errors import JobCancelledError, ParserUnavailableError
 from engine.jobs import CancelToken, Progress
 
 BACKENDS = {"tensorrt": "tensorrt", "rtx": "tensorrt_rtx"}
 DISPLAY = {"tensorrt": "tensorrt", "tensorrt_rtx": "tensorrt-rtx"}
-
-
-def child_env() -> tuple[dict[str, str], str]:
-    """Environment and working folder for an engine child process (``python -m engine....``)."""
-    root = str(Path(__file__).resolve().parent.parent)
-    env = dict(os.environ)
-    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    return env, root
-
-
-def child_command(module: str, *args: str) -> list[str]:
-    """Command line that runs ``module``'s ``main(args)`` in a child process.
-
-    In a frozen (PyInstaller) app ``sys.executable`` is the app itself, which has
-    no ``-m``: it is started with ``--engine-child MODULE`` instead (see main.py).
-    """
-    if getattr(sys, "frozen", False):
-        return [sys.executable, "--engine-child", module, *args]
-    return [sys.executable, "-m", module, *args]
 
 
 def resolve_backend(parser: str) -> str | None:

@@ -54,22 +54,17 @@ def _fields(buf: memoryview | bytes, start: int, end: int):  # type: ignore[no-u
             pstart = pos
             _, pos = _varint(buf, pos, end)
             yield num, wt, fstart, pstart, pos
-        elif wt == 1:
-            pos += 8
+        elif wt in (1, 5):  # fixed64, fixed32
+            pos += 8 if wt == 1 else 4
             if pos > end:
-                raise WireError("truncated fixed64")
-            yield num, wt, fstart, pos - 8, pos
+                raise WireError("truncated fixed-width field")
+            yield num, wt, fstart, pos - (8 if wt == 1 else 4), pos
         elif wt == 2:
             length, pstart = _varint(buf, pos, end)
             pos = pstart + length
             if pos > end:
                 raise WireError("truncated length-delimited field")
             yield num, wt, fstart, pstart, pos
-        elif wt == 5:
-            pos += 4
-            if pos > end:
-                raise WireError("truncated fixed32")
-            yield num, wt, fstart, pos - 4, pos
         else:
             raise WireError(f"wire type {wt} is not valid protobuf")
 

@@ -66,7 +66,6 @@ class MainWindow(QMainWindow):
         self._early_model: GraphModel | None = None
         self._first_layout = threading.Event()
         self._final_pending = False
-        self.timings: dict[str, float] = {}
 
         # A job still running after 2.5 s says so over the canvas, with how to stop it.
         self._slow_timer = QTimer(self)
@@ -602,13 +601,9 @@ class MainWindow(QMainWindow):
     def _probe_dependencies(self) -> None:
         from superqt.utils import create_worker
 
-        from engine._optional import probe
+        from engine._optional import probe_all
 
-        def run() -> dict[str, Any]:
-            return {name: probe(name) for name in ("tensorrt", "tensorrt-rtx", "cuda", "nvml", "onnxruntime",
-                                                   "netron")}
-
-        worker = create_worker(run, _start_thread=False, _ignore_errors=True)  # probe() never raises
+        worker = create_worker(probe_all, _start_thread=False, _ignore_errors=True)  # probes never raise
         worker.returned.connect(self._show_badges)
         worker.start()
         self._probe_worker = worker

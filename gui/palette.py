@@ -35,7 +35,6 @@ class Palette:
 
 
 STATUS_MARK = {Status.DELEGATE: "●", Status.PLUGIN: "▲"}
-STATUS_TEXT = {Status.DELEGATE: "delegate (TensorRT takes it)", Status.PLUGIN: "plugin (needs custom CUDA)"}
 
 _ROLE_COLORS = {
     Role.COMPUTE: "#0072B2", Role.DATA_MOVEMENT: "#56B4E9", Role.SHAPE: "#999999",
