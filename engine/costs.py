@@ -151,7 +151,7 @@ def node_bytes(graph: Graph, node: Node, dims: dict[str, int] | None = None) -> 
     """Bytes read plus bytes written by one inference of ``node``; None when nothing is known."""
     total = 0
     known = False
-    for name in (*node.inputs, *node.outputs):
+    for name in (*node.all_inputs, *node.outputs):
         t = _t(graph, name)
         if t is None:
             continue

@@ -86,6 +86,9 @@ class Inspector(QTextBrowser):
             rows.append(f"<tr><td>Parser said</td><td>{n.parser_status.value}</td></tr>")
         rows.append("</table><h4>Inputs</h4><table width=100% cellspacing=2>")
         rows += [self._tensor_row(i) for i in n.inputs]
+        if n.implicit_inputs:
+            rows.append("<tr><td colspan=3><i>read by its bodies from the enclosing graph:</i></td></tr>")
+            rows += [self._tensor_row(i) for i in n.implicit_inputs]
         rows.append("</table><h4>Outputs</h4><table width=100% cellspacing=2>")
         rows += [self._tensor_row(o) for o in n.outputs]
         rows.append("</table>")

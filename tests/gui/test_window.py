@@ -286,6 +286,7 @@ def test_inspector_lists_if_body_nodes(qtbot, window):
     window.inspector.show_node(branch)
     text = window.inspector.toPlainText()
     assert "Body then_branch" in text and "NonZero" in text
+    assert "enclosing graph" in text and "/Gather_output_0" in text
 
 
 def test_slow_job_shows_a_notice(qtbot, window, model_6k):
