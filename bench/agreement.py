@@ -13,7 +13,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine.agreement import measure
+from splitscope.engine.split.agreement import measure
+
 from tests.engine.models import agreement_models
 
 

@@ -117,9 +117,11 @@ def main() -> None:
     polygraphy = shutil.which("polygraphy")
     cmds = {
         "bare": lambda p: [sys.executable, "-c", BARE, str(p)],
-        "ours-rtx": lambda p: [sys.executable, "-m", "engine.cli", "analyze", str(p), "--parser", "rtx", "-q",
+        "ours-rtx": lambda p: [sys.executable, "-m", "splitscope.engine.cli", "analyze", str(p),
+                               "--parser", "rtx", "-q",
                                "--json", str(tmp / "out.json")],
-        "ours-table": lambda p: [sys.executable, "-m", "engine.cli", "analyze", str(p), "--parser", "table", "-q",
+        "ours-table": lambda p: [sys.executable, "-m", "splitscope.engine.cli", "analyze", str(p),
+                                 "--parser", "table", "-q",
                                  "--json", str(tmp / "out.json")],
     }
     if polygraphy and not args.no_polygraphy:

@@ -59,17 +59,16 @@ def ours_full_layout(path: Path) -> dict[str, float]:
     """Lay out every node in a worker with a UI heartbeat; then time paints of that view."""
     from PySide6.QtCore import QEventLoop, QTimer
     from PySide6.QtWidgets import QApplication
-
-    from engine.analyze import analyze_model
-    from engine.hierarchy import build_hierarchy
-    from gui.canvas import GraphCanvas
-    from profiler.jobs import JobRunner
+    from splitscope.engine.split.analyze import analyze_model
+    from splitscope.engine.view.hierarchy import build_hierarchy
+    from splitscope.gui.canvas import GraphCanvas
+    from splitscope.profiler.jobs import JobRunner
 
     app = QApplication.instance() or QApplication([])
     assert app is not None
     gm = analyze_model(path, parser="table")
     every = {g.id for g in build_hierarchy(gm, gm.order).groups if g.parent != -1}
-    from engine.layout import prepare_view
+    from splitscope.engine.view.layout import prepare_view
 
     runner = JobRunner()
     result: dict[str, object] = {}
@@ -129,7 +128,7 @@ def ours_full_layout(path: Path) -> dict[str, float]:
 
 
 def write_dot(path: Path, out: Path) -> int:
-    from engine.analyze import analyze_model
+    from splitscope.engine.split.analyze import analyze_model
 
     gm = analyze_model(path, parser="table")
     lines = ["digraph g {", "node [shape=box];"]

@@ -1,0 +1,1 @@
+"""Splitscope's engine: pure Python, no Qt. Sub-packages by concern (onnxio, split, view, report)."""

@@ -8,8 +8,10 @@ from pathlib import Path
 
 
 def child_env() -> tuple[dict[str, str], str]:
-    """Environment and working folder for an engine child process (``python -m engine....``)."""
-    root = str(Path(__file__).resolve().parent.parent)
+    """Environment and working folder for an engine child process (``python -m splitscope.engine....``)."""
+    import splitscope
+
+    root = str(Path(splitscope.__file__).resolve().parent.parent)
     env = dict(os.environ)
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     return env, root

@@ -1,7 +1,7 @@
 """``splitscope``: the headless command line over the same engine as the app.
 
 ``splitscope analyze [MODEL] [--json PATH] [--parser auto|tensorrt|rtx|table]``
-prints a short summary and writes the JSON document of :mod:`engine.report`.
+prints a short summary and writes the JSON document of :mod:`splitscope.engine.report`.
 Exit status: 0 success, 2 bad input (one line on stderr, no traceback),
 130 interrupted.
 """
@@ -13,8 +13,8 @@ import sys
 from collections import Counter
 from collections.abc import Sequence
 
-from engine.errors import SplitscopeError
-from engine.jobs import run_to_end
+from splitscope.engine.errors import SplitscopeError
+from splitscope.engine.jobs import run_to_end
 
 
 def _dims(values: list[str]) -> dict[str, int]:
@@ -28,8 +28,9 @@ def _dims(values: list[str]) -> dict[str, int]:
 
 
 def _print_summary(gm: object) -> None:
-    from engine.model import GraphModel, Status
-    from engine.report import format_bytes, headline
+    from splitscope.engine.model import GraphModel, Status
+    from splitscope.engine.report.stats import headline
+    from splitscope.engine.report.text import format_bytes
 
     assert isinstance(gm, GraphModel)
     p = gm.parser
@@ -56,8 +57,8 @@ def _print_summary(gm: object) -> None:
 
 
 def _cmd_analyze(args: argparse.Namespace) -> int:
-    from engine.analyze import analyze
-    from engine.report import write_json
+    from splitscope.engine.report.files import write_json
+    from splitscope.engine.split.analyze import analyze
 
     gm = run_to_end(analyze(args.model, parser=args.parser, dims=_dims(args.dim)))
     if not args.quiet:

@@ -14,7 +14,7 @@ from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from engine.errors import JobCancelledError
+from splitscope.engine.errors import JobCancelledError
 
 T = TypeVar("T")
 

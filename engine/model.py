@@ -1,7 +1,7 @@
 """The neutral graph model that the GUI, the CLI and every job share.
 
 Nothing here knows about Qt or TensorRT: a :class:`GraphModel` is plain data
-built by :func:`engine.graph.graph_from_onnx` and filled in by the split.
+built by :func:`splitscope.engine.onnxio.graph.graph_from_onnx` and filled in by the split.
 """
 
 from __future__ import annotations

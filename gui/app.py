@@ -27,15 +27,14 @@ from PySide6.QtWidgets import (
     QToolBar,
     QWidget,
 )
-
-from engine.layout import View, prepare_view, relayout
-from engine.model import GraphModel
-from engine.report import panel_stats
-from engine.sample import SAMPLE_MODEL
-from gui.canvas import GraphCanvas, Minimap
-from gui.palette import make_palette, system_is_dark
-from gui.panels import Inspector, OpsPanel, SummaryPanel
-from profiler.jobs import JobRunner
+from splitscope.engine.model import GraphModel
+from splitscope.engine.report.stats import panel_stats
+from splitscope.engine.sample import SAMPLE_MODEL
+from splitscope.engine.view.layout import View, prepare_view, relayout
+from splitscope.gui.canvas import GraphCanvas, Minimap
+from splitscope.gui.palette import make_palette, system_is_dark
+from splitscope.gui.panels import Inspector, OpsPanel, SummaryPanel
+from splitscope.profiler.jobs import JobRunner
 
 MAX_RECENT = 10
 APP_VERSION = "0.1.0"
@@ -275,7 +274,7 @@ class MainWindow(QMainWindow):
         first_layout = self._first_layout = threading.Event()
 
         def job(token: Any) -> Any:
-            from engine.analyze import analyze  # onnx loads in the worker, not before the window shows
+            from splitscope.engine.split.analyze import analyze  # onnx loads in the worker, not before the window shows
 
             gen = analyze(path, parser=parser, cancel=token, responsive=True)
             while True:
@@ -599,9 +598,8 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------ dependencies
     def _probe_dependencies(self) -> None:
+        from splitscope.engine._optional import probe_all
         from superqt.utils import create_worker
-
-        from engine._optional import probe_all
 
         worker = create_worker(probe_all, _start_thread=False, _ignore_errors=True)  # probes never raise
         worker.returned.connect(self._show_badges)
@@ -711,7 +709,7 @@ def _install_excepthook(app: QApplication) -> None:
     import logging
     import traceback
 
-    from engine.paths import log_dir
+    from splitscope.engine.paths import log_dir
 
     log_file = log_dir() / "splitscope.log"
     logging.basicConfig(filename=log_file, level=logging.INFO,

@@ -1,4 +1,4 @@
-"""The graph canvas: draws a :class:`engine.layout.Layout`, fast at 50k nodes.
+"""The graph canvas: draws a :class:`splitscope.engine.view.layout.Layout`, fast at 50k nodes.
 
 A plain QWidget that paints only what is on screen: items are culled with
 numpy against the visible scene rectangle, and the level of detail follows the
@@ -28,12 +28,11 @@ from PySide6.QtGui import (
     QWheelEvent,
 )
 from PySide6.QtWidgets import QWidget
-
-from engine.hierarchy import Hierarchy
-from engine.layout import HEADER, KIND_BLOCK, KIND_FRAME, KIND_NODE, Layout
-from engine.model import GraphModel, Status
-from engine.report import format_bytes
-from gui.palette import Palette, make_palette
+from splitscope.engine.model import GraphModel, Status
+from splitscope.engine.report.text import format_bytes
+from splitscope.engine.view.hierarchy import Hierarchy
+from splitscope.engine.view.layout import HEADER, KIND_BLOCK, KIND_FRAME, KIND_NODE, Layout
+from splitscope.gui.palette import Palette, make_palette
 
 MIN_SCALE, MAX_SCALE = 1e-4, 4.0
 LOD_BOXES = 0.12

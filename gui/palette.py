@@ -11,8 +11,7 @@ from dataclasses import dataclass
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
-
-from engine.model import Role, Status
+from splitscope.engine.model import Role, Status
 
 
 @dataclass(frozen=True)

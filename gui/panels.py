@@ -17,11 +17,10 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
-
-from engine.hierarchy import Hierarchy
-from engine.model import GraphModel, Node, Status
-from engine.report import format_bytes
-from gui.palette import STATUS_MARK, Palette
+from splitscope.engine.model import GraphModel, Node, Status
+from splitscope.engine.report.text import format_bytes
+from splitscope.engine.view.hierarchy import Hierarchy
+from splitscope.gui.palette import STATUS_MARK, Palette
 
 
 def _fmt(n: int | None) -> str:
@@ -151,7 +150,7 @@ class OpsModel(QAbstractTableModel):
         self.rows: list[tuple[str, int, str, float, str, list[int], bool]] = []
 
     def set_rows(self, rows: list[dict[str, Any]]) -> None:
-        """Show rows from :func:`engine.report.op_table`."""
+        """Show rows from :func:`splitscope.engine.report.stats.op_table`."""
         self.beginResetModel()
         self.rows = []
         for r in rows:
@@ -279,7 +278,7 @@ class SummaryPanel(QWidget):
         self._layout.addWidget(self.role_plot)
 
     def set_stats(self, gm: GraphModel | None, stats: dict[str, Any] | None, pal: Palette) -> None:
-        """Redraw from :func:`engine.report.panel_stats` (computed in a worker)."""
+        """Redraw from :func:`splitscope.engine.report.stats.panel_stats` (computed in a worker)."""
         if gm is None or stats is None:
             self.headline.setText("No model." if gm is None else "Analysing…")
             for plot in (self.status_plot, self.role_plot):

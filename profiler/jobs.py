@@ -1,7 +1,7 @@
 """Run engine job generators in Qt worker threads, with progress and cancel.
 
-The engine's jobs are plain generators that yield :class:`engine.jobs.Progress`
-and take a :class:`engine.jobs.CancelToken`. superqt's ``GeneratorWorker``
+The engine's jobs are plain generators that yield :class:`splitscope.engine.jobs.Progress`
+and take a :class:`splitscope.engine.jobs.CancelToken`. superqt's ``GeneratorWorker``
 runs them on the global thread pool and turns yields, returns and exceptions
 into signals; this module adds the cancel token (which also kills a parser
 child process) and one place that owns the running job.
@@ -13,10 +13,9 @@ from collections.abc import Callable, Generator
 from typing import Any
 
 from PySide6.QtCore import QObject, Signal
+from splitscope.engine.errors import JobCancelledError, SplitscopeError
+from splitscope.engine.jobs import CancelToken, Progress
 from superqt.utils import GeneratorWorker
-
-from engine.errors import JobCancelledError, SplitscopeError
-from engine.jobs import CancelToken, Progress
 
 JobFactory = Callable[[CancelToken], Generator[Progress, None, Any]]
 

@@ -1,8 +1,7 @@
 from __future__ import annotations
 
 import pytest
-
-from engine._optional import installed
+from splitscope.engine._optional import installed
 
 needs_rtx = pytest.mark.skipif(not installed("tensorrt_rtx"),
                                reason="TensorRT-RTX not installed (pip install 'splitscope[rtx]')")

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from engine.agreement import measure
+from splitscope.engine.split.agreement import measure
+
 from tests.engine import models as M
 from tests.engine.conftest import needs_rtx
 

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from splitscope.engine.cli import main
 
-from engine.cli import main
 from tests.engine import models as M
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -18,8 +18,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "engine.cli", *args], capture_output=True, text=True, env=env,
-                          cwd=ROOT, timeout=300)
+    return subprocess.run([sys.executable, "-m", "splitscope.engine.cli", *args], capture_output=True, text=True,
+                          env=env, cwd=ROOT, timeout=300)
 
 
 def test_analyze_sample_json(tmp_path, capsys):
@@ -82,7 +82,7 @@ def test_unnamed_nodes_in_json(tmp_path):
 
 def test_json_write_is_atomic(tmp_path, monkeypatch):
     """A failure while writing leaves the previous file intact and no temp file behind."""
-    from engine import report
+    from splitscope.engine.report import files as report
 
     out = tmp_path / "a.json"
     out.write_text("previous")

@@ -6,10 +6,10 @@ import numpy as np
 from onnx import TensorProto as T
 from onnx import helper as h
 from onnx import numpy_helper as nh
+from splitscope.engine.model import Role, Status
+from splitscope.engine.report.schema import to_json
+from splitscope.engine.split.analyze import analyze_model
 
-from engine.analyze import analyze_model
-from engine.model import Role, Status
-from engine.report import to_json
 from tests.engine import models as M
 
 

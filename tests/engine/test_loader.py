@@ -8,10 +8,10 @@ import pytest
 from onnx import TensorProto as T
 from onnx import helper as h
 from onnx import numpy_helper as nh
+from splitscope.engine import errors
+from splitscope.engine.onnxio.loader import load_model
+from splitscope.engine.split.analyze import analyze_model
 
-from engine import errors
-from engine.analyze import analyze_model
-from engine.loader import load_model
 from tests.engine import models as M
 
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from splitscope.engine.errors import ParserUnavailableError
+from splitscope.engine.model import Source, Status
+from splitscope.engine.split.analyze import analyze_model
+from splitscope.engine.split.parser import resolve_backend
 
-from engine.analyze import analyze_model
-from engine.errors import ParserUnavailableError
-from engine.model import Source, Status
-from engine.trt_capability import resolve_backend
 from tests.engine import models as M
 from tests.engine.conftest import needs_rtx
 
@@ -146,9 +146,9 @@ def test_parser_choice():
 
 
 def test_cancel_kills_the_parser(save_model):
-    from engine.analyze import analyze
-    from engine.errors import JobCancelledError
-    from engine.jobs import CancelToken
+    from splitscope.engine.errors import JobCancelledError
+    from splitscope.engine.jobs import CancelToken
+    from splitscope.engine.split.analyze import analyze
 
     token = CancelToken()
     job = analyze(save_model(M.five_node()), parser="rtx", cancel=token)
@@ -173,9 +173,9 @@ def test_odd_models(save_model, name, plugin):
 
 def test_parser_crash_falls_back_to_the_table(save_model, tmp_path, monkeypatch):
     """A parser that kills its process (as TensorRT can, DOMAIN.md 3) leaves the table's answer and a warning."""
-    from engine.analyze import apply_parser_answer
-    from engine.jobs import run_to_end
-    from engine.trt_capability import DISPLAY, ParserProcess
+    from splitscope.engine.jobs import run_to_end
+    from splitscope.engine.split.analyze import apply_parser_answer
+    from splitscope.engine.split.parser import DISPLAY, ParserProcess
 
     (tmp_path / "crashing_parser.py").write_text("import os\nos.abort()\n")
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))

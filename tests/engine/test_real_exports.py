@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.analyze import analyze_model
-from engine.hierarchy import build_hierarchy
-from engine.model import Role, Source, Status
+from splitscope.engine.model import Role, Source, Status
+from splitscope.engine.split.analyze import analyze_model
+from splitscope.engine.view.hierarchy import build_hierarchy
+
 from tests.engine.conftest import needs_rtx
 
 DATA = Path(__file__).resolve().parents[1] / "data"

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import onnx
 import pytest
+from splitscope.engine.onnxio.wire import WireError, read_structure
 
-from engine.wire import WireError, read_structure
 from tests.engine import models as M
 
 

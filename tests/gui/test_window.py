@@ -10,10 +10,10 @@ from pathlib import Path
 
 import onnx
 import pytest
+from splitscope.engine.model import Status
+from splitscope.engine.sample import SAMPLE_MODEL
+from splitscope.engine.view.layout import KIND_BLOCK, KIND_FRAME, KIND_NODE
 
-from engine.layout import KIND_BLOCK, KIND_FRAME, KIND_NODE
-from engine.model import Status
-from engine.sample import SAMPLE_MODEL
 from tests.gui.conftest import wait_idle
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,7 +36,7 @@ def test_open_sample_select_node_shows_inspector(qtbot, window):
     # The ops table follows the selection.
     rows = window.ops.table.selectionModel().selectedRows()
     assert rows and "DCNv4" in rows[0].data()
-    assert "2 node(s) of 2 op type(s) need custom CUDA" in window.summary.headline.text()
+    assert "2 nodes of 2 op types need custom CUDA" in window.summary.headline.text()
     assert window.windowTitle().endswith("sample.onnx")
 
 
@@ -157,7 +157,7 @@ def test_cancel_layout(qtbot, window, model_6k):
 
 def test_refines_table_colours_with_the_parser(qtbot, tmp_path):
     pytest.importorskip("tensorrt_rtx", reason="TensorRT-RTX not installed")
-    from gui.app import MainWindow
+    from splitscope.gui.app import MainWindow
 
     w = MainWindow(parser="rtx")
     qtbot.addWidget(w)

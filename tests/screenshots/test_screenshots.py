@@ -12,8 +12,7 @@ from pathlib import Path
 import numpy as np
 from PySide6.QtCore import QCoreApplication, QSettings, QThreadPool
 from PySide6.QtGui import QImage
-
-from engine.sample import SAMPLE_MODEL
+from splitscope.engine.sample import SAMPLE_MODEL
 
 HERE = Path(__file__).resolve().parent
 REF = HERE / "reference"
@@ -44,7 +43,7 @@ def _check(name: str, img: QImage) -> None:
 
 
 def test_main_window_on_sample(qtbot, tmp_path):
-    from gui.app import MainWindow
+    from splitscope.gui.app import MainWindow
 
     QCoreApplication.setOrganizationName("SplitscopeScreens")
     QSettings.setPath(QSettings.Format.NativeFormat, QSettings.Scope.UserScope, str(tmp_path))

@@ -2,9 +2,9 @@
 
 Analysis needs structure, types and shapes only. Weights are never read: the
 file is mapped and large initializers' bytes skipped at the wire level
-(:mod:`engine.wire`), large initializers become typed graph inputs before shape
+(:mod:`splitscope.engine.onnxio.wire`), large initializers become typed graph inputs before shape
 inference, and external-data files are only checked to exist and be long enough. Every failure
-raises a typed :class:`engine.errors.ModelLoadError` with a one-line message.
+raises a typed :class:`splitscope.engine.errors.ModelLoadError` with a one-line message.
 """
 
 from __future__ import annotations
@@ -16,8 +16,7 @@ from pathlib import Path
 import onnx
 from google.protobuf.message import DecodeError
 from onnx import TensorProto, helper
-
-from engine.errors import (
+from splitscope.engine.errors import (
     EmptyGraphError,
     ExternalDataError,
     InvalidGraphError,
@@ -26,8 +25,8 @@ from engine.errors import (
     ModelNotFoundError,
     UnsupportedOpsetError,
 )
-from engine.model import DTYPE_SIZES, Initializer
-from engine.wire import WireError, read_structure
+from splitscope.engine.model import DTYPE_SIZES, Initializer
+from splitscope.engine.onnxio.wire import WireError, read_structure
 
 # Initializers at most this many elements keep their values: shape vectors,
 # axes, zero points and scalars that static checks and shape inference read.

@@ -9,7 +9,7 @@ subgraphs come out (pinned in tests against the real parser).
 
 from __future__ import annotations
 
-from engine.model import BoundaryTensor, Graph, Partition, Status
+from splitscope.engine.model import BoundaryTensor, Graph, Partition, Status
 
 
 def find_partitions(graph: Graph, order: list[int], dims: dict[str, int] | None = None) -> list[Partition]:

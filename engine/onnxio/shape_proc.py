@@ -1,4 +1,4 @@
-"""Child process for ONNX shape inference: ``python -m engine.shape_proc MODEL``.
+"""Child process for ONNX shape inference: ``python -m splitscope.engine.onnxio.shape_proc MODEL``.
 
 Shape inference is one long C++ call that holds Python's GIL (0.7 s on a
 50k-node model): run in a thread of the GUI process it would freeze the window.
@@ -18,9 +18,9 @@ import onnx
 
 def main(argv: list[str]) -> int:
     """Infer shapes of ``argv[0]`` and write the result to stdout."""
-    from engine.errors import SplitscopeError
-    from engine.graph import infer_shapes
-    from engine.loader import load_model
+    from splitscope.engine.errors import SplitscopeError
+    from splitscope.engine.onnxio.loader import load_model
+    from splitscope.engine.onnxio.shapes import infer_shapes
 
     try:
         loaded = load_model(Path(argv[0]))

@@ -19,10 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-
-from engine.hierarchy import Hierarchy
-from engine.jobs import CancelToken, Progress, gc_paused
-from engine.model import GraphModel
+from splitscope.engine.jobs import CancelToken, Progress, gc_paused
+from splitscope.engine.model import GraphModel
+from splitscope.engine.view.hierarchy import Hierarchy
 
 NODE_W, NODE_H = 170.0, 46.0
 BLOCK_W, BLOCK_H = 210.0, 64.0
@@ -347,7 +346,7 @@ def compute_layout(ctx: LayoutContext, expanded: set[int] | frozenset[int],
 
 def _arrays(ctx: LayoutContext, L: Layout) -> dict[str, np.ndarray]:
     """Numpy views of a layout for culling and drawing, built in the worker, not on the UI thread."""
-    from engine.model import Status
+    from splitscope.engine.model import Status
 
     x = np.asarray(L.x, dtype=np.float64)
     y = np.asarray(L.y, dtype=np.float64)
@@ -401,14 +400,14 @@ class View:
     ctx: LayoutContext
     layout: Layout
     stats: dict[str, Any] | None = None
-    """Panel figures (engine.report.panel_stats), when the analysis is final."""
+    """Panel figures (splitscope.engine.report.stats.panel_stats), when the analysis is final."""
 
 
 def prepare_view(gm: GraphModel, expanded: set[int] | None = None,
                  cancel: CancelToken | None = None) -> Generator[Progress, None, View]:
     """Build the group tree and the first layout of an analysed model (a job generator)."""
-    from engine.graph import topological_order
-    from engine.hierarchy import build_hierarchy
+    from splitscope.engine.onnxio.graph import topological_order
+    from splitscope.engine.view.hierarchy import build_hierarchy
 
     yield Progress("layout", 0, 0, "Grouping nodes by scope")
     with gc_paused():

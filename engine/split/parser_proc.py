@@ -1,6 +1,6 @@
 """Child process that asks the real TensorRT ONNX parser about every node.
 
-Run as ``python -m engine.parser_proc MODULE MODEL``; it writes JSON lines to
+Run as ``python -m splitscope.engine.split.parser_proc MODULE MODEL``; it writes JSON lines to
 stdout (``version``, ``progress``, then one ``result``). It runs in its own
 process because the parser can crash the process (DOMAIN.md section 3), because
 a hard cancel must be able to kill it, and so the parent can build its own graph
@@ -120,9 +120,9 @@ class Session:
     def load_proto(self) -> onnx.ModelProto:
         """Decode the model's structure once (never its weights) and infer types for cut boundaries."""
         if self.full is None:
-            from engine.graph import infer_shapes
-            from engine.loader import SMALL_INITIALIZER_ELEMENTS, prepare_model
-            from engine.wire import ModelLayout, read_structure
+            from splitscope.engine.onnxio.loader import SMALL_INITIALIZER_ELEMENTS, prepare_model
+            from splitscope.engine.onnxio.shapes import infer_shapes
+            from splitscope.engine.onnxio.wire import ModelLayout, read_structure
 
             self.layout = ModelLayout(self.data)
             self.full = onnx.ModelProto.FromString(read_structure(self.path, SMALL_INITIALIZER_ELEMENTS))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from engine.model import Graph, Node, Tensor
+from splitscope.engine.model import Graph, Node, Tensor
 
 _ELEMENTWISE_1 = {
     "Add", "Sub", "Mul", "Div", "Max", "Min", "Sum", "Mean", "Neg", "Abs", "Relu", "LeakyRelu", "PRelu",

@@ -1,6 +1,6 @@
 """Ask the real TensorRT (or TensorRT-RTX) ONNX parser which nodes it takes.
 
-The parser runs in a child process (:mod:`engine.parser_proc`): it may crash on
+The parser runs in a child process (:mod:`splitscope.engine.split.parser_proc`): it may crash on
 odd models, a hard cancel must be able to kill it, and the parent builds its
 graph model meanwhile. This module starts it, relays its progress and turns its
 answer into per-node verdicts.
@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine._children import child_command, child_env
-from engine._optional import installed
-from engine.errors import JobCancelledError, ParserUnavailableError
-from engine.jobs import CancelToken, Progress
+from splitscope.engine._children import child_command, child_env
+from splitscope.engine._optional import installed
+from splitscope.engine.errors import JobCancelledError, ParserUnavailableError
+from splitscope.engine.jobs import CancelToken, Progress
 
 BACKENDS = {"tensorrt": "tensorrt", "rtx": "tensorrt_rtx"}
 DISPLAY = {"tensorrt": "tensorrt", "tensorrt_rtx": "tensorrt-rtx"}
@@ -77,7 +77,7 @@ class ParserProcess:
         # stderr goes to a file: TensorRT may log a lot, and a full pipe would block the child.
         self._stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")  # noqa: SIM115
         self.proc = subprocess.Popen(
-            child_command("engine.parser_proc", module, str(model.resolve())),
+            child_command("splitscope.engine.split.parser_proc", module, str(model.resolve())),
             stdout=subprocess.PIPE, stderr=self._stderr, stdin=subprocess.DEVNULL, env=env, text=True, cwd=root)
 
     def kill(self) -> None:

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.model import Graph, Node, Source, Status
+from splitscope.engine.model import Graph, Node, Source, Status
+from splitscope.engine.sample import resource
 
-TABLE_PATH = Path(__file__).resolve().parent.parent / "resources" / "onnx-trt-operators.json"
+TABLE_PATH = resource("onnx-trt-operators.json")
 
 # Types TensorRT has at all (parser_data_types of the table, in ONNX names).
 TRT_DTYPES = frozenset({

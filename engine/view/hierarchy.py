@@ -1,7 +1,7 @@
 """Group a graph's nodes into a tree of name scopes, for hierarchical expand and collapse.
 
 Exporters name nodes by module path (``/encoder/layer.3/attn/MatMul``) or record
-the scope in metadata; :func:`engine.graph.scope_of` reads it. Here those paths
+the scope in metadata; :func:`splitscope.engine.onnxio.graph.scope_of` reads it. Here those paths
 become a tree of :class:`Group`\\ s. Chains of single-child scopes are merged
 (``encoder/layer.3`` when ``encoder`` holds nothing else), and a group with too
 many direct nodes (a graph exported without scopes) is split into runs of
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from engine.model import GraphModel, Status
+from splitscope.engine.model import GraphModel, Status
 
 CHUNK = 200
 """Most direct nodes a group shows before they are split into runs."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from engine.analyze import analyze_model
+from splitscope.engine.split.analyze import analyze_model
 
 
 @dataclass(slots=True)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from engine.graph import topological_order
-from engine.model import Graph, Role
+from splitscope.engine.model import Graph, Role
+from splitscope.engine.onnxio.graph import topological_order
 
 HEAVY_OPS = frozenset({
     "Conv", "ConvTranspose", "MatMul", "Gemm", "Attention", "MultiHeadAttention", "GroupQueryAttention",

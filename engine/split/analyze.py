@@ -6,16 +6,17 @@ import os
 from collections.abc import Generator
 from pathlib import Path
 
-from engine.costs import fill_costs
-from engine.graph import apply_shape_inference, bind_function_shapes, graph_from_onnx
-from engine.jobs import CancelToken, Progress, gc_paused, run_to_end
-from engine.loader import load_model
-from engine.model import GraphModel, ParserInfo, Source, Status
-from engine.partitions import find_partitions
-from engine.roles import assign_roles
-from engine.sample import SAMPLE_MODEL
-from engine.support_table import BUILD_TIME_CHECKS, TARGET_RTX, TARGET_TENSORRT, load_table, predict_graph
-from engine.trt_capability import DISPLAY, ParserAnswer, ParserProcess, resolve_backend
+from splitscope.engine.jobs import CancelToken, Progress, gc_paused, run_to_end
+from splitscope.engine.model import GraphModel, ParserInfo, Source, Status
+from splitscope.engine.onnxio.graph import graph_from_onnx
+from splitscope.engine.onnxio.loader import load_model
+from splitscope.engine.onnxio.shapes import apply_shape_inference, bind_function_shapes
+from splitscope.engine.sample import SAMPLE_MODEL
+from splitscope.engine.split.costs import fill_costs
+from splitscope.engine.split.parser import DISPLAY, ParserAnswer, ParserProcess, resolve_backend
+from splitscope.engine.split.partitions import find_partitions
+from splitscope.engine.split.roles import assign_roles
+from splitscope.engine.split.table import BUILD_TIME_CHECKS, TARGET_RTX, TARGET_TENSORRT, load_table, predict_graph
 
 
 def analyze(path: str | os.PathLike[str] | None = None, *, parser: str = "auto",

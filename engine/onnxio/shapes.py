@@ -1,0 +1,173 @@
+"""Types and shapes: ONNX shape inference that survives custom ops, in process or in a child.
+
+ONNX cannot infer through custom-domain ops; :func:`infer_shapes` assumes each
+such op's first output has its first input's type and shape so that costs
+downstream stay known, and says so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+import onnx
+from onnx import AttributeProto
+from splitscope.engine.model import Dim, Graph, GraphModel
+from splitscope.engine.onnxio.graph import _shape_of, build_graph
+from splitscope.engine.onnxio.loader import LoadedModel
+
+
+def _is_opaque(node: onnx.NodeProto, functions: set[tuple[str, str]]) -> bool:
+    return (node.domain not in ("", "ai.onnx", "ai.onnx.ml") and (node.domain, node.op_type) not in functions
+            and len(node.input) > 0 and bool(node.input[0]) and len(node.output) > 0)
+
+
+def infer_shapes(m: onnx.ModelProto, warnings: list[str]) -> tuple[onnx.ModelProto, set[str]]:
+    """Run ONNX shape inference without failing on models it cannot fully type.
+
+    ONNX cannot infer through custom-domain ops, which would leave everything
+    downstream of one unknown. For inference only, each such op's first output
+    is assumed to have its first input's type and shape (true of most custom
+    activations, norms and attention kernels); the assumed tensors are returned
+    so callers can say so.
+
+    Returns
+    -------
+    (inferred model, names of tensors whose type was assumed)
+    """
+    functions = {(f.domain, f.name) for f in m.functions}
+    swapped: list[tuple[int, onnx.NodeProto]] = []
+    for idx, node in enumerate(m.graph.node):
+        if _is_opaque(node, functions):
+            stand_in = onnx.helper.make_node("Identity", [node.input[0]], [node.output[0]], name=node.name)
+            original = onnx.NodeProto()
+            original.CopyFrom(node)  # `node` is a view into the repeated field
+            swapped.append((idx, original))
+            m.graph.node[idx].CopyFrom(stand_in)
+    try:
+        out = onnx.shape_inference.infer_shapes(m, check_type=False, strict_mode=False, data_prop=True)
+    except Exception as e:  # noqa: BLE001 - shape inference is best effort
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        warnings.append(f"Shape inference stopped ({first[:200]}); some shapes and FLOPs are unknown.")
+        out = m
+    assumed: set[str] = set()
+    for idx, node in swapped:
+        m.graph.node[idx].CopyFrom(node)
+        if out is not m:
+            out.graph.node[idx].CopyFrom(node)
+        assumed.add(node.output[0])
+    if assumed:
+        warnings.append(f"Shapes of {len(assumed)} custom-op output(s) are assumed equal to their first input's "
+                        "(ONNX cannot infer through custom ops).")
+    return out, assumed
+
+
+def apply_shape_inference(gm: GraphModel, loaded: LoadedModel, in_subprocess: bool = False) -> None:
+    """Infer types and shapes and write them into ``gm``'s tensors (and rebuild nested bodies).
+
+    ``in_subprocess`` runs the inference in a child process (:mod:`splitscope.engine.onnxio.shape_proc`),
+    so that a GUI thread calling this never holds the GIL for long.
+    """
+    if in_subprocess and gm.path is not None:
+        result = _infer_in_subprocess(gm.path)
+        if result is None:
+            gm.warnings.append("Shape inference failed in its worker process; some shapes and FLOPs are unknown.")
+            return
+        g, bodies, assumed, warnings = result
+        gm.warnings.extend(warnings)
+        body_nodes = dict(zip(bodies, g.node, strict=True))
+    else:
+        m, assumed = infer_shapes(loaded.proto, gm.warnings)
+        g = m.graph
+        body_nodes = {n.index: g.node[n.index] for n in gm.graph.nodes if n.subgraphs}
+    tensors = gm.graph.tensors
+    for vi in (*g.input, *g.value_info, *g.output):
+        t = tensors.get(vi.name)
+        if t is None:
+            continue
+        dt, shp = _shape_of(vi.type)
+        if dt is not None:
+            t.dtype = dt
+        if shp is not None:
+            t.shape = shp
+    outer = set(tensors)
+    for idx, pn in body_nodes.items():
+        node = gm.graph.nodes[idx]
+        for a in pn.attribute:
+            sub_path = f"{pn.name or '#' + str(idx)}/{a.name}"
+            if a.type == AttributeProto.GRAPH:
+                node.subgraphs[a.name], _ = build_graph(a.g, sub_path, None, gm.functions, outer)
+            elif a.type == AttributeProto.GRAPHS:
+                for k, sg in enumerate(a.graphs):
+                    node.subgraphs[f"{a.name}[{k}]"], _ = build_graph(sg, f"{sub_path}[{k}]", None, gm.functions,
+                                                                     outer)
+    gm.assumed_shapes = set(assumed)
+
+
+def _infer_in_subprocess(path: Path) -> tuple[onnx.GraphProto, list[int], list[str], list[str]] | None:
+    import json
+    import subprocess
+
+    from splitscope.engine._children import child_command, child_env
+
+    env, root = child_env()
+    proc = subprocess.run(child_command("splitscope.engine.onnxio.shape_proc", str(path.resolve())),
+                          capture_output=True, env=env, cwd=root, stdin=subprocess.DEVNULL, check=False)
+    head, _, body = proc.stdout.partition(b"\n")
+    try:
+        header = json.loads(head)
+    except ValueError:
+        return None
+    if proc.returncode != 0 or "bytes" not in header:
+        return None
+    g = onnx.GraphProto.FromString(body[: header["bytes"]])
+    return g, list(header["bodies"]), list(header["assumed"]), list(header["warnings"])
+
+
+def bind_function_shapes(gm: GraphModel, proto: onnx.ModelProto) -> None:
+    """Give each model-local function call a body with shapes, inferred from the call's input types.
+
+    Bodies are shared between calls of the same function with the same input types
+    (a cache keyed by them), so a model with thousands of calls infers a handful of
+    small graphs.
+    """
+    fprotos = {(f.domain, f.name): f for f in proto.functions}
+    if not fprotos:
+        return
+    tensors = gm.graph.tensors
+    model_opsets = list(proto.opset_import)
+    cache: dict[tuple[object, ...], Graph] = {}
+    for node in gm.graph.nodes:
+        f = fprotos.get((node.domain, node.op_type))
+        if f is None or node.function is None:
+            continue
+        types = []
+        for name in node.inputs:
+            t = tensors.get(name) if name else None
+            types.append((t.dtype, t.shape) if t is not None else (None, None))
+        key = (node.domain, node.op_type, tuple(types))
+        body = cache.get(key)
+        if body is None:
+            body = cache[key] = _function_body(f, types, model_opsets, gm)
+        node.function = body
+
+
+def _function_body(f: onnx.FunctionProto, types: list[tuple[str | None, tuple[Dim, ...] | None]],
+                   model_opsets: list[onnx.OperatorSetIdProto], gm: GraphModel) -> Graph:
+    inputs = []
+    for name, (dtype, shape) in zip(f.input, types, strict=False):
+        elem = 0
+        if dtype:
+            with contextlib.suppress(ValueError):
+                elem = onnx.TensorProto.DataType.Value(dtype)
+        inputs.append(onnx.helper.make_tensor_value_info(name, elem, list(shape) if shape is not None else None))
+    g = onnx.helper.make_graph(list(f.node), f.name, inputs,
+                               [onnx.helper.make_value_info(o, onnx.TypeProto()) for o in f.output])
+    opsets = {o.domain: o.version for o in model_opsets}
+    opsets.update({o.domain: o.version for o in f.opset_import})
+    m = onnx.helper.make_model(g, opset_imports=[onnx.helper.make_opsetid(d, v) for d, v in opsets.items()])
+    m.ir_version = 8
+    with contextlib.suppress(Exception):  # best effort: an untyped body still shows its structure
+        m = onnx.shape_inference.infer_shapes(m, strict_mode=False)
+    body, _ = build_graph(m.graph, f"function {f.domain}::{f.name}", None, gm.functions)
+    return body

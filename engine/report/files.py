@@ -1,0 +1,60 @@
+"""Writing files the user keeps: always atomically, with the permissions of any file they save."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO
+
+from splitscope.engine.model import GraphModel
+
+
+def _umask_mode() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def write_atomic(path: str | os.PathLike[str], write: Callable[[IO[bytes]], None]) -> Path:
+    """Call ``write`` on a temporary file beside ``path``, then rename it over ``path``.
+
+    A crash, an exception in ``write`` or a cancel never leaves half a file, and
+    never touches an existing file at ``path``. The result gets the permissions a
+    plain ``open(path, "w")`` would give it (mkstemp's are 0600).
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, _umask_mode())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically."""
+    return write_atomic(path, lambda f: f.write(data))  # type: ignore[arg-type, return-value]
+
+
+def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` atomically."""
+    return write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def write_json(gm: GraphModel, path: str | os.PathLike[str]) -> Path:
+    """Write the analysis document atomically; indented for small models, compact past 5000 nodes."""
+    from splitscope.engine.report.schema import to_json
+
+    doc = to_json(gm)
+    text = json.dumps(doc, indent=1) if len(gm.nodes) <= 5000 else json.dumps(doc, separators=(",", ":"))
+    return write_text_atomic(path, text)

@@ -1,0 +1,52 @@
+"""The JSON document of an analysis (``splitscope analyze --json``), for CI and reports (schema v1)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from splitscope.engine.model import GraphModel
+from splitscope.engine.report.stats import headline, role_summary, split_summary
+
+SCHEMA_VERSION = 1
+
+
+def to_json(gm: GraphModel) -> dict[str, Any]:
+    """The analysis as a JSON-ready dict (schema ``splitscope-analysis`` v1)."""
+    p = gm.parser
+    nodes = gm.nodes
+    summary = split_summary(gm)
+    return {
+        "schema": "splitscope-analysis",
+        "schema_version": SCHEMA_VERSION,
+        "model": str(gm.path) if gm.path else None,
+        "producer": gm.producer,
+        "ir_version": gm.ir_version,
+        "opsets": gm.opsets,
+        "parser": {"name": p.name, "version": p.version, **({"target": p.target} if p.name == "table" else {}),
+                   "calls": p.calls, "seconds": round(p.seconds, 3), "notes": p.notes},
+        "nodes": len(nodes),
+        "nested_nodes": sum(1 for _ in gm.graph.walk()) - len(nodes),
+        "summary": summary,
+        "roles": role_summary(gm),
+        "flops": gm.total_flops(),
+        "headline": headline(gm, summary),
+        "partitions": [
+            {"index": part.index, "nodes": [nodes[i].label for i in part.nodes], "flops": part.flops,
+             "boundary_tensors": [{"name": t.name, "bytes": t.bytes, "direction": t.direction,
+                                   "symbolic": t.symbolic} for t in part.boundary_tensors],
+             "boundary_bytes": part.boundary_bytes}
+            for part in gm.partitions
+        ],
+        "boundary_bytes": gm.boundary_bytes,
+        "symbolic_dims": {d: gm.dims.get(d, 1) for d in gm.symbolic_dims()},
+        "assumed_shapes": sorted(gm.assumed_shapes),
+        "warnings": gm.warnings,
+        "node_status": [
+            {"name": n.label, "op_type": n.op_type, "domain": n.domain, "status": n.status.value,
+             "role": n.role.value, "reason": n.reason, "source": n.source.value, "flops": n.flops,
+             "bytes": n.bytes, "scope": "/".join(n.scope),
+             **({"table_status": n.table_status.value} if n.table_status is not None else {}),
+             **({"parser_status": n.parser_status.value} if n.parser_status is not None else {})}
+            for n in nodes
+        ],
+    }

@@ -1,0 +1,57 @@
+"""One place for each sentence and label the CLI, the panels and reports share."""
+
+from __future__ import annotations
+
+from splitscope.engine.model import GraphModel, Node, ParserInfo
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``1 node``, ``2 nodes``; ``many`` for irregular plurals (``1 op type`` -> ``op types``)."""
+    return f"{n} {word if n == 1 else (many or word + 's')}"
+
+
+def op_label(domain: str, op_type: str) -> str:
+    """``Conv`` for the standard domain, ``com.example::Gelu`` otherwise."""
+    return f"{domain}::{op_type}" if domain and domain != "ai.onnx" else op_type
+
+
+def node_op_label(node: Node) -> str:
+    """:func:`op_label` of a node."""
+    return op_label(node.domain, node.op_type)
+
+
+def decided_by(p: ParserInfo, *, calls: bool = True) -> str:
+    """Which source decided the split, as a phrase: ``TensorRT-RTX 1.7.1 parser (3 calls)``."""
+    if p.name == "table":
+        return f"TensorRT {p.version} operator table (predicting {p.target})".replace("  ", " ")
+    text = f"{p.name} {p.version}".strip() + " parser"
+    if calls and p.calls:
+        text += f" ({plural(p.calls, 'call')})"
+    return text
+
+
+def format_bytes(n: int) -> str:
+    """Human-readable byte count (decimal units, as TensorRT's tools print)."""
+    if n < 1000:
+        return f"{n} B"
+    for unit in ("kB", "MB", "GB", "TB"):
+        n_f = n / 1000
+        if n_f < 1000 or unit == "TB":
+            return f"{n_f:.1f} {unit}"
+        n = int(n_f)
+    return f"{n} B"
+
+
+def format_count(n: int | None) -> str:
+    """FLOPs and the like: ``1.2 G``; an em dash when unknown."""
+    if n is None:
+        return "—"
+    for unit, div in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(n) >= div:
+            return f"{n / div:.1f} {unit}"
+    return str(n)
+
+
+def model_title(gm: GraphModel) -> str:
+    """The model's file name, or a placeholder when it was given as bytes."""
+    return gm.path.name if gm.path else "model"
