@@ -30,7 +30,7 @@ def _dims(values: list[str]) -> dict[str, int]:
 def _print_summary(gm: object) -> None:
     from splitscope.engine.model import GraphModel, Status
     from splitscope.engine.report.stats import headline
-    from splitscope.engine.report.text import format_bytes
+    from splitscope.engine.text import format_bytes
 
     assert isinstance(gm, GraphModel)
     p = gm.parser

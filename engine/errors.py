@@ -11,6 +11,8 @@ class SplitscopeError(Exception):
     """Base class: a problem with the user's input, not a bug in Splitscope."""
 
     def __init__(self, message: str) -> None:
+        # One line, always: names from a damaged file may hold newlines or control characters.
+        message = "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
         super().__init__(message)
         self.message = message
 

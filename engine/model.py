@@ -134,6 +134,8 @@ class Node:
     """What the support table predicted, kept to measure agreement with the parser."""
     parser_status: Status | None = None
     """What the parser said (None when it was not asked or could not verify the node)."""
+    defect: str = ""
+    """Why the node is malformed ONNX (:mod:`splitscope.engine.onnxio.validate`), '' when it is not."""
 
     @property
     def all_inputs(self) -> list[str]:

@@ -29,7 +29,7 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QWidget
 from splitscope.engine.model import GraphModel, Status
-from splitscope.engine.report.text import format_bytes
+from splitscope.engine.text import format_bytes
 from splitscope.engine.view.hierarchy import Hierarchy
 from splitscope.engine.view.layout import HEADER, KIND_BLOCK, KIND_FRAME, KIND_NODE, Layout
 from splitscope.gui.palette import Palette, make_palette

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 from splitscope.engine.model import GraphModel, Node, Status
-from splitscope.engine.report.text import format_bytes
+from splitscope.engine.text import format_bytes
 from splitscope.engine.view.hierarchy import Hierarchy
 from splitscope.gui.palette import STATUS_MARK, Palette
 

@@ -12,6 +12,7 @@ from onnx import AttributeProto
 from splitscope.engine.errors import CyclicGraphError
 from splitscope.engine.model import Dim, Graph, GraphModel, Initializer, Node, Tensor
 from splitscope.engine.onnxio.loader import LoadedModel, dtype_name
+from splitscope.engine.onnxio.validate import node_defect
 
 _MAX_ATTR_VALUES = 16
 
@@ -176,8 +177,13 @@ def _find_cycle(stuck: list[Node], nodes: list[Node], tensors: dict[str, Tensor]
 
 
 def build_graph(g: onnx.GraphProto, path: str, initializers: dict[str, Initializer] | None,
-                functions: dict[tuple[str, str], Graph], outer: set[str] | None = None) -> tuple[Graph, list[int]]:
-    """Build a :class:`Graph` (recursing into bodies) and return it with a topological order."""
+                functions: dict[tuple[str, str], Graph], outer: set[str] | None = None,
+                opsets: dict[str, int] | None = None) -> tuple[Graph, list[int]]:
+    """Build a :class:`Graph` (recursing into bodies) and return it with a topological order.
+
+    With ``opsets`` (domain to version) every node is also checked against its schema
+    (:func:`splitscope.engine.onnxio.validate.node_defect`).
+    """
     tensors: dict[str, Tensor] = {}
     label = f"'{path}'" if path else "(main graph)"
 
@@ -223,15 +229,17 @@ def build_graph(g: onnx.GraphProto, path: str, initializers: dict[str, Initializ
         for a in pn.attribute:
             if a.type == AttributeProto.GRAPH:
                 sub_path = f"{path}/{pn.name or '#' + str(idx)}/{a.name}".lstrip("/")
-                subgraphs[a.name], _ = build_graph(a.g, sub_path, None, functions, set(tensors))
+                subgraphs[a.name], _ = build_graph(a.g, sub_path, None, functions, None, opsets)
             elif a.type == AttributeProto.GRAPHS:
                 for k, sg in enumerate(a.graphs):
                     sub_path = f"{path}/{pn.name or '#' + str(idx)}/{a.name}[{k}]".lstrip("/")
-                    subgraphs[f"{a.name}[{k}]"], _ = build_graph(sg, sub_path, None, functions, set(tensors))
+                    subgraphs[f"{a.name}[{k}]"], _ = build_graph(sg, sub_path, None, functions, None, opsets)
             else:
                 attrs[a.name] = attribute_value(a)
         node = Node(idx, pn.name, pn.op_type, pn.domain, list(pn.input), list(pn.output), attrs,
                     scope_of(pn), subgraphs, functions.get((pn.domain, pn.op_type)))
+        if opsets is not None:
+            node.defect = node_defect(pn, opsets, tensors, constants)
         if subgraphs:
             node.implicit_inputs = sorted({r for sub in subgraphs.values() for r in outer_references(sub)}
                                           - set(node.inputs))
@@ -268,16 +276,18 @@ def graph_from_onnx(loaded: LoadedModel, infer: bool = True) -> tuple[GraphModel
     warnings = list(loaded.warnings)
     m = loaded.proto
     functions: dict[tuple[str, str], Graph] = {}
+    opsets = {(o.domain or "ai.onnx"): o.version for o in m.opset_import}
     for f in m.functions:
         fg = onnx.helper.make_graph(list(f.node), f.name, [onnx.helper.make_value_info(i, onnx.TypeProto())
                                                            for i in f.input],
                                     [onnx.helper.make_value_info(o, onnx.TypeProto()) for o in f.output])
-        functions[(f.domain, f.name)], _ = build_graph(fg, f"function {f.domain}::{f.name}", None, functions)
-    graph, order = build_graph(m.graph, "", loaded.initializers, functions)
+        f_opsets = {**opsets, **{(o.domain or "ai.onnx"): o.version for o in f.opset_import}}
+        functions[(f.domain, f.name)], _ = build_graph(fg, f"function {f.domain}::{f.name}", None, functions,
+                                                       None, f_opsets)
+    graph, order = build_graph(m.graph, "", loaded.initializers, functions, None, opsets)
     if not is_topologically_sorted(graph):
         warnings.append("Nodes are not in topological order, as ONNX requires: TensorRT's parser may reject "
                         "the model; re-export or sort it (onnx-graphsurgeon's toposort).")
-    opsets = {(o.domain or "ai.onnx"): o.version for o in m.opset_import}
     gm = GraphModel(loaded.path, graph, m.ir_version, opsets,
                     f"{m.producer_name} {m.producer_version}".strip(), functions, warnings=warnings,
                     model_bytes=loaded.file_bytes, order=order)

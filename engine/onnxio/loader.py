@@ -9,7 +9,9 @@ raises a typed :class:`splitscope.engine.errors.ModelLoadError` with a one-line 
 
 from __future__ import annotations
 
+import math
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,34 +59,113 @@ class LoadedModel:
     warnings: list[str] = field(default_factory=list)
 
 
-def _external_location(t: TensorProto) -> dict[str, str]:
-    return {e.key: e.value for e in t.external_data}
+def _safe(text: str, limit: int = 120) -> str:
+    """A name from the file, printable and short, for a one-line message."""
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _tensor_bytes(t: TensorProto) -> int | None:
+    """Bytes the tensor's data takes on disk, None when its type has no fixed size."""
+    dt = dtype_name(t.data_type)
+    size = DTYPE_SIZES.get(dt or "")
+    if not size:
+        return None
+    return math.ceil(_numel(t.dims) * size)
+
+
+def _external_record(t: TensorProto, where: str) -> tuple[str, int, int | None]:
+    """(location, offset, length) of an external tensor, checked to be well formed."""
+    seen: dict[str, str] = {}
+    for e in t.external_data:
+        if e.key in seen:
+            raise ExternalDataError(
+                f"Initializer '{_safe(t.name)}'{where} gives its external-data key '{_safe(e.key)}' twice: the "
+                "model is damaged; re-save it with onnx.save(..., save_as_external_data=True).")
+        seen[e.key] = e.value
+    loc = seen.get("location", "")
+    if not loc or any(not c.isprintable() for c in loc):
+        raise ExternalDataError(
+            f"Initializer '{_safe(t.name)}'{where} names external file {_safe(repr(loc))}, which is not a usable "
+            "file name: the model is damaged; re-save it with its weights (save_as_external_data=True).")
+    numbers: dict[str, int | None] = {}
+    for key in ("offset", "length"):
+        raw = seen.get(key)
+        if raw is None or raw == "":
+            numbers[key] = None
+            continue
+        if not (raw.isascii() and raw.isdigit()):
+            raise ExternalDataError(
+                f"Initializer '{_safe(t.name)}'{where} has external-data {key} {_safe(repr(raw))}, not a "
+                "whole number of bytes at or above 0: the model is damaged; re-save it with its weights.")
+        numbers[key] = int(raw)
+    return loc, numbers["offset"] or 0, numbers["length"]
 
 
 def _check_external(t: TensorProto, base: Path | None, where: str) -> None:
-    info = _external_location(t)
-    loc = info.get("location", "")
+    loc, offset, length = _external_record(t, where)
+    name = _safe(t.name)
     if base is None:
         raise ExternalDataError(
-            f"Initializer '{t.name}' keeps its weights in external file '{loc}', but the model was "
+            f"Initializer '{name}' keeps its weights in external file '{_safe(loc)}', but the model was "
             "given as bytes without a folder: open it from its file instead.")
     target = (base / loc).resolve()
-    if not loc or os.path.isabs(loc) or (base.resolve() not in target.parents and target != base.resolve()):
+    if os.path.isabs(loc) or (base.resolve() not in target.parents and target != base.resolve()):
         raise ExternalDataError(
-            f"Initializer '{t.name}'{where} names external file '{loc}' outside the model's folder; "
+            f"Initializer '{name}'{where} names external file '{_safe(loc)}' outside the model's folder; "
             "re-save the model with its weights next to it (onnx.save(..., save_as_external_data=True)).")
-    if not target.is_file():
+    try:
+        st = target.stat()
+    except OSError:
         raise ExternalDataError(
-            f"Weights file '{loc}' (initializer '{t.name}'{where}) is missing from {base}: copy it next "
-            "to the model, or re-export the model with its weights.")
-    size = target.stat().st_size
-    offset = int(info.get("offset", "0") or 0)
-    length = info.get("length")
-    need = offset + (int(length) if length else 0)
-    if need > size:
+            f"Weights file '{_safe(loc)}' (initializer '{name}'{where}) is missing from {base.resolve()}: copy it next "
+            "to the model, or re-export the model with its weights.") from None
+    if not stat.S_ISREG(st.st_mode):
         raise ExternalDataError(
-            f"Weights file '{loc}' is {size} bytes but initializer '{t.name}'{where} needs bytes up to "
-            f"{need}: the file is truncated; copy it again.")
+            f"Weights file '{_safe(loc)}' (initializer '{name}'{where}) is not a regular file (a folder, pipe or "
+            "device): copy the real weights file next to the model.")
+    need = _tensor_bytes(t)
+    if length is not None and need is not None and length < need:
+        raise ExternalDataError(
+            f"Initializer '{name}'{where} is {need} bytes ({dtype_name(t.data_type)}{list(t.dims)}) but its "
+            f"external-data length says {length}: the model is damaged; re-save it with its weights.")
+    end = offset + (length if length is not None else (need or 0))
+    if end > st.st_size:
+        raise ExternalDataError(
+            f"Weights file '{_safe(loc)}' is {st.st_size} bytes but initializer '{name}'{where} needs bytes up to "
+            f"{end}: the file is truncated; copy it again.")
+
+
+def _tensors_of_node(node: onnx.NodeProto, where: str):  # type: ignore[no-untyped-def]
+    """Every TensorProto a node's attributes hold (not in nested graphs), with where it sits."""
+    label = f" (node {_safe(node.name or node.op_type)}{where})"
+    for a in node.attribute:
+        if a.type == onnx.AttributeProto.TENSOR:
+            yield a.t, label
+        elif a.type == onnx.AttributeProto.TENSORS:
+            yield from ((t, label) for t in a.tensors)
+        elif a.type == onnx.AttributeProto.SPARSE_TENSOR:
+            yield from ((t, label) for t in (a.sparse_tensor.values, a.sparse_tensor.indices))
+        elif a.type == onnx.AttributeProto.SPARSE_TENSORS:
+            for sp in a.sparse_tensors:
+                yield from ((t, label) for t in (sp.values, sp.indices))
+
+
+def _check_node_tensors(nodes, base: Path | None, where: str) -> None:  # type: ignore[no-untyped-def]
+    """External data of attribute tensors, in these nodes and every graph nested in them."""
+    for node in nodes:
+        for t, label in _tensors_of_node(node, where):
+            if t.data_location == TensorProto.EXTERNAL:
+                _check_external(t, base, label)
+        for a in node.attribute:
+            graphs = [a.g] if a.type == onnx.AttributeProto.GRAPH else \
+                list(a.graphs) if a.type == onnx.AttributeProto.GRAPHS else []
+            for sub in graphs:
+                inner = f" in {_safe(node.name or node.op_type)}/{_safe(a.name)}{where}"
+                for t in (*sub.initializer, *(x for sp in sub.sparse_initializer for x in (sp.values, sp.indices))):
+                    if t.data_location == TensorProto.EXTERNAL:
+                        _check_external(t, base, inner)
+                _check_node_tensors(sub.node, base, inner)
 
 
 def _numel(dims: list[int] | tuple[int, ...]) -> int:
@@ -96,7 +177,10 @@ def _numel(dims: list[int] | tuple[int, ...]) -> int:
 
 def _strip_graph(g: onnx.GraphProto, base: Path | None, record: dict[str, Initializer] | None,
                  where: str) -> None:
-    """Check external data and replace large initializers of ``g`` (and nested graphs) by inputs."""
+    """Check external data and replace large initializers of ``g`` (and nested graphs) by inputs.
+
+    Sparse initializers always become typed inputs (analysis needs their dense shape only).
+    """
     keep: list[TensorProto] = []
     as_inputs: list[onnx.ValueInfoProto] = []
     for t in g.initializer:
@@ -111,20 +195,32 @@ def _strip_graph(g: onnx.GraphProto, base: Path | None, record: dict[str, Initia
             as_inputs.append(helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
         else:
             keep.append(t)
+    for sp in g.sparse_initializer:
+        for part in (sp.values, sp.indices):
+            if part.data_location == TensorProto.EXTERNAL:
+                _check_external(part, base, f" (sparse){where}")
+        name = sp.values.name
+        dt = dtype_name(sp.values.data_type) or "FLOAT"
+        if record is not None and name:
+            stored = _numel(sp.values.dims) * DTYPE_SIZES.get(dt, 4) + _numel(sp.indices.dims) * 8
+            record[name] = Initializer(name, dt, tuple(sp.dims), int(stored), False)
+        if name:
+            as_inputs.append(helper.make_tensor_value_info(name, sp.values.data_type, list(sp.dims)))
     if as_inputs:
         del g.initializer[:]
         g.initializer.extend(keep)
+        del g.sparse_initializer[:]
         known = {i.name for i in g.input}
         g.input.extend(v for v in as_inputs if v.name not in known)
+    _check_node_tensors(g.node, base, where)
     for node in g.node:
         for a in node.attribute:
+            inner = f" in {_safe(node.name or node.op_type)}/{_safe(a.name)}{where}"
             if a.type == onnx.AttributeProto.GRAPH:
-                _strip_graph(a.g, base, None, f" in {node.name or node.op_type}/{a.name}")
+                _strip_graph(a.g, base, None, inner)
             elif a.type == onnx.AttributeProto.GRAPHS:
                 for sub in a.graphs:
-                    _strip_graph(sub, base, None, f" in {node.name or node.op_type}/{a.name}")
-            elif a.type == onnx.AttributeProto.TENSOR and a.t.data_location == TensorProto.EXTERNAL:
-                _check_external(a.t, base, f" (Constant {node.name})")
+                    _strip_graph(sub, base, None, inner)
 
 
 def _check_opsets(m: onnx.ModelProto) -> None:
@@ -166,6 +262,55 @@ def decode_model(data: bytes, source: str) -> onnx.ModelProto:
     return m
 
 
+def _bad_text(g: onnx.GraphProto) -> str | None:
+    """Where a graph (or a graph nested in it) holds a name that is not valid UTF-8.
+
+    protobuf hands such a string field back as ``bytes``; ONNX requires UTF-8.
+    """
+    for coll in (g.input, g.output, g.value_info, g.initializer):
+        for x in coll:
+            if isinstance(x.name, bytes):
+                return f"tensor name {x.name!r}"
+    return _bad_text_nodes(g.node)
+
+
+def _bad_text_nodes(nodes) -> str | None:  # type: ignore[no-untyped-def]
+    for idx, n in enumerate(nodes):
+        for what, value in (("name", n.name), ("op_type", n.op_type), ("domain", n.domain)):
+            if isinstance(value, bytes):
+                return f"the {what} of node #{idx} ({value!r})"
+        for name in (*n.input, *n.output):
+            if isinstance(name, bytes):
+                return f"a tensor name of node #{idx} ({name!r})"
+        for a in n.attribute:
+            if isinstance(a.name, bytes) or isinstance(a.ref_attr_name, bytes):
+                return f"an attribute name of node #{idx}"
+            for sub in ([a.g] if a.type == onnx.AttributeProto.GRAPH else
+                        list(a.graphs) if a.type == onnx.AttributeProto.GRAPHS else []):
+                where = _bad_text(sub)
+                if where:
+                    return where
+    return None
+
+
+def _check_text(m: onnx.ModelProto, source: str) -> None:
+    where = _bad_text(m.graph)
+    if where is None:
+        for f in m.functions:
+            if isinstance(f.name, bytes) or isinstance(f.domain, bytes):
+                where = f"the name of a model-local function ({f.name!r})"
+                break
+            where = _bad_text_nodes(f.node)
+            if where:
+                break
+    if where is None:
+        where = next((f"opset domain {o.domain!r}" for o in m.opset_import if isinstance(o.domain, bytes)), None)
+    if where is not None:
+        raise ModelDecodeError(
+            f"{source} holds text that is not valid UTF-8, as ONNX requires ({_safe(where)}): the file is damaged "
+            "or was written by a broken exporter; re-export it.")
+
+
 def _check_structure(m: onnx.ModelProto, source: str) -> None:
     g = m.graph
     if len(g.node) == 0:
@@ -173,7 +318,7 @@ def _check_structure(m: onnx.ModelProto, source: str) -> None:
     produced = {o for n in g.node for o in n.output if o}
     produced.update(i.name for i in g.input)
     produced.update(t.name for t in g.initializer)
-    produced.update(t.name for t in g.sparse_initializer if t.values.name)
+    produced.update(t.values.name for t in g.sparse_initializer if t.values.name)
     for out in g.output:
         if out.name not in produced:
             raise InvalidGraphError(
@@ -202,11 +347,19 @@ def load_model(path: str | os.PathLike[str]) -> LoadedModel:
         missing external data, an unknown opset or an empty graph.
     """
     p = Path(path)
-    if not p.exists():
-        raise ModelNotFoundError(f"No such file: {p}. Check the path and try again.")
-    if not p.is_file():
-        raise ModelNotFoundError(f"{p} is a folder, not an .onnx file: choose the model file inside it.")
-    size = p.stat().st_size
+    try:
+        st = p.stat()
+    except OSError:
+        st = None
+    if st is None:
+        raise ModelNotFoundError(f"No such file: {_safe(str(p), 300)}. Check the path and try again.")
+    if stat.S_ISDIR(st.st_mode):
+        raise ModelNotFoundError(f"{_safe(str(p), 300)} is a folder, not an .onnx file: choose the model file "
+                                 "inside it.")
+    if not stat.S_ISREG(st.st_mode):
+        raise ModelNotFoundError(f"{_safe(str(p), 300)} is not a regular file (a pipe, socket or device): save the "
+                                 "model to a file and open that.")
+    size = st.st_size
     try:
         data = read_structure(p, SMALL_INITIALIZER_ELEMENTS)
     except WireError as e:
@@ -228,12 +381,18 @@ def prepare_model(m: onnx.ModelProto, path: Path | None, file_bytes: int = 0) ->
     """Validate a decoded model and strip its large weights (in place)."""
     source = path.name if path else "the model"
     _check_opsets(m)
+    _check_text(m, source)
     _check_structure(m, source)
     inits: dict[str, Initializer] = {}
     _strip_graph(m.graph, path.parent if path else None, inits, "")
     for f in m.functions:
+        where = f" in function {_safe(f.name)}"
+        _check_node_tensors(f.node, path.parent if path else None, where)
         for n in f.node:
             for a in n.attribute:
                 if a.type == onnx.AttributeProto.GRAPH:
-                    _strip_graph(a.g, path.parent if path else None, None, f" in function {f.name}")
+                    _strip_graph(a.g, path.parent if path else None, None, where)
+                elif a.type == onnx.AttributeProto.GRAPHS:
+                    for sub in a.graphs:
+                        _strip_graph(sub, path.parent if path else None, None, where)
     return LoadedModel(m, path, inits, file_bytes)

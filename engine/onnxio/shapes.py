@@ -96,11 +96,11 @@ def apply_shape_inference(gm: GraphModel, loaded: LoadedModel, in_subprocess: bo
         for a in pn.attribute:
             sub_path = f"{pn.name or '#' + str(idx)}/{a.name}"
             if a.type == AttributeProto.GRAPH:
-                node.subgraphs[a.name], _ = build_graph(a.g, sub_path, None, gm.functions, outer)
+                node.subgraphs[a.name], _ = build_graph(a.g, sub_path, None, gm.functions, outer, gm.opsets)
             elif a.type == AttributeProto.GRAPHS:
                 for k, sg in enumerate(a.graphs):
                     node.subgraphs[f"{a.name}[{k}]"], _ = build_graph(sg, f"{sub_path}[{k}]", None, gm.functions,
-                                                                     outer)
+                                                                     outer, gm.opsets)
     gm.assumed_shapes = set(assumed)
 
 
@@ -169,5 +169,6 @@ def _function_body(f: onnx.FunctionProto, types: list[tuple[str | None, tuple[Di
     m.ir_version = 8
     with contextlib.suppress(Exception):  # best effort: an untyped body still shows its structure
         m = onnx.shape_inference.infer_shapes(m, strict_mode=False)
-    body, _ = build_graph(m.graph, f"function {f.domain}::{f.name}", None, gm.functions)
+    body, _ = build_graph(m.graph, f"function {f.domain}::{f.name}", None, gm.functions, None,
+                          {(o.domain or "ai.onnx"): o.version for o in m.opset_import})
     return body

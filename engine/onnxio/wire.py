@@ -23,6 +23,13 @@ _TENSOR_DATA_FIELDS = frozenset({4, 5, 6, 7, 9, 10, 11})
 _TENSOR_DIMS = 1
 
 
+# Protobuf's largest field number; ONNX's messages use small ones.
+_MAX_FIELD = 2**29 - 1
+# More top-level fields than any ONNX model has (a model has a dozen kinds, repeated for opsets,
+# functions and metadata): past this the bytes are not a model, however they parse.
+_MAX_MODEL_FIELDS = 1_000_000
+
+
 class WireError(ValueError):
     """The bytes are not well-formed protobuf (truncated or not ONNX)."""
 
@@ -50,6 +57,9 @@ def _fields(buf: memoryview | bytes, start: int, end: int):  # type: ignore[no-u
         fstart = pos
         key, pos = _varint(buf, pos, end)
         num, wt = key >> 3, key & 7
+        if num == 0 or num > _MAX_FIELD:
+            # Zero bytes (a file padded or overwritten with zeros) read as field 0: stop at once.
+            raise WireError(f"field number {num} at byte {fstart} is not valid protobuf")
         if wt == 0:
             pstart = pos
             _, pos = _varint(buf, pos, end)
@@ -140,7 +150,9 @@ def read_structure(path: str | os.PathLike[str], max_elements: int) -> bytes:
             try:
                 out: list[bytes] = []
                 run_start = 0
-                for num, wt, fs, ps, pe in _fields(buf, 0, size):
+                for count, (num, wt, fs, ps, pe) in enumerate(_fields(buf, 0, size)):
+                    if count > _MAX_MODEL_FIELDS:
+                        raise WireError(f"over {_MAX_MODEL_FIELDS} top-level fields, more than any ONNX model has")
                     if num != _MODEL_GRAPH or wt != 2:
                         continue
                     graph = _strip_graph(buf, ps, pe, max_elements)

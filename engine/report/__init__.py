@@ -1,1 +1,1 @@
-"""What an analysis says to people and files: the JSON schema, panel statistics, text, atomic files."""
+"""What an analysis says to people and files: the JSON schema, panel statistics, atomic files."""

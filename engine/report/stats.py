@@ -6,7 +6,7 @@ from collections import Counter
 from typing import Any
 
 from splitscope.engine.model import GraphModel, Role, Status
-from splitscope.engine.report.text import format_bytes, node_op_label, plural
+from splitscope.engine.text import format_bytes, node_op_label, plural
 
 
 def split_summary(gm: GraphModel) -> dict[str, dict[str, float | int]]:

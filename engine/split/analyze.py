@@ -17,6 +17,7 @@ from splitscope.engine.split.parser import DISPLAY, ParserAnswer, ParserProcess,
 from splitscope.engine.split.partitions import find_partitions
 from splitscope.engine.split.roles import assign_roles
 from splitscope.engine.split.table import BUILD_TIME_CHECKS, TARGET_RTX, TARGET_TENSORRT, load_table, predict_graph
+from splitscope.engine.text import plural
 
 
 def analyze(path: str | os.PathLike[str] | None = None, *, parser: str = "auto",
@@ -77,8 +78,12 @@ def _analyze(path: str | os.PathLike[str] | None, parser: str, dims: dict[str, i
         # First answer: structure coloured by the table, before shapes and costs.
         yield Progress("structure", 2, 6, "Inferring shapes", model=gm)
         cancel.raise_if_cancelled()
+        cut = defective_nodes(gm)
+        if proc is not None and cut:
+            proc.kill()  # malformed nodes can crash the parser: ask again without them
+            proc = None
         if parser_module and proc is None:
-            proc = ParserProcess(parser_module, model_path)
+            proc = ParserProcess(parser_module, model_path, cut)
         apply_shape_inference(gm, loaded, in_subprocess=responsive)
         bind_function_shapes(gm, loaded.proto)
         cancel.raise_if_cancelled()
@@ -93,6 +98,19 @@ def _analyze(path: str | os.PathLike[str] | None, parser: str, dims: dict[str, i
         if proc is not None:
             yield Progress("parser", 4, 6, f"Waiting for the {DISPLAY[proc.module]} parser")
             answer = yield from proc.events(cancel)
+            if answer.crashed:
+                # Odd nodes crash the parser; the table flags most of them. Ask once more without them.
+                retry = {**cut, **{n.index: "the table rejects it, and the parser crashed on the whole model"
+                                   for n in gm.nodes if n.status is Status.PLUGIN}}
+                if retry.keys() - cut.keys():
+                    first_failure = answer.failure
+                    yield Progress("parser", 4, 6, f"The {DISPLAY[proc.module]} parser crashed; asking again "
+                                   f"without the {len(retry)} nodes the table rejects")
+                    proc = ParserProcess(proc.module, model_path, retry)
+                    answer = yield from proc.events(cancel)
+                    if not answer.failure:
+                        answer.notes.insert(0, f"{first_failure}; a second call without the "
+                                            f"{len(retry)} nodes the table rejects answered for the rest.")
             before = [n.status for n in gm.nodes]
             apply_parser_answer(gm, answer)
             if any(n.status is not b for n, b in zip(gm.nodes, before, strict=True)):
@@ -106,17 +124,38 @@ def _analyze(path: str | os.PathLike[str] | None, parser: str, dims: dict[str, i
     return gm
 
 
+def defective_nodes(gm: GraphModel) -> dict[int, str]:
+    """Main-graph nodes that are malformed ONNX themselves or hold such a node in a body (index: why)."""
+    out: dict[int, str] = {}
+    for node in gm.nodes:
+        if node.defect:
+            out[node.index] = "malformed ONNX, which can crash the parser"
+            continue
+        inner = [n for sub in node.subgraphs.values() for _, n in sub.walk() if n.defect]
+        if inner:
+            out[node.index] = f"its body holds malformed ONNX ({inner[0].label}: {inner[0].defect})"
+            inner[0].reason = inner[0].reason or f"malformed ONNX: {inner[0].defect}"
+    return out
+
+
 def apply_parser_answer(gm: GraphModel, answer: ParserAnswer) -> None:
     """Overwrite table predictions with what the parser proved, keeping the table where it could not."""
     if answer.failure:
-        gm.warnings.append(f"{answer.failure}; statuses come from the support table instead.")
+        gm.warnings.append(f"{answer.failure}; statuses come from the support table instead, and no node "
+                           "was proven by the parser.")
+        gm.parser.notes.append(f"unproven: all {len(gm.nodes)} nodes ({answer.failure})")
+        for node in gm.nodes:
+            node.reason = f"{node.reason}; not proven: the parser failed ({answer.failure})"
         return
     gm.parser = ParserInfo(DISPLAY[answer.module], answer.version, "", answer.calls, answer.seconds,
                            list(answer.notes))
     name = DISPLAY[answer.module]
     for node in gm.nodes:
         i = node.index
-        if i in answer.plugin:
+        if i in answer.cut:
+            node.reason = f"{node.reason}; not sent to the parser ({answer.cut[i]})"
+            node.source = Source.TABLE
+        elif i in answer.plugin:
             node.status, node.source, node.parser_status = Status.PLUGIN, Source.PARSER, Status.PLUGIN
             node.reason = parser_reason(node.op_type, name, answer.plugin[i])
         elif i in answer.unverified:
@@ -134,8 +173,14 @@ def apply_parser_answer(gm: GraphModel, answer: ParserAnswer) -> None:
                 node.status, node.source = Status.DELEGATE, Source.PARSER
                 node.reason = f"{name} {answer.version} parser imports it"
     if answer.unverified:
-        gm.warnings.append(f"{len(answer.unverified)} node(s) keep the table's prediction: the parser could "
-                           "not verify them.")
+        n = len(answer.unverified)
+        gm.warnings.append(f"{plural(n, 'node')} keep{'s' if n == 1 else ''} the table's prediction: the parser "
+                           f"could not verify {'it' if n == 1 else 'them'}.")
+    if answer.cut:
+        n = len(answer.cut)
+        gm.warnings.append(f"{plural(n, 'node')} {'was' if n == 1 else 'were'} cut before the parser was asked "
+                           "(malformed ONNX, or the parser crashed with it); the table's prediction stands for "
+                           f"{'it' if n == 1 else 'them'}.")
 
 
 def parser_reason(op_type: str, parser: str, desc: str) -> str:

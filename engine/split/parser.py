@@ -63,21 +63,30 @@ class ParserAnswer:
     seconds: float = 0.0
     first_call: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    cut: dict[int, str] = field(default_factory=dict)
+    """Nodes cut from the model before the parser was asked (malformed ONNX, or after a crash)."""
     failure: str = ""
     """Non-empty when the parser could not answer at all (crash, import error)."""
+    crashed: bool = False
+    """The child died (a signal or an unexpected exit), rather than reporting an error."""
 
 
 class ParserProcess:
     """A running parser child; iterate :meth:`events` then read :attr:`answer`."""
 
-    def __init__(self, module: str, model: Path) -> None:
+    def __init__(self, module: str, model: Path, cut: dict[int, str] | None = None) -> None:
+        """Start the child on ``model``; nodes in ``cut`` (index: why) are cut out before the first call."""
         self.module = module
-        self.answer = ParserAnswer(module)
+        self.model = model
+        self.answer = ParserAnswer(module, cut=dict(cut or {}))
         env, root = child_env()
         # stderr goes to a file: TensorRT may log a lot, and a full pipe would block the child.
         self._stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")  # noqa: SIM115
+        args = [module, str(model.resolve())]
+        if cut:
+            args.append(json.dumps(sorted(cut)))
         self.proc = subprocess.Popen(
-            child_command("splitscope.engine.split.parser_proc", module, str(model.resolve())),
+            child_command("splitscope.engine.split.parser_proc", *args),
             stdout=subprocess.PIPE, stderr=self._stderr, stdin=subprocess.DEVNULL, env=env, text=True, cwd=root)
 
     def kill(self) -> None:
@@ -130,6 +139,7 @@ class ParserProcess:
                 tail = self._stderr.read().strip().splitlines()[-1:] or [""]
                 sig = f"signal {-rc}" if rc < 0 else f"exit code {rc}"
                 a.failure = f"{DISPLAY[self.module]} parser crashed ({sig}) {tail[0][:200]}".strip()
+                a.crashed = True
         except BaseException:
             self.kill()
             raise

@@ -1,6 +1,7 @@
 """Child process that asks the real TensorRT ONNX parser about every node.
 
-Run as ``python -m splitscope.engine.split.parser_proc MODULE MODEL``; it writes JSON lines to
+Run as ``python -m splitscope.engine.split.parser_proc MODULE MODEL [CUT]`` (CUT: a JSON list of
+node indices to cut out before the first call); it writes JSON lines to
 stdout (``version``, ``progress``, then one ``result``). It runs in its own
 process because the parser can crash the process (DOMAIN.md section 3), because
 a hard cancel must be able to kill it, and so the parent can build its own graph
@@ -75,8 +76,9 @@ def _signature(node: onnx.NodeProto, types: dict[str, tuple[int, int | None]], c
 class Session:
     """One model under iterative analysis."""
 
-    def __init__(self, trt: Any, model_path: Path) -> None:
+    def __init__(self, trt: Any, model_path: Path, cut: list[int] | None = None) -> None:
         self.trt = trt
+        self.cut = sorted(set(cut or ()))
         self.path = model_path
         self.data = model_path.read_bytes()
         self.full: onnx.ModelProto | None = None
@@ -192,7 +194,20 @@ class Session:
     def run(self) -> dict[str, Any]:
         """Iterate until every node is proven or nothing more can be named."""
         t0 = time.perf_counter()
-        ok, errors, subgraphs = self.call(self.data)
+        precut: list[int] = []
+        if self.cut:
+            n_nodes = len(self.load_proto().graph.node)
+            precut = [i for i in self.cut if 0 <= i < n_nodes]
+        if precut:
+            gone = set(precut)
+            keep0 = [i for i in range(n_nodes) if i not in gone]
+            if not keep0:
+                return {"event": "result", "plugin": {}, "unverified": {}, "calls": 0, "first_call": {},
+                        "notes": [], "seconds": time.perf_counter() - t0}
+            ok, errors, subgraphs = self.call(self.cut_model(keep0))
+        else:
+            keep0 = []
+            ok, errors, subgraphs = self.call(self.data)
         first = {"supported": ok, "subgraphs": subgraphs,
                  "errors": [{"node": e[0], "name": e[1], "op": e[2], "desc": e[3], "stack": e[4]}
                             for e in errors]}
@@ -224,7 +239,7 @@ class Session:
                 s = sig_cache[i] = _signature(nodes[i], self.types, self.consts)
             return s
 
-        keep = list(range(len(nodes)))
+        keep = keep0 or list(range(len(nodes)))
         retyped = False
         while True:
             new: dict[int, str] = {}
@@ -312,6 +327,7 @@ _TRT_TYPES = {
 def main(argv: list[str]) -> int:
     """Entry point: ``MODULE MODEL``."""
     module, model = argv[0], Path(argv[1])
+    cut = [int(i) for i in json.loads(argv[2])] if len(argv) > 2 else []
     try:
         trt = importlib.import_module(module)
     except Exception as e:  # noqa: BLE001 - reported to the parent as an event
@@ -319,7 +335,7 @@ def main(argv: list[str]) -> int:
         return 3
     emit({"event": "version", "module": module, "version": str(getattr(trt, "__version__", ""))})
     try:
-        result = Session(trt, model).run()
+        result = Session(trt, model, cut).run()
     except Exception as e:  # noqa: BLE001 - reported to the parent as an event
         emit({"event": "error", "kind": "parse", "message": f"{type(e).__name__}: {e}"})
         return 4

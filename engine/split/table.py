@@ -248,6 +248,8 @@ def predict_node(graph: Graph, node: Node, target: str = TARGET_TENSORRT) -> tup
     """Predict one node's status and the reason for it."""
     version, table = load_table()
     src = f"TensorRT {version} operator table"
+    if node.defect:
+        return Status.PLUGIN, f"malformed ONNX: {node.defect}; fix the export (ONNX itself rejects this node)"
     if node.function is not None:
         bad = [n for n in node.function.nodes if n.status is Status.PLUGIN]
         if bad:

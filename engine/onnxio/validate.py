@@ -1,0 +1,123 @@
+"""Is a node well formed ONNX? Checked against the op's schema, before anything trusts it.
+
+A node that breaks its schema (an attribute of the wrong type, too many inputs,
+a Loop body without its iteration inputs, a TopK whose K is not one value)
+is not a TensorRT question: ONNX itself rejects it, and the real parser has been
+seen to crash its process on some of them. Such a node is shown as needing work,
+with the defect as the reason, and it is cut from the model before the parser
+is asked about the rest.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+
+import onnx
+from onnx import AttributeProto, TensorProto
+from splitscope.engine.model import Tensor
+
+_STANDARD = {"": "", "ai.onnx": "", "ai.onnx.ml": "ai.onnx.ml"}
+_DTYPE_ATTRS = ("to", "dtype", "output_dtype")
+_ATTR_NAMES = {v: k for k, v in AttributeProto.AttributeType.items()}
+
+
+@functools.lru_cache(maxsize=8192)
+def _schema(op: str, domain: str, version: int) -> onnx.defs.OpSchema | None:
+    try:
+        return onnx.defs.get_schema(op, version, domain)
+    except onnx.defs.SchemaError:
+        return None
+
+
+@functools.lru_cache(maxsize=8192)
+def _known(op: str, domain: str) -> bool:
+    return bool(onnx.defs.has(op, domain))
+
+
+def _valid_dtype(v: int) -> bool:
+    if v <= 0:
+        return False
+    try:
+        TensorProto.DataType.Name(v)
+    except ValueError:
+        return False
+    return True
+
+
+def node_defect(pn: onnx.NodeProto, opsets: Mapping[str, int], tensors: Mapping[str, Tensor] | None = None,
+                constants: Mapping[str, list[object]] | None = None) -> str:
+    """What makes ``pn`` malformed ONNX, or '' when nothing is found.
+
+    ``opsets`` maps domains (``ai.onnx`` for the default) to the imported version;
+    ``tensors`` and ``constants``, when given, let input shapes and values be checked.
+    """
+    domain = _STANDARD.get(pn.domain)
+    if domain is None:
+        return ""  # custom domain: no schema to hold it to
+    version = opsets.get(domain or "ai.onnx", opsets.get("", 0)) if domain == "" else opsets.get(domain, 0)
+    if version <= 0:
+        return ""
+    schema = _schema(pn.op_type, domain, version)
+    if schema is None:
+        if _known(pn.op_type, domain):
+            return f"{pn.op_type} does not exist in opset {version} of {domain or 'ai.onnx'}"
+        return ""
+    # Too few inputs or outputs only: extra ones (ReduceMean-13 given its opset-18 axes input) are
+    # common in exports and TensorRT's importers read them by position (pinned by the agreement test).
+    n_in, n_out = len(pn.input), len(pn.output)
+    if n_in < schema.min_input:
+        return (f"it has {n_in} input{'s' if n_in != 1 else ''}; {pn.op_type}-{schema.since_version} needs "
+                f"at least {schema.min_input}")
+    if n_out < schema.min_output:
+        return (f"it has {n_out} output{'s' if n_out != 1 else ''}; {pn.op_type}-{schema.since_version} gives "
+                f"at least {schema.min_output}")
+    given = set()
+    for a in pn.attribute:
+        given.add(a.name)
+        if a.ref_attr_name:
+            continue
+        spec = schema.attributes.get(a.name)
+        if spec is None:
+            continue
+        want = int(spec.type)
+        if a.type != want:
+            return (f"attribute '{a.name}' is {_ATTR_NAMES.get(a.type, a.type)}, but {pn.op_type} requires "
+                    f"{_ATTR_NAMES.get(want, want)}")
+        if a.type == AttributeProto.INT and a.name in _DTYPE_ATTRS and not _valid_dtype(a.i):
+            return f"attribute '{a.name}' = {a.i} is not an ONNX element type"
+    for name, spec in schema.attributes.items():
+        if spec.required and name not in given:
+            return f"required attribute '{name}' is missing"
+    return _structural(pn, tensors, constants)
+
+
+def _structural(pn: onnx.NodeProto, tensors: Mapping[str, Tensor] | None,
+                constants: Mapping[str, list[object]] | None) -> str:
+    op = pn.op_type
+    if op == "Loop":
+        body = next((a.g for a in pn.attribute if a.name == "body" and a.type == AttributeProto.GRAPH), None)
+        if body is not None and (len(body.input) < 2 or len(body.output) < 1):
+            return (f"its body has {len(body.input)} inputs and {len(body.output)} outputs; a Loop body takes the "
+                    "iteration number and the condition first and returns the condition")
+        if body is not None and len(body.input) - 2 != len(pn.input) - 2:
+            return (f"its body carries {len(body.input) - 2} loop values, but the node passes "
+                    f"{max(len(pn.input) - 2, 0)}")
+    elif op == "If":
+        branches = {a.name: a.g for a in pn.attribute if a.type == AttributeProto.GRAPH}
+        counts = {k: len(g.output) for k, g in branches.items()}
+        if len(set(counts.values())) > 1 or any(c != len(pn.output) for c in counts.values()):
+            return (f"its branches return {', '.join(f'{k} {v}' for k, v in sorted(counts.items()))} values, "
+                    f"but the node has {len(pn.output)} outputs")
+    elif op == "TopK" and len(pn.input) > 1 and tensors is not None:
+        t = tensors.get(pn.input[1])
+        if t is not None and t.shape is not None and all(isinstance(d, int) for d in t.shape):
+            numel = 1
+            for d in t.shape:
+                numel *= int(d)  # type: ignore[arg-type]
+            if len(t.shape) > 1 or numel != 1:
+                return f"K has shape {list(t.shape)}; TopK takes K as one value (shape [1])"
+        values = constants.get(pn.input[1]) if constants is not None else None
+        if values is not None and len(values) == 1 and isinstance(values[0], int) and values[0] < 0:
+            return f"K = {values[0]} is negative"
+    return ""
