@@ -9,12 +9,23 @@ from typing import Any
 
 import onnx
 from onnx import AttributeProto
-from splitscope.engine.errors import CyclicGraphError
+from splitscope.engine.errors import CyclicGraphError, ModelDecodeError
 from splitscope.engine.model import Dim, Graph, GraphModel, Initializer, Node, Tensor
-from splitscope.engine.onnxio.loader import LoadedModel, dtype_name
+from splitscope.engine.onnxio.loader import LoadedModel, dtype_name, text_error
 from splitscope.engine.onnxio.validate import node_defect
 
 _MAX_ATTR_VALUES = 16
+
+
+class BadText(ValueError):
+    """A string field held bytes that are not UTF-8 (protobuf returns them as ``bytes``)."""
+
+
+class ModelTextError(ModelDecodeError):
+    """A name in the graph is not valid UTF-8."""
+
+    def __init__(self, where: str) -> None:
+        super().__init__(text_error("The model", where).message)
 
 
 def _shape_of(t: onnx.TypeProto) -> tuple[str | None, tuple[Dim, ...] | None]:
@@ -78,6 +89,8 @@ def scope_of(node: onnx.NodeProto) -> tuple[str, ...]:
     """
     entries: list[str] | None = None
     meta = {p.key: p.value for p in node.metadata_props} if len(node.metadata_props) else {}
+    if any(type(k) is bytes or type(v) is bytes for k, v in meta.items()):
+        raise BadText("metadata_props")
     raw = meta.get("pkg.torch.onnx.name_scopes")
     if raw is not None:
         try:
@@ -95,6 +108,8 @@ def scope_of(node: onnx.NodeProto) -> tuple[str, ...]:
             prev = e
         return tuple(out)
     name = node.name
+    if type(name) is bytes:
+        raise BadText("name")
     if "/" not in name:
         return ()
     return tuple(s for s in name.split("/")[:-1] if s)
@@ -194,6 +209,8 @@ def build_graph(g: onnx.GraphProto, path: str, initializers: dict[str, Initializ
         return t
 
     for vi in (*g.input, *g.value_info, *g.output):
+        if type(vi.name) is bytes:
+            raise ModelTextError(f"{label}: value name {vi.name!r}")
         t = tensor(vi.name)
         dt, shp = _shape_of(vi.type)
         if dt is not None:
@@ -203,6 +220,8 @@ def build_graph(g: onnx.GraphProto, path: str, initializers: dict[str, Initializ
     init_names: set[str] = set()
     constants: dict[str, list[Any]] = {}
     for init in g.initializer:
+        if type(init.name) is bytes:
+            raise ModelTextError(f"{label}: initializer name {init.name!r}")
         t = tensor(init.name)
         t.is_initializer = True
         t.dtype = dtype_name(init.data_type)
@@ -227,6 +246,8 @@ def build_graph(g: onnx.GraphProto, path: str, initializers: dict[str, Initializ
         attrs: dict[str, Any] = {}
         subgraphs: dict[str, Graph] = {}
         for a in pn.attribute:
+            if type(a.name) is bytes:
+                raise ModelTextError(f"{label}: node #{idx} attribute name {a.name!r}")
             if a.type == AttributeProto.GRAPH:
                 sub_path = f"{path}/{pn.name or '#' + str(idx)}/{a.name}".lstrip("/")
                 subgraphs[a.name], _ = build_graph(a.g, sub_path, None, functions, None, opsets)
@@ -236,8 +257,15 @@ def build_graph(g: onnx.GraphProto, path: str, initializers: dict[str, Initializ
                     subgraphs[f"{a.name}[{k}]"], _ = build_graph(sg, sub_path, None, functions, None, opsets)
             else:
                 attrs[a.name] = attribute_value(a)
+        try:
+            scope = scope_of(pn)
+        except BadText as e:
+            raise ModelTextError(f"{label}: node #{idx} {e}") from None
         node = Node(idx, pn.name, pn.op_type, pn.domain, list(pn.input), list(pn.output), attrs,
-                    scope_of(pn), subgraphs, functions.get((pn.domain, pn.op_type)))
+                    scope, subgraphs, functions.get((pn.domain, pn.op_type)))
+        if bytes in (type(node.name), type(node.op_type), type(node.domain)) or \
+                any(type(x) is bytes for x in node.inputs) or any(type(x) is bytes for x in node.outputs):
+            raise ModelTextError(f"{label}: node #{idx} ({node.name!r}, {node.op_type!r})")
         if opsets is not None:
             node.defect = node_defect(pn, opsets, tensors, constants)
         if subgraphs:

@@ -9,11 +9,13 @@ raises a typed :class:`splitscope.engine.errors.ModelLoadError` with a one-line 
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import onnx
 from google.protobuf.message import DecodeError
@@ -59,8 +61,10 @@ class LoadedModel:
     warnings: list[str] = field(default_factory=list)
 
 
-def _safe(text: str, limit: int = 120) -> str:
-    """A name from the file, printable and short, for a one-line message."""
+def _safe(text: object, limit: int = 120) -> str:
+    """A name from the file, printable and short, for a one-line message (bytes: not UTF-8, shown as such)."""
+    if not isinstance(text, str):
+        text = repr(text)
     text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -136,6 +140,51 @@ def _check_external(t: TensorProto, base: Path | None, where: str) -> None:
             f"{end}: the file is truncated; copy it again.")
 
 
+_MAX_DIM = 2**40
+"""No real tensor has a dimension this long; a larger one (or a negative one) is damage."""
+
+
+def _check_tensor_size(t: TensorProto, where: str) -> None:
+    """An initializer's dims must be sane and match the data it holds."""
+    if any(d < 0 or d > _MAX_DIM for d in t.dims):
+        raise ModelDecodeError(
+            f"Initializer '{_safe(t.name)}'{where} has dims {list(t.dims)}: a dimension is negative or impossibly "
+            "large; the model is damaged; re-export it.")
+    size = DTYPE_SIZES.get(dtype_name(t.data_type) or "")
+    n = _numel(t.dims)
+    have = None
+    if t.HasField("raw_data") and size and size >= 1:
+        have, need = len(t.raw_data), n * int(size)
+    else:
+        for f in ("float_data", "int32_data", "int64_data", "double_data", "uint64_data"):
+            values = getattr(t, f)
+            if len(values):
+                # int32_data packs 2-byte and smaller types one per value; complex types take two.
+                per = 2 if t.data_type in (TensorProto.COMPLEX64, TensorProto.COMPLEX128) else 1
+                have, need = len(values), n * per
+                if size and size < 1:  # 4-bit and 2-bit types pack several per value
+                    have = need = None
+                break
+    if have is not None and have != need:
+        raise ModelDecodeError(
+            f"Initializer '{_safe(t.name)}'{where} has dims {list(t.dims)} ({n} elements) but holds {have} "
+            f"{'bytes' if t.HasField('raw_data') else 'values'} instead of {need}: the model is damaged; re-export it.")
+
+
+def _check_value_dims(g: onnx.GraphProto, source: str) -> None:
+    """Declared shapes with negative or impossibly large dimensions (they make shape inference allocate without
+    bound) are damage."""
+    for vi in (*g.input, *g.output, *g.value_info):
+        tt = vi.type.tensor_type if vi.type.HasField("tensor_type") else None
+        if tt is None or not tt.HasField("shape"):
+            continue
+        for d in tt.shape.dim:
+            if d.HasField("dim_value") and (d.dim_value < 0 or d.dim_value > _MAX_DIM):
+                raise InvalidGraphError(
+                    f"Tensor '{_safe(vi.name)}' of {source} is declared with dimension {d.dim_value}, which no "
+                    "tensor can have: the model is damaged; re-export it.")
+
+
 def _tensors_of_node(node: onnx.NodeProto, where: str):  # type: ignore[no-untyped-def]
     """Every TensorProto a node's attributes hold (not in nested graphs), with where it sits."""
     label = f" (node {_safe(node.name or node.op_type)}{where})"
@@ -187,6 +236,8 @@ def _strip_graph(g: onnx.GraphProto, base: Path | None, record: dict[str, Initia
         external = t.data_location == TensorProto.EXTERNAL
         if external:
             _check_external(t, base, where)
+        else:
+            _check_tensor_size(t, where)
         n = _numel(t.dims)
         dt = dtype_name(t.data_type) or "FLOAT"
         if record is not None:
@@ -262,53 +313,61 @@ def decode_model(data: bytes, source: str) -> onnx.ModelProto:
     return m
 
 
-def _bad_text(g: onnx.GraphProto) -> str | None:
-    """Where a graph (or a graph nested in it) holds a name that is not valid UTF-8.
+@functools.cache
+def _text_fields(descriptor: Any) -> tuple[tuple[str, bool], tuple[tuple[str, bool], ...]]:
+    """(string fields, message fields) of a message type, each as (name, repeated)."""
+    strings, messages = [], []
+    for f in descriptor.fields:
+        repeated = bool(getattr(f, "is_repeated", None) if hasattr(f, "is_repeated") else f.label == f.LABEL_REPEATED)
+        if f.type == f.TYPE_STRING:
+            strings.append((f.name, repeated))
+        elif f.type == f.TYPE_MESSAGE:
+            messages.append((f.name, repeated))
+    return tuple(strings), tuple(messages)  # type: ignore[return-value]
 
-    protobuf hands such a string field back as ``bytes``; ONNX requires UTF-8.
+
+def _bad_text(msg: Any, path: str) -> str | None:
+    """Where a message (or one nested in it) holds a string that is not valid UTF-8.
+
+    protobuf hands such a string field back as ``bytes``; ONNX requires UTF-8. Nodes are
+    skipped: :func:`splitscope.engine.onnxio.graph.build_graph` checks the strings it reads
+    from every node anyway (a walk here costs a quarter of a second at 50k nodes).
     """
-    for coll in (g.input, g.output, g.value_info, g.initializer):
-        for x in coll:
-            if isinstance(x.name, bytes):
-                return f"tensor name {x.name!r}"
-    return _bad_text_nodes(g.node)
-
-
-def _bad_text_nodes(nodes) -> str | None:  # type: ignore[no-untyped-def]
-    for idx, n in enumerate(nodes):
-        for what, value in (("name", n.name), ("op_type", n.op_type), ("domain", n.domain)):
-            if isinstance(value, bytes):
-                return f"the {what} of node #{idx} ({value!r})"
-        for name in (*n.input, *n.output):
-            if isinstance(name, bytes):
-                return f"a tensor name of node #{idx} ({name!r})"
-        for a in n.attribute:
-            if isinstance(a.name, bytes) or isinstance(a.ref_attr_name, bytes):
-                return f"an attribute name of node #{idx}"
-            for sub in ([a.g] if a.type == onnx.AttributeProto.GRAPH else
-                        list(a.graphs) if a.type == onnx.AttributeProto.GRAPHS else []):
-                where = _bad_text(sub)
+    strings, messages = _text_fields(msg.DESCRIPTOR)
+    for name, repeated in strings:
+        value = getattr(msg, name)
+        if repeated:
+            for v in value:
+                if isinstance(v, bytes):
+                    return f"{path}.{name}"
+        elif isinstance(value, bytes):
+            return f"{path}.{name}"
+    for name, repeated in messages:
+        if name == "node":
+            continue
+        if repeated:
+            for k, sub in enumerate(getattr(msg, name)):
+                where = _bad_text(sub, f"{path}.{name}[{k}]")
                 if where:
                     return where
+        elif msg.HasField(name):
+            where = _bad_text(getattr(msg, name), f"{path}.{name}")
+            if where:
+                return where
     return None
 
 
+def text_error(source: str, where: str) -> ModelDecodeError:
+    """The error for a string that is not valid UTF-8 at ``where``."""
+    return ModelDecodeError(
+        f"{source} holds text that is not valid UTF-8, as ONNX requires (at {_safe(where)}): the file is "
+        "damaged or was written by a broken exporter; re-export it.")
+
+
 def _check_text(m: onnx.ModelProto, source: str) -> None:
-    where = _bad_text(m.graph)
-    if where is None:
-        for f in m.functions:
-            if isinstance(f.name, bytes) or isinstance(f.domain, bytes):
-                where = f"the name of a model-local function ({f.name!r})"
-                break
-            where = _bad_text_nodes(f.node)
-            if where:
-                break
-    if where is None:
-        where = next((f"opset domain {o.domain!r}" for o in m.opset_import if isinstance(o.domain, bytes)), None)
+    where = _bad_text(m, "model")
     if where is not None:
-        raise ModelDecodeError(
-            f"{source} holds text that is not valid UTF-8, as ONNX requires ({_safe(where)}): the file is damaged "
-            "or was written by a broken exporter; re-export it.")
+        raise text_error(source, where)
 
 
 def _check_structure(m: onnx.ModelProto, source: str) -> None:
@@ -383,6 +442,7 @@ def prepare_model(m: onnx.ModelProto, path: Path | None, file_bytes: int = 0) ->
     _check_opsets(m)
     _check_text(m, source)
     _check_structure(m, source)
+    _check_value_dims(m.graph, source)
     inits: dict[str, Initializer] = {}
     _strip_graph(m.graph, path.parent if path else None, inits, "")
     for f in m.functions:

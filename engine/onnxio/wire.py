@@ -21,6 +21,11 @@ _GRAPH_INITIALIZER = 5
 # raw_data, double_data, uint64_data
 _TENSOR_DATA_FIELDS = frozenset({4, 5, 6, 7, 9, 10, 11})
 _TENSOR_DIMS = 1
+_TENSOR_DATA_TYPE = 2
+_TENSOR_RAW_DATA = 9
+# Bytes per element of the fixed-size ONNX element types (TensorProto.DataType numbers).
+_ELEMENT_BYTES = {1: 4, 2: 1, 3: 1, 4: 2, 5: 2, 6: 4, 7: 8, 9: 1, 10: 2, 11: 8, 12: 4, 13: 8, 14: 8, 15: 16,
+                  16: 2, 17: 1, 18: 1, 19: 1, 20: 1}
 
 
 # Protobuf's largest field number; ONNX's messages use small ones.
@@ -98,7 +103,7 @@ def _numel(buf: memoryview, start: int, end: int) -> int:
             continue
         if wt == 0:
             d, _ = _varint(buf, ps, pe)
-            n *= d
+            n *= d if d < 2**63 else 0  # a negative dim (two's complement): no elements
         elif wt == 2:  # packed
             pos = ps
             while pos < pe:
@@ -111,9 +116,23 @@ def _strip_tensor(buf: memoryview, start: int, end: int, max_elements: int) -> b
     """The TensorProto without its data fields, or None to keep it as it is."""
     if end - start <= 4 * max_elements + 256:
         return None
-    if _numel(buf, start, end) <= max_elements:
+    numel = _numel(buf, start, end)
+    if numel <= max_elements:
         return None
-    parts = [bytes(buf[fs:pe]) for num, _, fs, _, pe in _fields(buf, start, end) if num not in _TENSOR_DATA_FIELDS]
+    parts = []
+    data_type = 0
+    raw = -1
+    for num, _, fs, ps, pe in _fields(buf, start, end):
+        if num == _TENSOR_DATA_TYPE:
+            data_type, _ = _varint(buf, ps, pe)
+        elif num == _TENSOR_RAW_DATA:
+            raw = pe - ps
+        if num not in _TENSOR_DATA_FIELDS:
+            parts.append(bytes(buf[fs:pe]))
+    size = _ELEMENT_BYTES.get(data_type)
+    if raw >= 0 and size is not None and raw != numel * size:
+        raise WireError(f"an initializer's dims say {numel} elements ({numel * size} bytes) but it holds {raw} "
+                        "bytes")
     return b"".join(parts)
 
 
