@@ -22,6 +22,6 @@ def _engine_child(argv: list[str]) -> int:
 if __name__ == "__main__":
     if len(sys.argv) > 2 and sys.argv[1] == "--engine-child":
         sys.exit(_engine_child(sys.argv[2:]))
-    from splitscope.gui.app import main
+    from splitscope.gui.launch import main
 
     sys.exit(main(sys.argv[1:], T0))

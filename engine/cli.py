@@ -30,21 +30,19 @@ def _dims(values: list[str]) -> dict[str, int]:
 def _print_summary(gm: object) -> None:
     from splitscope.engine.model import GraphModel, Status
     from splitscope.engine.report.stats import headline
-    from splitscope.engine.text import format_bytes
+    from splitscope.engine.text import decided_by, format_bytes, node_op_label, plural
 
     assert isinstance(gm, GraphModel)
     p = gm.parser
-    src = (f"{p.name} {p.version} parser ({p.calls} call{'s' if p.calls != 1 else ''})" if p.name != "table"
-           else f"TensorRT {p.version} operator table (predicting {p.target})")
-    print(f"{gm.path}: {len(gm.nodes)} nodes, split by the {src}")
+    print(f"{gm.path}: {plural(len(gm.nodes), 'node')}, split by the {decided_by(p)}")
     print(headline(gm))
     plugin = [n for n in gm.nodes if n.status is Status.PLUGIN]
     if plugin:
         print("Needs custom CUDA / a TensorRT plugin:")
-        by_op = Counter((n.domain, n.op_type) for n in plugin)
-        for (dom, op), count in by_op.most_common(10):
-            first = next(n for n in plugin if n.op_type == op and n.domain == dom)
-            print(f"  {(dom + '::' if dom else '') + op} x{count}: {first.reason[:160]}")
+        by_op = Counter(node_op_label(n) for n in plugin)
+        for op, count in by_op.most_common(10):
+            first = next(n for n in plugin if node_op_label(n) == op)
+            print(f"  {op} x{count}: {first.reason[:160]}")
         if len(by_op) > 10:
             print(f"  ... and {len(by_op) - 10} more op types")
     for part in gm.partitions[:8]:

@@ -31,16 +31,49 @@ class Progress:
         Units done out of ``total``; ``total`` 0 means indeterminate.
     message
         Human-readable line for a status bar.
-    model
-        An intermediate result the GUI can already show.
     """
 
     stage: str
     done: int = 0
     total: int = 0
     message: str = ""
-    model: Any = None
-    """An intermediate result worth showing (e.g. a GraphModel coloured by the table), or None."""
+
+
+@dataclass(frozen=True, slots=True)
+class Partial:
+    """An intermediate result worth showing now (a GraphModel coloured by the table).
+
+    The rule for a partial result that keeps changing after it was yielded: the job
+    may go on refining its *fields* in place (statuses, reasons, shapes, costs: single
+    attribute writes, atomic under the GIL), never its *structure* (the node list and
+    tensor dict are fixed once yielded). A consumer treats it as provisional: whatever
+    it derives (layout arrays, panel figures) is rebuilt from the final result, and
+    panels that read fields on demand (the inspector) wait for that final result.
+    """
+
+    value: Any
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One measurement of a series (a latency, a telemetry reading) for a live plot."""
+
+    series: str
+    x: float
+    values: dict[str, float]
+
+
+@dataclass(frozen=True, slots=True)
+class LogLine:
+    """A line for the job's log."""
+
+    text: str
+    level: str = "info"
+
+
+JobEvent = Progress | Partial | Sample | LogLine
+"""What a job generator yields."""
 
 
 class CancelToken:
@@ -86,7 +119,7 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def run_to_end(job: Generator[Progress, None, T]) -> T:
+def run_to_end(job: Generator[JobEvent, None, T]) -> T:
     """Drive a job generator to completion, dropping its progress, and return its value."""
     while True:
         try:

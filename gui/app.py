@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import sys
 import tempfile
-import threading
-import time
 from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QSettings, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QAction, QDesktopServices, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
-    QApplication,
     QDockWidget,
     QFileDialog,
     QLabel,
@@ -28,13 +23,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 from splitscope.engine.model import GraphModel
-from splitscope.engine.report.stats import panel_stats
 from splitscope.engine.sample import SAMPLE_MODEL
-from splitscope.engine.view.layout import View, prepare_view, relayout
+from splitscope.engine.text import model_title
+from splitscope.engine.view.layout import View
 from splitscope.gui.canvas import GraphCanvas, Minimap
-from splitscope.gui.palette import make_palette, system_is_dark
+from splitscope.gui.palette import apply_app_palette, make_palette, system_is_dark
 from splitscope.gui.panels import Inspector, OpsPanel, SummaryPanel
 from splitscope.profiler.jobs import JobRunner
+from splitscope.profiler.session import ModelSession
 
 MAX_RECENT = 10
 APP_VERSION = "0.1.0"
@@ -53,18 +49,11 @@ class MainWindow(QMainWindow):
         self.parser = parser
         self.setWindowTitle("Splitscope")
         self.setAcceptDrops(True)
-        self.graph_model: GraphModel | None = None
-        self.view: View | None = None
-        self.pending_path: Path | None = None
+        self.session = ModelSession(parser, self)
         self.matches: list[int] = []
         self.match_pos = -1
         self.dark_override: bool | None = None
-        self.runner = JobRunner(self)  # analysis
-        self.layout_runner = JobRunner(self)
         self.dep_status: dict[str, Any] = {}
-        self._early_model: GraphModel | None = None
-        self._first_layout = threading.Event()
-        self._final_pending = False
 
         # A job still running after 2.5 s says so over the canvas, with how to stop it.
         self._slow_timer = QTimer(self)
@@ -93,14 +82,14 @@ class MainWindow(QMainWindow):
         self.canvas.group_selected.connect(self._on_group_selected)
         self.canvas.group_toggle_requested.connect(self.toggle_group)
         self.ops.op_chosen.connect(self._on_op_chosen)
-        self.runner.progress_changed.connect(self._on_analysis_progress)
-        self.layout_runner.progress_changed.connect(self._on_progress)
-        for r in (self.runner, self.layout_runner):
-            r.job_failed.connect(self._on_failed)
-            r.job_cancelled.connect(lambda: self.statusBar().showMessage("Cancelled.", 5000))
-            r.running_changed.connect(self._update_running)
-        self.runner.job_finished.connect(self._on_analysed)
-        self.layout_runner.job_finished.connect(self._on_laid_out)
+        s = self.session
+        s.progress.connect(self._on_progress)
+        s.failed.connect(self._on_failed)
+        s.cancelled.connect(lambda: self.statusBar().showMessage("Cancelled.", 5000))
+        s.running_changed.connect(self._update_running)
+        s.analysed.connect(lambda gm: self._remember(gm.path) if gm.path is not None else None)
+        s.view_changed.connect(self._on_view_changed)
+        s.model_ready.connect(self._on_model_ready)
         hints = QGuiApplication.styleHints()
         if hasattr(hints, "colorSchemeChanged"):
             hints.colorSchemeChanged.connect(lambda *_: self._apply_theme())
@@ -233,10 +222,11 @@ class MainWindow(QMainWindow):
                 hints.setColorScheme(wanted[self.dark_override])
                 hints.blockSignals(False)
         dark = self._is_dark()
-        _apply_app_palette(dark)
+        apply_app_palette(dark)
         self.dark_action.setChecked(dark)
         pal = make_palette(dark)
         self.canvas.set_palette(pal)
+        self.inspector.set_palette(pal)
         self.minimap.refresh()
         self.summary.set_stats(self.graph_model, self.view.stats if self.view else None, pal)
 
@@ -261,33 +251,32 @@ class MainWindow(QMainWindow):
         if path:
             self.open_model(Path(path))
 
+    # The session's state, read by tests, benchmarks and the panels.
+    @property
+    def graph_model(self) -> GraphModel | None:
+        """The model whose final analysis is shown."""
+        return self.session.graph_model
+
+    @property
+    def view(self) -> View | None:
+        """The layout on screen."""
+        return self.session.view
+
+    @property
+    def runner(self) -> JobRunner:
+        """The analysis job."""
+        return self.session.analysis
+
+    @property
+    def layout_runner(self) -> JobRunner:
+        """The layout job."""
+        return self.session.layout
+
     def open_model(self, path: Path) -> None:
         """Analyse ``path`` in a worker; the current model stays on screen until the new one is ready."""
         path = Path(path)
-        self.pending_path = path
         self.statusBar().showMessage(f"Analysing {path.name}…")
-        parser = self.parser
-        self.layout_runner.cancel()
-        self._first_layout.set()
-        self._early_model = None
-
-        first_layout = self._first_layout = threading.Event()
-
-        def job(token: Any) -> Any:
-            from splitscope.engine.split.analyze import analyze  # onnx loads in the worker, not before the window shows
-
-            gen = analyze(path, parser=parser, cancel=token, responsive=True)
-            while True:
-                try:
-                    p = next(gen)
-                except StopIteration as stop:
-                    return stop.value
-                yield p
-                if p.model is not None:
-                    # Let the first layout have the CPU (and the GIL) before refining.
-                    first_layout.wait(timeout=3.0)
-
-        self.runner.start(job)
+        self.session.open(path)
 
     def _remember(self, path: Path) -> None:
         settings = QSettings()
@@ -310,13 +299,11 @@ class MainWindow(QMainWindow):
 
     def cancel_jobs(self) -> None:
         """Cancel whatever runs (Esc)."""
-        self._first_layout.set()
-        self.runner.cancel()
-        self.layout_runner.cancel()
+        self.session.cancel()
 
     # ------------------------------------------------------- job results
     def _update_running(self, *_: Any) -> None:
-        running = self.runner.running or self.layout_runner.running
+        running = self.session.running
         self.progress.setVisible(running)
         self.cancel_button.setVisible(running)
         if running and not self._slow_timer.isActive() and not self.canvas.busy_text:
@@ -342,44 +329,6 @@ class MainWindow(QMainWindow):
         self.progress.setValue(p.done)
         self.statusBar().showMessage(p.message)
 
-    def _on_analysis_progress(self, p: Any) -> None:
-        self._on_progress(p)
-        if isinstance(p.model, GraphModel):
-            # First paint: the structure coloured by the support table; shapes, costs and the
-            # real parser's answer refine it when the analysis finishes.
-            self._early_model = p.model
-            gm = p.model
-            self.layout_runner.start(lambda token: prepare_view(gm, cancel=token))
-
-    def _on_analysed(self, gm: GraphModel) -> None:
-        if gm.path is not None:
-            self._remember(gm.path)
-        view = self.view
-        if view is not None and view.gm is gm:
-            # Same model, refined: recount groups and redraw statuses and boundaries in place.
-            expanded = set(view.layout.expanded)
-            self._final_pending = True
-
-            def refresh(token: Any) -> Any:
-                view.hier.refresh_counts(gm)
-                view.ctx.refresh_boundaries()
-                new = yield from relayout(view, expanded, token)
-                new.stats = panel_stats(gm)
-                return new
-
-            self.layout_runner.start(refresh)
-        elif self.layout_runner.running and self._early_model is gm:
-            self._final_pending = True  # the first layout is still running; refresh when it lands
-        else:
-            self._final_pending = False
-
-            def first(token: Any) -> Any:
-                new = yield from prepare_view(gm, cancel=token)
-                new.stats = panel_stats(gm)
-                return new
-
-            self.layout_runner.start(first)
-
     def _preload(self) -> None:
         """Import pyqtgraph in a worker after the first paint, before the charts need it."""
         if "pyqtgraph" in sys.modules or getattr(self, "_preloader", None) is not None:
@@ -390,35 +339,25 @@ class MainWindow(QMainWindow):
 
         self._preloader = create_worker(importlib.import_module, "pyqtgraph", _start_thread=True)
 
-    def _on_laid_out(self, view: View) -> None:
-        self._first_layout.set()
+    def _on_view_changed(self, view: View, keep: bool) -> None:
         QTimer.singleShot(0, self._preload)
-        keep = self.view is not None and self.view.gm is view.gm
-        if view.stats is None and keep and self.view is not None:
-            view.stats = self.view.stats  # expand/collapse: same figures
-        self.view = view
         self.canvas.set_graph(view.gm, view.hier, view.layout, keep_view=keep)
         self.minimap.refresh()
-        analysing = self.runner.running and self._early_model is view.gm
-        if getattr(self, "_final_pending", False) and not analysing and not keep:
-            self._final_pending = False
-            self._on_analysed(view.gm)  # the analysis finished while the first layout ran
-        if not analysing and view.stats is not None and view.gm is not self.graph_model:
-            gm = view.gm
-            self.graph_model = gm
-            self.inspector.set_model(gm, view.hier)
-            self.ops.set_rows(view.stats["ops"])
-            self.summary.set_stats(gm, view.stats, make_palette(self._is_dark()))
-            self.setWindowTitle(f"Splitscope — {gm.path.name if gm.path else ''}")
-            self._search_changed(self.search.text())
-            for w in gm.warnings:
-                self.statusBar().showMessage(w, 8000)
         if keep:
             self._after_relayout_focus()
         self.statusBar().showMessage(
             f"{len(view.gm.nodes):,} nodes, {view.layout.size:,} items shown. Double-click a block to expand it.",
             6000)
         self.view_ready.emit()
+
+    def _on_model_ready(self, gm: GraphModel, view: View) -> None:
+        self.inspector.set_model(gm, view.hier)
+        self.ops.set_rows(view.stats["ops"])
+        self.summary.set_stats(gm, view.stats, make_palette(self._is_dark()))
+        self.setWindowTitle(f"Splitscope — {model_title(gm)}")
+        self._search_changed(self.search.text())
+        for w in gm.warnings:
+            self.statusBar().showMessage(w, 8000)
 
     def _on_failed(self, message: str, details: str) -> None:
         self.statusBar().showMessage(message, 10000)
@@ -432,40 +371,25 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------ expand/collapse
     def toggle_group(self, gid: int) -> None:
         """Expand a collapsed group or collapse an expanded one, in place."""
-        if self.view is None:
-            return
-        expanded = set(self.view.layout.expanded)
-        if gid in expanded:
-            expanded.discard(gid)
-        else:
-            expanded.add(gid)
-        self._relayout(expanded, focus_group=gid)
+        self.session.toggle_group(gid)
 
     def expand_all(self) -> None:
         """Expand every group."""
-        if self.view is not None:
-            self._relayout({g.id for g in self.view.hier.groups if g.parent != -1})
+        self.session.expand_all()
 
     def collapse_all(self) -> None:
         """Collapse to the top level."""
-        if self.view is not None:
-            self._relayout({0})
-
-    def _relayout(self, expanded: set[int], focus_group: int = -1, focus_node: int = -1) -> None:
-        view = self.view
-        assert view is not None
-        self._focus = (focus_group, focus_node)
-        self.layout_runner.start(lambda token: relayout(view, expanded, token))
+        self.session.collapse_all()
 
     def _after_relayout_focus(self) -> None:
-        fg, fn = getattr(self, "_focus", (-1, -1))
+        fg, fn = self.session.focus
         if self.view is None:
             return
         if fn >= 0:
             self.canvas.select_node(fn)
         elif fg >= 0 and fg in self.view.layout.group_item:
             self.canvas.center_on_item(self.view.layout.group_item[fg], zoom_in=False)
-        self._focus = (-1, -1)
+        self.session.focus = (-1, -1)
 
     # ------------------------------------------------------------ panels
     def _on_node_selected(self, index: int) -> None:
@@ -530,7 +454,7 @@ class MainWindow(QMainWindow):
         hidden = [g for g in self.view.hier.path(self.view.hier.node_group[node])
                   if g not in self.view.layout.expanded]
         if hidden:  # inside collapsed groups: expand the way to it first
-            self._relayout(set(self.view.layout.expanded) | set(hidden), focus_node=node)
+            self.session.relayout(set(self.view.layout.expanded) | set(hidden), focus_node=node)
         else:
             self.canvas.select_node(node)
 
@@ -553,15 +477,15 @@ class MainWindow(QMainWindow):
         """
         from superqt.utils import create_worker
 
-        canvas = self.canvas
+        snap = self.canvas.snapshot(plain=True)  # what is on screen now; the canvas may move on meanwhile
 
         def write() -> Path:
             fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".{fmt}", dir=path.parent)
             os.close(fd)
             try:
                 if fmt == "svg":
-                    canvas.render_svg(tmp)
-                elif not canvas.render_image().save(tmp, "PNG"):
+                    snap.render_svg(tmp)
+                elif not snap.render_image().save(tmp, "PNG"):
                     raise OSError(f"could not write {path}")
                 os.replace(tmp, path)
             except BaseException:
@@ -662,142 +586,3 @@ class MainWindow(QMainWindow):
         self.cancel_jobs()
         self.runner.wait(5000)
         super().closeEvent(event)
-
-
-_ORIGINAL: dict[str, Any] = {}
-
-
-def _apply_app_palette(dark: bool) -> None:
-    """Make the widgets match the canvas when the user forces a theme the platform style lacks."""
-    from PySide6.QtGui import QColor, QPalette
-    from PySide6.QtWidgets import QStyleFactory
-
-    app = QApplication.instance()
-    if not isinstance(app, QApplication):
-        return
-    if "palette" not in _ORIGINAL:
-        _ORIGINAL["palette"] = QPalette(app.palette())
-        _ORIGINAL["style"] = app.style().name()
-    native_dark = _ORIGINAL["palette"].color(QPalette.ColorRole.Window).lightness() < 128
-    if dark == native_dark:
-        if app.style().name() != _ORIGINAL["style"]:
-            app.setStyle(QStyleFactory.create(_ORIGINAL["style"]))
-        app.setPalette(_ORIGINAL["palette"])
-        return
-    app.setStyle(QStyleFactory.create("Fusion"))
-    pal = QPalette()
-    if dark:
-        colors = {"Window": "#2b2d30", "WindowText": "#e6e6e6", "Base": "#1e1f22", "AlternateBase": "#26282c",
-                  "Text": "#e6e6e6", "Button": "#34373b", "ButtonText": "#e6e6e6", "ToolTipBase": "#2b2d30",
-                  "ToolTipText": "#e6e6e6", "Highlight": "#2f65ca", "HighlightedText": "#ffffff",
-                  "PlaceholderText": "#8b9096", "Mid": "#45484d", "Dark": "#1a1b1e", "Light": "#4a4d52"}
-    else:
-        colors = {"Window": "#f3f3f3", "WindowText": "#1b1b1b", "Base": "#ffffff", "AlternateBase": "#f5f5f5",
-                  "Text": "#1b1b1b", "Button": "#f0f0f0", "ButtonText": "#1b1b1b", "ToolTipBase": "#ffffdc",
-                  "ToolTipText": "#1b1b1b", "Highlight": "#1a73e8", "HighlightedText": "#ffffff",
-                  "PlaceholderText": "#80868b", "Mid": "#c4c7cc", "Dark": "#9aa0a6", "Light": "#ffffff"}
-    for role, color in colors.items():
-        pal.setColor(getattr(QPalette.ColorRole, role), QColor(color))
-    app.setPalette(pal)
-
-
-def _install_excepthook(app: QApplication) -> None:
-    """Unexpected errors in slots: log them, tell the user where, keep the app running.
-
-    PySide6 only prints exceptions raised in slots to stderr by default.
-    """
-    import logging
-    import traceback
-
-    from splitscope.engine.paths import log_dir
-
-    log_file = log_dir() / "splitscope.log"
-    logging.basicConfig(filename=log_file, level=logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    log = logging.getLogger("splitscope")
-
-    def hook(exc_type: type[BaseException], exc: BaseException, tb: Any) -> None:
-        details = "".join(traceback.format_exception(exc_type, exc, tb))
-        log.error("unexpected error\n%s", details)
-        sys.__stderr__.write(details)
-        parent = app.activeWindow()
-        box = QMessageBox(QMessageBox.Icon.Critical, "Splitscope: unexpected error",
-                          f"{exc_type.__name__}: {exc}\n\nThe app keeps running; nothing you made was changed. "
-                          f"Details are in {log_file}.", parent=parent)
-        box.setDetailedText(details)
-        box.open()
-        hook.box = box  # type: ignore[attr-defined]
-
-    sys.excepthook = hook
-
-
-def main(argv: list[str] | None = None, t0: float | None = None) -> int:
-    """Start the app: ``python main.py [MODEL] [--parser ...] [--report-startup]``."""
-    t0 = t0 if t0 is not None else time.perf_counter()
-    ap = argparse.ArgumentParser(prog="splitscope-gui")
-    ap.add_argument("model", nargs="?", type=Path, help="ONNX model (default: the bundled sample)")
-    ap.add_argument("--parser", choices=["auto", "tensorrt", "rtx", "table"], default="auto")
-    ap.add_argument("--report-startup", action="store_true",
-                    help="open the model, print one JSON line of startup timings, and exit")
-    args = ap.parse_args(argv)
-    app = QApplication.instance() or QApplication(sys.argv[:1])
-    app.setOrganizationName("Splitscope")
-    app.setApplicationName("Splitscope")
-    app.setDesktopFileName("splitscope")
-    _install_excepthook(app)
-    window = MainWindow(args.parser)
-    window.show()
-    window.open_model(args.model or SAMPLE_MODEL)
-    if args.report_startup:
-        _report_startup(app, window, t0)
-    return app.exec()
-
-
-def _report_startup(app: QApplication, window: MainWindow, t0: float) -> None:
-    """Print {window_s, layout_s, first_paint_s, nodes} measured from process start, then quit."""
-    app.processEvents()
-    marks: dict[str, float] = {"window_s": time.perf_counter() - t0}
-    started: dict[str, float] = {}
-    # Heartbeat: a 5 ms timer on the UI thread; the longest gap between its ticks is
-    # the longest time the UI thread could not react (analysis and layout run in workers).
-    beat = {"last": time.perf_counter(), "max": 0.0}
-
-    def tick() -> None:
-        now = time.perf_counter()
-        beat["max"] = max(beat["max"], now - beat["last"])
-        beat["last"] = now
-
-    heart = QTimer(window)
-    heart.setInterval(5)
-    heart.timeout.connect(tick)
-    heart.start()
-
-    def layout_started(running: bool) -> None:
-        if running and "layout" not in started:
-            started["layout"] = time.perf_counter()
-
-    def painted() -> None:
-        if "first_paint_s" in marks:
-            return
-        marks["first_paint_s"] = time.perf_counter() - t0
-        out = {"window_s": round(marks["window_s"], 3), "layout_s": round(marks["layout_s"], 3),
-               "first_paint_s": round(marks["first_paint_s"], 3),
-               "nodes": len(window.view.gm.nodes) if window.view else 0,
-               "max_ui_stall_ms": round(beat["max"] * 1000, 1)}
-        print(json.dumps(out), flush=True)
-        window.cancel_jobs()
-        QTimer.singleShot(0, window.close)
-
-    def ready() -> None:
-        marks["layout_s"] = time.perf_counter() - started.get("layout", time.perf_counter())
-        window.canvas.painted.connect(painted, Qt.ConnectionType.SingleShotConnection)
-        window.canvas.repaint()
-
-    def failed(message: str, _details: str) -> None:
-        print(json.dumps({"error": message}), flush=True)
-        QTimer.singleShot(0, lambda: app.exit(2))
-
-    window.layout_runner.running_changed.connect(layout_started)
-    window.view_ready.connect(ready)
-    window.runner.job_failed.connect(failed)
-    window.layout_runner.job_failed.connect(failed)

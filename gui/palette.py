@@ -8,6 +8,7 @@ delegate, a triangle for plugin.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
@@ -69,3 +70,39 @@ def system_is_dark() -> bool:
         if value == Qt.ColorScheme.Light:
             return False
     return QGuiApplication.palette().color(QPalette.ColorRole.Window).lightness() < 128
+
+
+_ORIGINAL: dict[str, Any] = {}
+
+
+def apply_app_palette(dark: bool) -> None:
+    """Make the widgets match the canvas when the user forces a theme the platform style lacks."""
+    from PySide6.QtWidgets import QApplication, QStyleFactory
+
+    app = QApplication.instance()
+    if not isinstance(app, QApplication):
+        return
+    if "palette" not in _ORIGINAL:
+        _ORIGINAL["palette"] = QPalette(app.palette())
+        _ORIGINAL["style"] = app.style().name()
+    native_dark = _ORIGINAL["palette"].color(QPalette.ColorRole.Window).lightness() < 128
+    if dark == native_dark:
+        if app.style().name() != _ORIGINAL["style"]:
+            app.setStyle(QStyleFactory.create(_ORIGINAL["style"]))
+        app.setPalette(_ORIGINAL["palette"])
+        return
+    app.setStyle(QStyleFactory.create("Fusion"))
+    pal = QPalette()
+    if dark:
+        colors = {"Window": "#2b2d30", "WindowText": "#e6e6e6", "Base": "#1e1f22", "AlternateBase": "#26282c",
+                  "Text": "#e6e6e6", "Button": "#34373b", "ButtonText": "#e6e6e6", "ToolTipBase": "#2b2d30",
+                  "ToolTipText": "#e6e6e6", "Highlight": "#2f65ca", "HighlightedText": "#ffffff",
+                  "PlaceholderText": "#8b9096", "Mid": "#45484d", "Dark": "#1a1b1e", "Light": "#4a4d52"}
+    else:
+        colors = {"Window": "#f3f3f3", "WindowText": "#1b1b1b", "Base": "#ffffff", "AlternateBase": "#f5f5f5",
+                  "Text": "#1b1b1b", "Button": "#f0f0f0", "ButtonText": "#1b1b1b", "ToolTipBase": "#ffffdc",
+                  "ToolTipText": "#1b1b1b", "Highlight": "#1a73e8", "HighlightedText": "#ffffff",
+                  "PlaceholderText": "#80868b", "Mid": "#c4c7cc", "Dark": "#9aa0a6", "Light": "#ffffff"}
+    for role, color in colors.items():
+        pal.setColor(getattr(QPalette.ColorRole, role), QColor(color))
+    app.setPalette(pal)

@@ -18,9 +18,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 from splitscope.engine.model import GraphModel, Node, Status
-from splitscope.engine.text import format_bytes
+from splitscope.engine.text import decided_by, format_bytes, node_op_label
 from splitscope.engine.view.hierarchy import Hierarchy
-from splitscope.gui.palette import STATUS_MARK, Palette
+from splitscope.gui.palette import STATUS_MARK, Palette, make_palette
 
 
 def _fmt(n: int | None) -> str:
@@ -40,7 +40,15 @@ class Inspector(QTextBrowser):
         self.setOpenLinks(False)
         self.gm: GraphModel | None = None
         self.hier: Hierarchy | None = None
+        self.palette_: Palette = make_palette(False)
         self.setPlaceholderText("Select a node or a group on the canvas.")
+
+    def set_palette(self, pal: Palette) -> None:
+        """Status colours follow the theme (one palette for canvas, charts and text)."""
+        self.palette_ = pal
+
+    def _status_color(self, status: Status) -> str:
+        return self.palette_.status_border[status].name()
 
     def set_model(self, gm: GraphModel | None, hier: Hierarchy | None) -> None:
         """Use a new model; clears the view."""
@@ -67,10 +75,10 @@ class Inspector(QTextBrowser):
             self.clear()
             return
         n: Node = self.gm.nodes[index]
-        status_color = "#0072B2" if n.status is Status.DELEGATE else "#D55E00"
+        status_color = self._status_color(n.status)
         rows = [
             f"<h3>{html.escape(n.label)}</h3>",
-            f"<p><b>{html.escape((n.domain + '::') if n.domain else '')}{html.escape(n.op_type)}</b>"
+            f"<p><b>{html.escape(node_op_label(n))}</b>"
             f" &nbsp; <span style='color:{status_color}'>{STATUS_MARK[n.status]} {n.status.value}</span>"
             f" &nbsp; role: {n.role.value} &nbsp; source: {n.source.value}</p>",
             f"<p><b>Why:</b> {html.escape(n.reason)}</p>",
@@ -106,7 +114,7 @@ class Inspector(QTextBrowser):
                         "<table cellspacing=2>")
             # Plugin nodes first: they are why the body matters.
             for x in sorted(sub.nodes, key=lambda x: x.status is not Status.PLUGIN)[:60]:
-                color = "#D55E00" if x.status is Status.PLUGIN else "#0072B2"
+                color = self._status_color(x.status)
                 rows.append(f"<tr><td style='color:{color}'>{STATUS_MARK[x.status]}</td>"
                             f"<td>{html.escape(x.op_type)}</td><td>{html.escape(x.label)}</td>"
                             f"<td>{html.escape(x.reason[:160]) if x.status is Status.PLUGIN else ''}</td></tr>")
@@ -229,7 +237,7 @@ class OpsPanel(QWidget):
 
     def select_op_of(self, node: Node) -> None:
         """Select the row of a node's op type without emitting op_chosen."""
-        op = (node.domain + "::" if node.domain else "") + node.op_type
+        op = node_op_label(node)
         for r, row in enumerate(self.model.rows):
             if row[0] == op:
                 idx = self.proxy.mapFromSource(self.model.index(r, 0))
@@ -291,8 +299,7 @@ class SummaryPanel(QWidget):
         for plot in (self.status_plot, self.role_plot):
             plot.clear()
             plot.setBackground(pal.background)
-        src = f"{gm.parser.name} {gm.parser.version}".strip() if gm.parser.name != "table" else \
-            f"operator table (predicting {gm.parser.target})"
+        src = decided_by(gm.parser, calls=False)
         self.headline.setText(f"<b>{html.escape(stats['headline'])}.</b><br><i>Source: {html.escape(src)}</i>")
         s = stats["summary"]
         d_brush = pal.status_border[Status.DELEGATE]

@@ -1,10 +1,11 @@
-"""Run engine job generators in Qt worker threads, with progress and cancel.
+"""Run engine jobs in Qt worker threads, with typed events, throttled progress and cancel.
 
-The engine's jobs are plain generators that yield :class:`splitscope.engine.jobs.Progress`
-and take a :class:`splitscope.engine.jobs.CancelToken`. superqt's ``GeneratorWorker``
-runs them on the global thread pool and turns yields, returns and exceptions
-into signals; this module adds the cancel token (which also kills a parser
-child process) and one place that owns the running job.
+The engine's jobs are plain generators that yield :mod:`splitscope.engine.jobs` events
+(:class:`Progress`, :class:`Partial`, :class:`Sample`, :class:`LogLine`) and take a
+:class:`CancelToken`. superqt's ``GeneratorWorker`` runs them off the UI thread; this
+module routes each event type to its own signal. Progress is coalesced to the frame rate
+(a job may report thousands of steps a second; the bar needs sixty); partial results,
+samples and log lines are never dropped.
 """
 
 from __future__ import annotations
@@ -12,19 +13,28 @@ from __future__ import annotations
 from collections.abc import Callable, Generator
 from typing import Any
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, QTimer, Signal
 from splitscope.engine.errors import JobCancelledError, SplitscopeError
-from splitscope.engine.jobs import CancelToken, Progress
+from splitscope.engine.jobs import CancelToken, JobEvent, LogLine, Partial, Progress, Sample
 from superqt.utils import GeneratorWorker
 
-JobFactory = Callable[[CancelToken], Generator[Progress, None, Any]]
+JobFactory = Callable[[CancelToken], Generator[JobEvent, None, Any]]
+
+FRAME_MS = 16
+"""Progress is shown at most this often."""
 
 
 class JobRunner(QObject):
     """Runs one engine job at a time; a new job cancels the one running."""
 
     progress_changed = Signal(object)
-    """A :class:`Progress` event."""
+    """A :class:`Progress` event (the latest, at most one per frame)."""
+    partial_result = Signal(object)
+    """A :class:`Partial` event: an intermediate result to show."""
+    sample = Signal(object)
+    """A :class:`Sample` event for a live plot."""
+    log_line = Signal(object)
+    """A :class:`LogLine` event."""
     job_finished = Signal(object)
     """The job's return value."""
     job_failed = Signal(str, str)
@@ -39,6 +49,11 @@ class JobRunner(QObject):
         # Cancelled workers finish on their own; keep them referenced until they do,
         # or their signals' owner is deleted under the running thread.
         self._retired: set[GeneratorWorker] = set()
+        self._pending: Progress | None = None
+        self._throttle = QTimer(self)
+        self._throttle.setSingleShot(True)
+        self._throttle.setInterval(FRAME_MS)
+        self._throttle.timeout.connect(self._flush_progress)
 
     @property
     def running(self) -> bool:
@@ -49,11 +64,12 @@ class JobRunner(QObject):
         """Start ``factory(token)`` in a worker thread, cancelling any running job."""
         self.cancel()
         token = CancelToken()
-        def run_job() -> Generator[Progress, None, Any]:
+
+        def run_job() -> Generator[JobEvent, None, Any]:
             return (yield from factory(token))
 
         worker = GeneratorWorker(run_job)
-        worker.yielded.connect(self.progress_changed.emit)
+        worker.yielded.connect(lambda ev, w=worker: self._event(w, ev))
         worker.returned.connect(lambda value, w=worker: self._done(w, value))
         worker.errored.connect(lambda exc, w=worker: self._error(w, exc))
         self._worker, self._token = worker, token
@@ -78,13 +94,36 @@ class JobRunner(QObject):
 
         return QThreadPool.globalInstance().waitForDone(msecs)
 
+    def _event(self, worker: GeneratorWorker, ev: object) -> None:
+        if self._worker is not worker:
+            return  # a cancelled job's late events
+        if isinstance(ev, Progress):
+            self._pending = ev
+            if not self._throttle.isActive():
+                self._flush_progress()
+                self._throttle.start()
+        elif isinstance(ev, Partial):
+            self._flush_progress()
+            self.partial_result.emit(ev)
+        elif isinstance(ev, Sample):
+            self.sample.emit(ev)
+        elif isinstance(ev, LogLine):
+            self.log_line.emit(ev)
+
+    def _flush_progress(self) -> None:
+        if self._pending is not None:
+            ev, self._pending = self._pending, None
+            self.progress_changed.emit(ev)
+
     def _release(self, worker: GeneratorWorker) -> None:
         if self._worker is worker:
             self._worker, self._token = None, None
+            self._pending = None
             self.running_changed.emit(False)
 
     def _done(self, worker: GeneratorWorker, value: object) -> None:
         if self._worker is worker:
+            self._flush_progress()
             self._release(worker)
             self.job_finished.emit(value)
 

@@ -6,7 +6,7 @@ import os
 from collections.abc import Generator
 from pathlib import Path
 
-from splitscope.engine.jobs import CancelToken, Progress, gc_paused, run_to_end
+from splitscope.engine.jobs import CancelToken, JobEvent, Partial, Progress, gc_paused, run_to_end
 from splitscope.engine.model import GraphModel, ParserInfo, Source, Status
 from splitscope.engine.onnxio.graph import graph_from_onnx
 from splitscope.engine.onnxio.loader import load_model
@@ -22,7 +22,7 @@ from splitscope.engine.text import plural
 
 def analyze(path: str | os.PathLike[str] | None = None, *, parser: str = "auto",
             dims: dict[str, int] | None = None, cancel: CancelToken | None = None,
-            responsive: bool = False) -> Generator[Progress, None, GraphModel]:
+            responsive: bool = False) -> Generator[JobEvent, None, GraphModel]:
     """Analyse an ONNX model; a job generator that yields progress and returns a GraphModel.
 
     Parameters
@@ -55,7 +55,7 @@ def analyze(path: str | os.PathLike[str] | None = None, *, parser: str = "auto",
 
 
 def _analyze(path: str | os.PathLike[str] | None, parser: str, dims: dict[str, int] | None,
-             cancel: CancelToken, responsive: bool) -> Generator[Progress, None, GraphModel]:
+             cancel: CancelToken, responsive: bool) -> Generator[JobEvent, None, GraphModel]:
     model_path = Path(path) if path is not None else SAMPLE_MODEL
     module = resolve_backend(parser)
     # The parser works in its own process, in parallel with loading, shape
@@ -76,7 +76,8 @@ def _analyze(path: str | os.PathLike[str] | None, parser: str, dims: dict[str, i
         version, _ = load_table()
         gm.parser = ParserInfo("table", version, target)
         # First answer: structure coloured by the table, before shapes and costs.
-        yield Progress("structure", 2, 6, "Inferring shapes", model=gm)
+        yield Progress("structure", 2, 6, "Inferring shapes")
+        yield Partial(gm, "The structure, coloured by the operator table")
         cancel.raise_if_cancelled()
         cut = defective_nodes(gm)
         if proc is not None and cut:

@@ -1,0 +1,117 @@
+"""Start the desktop app: arguments, the QApplication, logging of unexpected errors, ``--report-startup``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtWidgets import QApplication, QMessageBox
+from splitscope.engine.sample import SAMPLE_MODEL
+from splitscope.gui.app import MainWindow
+
+
+def _install_excepthook(app: QApplication) -> None:
+    """Unexpected errors in slots: log them, tell the user where, keep the app running.
+
+    PySide6 only prints exceptions raised in slots to stderr by default.
+    """
+    import logging
+    import traceback
+
+    from splitscope.engine.paths import log_dir
+
+    log_file = log_dir() / "splitscope.log"
+    logging.basicConfig(filename=log_file, level=logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    log = logging.getLogger("splitscope")
+
+    def hook(exc_type: type[BaseException], exc: BaseException, tb: Any) -> None:
+        details = "".join(traceback.format_exception(exc_type, exc, tb))
+        log.error("unexpected error\n%s", details)
+        sys.__stderr__.write(details)
+        parent = app.activeWindow()
+        box = QMessageBox(QMessageBox.Icon.Critical, "Splitscope: unexpected error",
+                          f"{exc_type.__name__}: {exc}\n\nThe app keeps running; nothing you made was changed. "
+                          f"Details are in {log_file}.", parent=parent)
+        box.setDetailedText(details)
+        box.open()
+        hook.box = box  # type: ignore[attr-defined]
+
+    sys.excepthook = hook
+
+
+def main(argv: list[str] | None = None, t0: float | None = None) -> int:
+    """Start the app: ``python main.py [MODEL] [--parser ...] [--report-startup]``."""
+    t0 = t0 if t0 is not None else time.perf_counter()
+    ap = argparse.ArgumentParser(prog="splitscope-gui")
+    ap.add_argument("model", nargs="?", type=Path, help="ONNX model (default: the bundled sample)")
+    ap.add_argument("--parser", choices=["auto", "tensorrt", "rtx", "table"], default="auto")
+    ap.add_argument("--report-startup", action="store_true",
+                    help="open the model, print one JSON line of startup timings, and exit")
+    args = ap.parse_args(argv)
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app.setOrganizationName("Splitscope")
+    app.setApplicationName("Splitscope")
+    app.setDesktopFileName("splitscope")
+    _install_excepthook(app)
+    window = MainWindow(args.parser)
+    window.show()
+    window.open_model(args.model or SAMPLE_MODEL)
+    if args.report_startup:
+        _report_startup(app, window, t0)
+    return app.exec()
+
+
+def _report_startup(app: QApplication, window: MainWindow, t0: float) -> None:
+    """Print {window_s, layout_s, first_paint_s, nodes} measured from process start, then quit."""
+    app.processEvents()
+    marks: dict[str, float] = {"window_s": time.perf_counter() - t0}
+    started: dict[str, float] = {}
+    # Heartbeat: a 5 ms timer on the UI thread; the longest gap between its ticks is
+    # the longest time the UI thread could not react (analysis and layout run in workers).
+    beat = {"last": time.perf_counter(), "max": 0.0}
+
+    def tick() -> None:
+        now = time.perf_counter()
+        beat["max"] = max(beat["max"], now - beat["last"])
+        beat["last"] = now
+
+    heart = QTimer(window)
+    heart.setInterval(5)
+    heart.timeout.connect(tick)
+    heart.start()
+
+    def layout_started(running: bool) -> None:
+        if running and "layout" not in started:
+            started["layout"] = time.perf_counter()
+
+    def painted() -> None:
+        if "first_paint_s" in marks:
+            return
+        marks["first_paint_s"] = time.perf_counter() - t0
+        out = {"window_s": round(marks["window_s"], 3), "layout_s": round(marks["layout_s"], 3),
+               "first_paint_s": round(marks["first_paint_s"], 3),
+               "nodes": len(window.view.gm.nodes) if window.view else 0,
+               "max_ui_stall_ms": round(beat["max"] * 1000, 1)}
+        print(json.dumps(out), flush=True)
+        window.cancel_jobs()
+        QTimer.singleShot(0, window.close)
+
+    def ready() -> None:
+        marks["layout_s"] = time.perf_counter() - started.get("layout", time.perf_counter())
+        window.canvas.painted.connect(painted, Qt.ConnectionType.SingleShotConnection)
+        window.canvas.repaint()
+
+    def failed(message: str, _details: str) -> None:
+        print(json.dumps({"error": message}), flush=True)
+        QTimer.singleShot(0, lambda: app.exit(2))
+
+    window.layout_runner.running_changed.connect(layout_started)
+    window.view_ready.connect(ready)
+    window.runner.job_failed.connect(failed)
+    window.layout_runner.job_failed.connect(failed)

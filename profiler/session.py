@@ -1,0 +1,208 @@
+"""The model session: the state machine from opening a model to its final, refined view.
+
+One session holds one model at a time and runs its jobs: the analysis (load, table
+colours, shapes, the real parser), the first layout as soon as the structure is known,
+the refinement when the analysis ends, and relayouts on expand/collapse. The window
+observes it through signals and only presents; later jobs (profiling, calibration)
+join here. QtCore only.
+
+States, in order, for each :meth:`open`:
+
+1. *analysing*: the analysis job runs; the previous model stays on screen.
+2. *first view*: the analysis yielded a :class:`Partial` (structure coloured by the
+   table); the first layout runs on it while the analysis waits for up to 3 s, so the
+   first paint gets the CPU.
+3. *refining*: the analysis returned; statuses, shapes and partitions are final. If the
+   first layout is still running, the refinement waits for it; then the same layout is
+   recounted and redrawn in place, with the panel figures.
+4. *ready*: :attr:`graph_model` is the final model; :data:`model_ready` was emitted.
+
+A failure or cancel at any point leaves the previous ready model in place.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Generator
+from pathlib import Path
+
+from PySide6.QtCore import QObject, Signal
+from splitscope.engine.jobs import CancelToken, JobEvent, Partial
+from splitscope.engine.model import GraphModel
+from splitscope.engine.report.stats import panel_stats
+from splitscope.engine.view.layout import View, prepare_view, relayout
+from splitscope.profiler.jobs import JobRunner
+
+FIRST_LAYOUT_HEAD_START_S = 3.0
+"""How long the analysis waits for the first layout before refining."""
+
+
+class ModelSession(QObject):
+    """One open model and the jobs that analyse and lay it out."""
+
+    progress = Signal(object)
+    """A :class:`Progress` of whichever job runs (throttled to the frame rate)."""
+    view_changed = Signal(object, bool)
+    """A new :class:`View` to show, and whether it is the same model as before (keep zoom and focus)."""
+    model_ready = Signal(object, object)
+    """The final :class:`GraphModel` and its :class:`View` (with panel figures): show the panels."""
+    analysed = Signal(object)
+    """The analysis of a model finished (its path goes to the recent files)."""
+    failed = Signal(str, str)
+    """One-line message, details."""
+    cancelled = Signal()
+    running_changed = Signal(bool)
+
+    def __init__(self, parser: str = "auto", parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.parser = parser
+        self.analysis = JobRunner(self)
+        self.layout = JobRunner(self)
+        self.graph_model: GraphModel | None = None
+        """The last model whose analysis is final and shown."""
+        self.view: View | None = None
+        """The layout on screen."""
+        self.focus: tuple[int, int] = (-1, -1)
+        """(group, node) to bring into view after the next relayout."""
+        self._early: GraphModel | None = None
+        self._first_layout = threading.Event()
+        self._refine_pending = False
+        self.analysis.progress_changed.connect(self.progress)
+        self.layout.progress_changed.connect(self.progress)
+        self.analysis.partial_result.connect(self._on_partial)
+        self.analysis.job_finished.connect(self._on_analysed)
+        self.layout.job_finished.connect(self._on_laid_out)
+        for r in (self.analysis, self.layout):
+            r.job_failed.connect(self.failed)
+            r.job_cancelled.connect(self.cancelled)
+            r.running_changed.connect(lambda *_: self.running_changed.emit(self.running))
+
+    # ------------------------------------------------------------------ state
+    @property
+    def running(self) -> bool:
+        """Whether any job of the session runs."""
+        return self.analysis.running or self.layout.running
+
+    @property
+    def analysing(self) -> bool:
+        """Whether the analysis job runs."""
+        return self.analysis.running
+
+    # ---------------------------------------------------------------- actions
+    def open(self, path: Path) -> None:
+        """Analyse ``path``; the current model stays until the new one is ready."""
+        path = Path(path)
+        parser = self.parser
+        self.layout.cancel()
+        self._first_layout.set()
+        self._early = None
+        first_layout = self._first_layout = threading.Event()
+
+        def job(token: CancelToken) -> Generator[JobEvent, None, GraphModel]:
+            from splitscope.engine.split.analyze import analyze  # onnx loads in the worker
+
+            gen = analyze(path, parser=parser, cancel=token, responsive=True)
+            while True:
+                try:
+                    ev = next(gen)
+                except StopIteration as stop:
+                    return stop.value  # type: ignore[no-any-return]
+                yield ev
+                if isinstance(ev, Partial):
+                    # Let the first layout have the CPU (and the GIL) before refining.
+                    first_layout.wait(timeout=FIRST_LAYOUT_HEAD_START_S)
+
+        self.analysis.start(job)
+
+    def cancel(self) -> None:
+        """Cancel whatever runs."""
+        self._first_layout.set()
+        self.analysis.cancel()
+        self.layout.cancel()
+
+    def relayout(self, expanded: set[int], focus_group: int = -1, focus_node: int = -1) -> None:
+        """Lay the current model out again with ``expanded`` groups open."""
+        view = self.view
+        if view is None:
+            return
+        self.focus = (focus_group, focus_node)
+        self.layout.start(lambda token: relayout(view, expanded, token))
+
+    def toggle_group(self, gid: int) -> None:
+        """Expand a collapsed group or collapse an expanded one."""
+        if self.view is None:
+            return
+        expanded = set(self.view.layout.expanded)
+        if gid in expanded:
+            expanded.discard(gid)
+        else:
+            expanded.add(gid)
+        self.relayout(expanded, focus_group=gid)
+
+    def expand_all(self) -> None:
+        """Expand every group."""
+        if self.view is not None:
+            self.relayout({g.id for g in self.view.hier.groups if g.parent != -1})
+
+    def collapse_all(self) -> None:
+        """Collapse to the top level."""
+        if self.view is not None:
+            self.relayout({0})
+
+    # ------------------------------------------------------------ job results
+    def _on_partial(self, ev: Partial) -> None:
+        if isinstance(ev.value, GraphModel):
+            gm = self._early = ev.value
+            self.layout.start(lambda token: prepare_view(gm, cancel=token))
+
+    def _on_analysed(self, gm: GraphModel) -> None:
+        self.analysed.emit(gm)
+        self._refine(gm)
+
+    def _refine(self, gm: GraphModel) -> None:
+        view = self.view
+        if view is not None and view.gm is gm:
+            # Same model, refined: recount groups and redraw statuses and boundaries in place.
+            expanded = set(view.layout.expanded)
+            self._refine_pending = True
+
+            def refresh(token: CancelToken) -> Generator[JobEvent, None, View]:
+                view.hier.refresh_counts(gm)
+                view.ctx.refresh_boundaries()
+                new = yield from relayout(view, expanded, token)
+                new.stats = panel_stats(gm)
+                return new
+
+            self.layout.start(refresh)
+        elif self.layout.running and self._early is gm:
+            self._refine_pending = True  # the first layout still runs; refine when it lands
+        else:
+            self._refine_pending = False
+
+            def first(token: CancelToken) -> Generator[JobEvent, None, View]:
+                new = yield from prepare_view(gm, cancel=token)
+                new.stats = panel_stats(gm)
+                return new
+
+            self.layout.start(first)
+
+    def _on_laid_out(self, view: View) -> None:
+        self._first_layout.set()
+        keep = self.view is not None and self.view.gm is view.gm
+        if view.stats is None and keep and self.view is not None:
+            view.stats = self.view.stats  # expand/collapse: same figures
+        self.view = view
+        self.view_changed.emit(view, keep)
+        analysing = self.analysis.running and self._early is view.gm
+        if self._refine_pending and not analysing and not keep:
+            self._refine_pending = False
+            self._refine(view.gm)  # the analysis finished while the first layout ran
+            return
+        if not analysing and view.stats is not None and view.gm is not self.graph_model:
+            self.graph_model = view.gm
+            self.model_ready.emit(view.gm, view)
+
+    def wait(self, msecs: int = 10000) -> bool:
+        """Block until every worker is idle (shutdown and tests)."""
+        return self.analysis.wait(msecs)
+
