@@ -27,7 +27,7 @@ def _dims(values: list[str]) -> dict[str, int]:
     return out
 
 
-def _print_summary(gm: object) -> None:
+def _print_summary(gm: object, summary: dict[str, dict[str, float | int]]) -> None:
     from splitscope.engine.model import GraphModel, Status
     from splitscope.engine.report.stats import headline
     from splitscope.engine.text import decided_by, format_bytes, node_op_label, plural
@@ -35,7 +35,7 @@ def _print_summary(gm: object) -> None:
     assert isinstance(gm, GraphModel)
     p = gm.parser
     print(f"{gm.path}: {plural(len(gm.nodes), 'node')}, split by the {decided_by(p)}")
-    print(headline(gm))
+    print(headline(gm, summary))
     plugin = [n for n in gm.nodes if n.status is Status.PLUGIN]
     if plugin:
         print("Needs custom CUDA / a TensorRT plugin:")
@@ -56,13 +56,15 @@ def _print_summary(gm: object) -> None:
 
 def _cmd_analyze(args: argparse.Namespace) -> int:
     from splitscope.engine.report.files import write_json
+    from splitscope.engine.report.stats import split_summary
     from splitscope.engine.split.analyze import analyze
 
     gm = run_to_end(analyze(args.model, parser=args.parser, dims=_dims(args.dim)))
+    summary = split_summary(gm)  # once: the printed summary and the JSON share it
     if not args.quiet:
-        _print_summary(gm)
+        _print_summary(gm, summary)
     if args.json:
-        write_json(gm, args.json)
+        write_json(gm, args.json, summary)
         if not args.quiet:
             print(f"wrote {args.json}")
     return 0

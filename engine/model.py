@@ -154,6 +154,21 @@ class Node:
 
 
 @dataclass(slots=True)
+class Adjacency:
+    """Who feeds whom in one graph, derived once when the graph is built and used by every pass
+    (roles, partitions, hierarchy, layout) instead of each rebuilding it."""
+
+    order: list[int]
+    """A topological order of the nodes."""
+    preds: list[list[int]]
+    """Per node, the distinct nodes producing its inputs (body reads of If/Loop/Scan included), not itself."""
+    succs: list[list[int]]
+    """Per node, the distinct nodes reading its outputs."""
+    edges: dict[tuple[int, int], list[str]]
+    """(producer, consumer) to the tensors between them, in the consumer's input order."""
+
+
+@dataclass(slots=True)
 class Graph:
     """A graph (the main one, an If/Loop/Scan body or a function body)."""
 
@@ -167,6 +182,14 @@ class Graph:
     """Values of tiny initializers (shape vectors, axes, K, zero points), flattened."""
     path: str = ""
     """Where this graph sits: '' for the main graph, else ``node/attr`` segments."""
+    adjacency: Adjacency | None = None
+    """Set by the builder; see :class:`Adjacency`."""
+
+    @property
+    def adj(self) -> Adjacency:
+        """The graph's adjacency (built by :func:`splitscope.engine.onnxio.graph.build_graph`)."""
+        assert self.adjacency is not None, "graph built without adjacency"
+        return self.adjacency
 
     def walk(self) -> list[tuple[Graph, Node]]:
         """Every node of this graph and of the graphs nested in it, depth first."""
@@ -238,8 +261,6 @@ class GraphModel:
     dims: dict[str, int] = field(default_factory=dict)
     """Values assumed for symbolic dimensions (absent ones count as 1)."""
     model_bytes: int = 0
-    order: list[int] = field(default_factory=list)
-    """A topological order of the main graph's nodes."""
     assumed_shapes: set[str] = field(default_factory=set)
     """Tensors whose type and shape were assumed (custom-op outputs), not inferred."""
 
@@ -247,6 +268,11 @@ class GraphModel:
     def nodes(self) -> list[Node]:
         """Nodes of the main graph."""
         return self.graph.nodes
+
+    @property
+    def order(self) -> list[int]:
+        """A topological order of the main graph's nodes."""
+        return self.graph.adj.order
 
     def symbolic_dims(self) -> list[str]:
         """Names of the symbolic dimensions found in the main graph (not shape inference's ``unk__N``)."""

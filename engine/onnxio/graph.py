@@ -10,7 +10,7 @@ from typing import Any
 import onnx
 from onnx import AttributeProto
 from splitscope.engine.errors import CyclicGraphError, ModelDecodeError
-from splitscope.engine.model import Dim, Graph, GraphModel, Initializer, Node, Tensor
+from splitscope.engine.model import Adjacency, Dim, Graph, GraphModel, Initializer, Node, Tensor
 from splitscope.engine.onnxio.loader import LoadedModel, dtype_name, text_error
 from splitscope.engine.onnxio.validate import node_defect
 
@@ -115,39 +115,47 @@ def scope_of(node: onnx.NodeProto) -> tuple[str, ...]:
     return tuple(s for s in name.split("/")[:-1] if s)
 
 
-def _topological_order(nodes: list[Node], tensors: dict[str, Tensor], label: str) -> list[int]:
-    indeg = [0] * len(nodes)
-    for n in nodes:
-        preds = {tensors[i].producer for i in n.all_inputs if i and i in tensors}
-        preds.discard(None)
-        preds.discard(n.index)
-        indeg[n.index] = len(preds)
-        if any(i and i in tensors and tensors[i].producer == n.index for i in n.all_inputs):
-            raise CyclicGraphError(
-                f"Node '{n.label}' ({n.op_type}) in {label} reads its own output: the graph has a cycle, "
-                "which ONNX forbids; re-export the model.")
+def adjacency_of(nodes: list[Node], tensors: dict[str, Tensor], label: str) -> Adjacency:
+    """Predecessors, successors, edges and a topological order; raises :class:`CyclicGraphError` on a cycle."""
+    n = len(nodes)
+    preds: list[list[int]] = [[] for _ in range(n)]
+    succs: list[list[int]] = [[] for _ in range(n)]
+    edges: dict[tuple[int, int], list[str]] = {}
+    for node in nodes:
+        v = node.index
+        for name in node.all_inputs:
+            t = tensors.get(name) if name else None
+            u = t.producer if t is not None else None
+            if u is None:
+                continue
+            if u == v:
+                raise CyclicGraphError(
+                    f"Node '{node.label}' ({node.op_type}) in {label} reads its own output: the graph has a cycle, "
+                    "which ONNX forbids; re-export the model.")
+            names = edges.get((u, v))
+            if names is None:
+                edges[(u, v)] = [name]
+                preds[v].append(u)
+                succs[u].append(v)
+            else:
+                names.append(name)
+    indeg = [len(p) for p in preds]
     ready = deque(i for i, d in enumerate(indeg) if d == 0)
     order: list[int] = []
     while ready:
         i = ready.popleft()
         order.append(i)
-        succ: set[int] = set()
-        for o in nodes[i].outputs:
-            t = tensors.get(o)
-            if t is not None:
-                succ.update(t.consumers)
-        succ.discard(i)
-        for s in succ:
+        for s in succs[i]:
             indeg[s] -= 1
             if indeg[s] == 0:
                 ready.append(s)
-    if len(order) < len(nodes):
-        stuck = [n for n in nodes if indeg[n.index] > 0]
+    if len(order) < n:
+        stuck = [nd for nd in nodes if indeg[nd.index] > 0]
         cycle = _find_cycle(stuck, nodes, tensors)
-        names = " -> ".join(nodes[i].label for i in cycle)
+        names_ = " -> ".join(nodes[i].label for i in cycle)
         raise CyclicGraphError(
-            f"The graph {label} has a cycle ({names}), which ONNX forbids: re-export the model.")
-    return order
+            f"The graph {label} has a cycle ({names_}), which ONNX forbids: re-export the model.")
+    return Adjacency(order, preds, succs, edges)
 
 
 def outer_references(g: Graph) -> set[str]:
@@ -164,8 +172,11 @@ def outer_references(g: Graph) -> set[str]:
 
 
 def topological_order(graph: Graph) -> list[int]:
-    """A topological order of ``graph.nodes``; raises :class:`CyclicGraphError` on a cycle."""
-    return _topological_order(graph.nodes, graph.tensors, f"'{graph.path}'" if graph.path else "(main graph)")
+    """A topological order of ``graph.nodes`` (its :class:`Adjacency`'s)."""
+    if graph.adjacency is None:
+        label = f"'{graph.path}'" if graph.path else "(main graph)"
+        graph.adjacency = adjacency_of(graph.nodes, graph.tensors, label)
+    return graph.adjacency.order
 
 
 def _find_cycle(stuck: list[Node], nodes: list[Node], tensors: dict[str, Tensor]) -> list[int]:
@@ -281,7 +292,8 @@ def build_graph(g: onnx.GraphProto, path: str, initializers: dict[str, Initializ
     graph = Graph(g.name, nodes, tensors, [i.name for i in g.input if i.name not in init_names],
                   [o.name for o in g.output],
                   initializers if initializers is not None else {}, constants, path)
-    return graph, _topological_order(nodes, tensors, label)
+    graph.adjacency = adjacency_of(nodes, tensors, label)
+    return graph, graph.adjacency.order
 
 
 def is_topologically_sorted(graph: Graph) -> bool:
@@ -318,7 +330,7 @@ def graph_from_onnx(loaded: LoadedModel, infer: bool = True) -> tuple[GraphModel
                         "the model; re-export or sort it (onnx-graphsurgeon's toposort).")
     gm = GraphModel(loaded.path, graph, m.ir_version, opsets,
                     f"{m.producer_name} {m.producer_version}".strip(), functions, warnings=warnings,
-                    model_bytes=loaded.file_bytes, order=order)
+                    model_bytes=loaded.file_bytes)
     if infer:
         from splitscope.engine.onnxio.shapes import apply_shape_inference
 

@@ -80,7 +80,17 @@ def apply_shape_inference(gm: GraphModel, loaded: LoadedModel, in_subprocess: bo
         m, assumed = infer_shapes(loaded.proto, gm.warnings)
         g = m.graph
         body_nodes = {n.index: g.node[n.index] for n in gm.graph.nodes if n.subgraphs}
-    tensors = gm.graph.tensors
+    _apply_types(gm.graph, g, body_nodes)
+    gm.assumed_shapes = set(assumed)
+
+
+def _apply_types(graph: Graph, g: onnx.GraphProto, body_nodes: dict[int, onnx.NodeProto] | None = None) -> None:
+    """Write the types and shapes inference found in ``g`` into ``graph``'s tensors, and into its bodies'.
+
+    The graphs built from the file are kept: only their tensors' types change (bodies are not
+    built a second time). ``body_nodes``: the inferred proto of each node that has bodies.
+    """
+    tensors = graph.tensors
     for vi in (*g.input, *g.value_info, *g.output):
         t = tensors.get(vi.name)
         if t is None:
@@ -90,18 +100,18 @@ def apply_shape_inference(gm: GraphModel, loaded: LoadedModel, in_subprocess: bo
             t.dtype = dt
         if shp is not None:
             t.shape = shp
-    outer = set(tensors)
+    if body_nodes is None:
+        body_nodes = {n.index: g.node[n.index] for n in graph.nodes if n.subgraphs and n.index < len(g.node)}
     for idx, pn in body_nodes.items():
-        node = gm.graph.nodes[idx]
+        node = graph.nodes[idx]
         for a in pn.attribute:
-            sub_path = f"{pn.name or '#' + str(idx)}/{a.name}"
-            if a.type == AttributeProto.GRAPH:
-                node.subgraphs[a.name], _ = build_graph(a.g, sub_path, None, gm.functions, outer, gm.opsets)
+            if a.type == AttributeProto.GRAPH and a.name in node.subgraphs:
+                _apply_types(node.subgraphs[a.name], a.g)
             elif a.type == AttributeProto.GRAPHS:
                 for k, sg in enumerate(a.graphs):
-                    node.subgraphs[f"{a.name}[{k}]"], _ = build_graph(sg, f"{sub_path}[{k}]", None, gm.functions,
-                                                                     outer, gm.opsets)
-    gm.assumed_shapes = set(assumed)
+                    body = node.subgraphs.get(f"{a.name}[{k}]")
+                    if body is not None:
+                        _apply_types(body, sg)
 
 
 def _infer_in_subprocess(path: Path) -> tuple[onnx.GraphProto, list[int], list[str], list[str]] | None:

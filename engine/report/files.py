@@ -7,7 +7,7 @@ import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from splitscope.engine.model import GraphModel
 
@@ -51,10 +51,10 @@ def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
     return write_bytes_atomic(path, text.encode("utf-8"))
 
 
-def write_json(gm: GraphModel, path: str | os.PathLike[str]) -> Path:
+def write_json(gm: GraphModel, path: str | os.PathLike[str], summary: dict[str, Any] | None = None) -> Path:
     """Write the analysis document atomically; indented for small models, compact past 5000 nodes."""
     from splitscope.engine.report.schema import to_json
 
-    doc = to_json(gm)
+    doc = to_json(gm, summary)
     text = json.dumps(doc, indent=1) if len(gm.nodes) <= 5000 else json.dumps(doc, separators=(",", ":"))
     return write_text_atomic(path, text)

@@ -10,11 +10,12 @@ from splitscope.engine.report.stats import headline, role_summary, split_summary
 SCHEMA_VERSION = 1
 
 
-def to_json(gm: GraphModel) -> dict[str, Any]:
-    """The analysis as a JSON-ready dict (schema ``splitscope-analysis`` v1)."""
+def to_json(gm: GraphModel, summary: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The analysis as a JSON-ready dict (schema ``splitscope-analysis`` v1); ``summary``: a
+    :func:`split_summary` already computed."""
     p = gm.parser
     nodes = gm.nodes
-    summary = split_summary(gm)
+    summary = summary or split_summary(gm)
     return {
         "schema": "splitscope-analysis",
         "schema_version": SCHEMA_VERSION,
@@ -38,6 +39,7 @@ def to_json(gm: GraphModel) -> dict[str, Any]:
             for part in gm.partitions
         ],
         "boundary_bytes": gm.boundary_bytes,
+        "unproven": _unproven(gm),
         "symbolic_dims": {d: gm.dims.get(d, 1) for d in gm.symbolic_dims()},
         "assumed_shapes": sorted(gm.assumed_shapes),
         "warnings": gm.warnings,
@@ -50,3 +52,10 @@ def to_json(gm: GraphModel) -> dict[str, Any]:
             for n in nodes
         ],
     }
+
+
+def _unproven(gm: GraphModel) -> dict[str, Any]:
+    """Nodes a real parser was asked about but could not prove (cut, unverified, or all after a crash)."""
+    asked = gm.parser.name != "table" or any(n.startswith("unproven") for n in gm.parser.notes)
+    labels = [n.label for n in gm.nodes if n.parser_status is None] if asked else []
+    return {"count": len(labels), "nodes": labels[:1000]}

@@ -34,12 +34,7 @@ def find_partitions(graph: Graph, order: list[int], dims: dict[str, int] | None 
     nodes = graph.nodes
     tensors = graph.tensors
     n = len(nodes)
-    preds: list[set[int]] = [set() for _ in range(n)]
-    for node in nodes:
-        for i in node.all_inputs:
-            t = tensors.get(i) if i else None
-            if t is not None and t.producer is not None and t.producer != node.index:
-                preds[node.index].add(t.producer)
+    preds = graph.adj.preds
 
     delegate = [nd.status is Status.DELEGATE for nd in nodes]
     # stage: how many plugin nodes lie on the longest path from a delegate node.

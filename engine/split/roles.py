@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from splitscope.engine.model import Graph, Role
-from splitscope.engine.onnxio.graph import topological_order
 
 HEAVY_OPS = frozenset({
     "Conv", "ConvTranspose", "MatMul", "Gemm", "Attention", "MultiHeadAttention", "GroupQueryAttention",
@@ -52,12 +51,7 @@ def assign_roles(graph: Graph, order: list[int]) -> None:
     nodes = graph.nodes
     tensors = graph.tensors
     n = len(nodes)
-    preds: list[list[int]] = [[] for _ in range(n)]
-    for node in nodes:
-        for i in node.all_inputs:
-            t = tensors.get(i) if i else None
-            if t is not None and t.producer is not None:
-                preds[node.index].append(t.producer)
+    preds, succs = graph.adj.preds, graph.adj.succs
 
     # Shape role: Shape/Size and what computes only on their results and constants.
     is_shape = [False] * n
@@ -83,10 +77,6 @@ def assign_roles(graph: Graph, order: list[int]) -> None:
     for idx in order:
         heavy_anc[idx] = any(heavy[p] or heavy_anc[p] for p in preds[idx])
     heavy_desc = [False] * n
-    succs: list[list[int]] = [[] for _ in range(n)]
-    for idx in range(n):
-        for p in preds[idx]:
-            succs[p].append(idx)
     for idx in reversed(order):
         heavy_desc[idx] = any(heavy[s] or heavy_desc[s] for s in succs[idx])
 
@@ -97,7 +87,7 @@ def assign_roles(graph: Graph, order: list[int]) -> None:
         node = nodes[idx]
         op = node.op_type
         for sub in node.subgraphs.values():
-            assign_roles(sub, topological_order(sub))
+            assign_roles(sub, sub.adj.order)
         if op in CONTROL_OPS:
             node.role = Role.CONTROL_FLOW
         elif is_shape[idx]:

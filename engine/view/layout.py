@@ -97,15 +97,8 @@ class LayoutContext:
                 paths[g.id] = h.path(g.id)
         self.group_path = paths
         boundary: dict[str, int] = {}
-        # Unique graph edges (producer, consumer) with their tensors.
-        pairs: dict[tuple[int, int], list[str]] = {}
-        tensors = gm.graph.tensors
-        for node in gm.nodes:
-            for name in node.all_inputs:
-                t = tensors.get(name) if name else None
-                if t is None or t.producer is None or t.producer == node.index:
-                    continue
-                pairs.setdefault((t.producer, node.index), []).append(name)
+        # Unique graph edges (producer, consumer) with their tensors: the graph's own adjacency.
+        pairs = gm.graph.adj.edges
         self.pairs = pairs
         self.boundary = boundary
         self.refresh_boundaries()
@@ -406,12 +399,11 @@ class View:
 def prepare_view(gm: GraphModel, expanded: set[int] | None = None,
                  cancel: CancelToken | None = None) -> Generator[Progress, None, View]:
     """Build the group tree and the first layout of an analysed model (a job generator)."""
-    from splitscope.engine.onnxio.graph import topological_order
     from splitscope.engine.view.hierarchy import build_hierarchy
 
     yield Progress("layout", 0, 0, "Grouping nodes by scope")
     with gc_paused():
-        order = gm.order or topological_order(gm.graph)
+        order = gm.order
         hier = build_hierarchy(gm, order)
         if cancel is not None:
             cancel.raise_if_cancelled()
