@@ -279,6 +279,12 @@ def build_graph(g: onnx.GraphProto, path: str, initializers: dict[str, Initializ
             raise ModelTextError(f"{label}: node #{idx} ({node.name!r}, {node.op_type!r})")
         if opsets is not None:
             node.defect = node_defect(pn, opsets, tensors, constants)
+        if pn.op_type == "Constant" and len(pn.output) == 1 and pn.output[0]:
+            value = next((a for a in pn.attribute if a.name == "value" and a.type == AttributeProto.TENSOR), None)
+            if value is not None:  # its output's type is the attribute's: known before shape inference
+                out = tensor(pn.output[0])
+                out.dtype = out.dtype or dtype_name(value.t.data_type)
+                out.shape = out.shape if out.shape is not None else tuple(value.t.dims)
         if subgraphs:
             node.implicit_inputs = sorted({r for sub in subgraphs.values() for r in outer_references(sub)}
                                           - set(node.inputs))

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 import onnx
 from onnx import AttributeProto, TensorProto
-from splitscope.engine.model import Tensor
+from splitscope.engine.model import Graph, Tensor
 
 _STANDARD = {"": "", "ai.onnx": "", "ai.onnx.ml": "ai.onnx.ml"}
 _DTYPE_ATTRS = ("to", "dtype", "output_dtype")
@@ -110,14 +110,31 @@ def _structural(pn: onnx.NodeProto, tensors: Mapping[str, Tensor] | None,
             return (f"its branches return {', '.join(f'{k} {v}' for k, v in sorted(counts.items()))} values, "
                     f"but the node has {len(pn.output)} outputs")
     elif op == "TopK" and len(pn.input) > 1 and tensors is not None:
-        t = tensors.get(pn.input[1])
-        if t is not None and t.shape is not None and all(isinstance(d, int) for d in t.shape):
-            numel = 1
-            for d in t.shape:
-                numel *= int(d)  # type: ignore[arg-type]
-            if len(t.shape) > 1 or numel != 1:
-                return f"K has shape {list(t.shape)}; TopK takes K as one value (shape [1])"
-        values = constants.get(pn.input[1]) if constants is not None else None
-        if values is not None and len(values) == 1 and isinstance(values[0], int) and values[0] < 0:
-            return f"K = {values[0]} is negative"
+        return topk_k_defect(pn.input[1], tensors, constants)
     return ""
+
+
+def topk_k_defect(k: str, tensors: Mapping[str, Tensor], constants: Mapping[str, list[object]] | None) -> str:
+    """TopK's K must be one value (shape [1], or a scalar) and not negative.
+
+    Checked when the graph is built and again once shapes are inferred (a K computed at run time
+    has a shape only then); a K of shape [0] or [1, 2] crashed the TensorRT-RTX 1.7 parser process.
+    """
+    t = tensors.get(k)
+    if t is not None and t.shape is not None and all(isinstance(d, int) for d in t.shape):
+        numel = 1
+        for d in t.shape:
+            numel *= int(d)  # type: ignore[arg-type]
+        if len(t.shape) > 1 or numel != 1:
+            return f"K has shape {list(t.shape)}; TopK takes K as one value (shape [1])"
+    values = constants.get(k) if constants is not None else None
+    if values is not None and len(values) == 1 and isinstance(values[0], int) and values[0] < 0:
+        return f"K = {values[0]} is negative"
+    return ""
+
+
+def shape_defects(graph: Graph) -> None:
+    """After shape inference: the checks that need shapes, on nodes that had no defect yet."""
+    for node in graph.nodes:
+        if node.op_type == "TopK" and not node.defect and len(node.inputs) > 1 and node.domain in ("", "ai.onnx"):
+            node.defect = topk_k_defect(node.inputs[1], graph.tensors, graph.constants)

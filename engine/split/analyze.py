@@ -11,6 +11,7 @@ from splitscope.engine.model import GraphModel, ParserInfo, Source, Status
 from splitscope.engine.onnxio.graph import graph_from_onnx
 from splitscope.engine.onnxio.loader import load_model
 from splitscope.engine.onnxio.shapes import apply_shape_inference, bind_function_shapes
+from splitscope.engine.onnxio.validate import shape_defects
 from splitscope.engine.sample import SAMPLE_MODEL
 from splitscope.engine.split.costs import fill_costs
 from splitscope.engine.split.parser import DISPLAY, ParserAnswer, ParserProcess, resolve_backend
@@ -87,6 +88,12 @@ def _analyze(path: str | os.PathLike[str] | None, parser: str, dims: dict[str, i
             proc = ParserProcess(parser_module, model_path, cut)
         apply_shape_inference(gm, loaded, in_subprocess=responsive)
         bind_function_shapes(gm, loaded.proto)
+        shape_defects(gm.graph)
+        late = defective_nodes(gm)
+        if proc is not None and late.keys() - cut.keys():
+            proc.kill()  # shapes showed more malformed nodes: ask again without them too
+            cut = late
+            proc = ParserProcess(proc.module, model_path, cut)
         cancel.raise_if_cancelled()
         yield Progress("costs", 3, 6, "Counting FLOPs and bytes")
         fill_costs(gm.graph, gm.dims)

@@ -183,7 +183,16 @@ def cast_to_unknown_type() -> onnx.ModelProto:
                  [h.make_tensor_value_info("y", T.FLOAT, [4])])
 
 
+def topk_k_from_constant_node() -> onnx.ModelProto:
+    """K of shape [0] from a Constant node: its shape is known only from the node's attribute."""
+    return model([h.make_node("Constant", [], ["k"], value=nh.from_array(np.zeros((0,), np.int64)), name="kc"),
+                  h.make_node("TopK", ["x", "k"], ["v", "i"], name="t"), h.make_node("Relu", ["v"], ["y"], name="r")],
+                 [h.make_tensor_value_info("x", T.FLOAT, [1, 10])],
+                 [h.make_tensor_value_info("y", T.FLOAT, None), h.make_tensor_value_info("i", T.INT64, None)])
+
+
 MALFORMED = {
+    "topk_k_constant_node": (topk_k_from_constant_node, "t", "shape [0]"),
     "topk_negative_k": (lambda: topk(nh.from_array(np.array([-3], np.int64), "k")), "t", "negative"),
     "topk_empty_k": (lambda: topk(nh.from_array(np.zeros((0,), np.int64), "k")), "t", "shape [0]"),
     "topk_2d_k": (lambda: topk(nh.from_array(np.array([[1, 2]], np.int64), "k")), "t", "shape [1, 2]"),
@@ -202,7 +211,7 @@ def test_malformed_nodes_by_table(save_model, name):
 
 
 @needs_rtx
-@pytest.mark.parametrize("name", ["topk_empty_k", "topk_2d_k", "loop_no_body_inputs"])
+@pytest.mark.parametrize("name", ["topk_empty_k", "topk_2d_k", "loop_no_body_inputs", "topk_k_constant_node"])
 def test_malformed_nodes_that_crash_the_parser_are_cut_first(save_model, name):
     """These crashed the TensorRT-RTX 1.7 parser process (SIGSEGV); cut first, the rest is proven."""
     build, node, _ = MALFORMED[name]
