@@ -1,0 +1,73 @@
+"""profiler/: typed job events, progress throttled to the frame rate, and the model session's states."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import QThreadPool
+from splitscope.engine.jobs import LogLine, Partial, Progress, Sample
+from splitscope.engine.sample import SAMPLE_MODEL
+from splitscope.profiler.jobs import JobRunner
+from splitscope.profiler.session import ModelSession
+
+
+@pytest.fixture(autouse=True)
+def _no_worker_outlives_its_test(qapp):
+    yield
+    assert QThreadPool.globalInstance().waitForDone(30000)
+
+
+def test_events_are_routed_by_type_and_progress_is_throttled(qtbot):
+    runner = JobRunner()
+    got: dict[str, list] = {"progress": [], "partial": [], "sample": [], "log": []}
+    runner.progress_changed.connect(got["progress"].append)
+    runner.partial_result.connect(got["partial"].append)
+    runner.sample.connect(got["sample"].append)
+    runner.log_line.connect(got["log"].append)
+
+    def job(token):
+        for i in range(20000):
+            yield Progress("count", i + 1, 20000, f"step {i + 1}")
+        yield Partial("half")
+        for i in range(50):
+            yield Sample("latency", float(i), {"ms": 1.0})
+        yield LogLine("done")
+        return 42
+
+    with qtbot.waitSignal(runner.job_finished, timeout=30000) as done:
+        runner.start(job)
+    assert done.args == [42]
+    assert 1 <= len(got["progress"]) < 2000, "progress was not coalesced"
+    assert got["progress"][-1].done == 20000, "the last progress must arrive"
+    assert [p.value for p in got["partial"]] == ["half"]
+    assert len(got["sample"]) == 50 and got["log"][0].text == "done"
+
+
+def test_session_opens_the_sample_through_its_states(qtbot):
+    session = ModelSession(parser="table")
+    seen: list[str] = []
+    session.view_changed.connect(lambda view, keep: seen.append("view"))
+    session.analysed.connect(lambda gm: seen.append("analysed"))
+    with qtbot.waitSignal(session.model_ready, timeout=60000) as ready:
+        session.open(SAMPLE_MODEL)
+    gm, view = ready.args
+    assert session.graph_model is gm and session.view is view and view.stats is not None
+    assert "analysed" in seen and seen.count("view") >= 1
+    qtbot.waitUntil(lambda: not session.running, timeout=30000)
+    # A relayout keeps the model and says so.
+    with qtbot.waitSignal(session.view_changed, timeout=30000) as changed:
+        session.collapse_all()
+    assert changed.args[1] is True and session.graph_model is gm
+
+
+def test_session_failure_keeps_the_previous_model(qtbot, tmp_path):
+    session = ModelSession(parser="table")
+    with qtbot.waitSignal(session.model_ready, timeout=60000):
+        session.open(SAMPLE_MODEL)
+    qtbot.waitUntil(lambda: not session.running, timeout=30000)
+    before = session.graph_model
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"\x00" * 100)
+    with qtbot.waitSignal(session.failed, timeout=30000) as failed:
+        session.open(bad)
+    assert "not a readable ONNX model" in failed.args[0]
+    assert session.graph_model is before
