@@ -62,6 +62,15 @@ def main() -> int:
                 (fail_dir / f"case{k}.onnx").write_bytes(case.data)
                 continue
             outcomes["ok" if rc == 0 else "rejected"] += 1
+            if rc == 0:
+                doc = json.loads((d / "out.json").read_text())
+                notes = doc["parser"]["notes"]
+                if any(n.startswith("unproven: all") for n in notes):
+                    outcomes["ok, parser crashed, table answered"] += 1
+                elif any("crashed" in n for n in notes):
+                    outcomes["ok, parser crashed once, second call answered"] += 1
+                if doc["unproven"]["count"]:
+                    outcomes["ok, with unproven nodes"] += 1
             if seconds > 2.0:  # not a break, but worth a look: keep it
                 fail_dir.mkdir(parents=True, exist_ok=True)
                 (fail_dir / f"slow{k}.onnx").write_bytes(case.data)

@@ -275,7 +275,7 @@ def build_graph(g: onnx.GraphProto, path: str, initializers: dict[str, Initializ
         node = Node(idx, pn.name, pn.op_type, pn.domain, list(pn.input), list(pn.output), attrs,
                     scope, subgraphs, functions.get((pn.domain, pn.op_type)))
         if bytes in (type(node.name), type(node.op_type), type(node.domain)) or \
-                any(type(x) is bytes for x in node.inputs) or any(type(x) is bytes for x in node.outputs):
+                bytes in map(type, node.inputs) or bytes in map(type, node.outputs):
             raise ModelTextError(f"{label}: node #{idx} ({node.name!r}, {node.op_type!r})")
         if opsets is not None:
             node.defect = node_defect(pn, opsets, tensors, constants)

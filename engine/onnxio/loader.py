@@ -187,15 +187,19 @@ def _check_value_dims(g: onnx.GraphProto, source: str) -> None:
 
 def _tensors_of_node(node: onnx.NodeProto, where: str):  # type: ignore[no-untyped-def]
     """Every TensorProto a node's attributes hold (not in nested graphs), with where it sits."""
-    label = f" (node {_safe(node.name or node.op_type)}{where})"
     for a in node.attribute:
-        if a.type == onnx.AttributeProto.TENSOR:
+        kind = a.type
+        if kind < onnx.AttributeProto.TENSOR or kind == onnx.AttributeProto.GRAPH or \
+                kind in (onnx.AttributeProto.FLOATS, onnx.AttributeProto.INTS, onnx.AttributeProto.STRINGS):
+            continue  # the common case, fast: no tensor here
+        label = f" (node {_safe(node.name or node.op_type)}{where})"
+        if kind == onnx.AttributeProto.TENSOR:
             yield a.t, label
-        elif a.type == onnx.AttributeProto.TENSORS:
+        elif kind == onnx.AttributeProto.TENSORS:
             yield from ((t, label) for t in a.tensors)
-        elif a.type == onnx.AttributeProto.SPARSE_TENSOR:
+        elif kind == onnx.AttributeProto.SPARSE_TENSOR:
             yield from ((t, label) for t in (a.sparse_tensor.values, a.sparse_tensor.indices))
-        elif a.type == onnx.AttributeProto.SPARSE_TENSORS:
+        elif kind == onnx.AttributeProto.SPARSE_TENSORS:
             for sp in a.sparse_tensors:
                 yield from ((t, label) for t in (sp.values, sp.indices))
 
@@ -266,12 +270,11 @@ def _strip_graph(g: onnx.GraphProto, base: Path | None, record: dict[str, Initia
     _check_node_tensors(g.node, base, where)
     for node in g.node:
         for a in node.attribute:
-            inner = f" in {_safe(node.name or node.op_type)}/{_safe(a.name)}{where}"
             if a.type == onnx.AttributeProto.GRAPH:
-                _strip_graph(a.g, base, None, inner)
+                _strip_graph(a.g, base, None, f" in {_safe(node.name or node.op_type)}/{_safe(a.name)}{where}")
             elif a.type == onnx.AttributeProto.GRAPHS:
                 for sub in a.graphs:
-                    _strip_graph(sub, base, None, inner)
+                    _strip_graph(sub, base, None, f" in {_safe(node.name or node.op_type)}/{_safe(a.name)}{where}")
 
 
 def _check_opsets(m: onnx.ModelProto) -> None:

@@ -31,6 +31,20 @@ def _schema(op: str, domain: str, version: int) -> onnx.defs.OpSchema | None:
 
 
 @functools.lru_cache(maxsize=8192)
+def _spec(op: str, domain: str, version: int) -> tuple[int, int, int, dict[str, int], tuple[str, ...]] | None:
+    """(since_version, min_input, min_output, attribute types, required attributes) of an op's schema.
+
+    Cached: the schema's ``attributes`` are rebuilt by the binding at every access.
+    """
+    schema = _schema(op, domain, version)
+    if schema is None:
+        return None
+    attrs = schema.attributes
+    return (schema.since_version, schema.min_input, schema.min_output,
+            {name: int(a.type) for name, a in attrs.items()}, tuple(n for n, a in attrs.items() if a.required))
+
+
+@functools.lru_cache(maxsize=8192)
 def _known(op: str, domain: str) -> bool:
     return bool(onnx.defs.has(op, domain))
 
@@ -58,36 +72,34 @@ def node_defect(pn: onnx.NodeProto, opsets: Mapping[str, int], tensors: Mapping[
     version = opsets.get(domain or "ai.onnx", opsets.get("", 0)) if domain == "" else opsets.get(domain, 0)
     if version <= 0:
         return ""
-    schema = _schema(pn.op_type, domain, version)
-    if schema is None:
+    spec = _spec(pn.op_type, domain, version)
+    if spec is None:
         if _known(pn.op_type, domain):
             return f"{pn.op_type} does not exist in opset {version} of {domain or 'ai.onnx'}"
         return ""
+    since, min_input, min_output, types, required = spec
     # Too few inputs or outputs only: extra ones (ReduceMean-13 given its opset-18 axes input) are
     # common in exports and TensorRT's importers read them by position (pinned by the agreement test).
     n_in, n_out = len(pn.input), len(pn.output)
-    if n_in < schema.min_input:
-        return (f"it has {n_in} input{'s' if n_in != 1 else ''}; {pn.op_type}-{schema.since_version} needs "
-                f"at least {schema.min_input}")
-    if n_out < schema.min_output:
-        return (f"it has {n_out} output{'s' if n_out != 1 else ''}; {pn.op_type}-{schema.since_version} gives "
-                f"at least {schema.min_output}")
+    if n_in < min_input:
+        return f"it has {n_in} input{'s' if n_in != 1 else ''}; {pn.op_type}-{since} needs at least {min_input}"
+    if n_out < min_output:
+        return f"it has {n_out} output{'s' if n_out != 1 else ''}; {pn.op_type}-{since} gives at least {min_output}"
     given = set()
     for a in pn.attribute:
-        given.add(a.name)
-        if a.ref_attr_name:
+        name = a.name
+        given.add(name)
+        want = types.get(name)
+        if want is None:
             continue
-        spec = schema.attributes.get(a.name)
-        if spec is None:
-            continue
-        want = int(spec.type)
-        if a.type != want:
-            return (f"attribute '{a.name}' is {_ATTR_NAMES.get(a.type, a.type)}, but {pn.op_type} requires "
+        kind = a.type
+        if kind != want and not a.ref_attr_name:
+            return (f"attribute '{name}' is {_ATTR_NAMES.get(kind, kind)}, but {pn.op_type} requires "
                     f"{_ATTR_NAMES.get(want, want)}")
-        if a.type == AttributeProto.INT and a.name in _DTYPE_ATTRS and not _valid_dtype(a.i):
-            return f"attribute '{a.name}' = {a.i} is not an ONNX element type"
-    for name, spec in schema.attributes.items():
-        if spec.required and name not in given:
+        if kind == AttributeProto.INT and name in _DTYPE_ATTRS and not _valid_dtype(a.i):
+            return f"attribute '{name}' = {a.i} is not an ONNX element type"
+    for name in required:
+        if name not in given:
             return f"required attribute '{name}' is missing"
     return _structural(pn, tensors, constants)
 
