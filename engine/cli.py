@@ -21,7 +21,7 @@ def _dims(values: list[str]) -> dict[str, int]:
     out: dict[str, int] = {}
     for v in values:
         name, sep, num = v.partition("=")
-        if not sep or not num.strip().isdigit():
+        if not sep or not (num.strip().isascii() and num.strip().isdigit()):
             raise SplitscopeError(f"--dim expects NAME=INT (e.g. batch=8), got '{v}'.")
         out[name.strip()] = int(num)
     return out

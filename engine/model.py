@@ -6,7 +6,6 @@ built by :func:`splitscope.engine.onnxio.graph.graph_from_onnx` and filled in by
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -23,6 +22,13 @@ DTYPE_SIZES: dict[str, float] = {
     "FLOAT8E5M2": 1, "FLOAT8E5M2FNUZ": 1, "UINT4": 0.5, "INT4": 0.5, "FLOAT4E2M1": 0.5,
     "FLOAT8E8M0": 1, "UINT2": 0.25, "INT2": 0.25,
 }
+
+
+def size_in_bytes(numel: int, dtype: str | None) -> int:
+    """Bytes of ``numel`` elements of ``dtype`` (sub-byte types packed, rounded up), in integers only:
+    element counts from damaged or symbolic shapes can exceed what a float holds."""
+    quarter_bytes = int(DTYPE_SIZES.get(dtype or "", 4) * 4)
+    return -(-numel * quarter_bytes // 4)
 
 
 class Status(str, Enum):
@@ -89,7 +95,7 @@ class Tensor:
         n = self.numel(dims)
         if n is None or self.dtype is None:
             return None
-        return math.ceil(n * DTYPE_SIZES.get(self.dtype, 4))
+        return size_in_bytes(n, self.dtype)
 
     @property
     def symbolic(self) -> bool:

@@ -34,11 +34,10 @@ def format_bytes(n: int) -> str:
     """Human-readable byte count (decimal units, as TensorRT's tools print)."""
     if n < 1000:
         return f"{n} B"
-    for unit in ("kB", "MB", "GB", "TB"):
-        n_f = n / 1000
-        if n_f < 1000 or unit == "TB":
-            return f"{n_f:.1f} {unit}"
-        n = int(n_f)
+    for k, unit in enumerate(("kB", "MB", "GB", "TB", "PB"), start=1):
+        whole, tenth = divmod(n * 10 // 1000**k, 10)  # integers: no float overflow on damaged shapes
+        if whole < 1000 or unit == "PB":
+            return f"{whole}.{tenth} {unit}"
     return f"{n} B"
 
 

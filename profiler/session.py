@@ -25,6 +25,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Generator
 from pathlib import Path
+from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 from splitscope.engine.jobs import CancelToken, JobEvent, Partial
@@ -65,8 +66,16 @@ class ModelSession(QObject):
         self.focus: tuple[int, int] = (-1, -1)
         """(group, node) to bring into view after the next relayout."""
         self._early: GraphModel | None = None
+        """The model of the analysis that runs, once it yielded its partial view."""
+        self._final: GraphModel | None = None
+        """The last model whose analysis finished (a candidate for :attr:`graph_model`)."""
+        self._pending: GraphModel | None = None
+        """A finished model waiting for its first layout to land before it is refined."""
+        self._layout_gm: GraphModel | None = None
+        """The model the layout job that runs (or ran last) is for."""
+        self._ready_view: View | None = None
+        """The last view of :attr:`graph_model`, to go back to when a newer analysis fails."""
         self._first_layout = threading.Event()
-        self._refine_pending = False
         self.analysis.progress_changed.connect(self.progress)
         self.layout.progress_changed.connect(self.progress)
         self.analysis.partial_result.connect(self._on_partial)
@@ -76,6 +85,8 @@ class ModelSession(QObject):
             r.job_failed.connect(self.failed)
             r.job_cancelled.connect(self.cancelled)
             r.running_changed.connect(lambda *_: self.running_changed.emit(self.running))
+        self.analysis.job_failed.connect(self._analysis_stopped)
+        self.analysis.job_cancelled.connect(self._analysis_stopped)
 
     # ------------------------------------------------------------------ state
     @property
@@ -93,9 +104,11 @@ class ModelSession(QObject):
         """Analyse ``path``; the current model stays until the new one is ready."""
         path = Path(path)
         parser = self.parser
-        self.layout.cancel()
+        if self._layout_gm is not self.graph_model:
+            self.layout.cancel()  # a layout of an unfinished model; relayouts of the ready one may finish
         self._first_layout.set()
         self._early = None
+        self._pending = None
         first_layout = self._first_layout = threading.Event()
 
         def job(token: CancelToken) -> Generator[JobEvent, None, GraphModel]:
@@ -121,12 +134,30 @@ class ModelSession(QObject):
         self.layout.cancel()
 
     def relayout(self, expanded: set[int], focus_group: int = -1, focus_node: int = -1) -> None:
-        """Lay the current model out again with ``expanded`` groups open."""
+        """Lay the current model out again with ``expanded`` groups open.
+
+        If the model's analysis has finished but its refinement has not landed yet (the user expanded a
+        group meanwhile), this relayout does the refinement too, so it is never lost.
+        """
         view = self.view
         if view is None:
             return
         self.focus = (focus_group, focus_node)
-        self.layout.start(lambda token: relayout(view, expanded, token))
+        gm = view.gm
+        refine = gm is self._final and gm is not self.graph_model
+        if refine:
+            self._pending = None
+
+        def job(token: CancelToken) -> Generator[JobEvent, None, View]:
+            if refine:
+                view.hier.refresh_counts(gm)
+                view.ctx.refresh_boundaries()
+            new = yield from relayout(view, expanded, token)
+            if refine:
+                new.stats = panel_stats(gm)
+            return new
+
+        self._start_layout(gm, job)
 
     def toggle_group(self, gid: int) -> None:
         """Expand a collapsed group or collapse an expanded one."""
@@ -150,22 +181,35 @@ class ModelSession(QObject):
             self.relayout({0})
 
     # ------------------------------------------------------------ job results
+    def _start_layout(self, gm: GraphModel, factory: Any) -> None:
+        self._layout_gm = gm
+        self.layout.start(factory)
+
     def _on_partial(self, ev: Partial) -> None:
         if isinstance(ev.value, GraphModel):
             gm = self._early = ev.value
-            self.layout.start(lambda token: prepare_view(gm, cancel=token))
+            self._start_layout(gm, lambda token: prepare_view(gm, cancel=token))
 
     def _on_analysed(self, gm: GraphModel) -> None:
+        self._final = gm
         self.analysed.emit(gm)
         self._refine(gm)
+
+    def _analysis_stopped(self, *_: object) -> None:
+        """The analysis failed or was cancelled: forget its model, and show the ready one again."""
+        early, self._early, self._pending = self._early, None, None
+        self._first_layout.set()
+        if early is not None and self._layout_gm is early:
+            self.layout.cancel()
+        if self.view is not None and self.view.gm is not self.graph_model and self._ready_view is not None:
+            self.view = self._ready_view
+            self.view_changed.emit(self._ready_view, False)
 
     def _refine(self, gm: GraphModel) -> None:
         view = self.view
         if view is not None and view.gm is gm:
             # Same model, refined: recount groups and redraw statuses and boundaries in place.
             expanded = set(view.layout.expanded)
-            self._refine_pending = True
-
             def refresh(token: CancelToken) -> Generator[JobEvent, None, View]:
                 view.hier.refresh_counts(gm)
                 view.ctx.refresh_boundaries()
@@ -173,18 +217,16 @@ class ModelSession(QObject):
                 new.stats = panel_stats(gm)
                 return new
 
-            self.layout.start(refresh)
-        elif self.layout.running and self._early is gm:
-            self._refine_pending = True  # the first layout still runs; refine when it lands
+            self._start_layout(gm, refresh)
+        elif self.layout.running and self._layout_gm is gm:
+            self._pending = gm  # its first layout still runs; refine when it lands
         else:
-            self._refine_pending = False
-
             def first(token: CancelToken) -> Generator[JobEvent, None, View]:
                 new = yield from prepare_view(gm, cancel=token)
                 new.stats = panel_stats(gm)
                 return new
 
-            self.layout.start(first)
+            self._start_layout(gm, first)
 
     def _on_laid_out(self, view: View) -> None:
         self._first_layout.set()
@@ -192,14 +234,16 @@ class ModelSession(QObject):
         if view.stats is None and keep and self.view is not None:
             view.stats = self.view.stats  # expand/collapse: same figures
         self.view = view
+        if view.gm is self.graph_model:
+            self._ready_view = view
         self.view_changed.emit(view, keep)
-        analysing = self.analysis.running and self._early is view.gm
-        if self._refine_pending and not analysing and not keep:
-            self._refine_pending = False
+        if self._pending is view.gm and view.stats is None:
+            self._pending = None
             self._refine(view.gm)  # the analysis finished while the first layout ran
             return
-        if not analysing and view.stats is not None and view.gm is not self.graph_model:
+        if view.stats is not None and view.gm is self._final and view.gm is not self.graph_model:
             self.graph_model = view.gm
+            self._ready_view = view
             self.model_ready.emit(view.gm, view)
 
     def wait(self, msecs: int = 10000) -> bool:

@@ -93,9 +93,15 @@ def scope_of(node: onnx.NodeProto) -> tuple[str, ...]:
         raise BadText("metadata_props")
     raw = meta.get("pkg.torch.onnx.name_scopes")
     if raw is not None:
-        try:
-            entries = [str(s) for s in ast.literal_eval(raw)]
-        except (ValueError, SyntaxError):
+        value: object = None
+        if len(raw) < 100_000:
+            try:
+                value = ast.literal_eval(raw)
+            except Exception:  # noqa: BLE001 - any text at all may sit in metadata (deep nesting, huge numbers)
+                value = None
+        if isinstance(value, (list, tuple)):
+            entries = [str(s) for s in value]
+        else:
             entries = [s.strip().strip("'\"") for s in raw.strip("[]").split(",")]
     elif "namespace" in meta:
         entries = [step.split(": ", 1)[0] for step in meta["namespace"].split("/")]

@@ -10,7 +10,6 @@ raises a typed :class:`splitscope.engine.errors.ModelLoadError` with a one-line 
 from __future__ import annotations
 
 import functools
-import math
 import os
 import stat
 from dataclasses import dataclass, field
@@ -29,7 +28,7 @@ from splitscope.engine.errors import (
     ModelNotFoundError,
     UnsupportedOpsetError,
 )
-from splitscope.engine.model import DTYPE_SIZES, Initializer
+from splitscope.engine.model import DTYPE_SIZES, Initializer, size_in_bytes
 from splitscope.engine.onnxio.wire import WireError, read_structure
 
 # Initializers at most this many elements keep their values: shape vectors,
@@ -75,7 +74,7 @@ def _tensor_bytes(t: TensorProto) -> int | None:
     size = DTYPE_SIZES.get(dt or "")
     if not size:
         return None
-    return math.ceil(_numel(t.dims) * size)
+    return size_in_bytes(_numel(t.dims), dt)
 
 
 def _external_record(t: TensorProto, where: str) -> tuple[str, int, int | None]:
@@ -142,6 +141,8 @@ def _check_external(t: TensorProto, base: Path | None, where: str) -> None:
 
 _MAX_DIM = 2**40
 """No real tensor has a dimension this long; a larger one (or a negative one) is damage."""
+_MAX_ELEMENTS = 2**48
+"""Nor this many elements (256 T)."""
 
 
 def _check_tensor_size(t: TensorProto, where: str) -> None:
@@ -152,9 +153,16 @@ def _check_tensor_size(t: TensorProto, where: str) -> None:
             "large; the model is damaged; re-export it.")
     size = DTYPE_SIZES.get(dtype_name(t.data_type) or "")
     n = _numel(t.dims)
+    if n > _MAX_ELEMENTS:
+        raise ModelDecodeError(
+            f"Initializer '{_safe(t.name)}'{where} has dims {list(t.dims)}: {n} elements, more than any real tensor; "
+            "the model is damaged; re-export it.")
     have = None
-    if t.HasField("raw_data") and size and size >= 1:
-        have, need = len(t.raw_data), n * int(size)
+    if t.HasField("raw_data"):
+        if size and size >= 1:
+            have, need = len(t.raw_data), n * int(size)
+    elif n > SMALL_INITIALIZER_ELEMENTS:
+        pass  # large: its data was stripped by the wire reader (which checked raw_data's length itself)
     else:
         for f in ("float_data", "int32_data", "int64_data", "double_data", "uint64_data"):
             values = getattr(t, f)
@@ -172,14 +180,18 @@ def _check_tensor_size(t: TensorProto, where: str) -> None:
 
 
 def _check_value_dims(g: onnx.GraphProto, source: str) -> None:
-    """Declared shapes with negative or impossibly large dimensions (they make shape inference allocate without
-    bound) are damage."""
+    """Declared dimensions past any real tensor (they make shape inference allocate without bound) are damage;
+    a negative one (``-1`` for a dynamic batch, common in older exports) is read as unknown."""
     for vi in (*g.input, *g.output, *g.value_info):
         tt = vi.type.tensor_type if vi.type.HasField("tensor_type") else None
         if tt is None or not tt.HasField("shape"):
             continue
         for d in tt.shape.dim:
-            if d.HasField("dim_value") and (d.dim_value < 0 or d.dim_value > _MAX_DIM):
+            if not d.HasField("dim_value"):
+                continue
+            if d.dim_value < 0:
+                d.ClearField("dim_value")
+            elif d.dim_value > _MAX_DIM:
                 raise InvalidGraphError(
                     f"Tensor '{_safe(vi.name)}' of {source} is declared with dimension {d.dim_value}, which no "
                     "tensor can have: the model is damaged; re-export it.")
@@ -237,6 +249,8 @@ def _strip_graph(g: onnx.GraphProto, base: Path | None, record: dict[str, Initia
     keep: list[TensorProto] = []
     as_inputs: list[onnx.ValueInfoProto] = []
     for t in g.initializer:
+        if type(t.name) is bytes:
+            raise text_error("The model", f"initializer {t.name!r}{where}")
         external = t.data_location == TensorProto.EXTERNAL
         if external:
             _check_external(t, base, where)
@@ -245,7 +259,7 @@ def _strip_graph(g: onnx.GraphProto, base: Path | None, record: dict[str, Initia
         n = _numel(t.dims)
         dt = dtype_name(t.data_type) or "FLOAT"
         if record is not None:
-            record[t.name] = Initializer(t.name, dt, tuple(t.dims), int(n * DTYPE_SIZES.get(dt, 4)), external)
+            record[t.name] = Initializer(t.name, dt, tuple(t.dims), size_in_bytes(n, dt), external)
         if external or n > SMALL_INITIALIZER_ELEMENTS:
             as_inputs.append(helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
         else:
@@ -255,10 +269,12 @@ def _strip_graph(g: onnx.GraphProto, base: Path | None, record: dict[str, Initia
             if part.data_location == TensorProto.EXTERNAL:
                 _check_external(part, base, f" (sparse){where}")
         name = sp.values.name
+        if type(name) is bytes:
+            raise text_error("The model", f"sparse initializer {name!r}{where}")
         dt = dtype_name(sp.values.data_type) or "FLOAT"
         if record is not None and name:
-            stored = _numel(sp.values.dims) * DTYPE_SIZES.get(dt, 4) + _numel(sp.indices.dims) * 8
-            record[name] = Initializer(name, dt, tuple(sp.dims), int(stored), False)
+            stored = size_in_bytes(_numel(sp.values.dims), dt) + _numel(sp.indices.dims) * 8
+            record[name] = Initializer(name, dt, tuple(sp.dims), stored, False)
         if name:
             as_inputs.append(helper.make_tensor_value_info(name, sp.values.data_type, list(sp.dims)))
     if as_inputs:
@@ -336,6 +352,14 @@ def _bad_text(msg: Any, path: str) -> str | None:
     skipped: :func:`splitscope.engine.onnxio.graph.build_graph` checks the strings it reads
     from every node anyway (a walk here costs a quarter of a second at 50k nodes).
     """
+    if type(msg) is TensorProto:  # the many initializers, fast: a tensor's only strings
+        if type(msg.name) is bytes or type(msg.doc_string) is bytes:
+            return f"{path}.name"
+        for e in (*msg.external_data, *msg.metadata_props) if len(msg.external_data) or len(msg.metadata_props) \
+                else ():
+            if type(e.key) is bytes or type(e.value) is bytes:
+                return f"{path}.external_data"
+        return None
     strings, messages = _text_fields(msg.DESCRIPTOR)
     for name, repeated in strings:
         value = getattr(msg, name)

@@ -44,13 +44,12 @@ def _spec(op: str, domain: str, version: int) -> tuple[int, int, int, dict[str, 
             {name: int(a.type) for name, a in attrs.items()}, tuple(n for n, a in attrs.items() if a.required))
 
 
-@functools.lru_cache(maxsize=8192)
-def _known(op: str, domain: str) -> bool:
-    return bool(onnx.defs.has(op, domain))
-
-
-def _valid_dtype(v: int) -> bool:
-    if v <= 0:
+def _valid_dtype(v: int, optional: bool) -> bool:
+    """An element type number ONNX defines; 0 (unset) only where the attribute is optional (``output_dtype``
+    and ``dtype`` default to 0, meaning "from the inputs"; Cast's ``to`` has no default)."""
+    if v == 0:
+        return optional
+    if v < 0:
         return False
     try:
         TensorProto.DataType.Name(v)
@@ -74,8 +73,9 @@ def node_defect(pn: onnx.NodeProto, opsets: Mapping[str, int], tensors: Mapping[
         return ""
     spec = _spec(pn.op_type, domain, version)
     if spec is None:
-        if _known(pn.op_type, domain):
-            return f"{pn.op_type} does not exist in opset {version} of {domain or 'ai.onnx'}"
+        # Not in the schema at this opset: either unknown (the table decides), or an op used below the opset
+        # that defines it (ONNX Runtime's optimizer writes LayerNormalization at opset 14, and TensorRT imports
+        # it): not malformed enough to keep from the parser.
         return ""
     since, min_input, min_output, types, required = spec
     # Too few inputs or outputs only: extra ones (ReduceMean-13 given its opset-18 axes input) are
@@ -96,7 +96,8 @@ def node_defect(pn: onnx.NodeProto, opsets: Mapping[str, int], tensors: Mapping[
         if kind != want and not a.ref_attr_name:
             return (f"attribute '{name}' is {_ATTR_NAMES.get(kind, kind)}, but {pn.op_type} requires "
                     f"{_ATTR_NAMES.get(want, want)}")
-        if kind == AttributeProto.INT and name in _DTYPE_ATTRS and not _valid_dtype(a.i):
+        if kind == AttributeProto.INT and name in _DTYPE_ATTRS and not a.ref_attr_name \
+                and not _valid_dtype(a.i, optional=name != "to"):
             return f"attribute '{name}' = {a.i} is not an ONNX element type"
     for name in required:
         if name not in given:
@@ -146,7 +147,8 @@ def topk_k_defect(k: str, tensors: Mapping[str, Tensor], constants: Mapping[str,
 
 
 def shape_defects(graph: Graph) -> None:
-    """After shape inference: the checks that need shapes, on nodes that had no defect yet."""
-    for node in graph.nodes:
+    """After shape inference: the checks that need shapes, on nodes that had no defect yet, in the graph and
+    in every body (each against its own tensors)."""
+    for g, node in graph.walk():
         if node.op_type == "TopK" and not node.defect and len(node.inputs) > 1 and node.domain in ("", "ai.onnx"):
-            node.defect = topk_k_defect(node.inputs[1], graph.tensors, graph.constants)
+            node.defect = topk_k_defect(node.inputs[1], g.tensors, g.constants)

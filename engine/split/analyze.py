@@ -13,6 +13,7 @@ from splitscope.engine.onnxio.loader import load_model
 from splitscope.engine.onnxio.shapes import apply_shape_inference, bind_function_shapes
 from splitscope.engine.onnxio.validate import shape_defects
 from splitscope.engine.sample import SAMPLE_MODEL
+from splitscope.engine.split import crash
 from splitscope.engine.split.costs import fill_costs
 from splitscope.engine.split.parser import DISPLAY, ParserAnswer, ParserProcess, resolve_backend
 from splitscope.engine.split.partitions import find_partitions
@@ -107,18 +108,7 @@ def _analyze(path: str | os.PathLike[str] | None, parser: str, dims: dict[str, i
             yield Progress("parser", 4, 6, f"Waiting for the {DISPLAY[proc.module]} parser")
             answer = yield from proc.events(cancel)
             if answer.crashed:
-                # Odd nodes crash the parser; the table flags most of them. Ask once more without them.
-                retry = {**cut, **{n.index: "the table rejects it, and the parser crashed on the whole model"
-                                   for n in gm.nodes if n.status is Status.PLUGIN}}
-                if retry.keys() - cut.keys():
-                    first_failure = answer.failure
-                    yield Progress("parser", 4, 6, f"The {DISPLAY[proc.module]} parser crashed; asking again "
-                                   f"without the {len(retry)} nodes the table rejects")
-                    proc = ParserProcess(proc.module, model_path, retry)
-                    answer = yield from proc.events(cancel)
-                    if not answer.failure:
-                        answer.notes.insert(0, f"{first_failure}; a second call without the "
-                                            f"{len(retry)} nodes the table rejects answered for the rest.")
+                answer = yield from crash.recover(gm, answer, proc.module, model_path, cut, cancel)
             before = [n.status for n in gm.nodes]
             apply_parser_answer(gm, answer)
             if any(n.status is not b for n, b in zip(gm.nodes, before, strict=True)):
@@ -160,7 +150,10 @@ def apply_parser_answer(gm: GraphModel, answer: ParserAnswer) -> None:
     name = DISPLAY[answer.module]
     for node in gm.nodes:
         i = node.index
-        if i in answer.cut:
+        if i in answer.crashers:
+            node.status, node.source, node.parser_status = Status.PLUGIN, Source.PARSER, Status.PLUGIN
+            node.reason = answer.crashers[i]
+        elif i in answer.cut:
             node.reason = f"{node.reason}; not sent to the parser ({answer.cut[i]})"
             node.source = Source.TABLE
         elif i in answer.plugin:

@@ -69,6 +69,8 @@ class ParserAnswer:
     """Non-empty when the parser could not answer at all (crash, import error)."""
     crashed: bool = False
     """The child died (a signal or an unexpected exit), rather than reporting an error."""
+    crashers: dict[int, str] = field(default_factory=dict)
+    """Nodes the parser process crashes on (found by :mod:`splitscope.engine.split.crash`), with why."""
 
 
 class ParserProcess:
@@ -83,8 +85,14 @@ class ParserProcess:
         # stderr goes to a file: TensorRT may log a lot, and a full pipe would block the child.
         self._stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")  # noqa: SIM115
         args = [module, str(model.resolve())]
+        self._cut_file: Path | None = None
         if cut:
-            args.append(json.dumps(sorted(cut)))
+            # A file, not an argument: tens of thousands of indices pass the OS's argument-length limit.
+            fd, name = tempfile.mkstemp(prefix="splitscope-cut-", suffix=".json")
+            with open(fd, "w", encoding="utf-8") as f:
+                json.dump(sorted(cut), f)
+            self._cut_file = Path(name)
+            args.append(name)
         self.proc = subprocess.Popen(
             child_command("splitscope.engine.split.parser_proc", *args),
             stdout=subprocess.PIPE, stderr=self._stderr, stdin=subprocess.DEVNULL, env=env, text=True, cwd=root)
@@ -100,6 +108,8 @@ class ParserProcess:
         if self.proc.stdout is not None:
             self.proc.stdout.close()
         self._stderr.close()
+        if self._cut_file is not None:
+            self._cut_file.unlink(missing_ok=True)
 
     def events(self, cancel: CancelToken | None = None) -> Generator[Progress, None, ParserAnswer]:
         """Relay the child's progress; return its answer when it exits."""

@@ -1,7 +1,7 @@
 """Child process that asks the real TensorRT ONNX parser about every node.
 
-Run as ``python -m splitscope.engine.split.parser_proc MODULE MODEL [CUT]`` (CUT: a JSON list of
-node indices to cut out before the first call); it writes JSON lines to
+Run as ``python -m splitscope.engine.split.parser_proc MODULE MODEL [CUT]`` (CUT: a JSON file
+listing node indices to cut out before the first call); it writes JSON lines to
 stdout (``version``, ``progress``, then one ``result``). It runs in its own
 process because the parser can crash the process (DOMAIN.md section 3), because
 a hard cancel must be able to kill it, and so the parent can build its own graph
@@ -327,7 +327,7 @@ _TRT_TYPES = {
 def main(argv: list[str]) -> int:
     """Entry point: ``MODULE MODEL``."""
     module, model = argv[0], Path(argv[1])
-    cut = [int(i) for i in json.loads(argv[2])] if len(argv) > 2 else []
+    cut = [int(i) for i in json.loads(Path(argv[2]).read_text(encoding="utf-8"))] if len(argv) > 2 else []
     try:
         trt = importlib.import_module(module)
     except Exception as e:  # noqa: BLE001 - reported to the parent as an event

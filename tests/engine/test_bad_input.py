@@ -221,3 +221,127 @@ def test_malformed_nodes_that_crash_the_parser_are_cut_first(save_model, name):
     assert bad.status is Status.PLUGIN and bad.source is Source.TABLE and "not sent to the parser" in bad.reason
     assert all(x.source is Source.PARSER for x in gm.nodes if x is not bad)
     assert any("cut before the parser was asked" in w for w in gm.warnings)
+
+
+# Valid models that an over-strict check once rejected -------------------------------------------------
+
+def test_minus_one_dimension_is_read_as_dynamic(save_model):
+    m = model([h.make_node("Relu", ["x"], ["y"], name="r")], [h.make_tensor_value_info("x", T.FLOAT, [-1, 3, 8, 8])],
+              [h.make_tensor_value_info("y", T.FLOAT, [-1, 3, 8, 8])])
+    gm = analyze_model(save_model(m), parser="table")
+    assert gm.graph.tensors["x"].shape[0] is None and gm.nodes[0].status is Status.DELEGATE
+
+
+def test_op_below_its_opset_is_not_malformed(save_model):
+    """ONNX Runtime's transformer optimizer writes LayerNormalization at opset 14; TensorRT imports it."""
+    m = model([h.make_node("LayerNormalization", ["x", "s", "b"], ["y"], name="ln", axis=-1)],
+              [h.make_tensor_value_info("x", T.FLOAT, [2, 8])], [h.make_tensor_value_info("y", T.FLOAT, [2, 8])],
+              [nh.from_array(np.ones(8, np.float32), "s"), nh.from_array(np.zeros(8, np.float32), "b")], opset=14)
+    gm = analyze_model(save_model(m), parser="table")
+    assert not gm.nodes[0].defect and "malformed" not in gm.nodes[0].reason
+
+
+def test_output_dtype_zero_is_the_default(save_model):
+    m = model([h.make_node("QuantizeLinear", ["x", "s"], ["q"], name="q", output_dtype=0),
+               h.make_node("DequantizeLinear", ["q", "s"], ["y"], name="dq")],
+              [h.make_tensor_value_info("x", T.FLOAT, [4])], [h.make_tensor_value_info("y", T.FLOAT, [4])],
+              [nh.from_array(np.array(0.1, np.float32), "s")], opset=21)
+    gm = analyze_model(save_model(m), parser="table")
+    assert not any(n.defect for n in gm.nodes)
+
+
+def test_function_attribute_reference_is_not_malformed(save_model):
+    cast = h.make_node("Cast", ["a"], ["b"])
+    ref = onnx.AttributeProto()
+    ref.name, ref.ref_attr_name, ref.type = "to", "to", onnx.AttributeProto.INT
+    cast.attribute.append(ref)
+    fn = h.make_function("local", "CastTo", ["a"], ["b"], [cast], [h.make_opsetid("", 17)], attributes=["to"])
+    m = model([h.make_node("CastTo", ["x"], ["y"], domain="local", to=T.FLOAT16)],
+              [h.make_tensor_value_info("x", T.FLOAT, [4])], [h.make_tensor_value_info("y", T.FLOAT16, [4])],
+              extra_opsets={"local": 1}, functions=[fn])
+    gm = analyze_model(save_model(m), parser="table")
+    assert gm.nodes[0].status is Status.DELEGATE, gm.nodes[0].reason
+
+
+# Inputs that still escaped as tracebacks --------------------------------------------------------------
+
+def test_torch_scope_metadata_that_is_not_a_list(save_model):
+    for raw in ("1", "None", "[" * 5000 + "]" * 5000):
+        m = relu_model()
+        m.graph.node[0].metadata_props.add(key="pkg.torch.onnx.name_scopes", value=raw)
+        gm = analyze_model(save_model(m), parser="table")
+        assert len(gm.nodes) == 1
+
+
+def test_huge_element_counts_do_not_overflow(save_model):
+    """Dims each under the per-dimension cap still multiply past what a float holds."""
+    m = model([h.make_node("Relu", ["x"], ["y"], name="r")], [h.make_tensor_value_info("x", T.INT4, [2**39] * 12)],
+              [h.make_tensor_value_info("y", T.INT4, None)])
+    gm = analyze_model(save_model(m), parser="table")
+    assert gm.graph.tensors["x"].nbytes() > 2**400
+
+
+def test_non_ascii_digits_in_dim_values(tmp_path):
+    from splitscope.engine import cli
+
+    assert cli.main(["analyze", "--parser", "table", "-q", "--dim", "b=²"]) == 2
+
+
+def test_non_utf8_large_initializer_in_a_body(tmp_path):
+    big = nh.from_array(np.zeros(2048, np.float32), "bigweight")
+    then_g = h.make_graph([h.make_node("Add", ["x", "bigweight"], ["t"])], "then", [],
+                          [h.make_tensor_value_info("t", T.FLOAT, [2048])], [big])
+    else_g = h.make_graph([h.make_node("Identity", ["x"], ["e"])], "else", [],
+                          [h.make_tensor_value_info("e", T.FLOAT, [2048])])
+    m = model([h.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g, name="if")],
+              [h.make_tensor_value_info("c", T.BOOL, []), h.make_tensor_value_info("x", T.FLOAT, [2048])],
+              [h.make_tensor_value_info("y", T.FLOAT, [2048])])
+    p = tmp_path / "m.onnx"
+    p.write_bytes(m.SerializeToString().replace(b"bigweight", b"bigweigh\xff"))
+    with pytest.raises(ModelDecodeError) as e:
+        analyze_model(p, parser="table")
+    assert "not valid UTF-8" in one_line(e)
+
+
+def topk_in_a_body_with_runtime_k() -> onnx.ModelProto:
+    """K from a Slice that gives shape [0], inside an If branch: crashed the parser until bodies were checked."""
+    then_g = h.make_graph([h.make_node("Slice", ["kk", "st", "en"], ["k"], name="slice"),
+                           h.make_node("TopK", ["x", "k"], ["v", "i"], name="t")], "then", [],
+                          [h.make_tensor_value_info("v", T.FLOAT, None)])
+    else_g = h.make_graph([h.make_node("Identity", ["x"], ["e"])], "else", [],
+                          [h.make_tensor_value_info("e", T.FLOAT, None)])
+    return model([h.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g, name="if"),
+                  h.make_node("Relu", ["x"], ["z"], name="r")],
+                 [h.make_tensor_value_info("c", T.BOOL, []), h.make_tensor_value_info("x", T.FLOAT, [1, 10])],
+                 [h.make_tensor_value_info("y", T.FLOAT, None), h.make_tensor_value_info("z", T.FLOAT, [1, 10])],
+                 [nh.from_array(np.array([3], np.int64), "kk"), nh.from_array(np.array([1], np.int64), "st"),
+                  nh.from_array(np.array([1], np.int64), "en")])
+
+
+def test_topk_with_bad_k_in_a_constant_body_is_found_once_shapes_are_known(save_model):
+    """The same defect as in the main graph, in an If branch whose K comes from the branch's own Constant."""
+    then_g = h.make_graph([h.make_node("Constant", [], ["k"], value=nh.from_array(np.zeros((0,), np.int64))),
+                           h.make_node("TopK", ["x", "k"], ["v", "i"], name="t")], "then", [],
+                          [h.make_tensor_value_info("v", T.FLOAT, None)])
+    else_g = h.make_graph([h.make_node("Identity", ["x"], ["e"])], "else", [],
+                          [h.make_tensor_value_info("e", T.FLOAT, None)])
+    m = model([h.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g, name="if")],
+              [h.make_tensor_value_info("c", T.BOOL, []), h.make_tensor_value_info("x", T.FLOAT, [1, 10])],
+              [h.make_tensor_value_info("y", T.FLOAT, None)])
+    gm = analyze_model(save_model(m), parser="table")
+    owner = gm.nodes[0]
+    inner = next(n for n in owner.subgraphs["then_branch"].nodes if n.name == "t")
+    assert "shape [0]" in inner.defect and owner.status is Status.PLUGIN
+
+
+@needs_rtx
+def test_a_node_that_crashes_the_parser_is_found_by_bisection(save_model):
+    """K from a Slice of outer constants inside an If branch: no shape says it is empty, and the TensorRT-RTX
+    1.7 parser crashes (SIGSEGV). The crash is narrowed down to the If; every other node is proven."""
+    gm = analyze_model(save_model(topk_in_a_body_with_runtime_k()), parser="rtx")
+    assert gm.parser.name == "tensorrt-rtx", gm.warnings
+    owner = next(n for n in gm.nodes if n.name == "if")
+    relu = next(n for n in gm.nodes if n.name == "r")
+    assert owner.status is Status.PLUGIN and "crashes on this node" in owner.reason
+    assert relu.source is Source.PARSER and relu.status is Status.DELEGATE
+    assert any("found by bisection" in n for n in gm.parser.notes)

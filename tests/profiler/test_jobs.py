@@ -71,3 +71,34 @@ def test_session_failure_keeps_the_previous_model(qtbot, tmp_path):
         session.open(bad)
     assert "not a readable ONNX model" in failed.args[0]
     assert session.graph_model is before
+
+
+def test_a_relayout_during_refinement_still_makes_the_model_ready(qtbot):
+    """Expanding or collapsing right when the analysis ends used to cancel the refinement for good."""
+    session = ModelSession(parser="table")
+    session.analysed.connect(lambda gm: session.collapse_all())
+    with qtbot.waitSignal(session.model_ready, timeout=60000) as ready:
+        session.open(SAMPLE_MODEL)
+    gm, view = ready.args
+    assert session.graph_model is gm and view.stats is not None
+    qtbot.waitUntil(lambda: not session.running, timeout=30000)
+
+
+def test_a_failed_open_after_a_ready_model_keeps_showing_it(qtbot, tmp_path):
+    session = ModelSession(parser="table")
+    with qtbot.waitSignal(session.model_ready, timeout=60000) as ready:
+        session.open(SAMPLE_MODEL)
+    qtbot.waitUntil(lambda: not session.running, timeout=30000)
+    ready_view = ready.args[1]
+    bad = tmp_path / "cycle.onnx"
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    g = h.make_graph([h.make_node("Relu", ["b"], ["a"]), h.make_node("Relu", ["a"], ["b"])], "g", [],
+                     [h.make_tensor_value_info("b", T.FLOAT, [1])])
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), bad)
+    with qtbot.waitSignal(session.failed, timeout=30000):
+        session.open(bad)
+    qtbot.waitUntil(lambda: not session.running, timeout=30000)
+    assert session.view.gm is ready_view.gm and session.graph_model is ready_view.gm
