@@ -127,12 +127,12 @@ def adjacency_of(nodes: list[Node], tensors: dict[str, Tensor], label: str) -> A
     preds: list[list[int]] = [[] for _ in range(n)]
     succs: list[list[int]] = [[] for _ in range(n)]
     edges: dict[tuple[int, int], list[str]] = {}
+    get = tensors.get  # "" (an omitted optional input) is never a key
     for node in nodes:
         v = node.index
         for name in node.all_inputs:
-            t = tensors.get(name) if name else None
-            u = t.producer if t is not None else None
-            if u is None:
+            t = get(name)
+            if t is None or (u := t.producer) is None:
                 continue
             if u == v:
                 raise CyclicGraphError(
@@ -262,7 +262,8 @@ def build_graph(g: onnx.GraphProto, path: str, initializers: dict[str, Initializ
     for idx, pn in enumerate(g.node):
         attrs: dict[str, Any] = {}
         subgraphs: dict[str, Graph] = {}
-        for a in pn.attribute:
+        protos = list(pn.attribute)  # read once: the schema check below walks them again
+        for a in protos:
             if type(a.name) is bytes:
                 raise ModelTextError(f"{label}: node #{idx} attribute name {a.name!r}")
             if a.type == AttributeProto.GRAPH:
@@ -284,9 +285,9 @@ def build_graph(g: onnx.GraphProto, path: str, initializers: dict[str, Initializ
                 bytes in map(type, node.inputs) or bytes in map(type, node.outputs):
             raise ModelTextError(f"{label}: node #{idx} ({node.name!r}, {node.op_type!r})")
         if opsets is not None:
-            node.defect = node_defect(pn, opsets, tensors, constants)
-        if pn.op_type == "Constant" and len(pn.output) == 1 and pn.output[0]:
-            value = next((a for a in pn.attribute if a.name == "value" and a.type == AttributeProto.TENSOR), None)
+            node.defect = node_defect(pn, opsets, tensors, constants, protos, node)
+        if node.op_type == "Constant" and len(node.outputs) == 1 and node.outputs[0]:
+            value = next((a for a in protos if a.name == "value" and a.type == AttributeProto.TENSOR), None)
             if value is not None:  # its output's type is the attribute's: known before shape inference
                 out = tensor(pn.output[0])
                 out.dtype = out.dtype or dtype_name(value.t.data_type)

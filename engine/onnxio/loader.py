@@ -197,32 +197,31 @@ def _check_value_dims(g: onnx.GraphProto, source: str) -> None:
                     "tensor can have: the model is damaged; re-export it.")
 
 
-def _tensors_of_node(node: onnx.NodeProto, where: str):  # type: ignore[no-untyped-def]
-    """Every TensorProto a node's attributes hold (not in nested graphs), with where it sits."""
-    for a in node.attribute:
-        kind = a.type
-        if kind < onnx.AttributeProto.TENSOR or kind == onnx.AttributeProto.GRAPH or \
-                kind in (onnx.AttributeProto.FLOATS, onnx.AttributeProto.INTS, onnx.AttributeProto.STRINGS):
-            continue  # the common case, fast: no tensor here
-        label = f" (node {_safe(node.name or node.op_type)}{where})"
-        if kind == onnx.AttributeProto.TENSOR:
-            yield a.t, label
-        elif kind == onnx.AttributeProto.TENSORS:
-            yield from ((t, label) for t in a.tensors)
-        elif kind == onnx.AttributeProto.SPARSE_TENSOR:
-            yield from ((t, label) for t in (a.sparse_tensor.values, a.sparse_tensor.indices))
-        elif kind == onnx.AttributeProto.SPARSE_TENSORS:
-            for sp in a.sparse_tensors:
-                yield from ((t, label) for t in (sp.values, sp.indices))
+_TENSOR_KINDS = frozenset({onnx.AttributeProto.TENSOR, onnx.AttributeProto.TENSORS, onnx.AttributeProto.SPARSE_TENSOR,
+                           onnx.AttributeProto.SPARSE_TENSORS})
+
+
+def _attribute_tensors(a: onnx.AttributeProto):  # type: ignore[no-untyped-def]
+    """The TensorProtos one attribute holds (its own, not those of nested graphs)."""
+    if a.type == onnx.AttributeProto.TENSOR:
+        yield a.t
+    elif a.type == onnx.AttributeProto.TENSORS:
+        yield from a.tensors
+    elif a.type == onnx.AttributeProto.SPARSE_TENSOR:
+        yield from (a.sparse_tensor.values, a.sparse_tensor.indices)
+    elif a.type == onnx.AttributeProto.SPARSE_TENSORS:
+        for sp in a.sparse_tensors:
+            yield from (sp.values, sp.indices)
 
 
 def _check_node_tensors(nodes, base: Path | None, where: str) -> None:  # type: ignore[no-untyped-def]
     """External data of attribute tensors, in these nodes and every graph nested in them."""
     for node in nodes:
-        for t, label in _tensors_of_node(node, where):
-            if t.data_location == TensorProto.EXTERNAL:
-                _check_external(t, base, label)
         for a in node.attribute:
+            if a.type in _TENSOR_KINDS:
+                for t in _attribute_tensors(a):
+                    if t.data_location == TensorProto.EXTERNAL:
+                        _check_external(t, base, f" (node {_safe(node.name or node.op_type)}{where})")
             graphs = [a.g] if a.type == onnx.AttributeProto.GRAPH else \
                 list(a.graphs) if a.type == onnx.AttributeProto.GRAPHS else []
             for sub in graphs:
@@ -283,14 +282,19 @@ def _strip_graph(g: onnx.GraphProto, base: Path | None, record: dict[str, Initia
         del g.sparse_initializer[:]
         known = {i.name for i in g.input}
         g.input.extend(v for v in as_inputs if v.name not in known)
-    _check_node_tensors(g.node, base, where)
+    # One pass over the nodes: external data of attribute tensors, and the graphs nested in them.
     for node in g.node:
         for a in node.attribute:
-            if a.type == onnx.AttributeProto.GRAPH:
+            kind = a.type
+            if kind == onnx.AttributeProto.GRAPH:
                 _strip_graph(a.g, base, None, f" in {_safe(node.name or node.op_type)}/{_safe(a.name)}{where}")
-            elif a.type == onnx.AttributeProto.GRAPHS:
+            elif kind == onnx.AttributeProto.GRAPHS:
                 for sub in a.graphs:
                     _strip_graph(sub, base, None, f" in {_safe(node.name or node.op_type)}/{_safe(a.name)}{where}")
+            elif kind in _TENSOR_KINDS:
+                for t in _attribute_tensors(a):
+                    if t.data_location == TensorProto.EXTERNAL:
+                        _check_external(t, base, f" (node {_safe(node.name or node.op_type)}{where})")
 
 
 def _check_opsets(m: onnx.ModelProto) -> None:

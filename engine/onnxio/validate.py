@@ -15,11 +15,12 @@ from collections.abc import Mapping
 
 import onnx
 from onnx import AttributeProto, TensorProto
-from splitscope.engine.model import Graph, Tensor
+from splitscope.engine.model import Graph, Node, Tensor
 
 _STANDARD = {"": "", "ai.onnx": "", "ai.onnx.ml": "ai.onnx.ml"}
 _DTYPE_ATTRS = ("to", "dtype", "output_dtype")
 _ATTR_NAMES = {v: k for k, v in AttributeProto.AttributeType.items()}
+_STRUCTURAL = frozenset({"Loop", "If", "TopK"})
 
 
 @functools.lru_cache(maxsize=8192)
@@ -59,19 +60,23 @@ def _valid_dtype(v: int, optional: bool) -> bool:
 
 
 def node_defect(pn: onnx.NodeProto, opsets: Mapping[str, int], tensors: Mapping[str, Tensor] | None = None,
-                constants: Mapping[str, list[object]] | None = None) -> str:
+                constants: Mapping[str, list[object]] | None = None,
+                attributes: list[onnx.AttributeProto] | None = None, node: Node | None = None) -> str:
     """What makes ``pn`` malformed ONNX, or '' when nothing is found.
 
     ``opsets`` maps domains (``ai.onnx`` for the default) to the imported version;
-    ``tensors`` and ``constants``, when given, let input shapes and values be checked.
+    ``tensors`` and ``constants``, when given, let input shapes and values be checked; ``attributes``:
+    the node's attributes, and ``node`` its graph-model node, when the caller already read them (each
+    protobuf field access costs; this runs for every node of every model).
     """
-    domain = _STANDARD.get(pn.domain)
+    op_type, raw_domain = (node.op_type, node.domain) if node is not None else (pn.op_type, pn.domain)
+    domain = _STANDARD.get(raw_domain)
     if domain is None:
         return ""  # custom domain: no schema to hold it to
     version = opsets.get(domain or "ai.onnx", opsets.get("", 0)) if domain == "" else opsets.get(domain, 0)
     if version <= 0:
         return ""
-    spec = _spec(pn.op_type, domain, version)
+    spec = _spec(op_type, domain, version)
     if spec is None:
         # Not in the schema at this opset: either unknown (the table decides), or an op used below the opset
         # that defines it (ONNX Runtime's optimizer writes LayerNormalization at opset 14, and TensorRT imports
@@ -80,13 +85,13 @@ def node_defect(pn: onnx.NodeProto, opsets: Mapping[str, int], tensors: Mapping[
     since, min_input, min_output, types, required = spec
     # Too few inputs or outputs only: extra ones (ReduceMean-13 given its opset-18 axes input) are
     # common in exports and TensorRT's importers read them by position (pinned by the agreement test).
-    n_in, n_out = len(pn.input), len(pn.output)
+    n_in, n_out = (len(node.inputs), len(node.outputs)) if node is not None else (len(pn.input), len(pn.output))
     if n_in < min_input:
-        return f"it has {n_in} input{'s' if n_in != 1 else ''}; {pn.op_type}-{since} needs at least {min_input}"
+        return f"it has {n_in} input{'s' if n_in != 1 else ''}; {op_type}-{since} needs at least {min_input}"
     if n_out < min_output:
-        return f"it has {n_out} output{'s' if n_out != 1 else ''}; {pn.op_type}-{since} gives at least {min_output}"
+        return f"it has {n_out} output{'s' if n_out != 1 else ''}; {op_type}-{since} gives at least {min_output}"
     given = set()
-    for a in pn.attribute:
+    for a in pn.attribute if attributes is None else attributes:
         name = a.name
         given.add(name)
         want = types.get(name)
@@ -94,7 +99,7 @@ def node_defect(pn: onnx.NodeProto, opsets: Mapping[str, int], tensors: Mapping[
             continue
         kind = a.type
         if kind != want and not a.ref_attr_name:
-            return (f"attribute '{name}' is {_ATTR_NAMES.get(kind, kind)}, but {pn.op_type} requires "
+            return (f"attribute '{name}' is {_ATTR_NAMES.get(kind, kind)}, but {op_type} requires "
                     f"{_ATTR_NAMES.get(want, want)}")
         if kind == AttributeProto.INT and name in _DTYPE_ATTRS and not a.ref_attr_name \
                 and not _valid_dtype(a.i, optional=name != "to"):
@@ -102,12 +107,14 @@ def node_defect(pn: onnx.NodeProto, opsets: Mapping[str, int], tensors: Mapping[
     for name in required:
         if name not in given:
             return f"required attribute '{name}' is missing"
-    return _structural(pn, tensors, constants)
+    return _structural(pn, tensors, constants) if op_type in _STRUCTURAL else ""
 
 
 def _structural(pn: onnx.NodeProto, tensors: Mapping[str, Tensor] | None,
                 constants: Mapping[str, list[object]] | None) -> str:
     op = pn.op_type
+    if op not in _STRUCTURAL:
+        return ""
     if op == "Loop":
         body = next((a.g for a in pn.attribute if a.name == "body" and a.type == AttributeProto.GRAPH), None)
         if body is not None and (len(body.input) < 2 or len(body.output) < 1):
