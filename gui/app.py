@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 from splitscope.engine.model import GraphModel
+from splitscope.engine.report.files import atomic_path
 from splitscope.engine.sample import SAMPLE_MODEL
 from splitscope.engine.text import model_title
 from splitscope.engine.view.layout import View
@@ -480,17 +479,11 @@ class MainWindow(QMainWindow):
         snap = self.canvas.snapshot(plain=True)  # what is on screen now; the canvas may move on meanwhile
 
         def write() -> Path:
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".{fmt}", dir=path.parent)
-            os.close(fd)
-            try:
+            with atomic_path(path) as tmp:
                 if fmt == "svg":
-                    snap.render_svg(tmp)
-                elif not snap.render_image().save(tmp, "PNG"):
+                    snap.render_svg(str(tmp))
+                elif not snap.render_image().save(str(tmp), "PNG"):
                     raise OSError(f"could not write {path}")
-                os.replace(tmp, path)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
             return path
 
         worker = create_worker(write, _start_thread=False, _ignore_errors=True)  # shown below, not re-raised

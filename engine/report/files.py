@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -18,6 +19,26 @@ def _umask_mode() -> int:
     return 0o666 & ~mask
 
 
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike[str], make_parents: bool = False) -> Iterator[Path]:
+    """A temporary path beside ``path`` for a writer that wants a file name (an image or SVG
+    library); on success it is renamed over ``path`` with ordinary permissions, on any error removed.
+    A missing folder is an error unless ``make_parents``.
+    """
+    target = Path(path)
+    if make_parents:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp" + target.suffix, dir=target.parent)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.chmod(tmp, _umask_mode())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 def write_atomic(path: str | os.PathLike[str], write: Callable[[IO[bytes]], None]) -> Path:
     """Call ``write`` on a temporary file beside ``path``, then rename it over ``path``.
 
@@ -25,20 +46,11 @@ def write_atomic(path: str | os.PathLike[str], write: Callable[[IO[bytes]], None
     never touches an existing file at ``path``. The result gets the permissions a
     plain ``open(path, "w")`` would give it (mkstemp's are 0600).
     """
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, _umask_mode())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return target
+    with atomic_path(path, make_parents=True) as tmp, open(tmp, "wb") as f:
+        write(f)
+        f.flush()
+        os.fsync(f.fileno())
+    return Path(path)
 
 
 def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> Path:

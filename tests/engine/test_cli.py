@@ -100,3 +100,21 @@ def test_json_write_is_atomic(tmp_path, monkeypatch):
 def test_bad_dim_flag(capsys):
     assert main(["analyze", "--parser", "table", "--dim", "batch"]) == 2
     assert "NAME=INT" in capsys.readouterr().err
+
+
+def test_written_files_get_ordinary_permissions(tmp_path):
+    """Atomic writes go through mkstemp (mode 0600); the result must look like any file the user saves."""
+    import os
+
+    from splitscope.engine.report.files import atomic_path, write_text_atomic
+
+    old = os.umask(0o022)
+    try:
+        write_text_atomic(tmp_path / "a.json", "{}")
+        with atomic_path(tmp_path / "b.png") as tmp:
+            tmp.write_bytes(b"png")
+    finally:
+        os.umask(old)
+    for name in ("a.json", "b.png"):
+        assert (tmp_path / name).stat().st_mode & 0o777 == 0o644
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "b.png"]
