@@ -43,6 +43,8 @@ def _print_summary(gm: object, summary: dict[str, dict[str, float | int]]) -> No
         for op, count in by_op.most_common(10):
             first = next(n for n in plugin if node_op_label(n) == op)
             print(f"  {op} x{count}: {first.reason[:160]}")
+            if first.remedy:
+                print(f"    fix: {first.remedy}")
         if len(by_op) > 10:
             print(f"  ... and {len(by_op) - 10} more op types")
     for part in gm.partitions[:8]:
@@ -94,6 +96,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SplitscopeError as e:
         print(f"splitscope: {e.message}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader went away (| head): nothing more to say
+        return 0
     except KeyboardInterrupt:
         print("splitscope: interrupted", file=sys.stderr)
         return 130

@@ -142,6 +142,10 @@ class Node:
     """What the parser said (None when it was not asked or could not verify the node)."""
     defect: str = ""
     """Why the node is malformed ONNX (:mod:`splitscope.engine.onnxio.validate`), '' when it is not."""
+    cause: str = ""
+    """For a plugin node: why it needs custom work, in a few words (:mod:`splitscope.engine.split.remedies`)."""
+    remedy: str = ""
+    """For a plugin node: the fix that removes most such nodes."""
 
     @property
     def all_inputs(self) -> list[str]:

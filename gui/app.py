@@ -35,6 +35,17 @@ MAX_RECENT = 10
 APP_VERSION = "0.1.0"
 
 
+def recent_files(settings: QSettings) -> list[str]:
+    """The recent-files list as stored: QSettings' INI backend hands a one-item list back as a plain
+    string (and an empty one as None), so read it as whatever it is."""
+    value = settings.value("main/recent")
+    if value is None or value == "":
+        return []
+    if isinstance(value, str):
+        return [value]
+    return [str(v) for v in value if v]
+
+
 class MainWindow(QMainWindow):
     """Open a model, see its split on a graph canvas, inspect nodes and ops."""
 
@@ -282,15 +293,13 @@ class MainWindow(QMainWindow):
         settings.setValue("main/last_dir", str(path.parent))
         if path.resolve() == SAMPLE_MODEL.resolve():
             return
-        recent = [p for p in (settings.value("main/recent") or []) if p != str(path)]
+        recent = [p for p in recent_files(settings) if p != str(path)]
         settings.setValue("main/recent", [str(path), *recent][:MAX_RECENT])
         self._rebuild_recent()
 
     def _rebuild_recent(self) -> None:
         self.recent_menu.clear()
-        recent = QSettings().value("main/recent") or []
-        if isinstance(recent, str):
-            recent = [recent]
+        recent = recent_files(QSettings())
         for p in recent:
             act = self.recent_menu.addAction(p)
             act.triggered.connect(lambda _=False, p=p: self.open_model(Path(p)))

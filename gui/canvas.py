@@ -29,7 +29,7 @@ from splitscope.engine.model import GraphModel, Status
 from splitscope.engine.view.hierarchy import Hierarchy
 from splitscope.engine.view.layout import KIND_BLOCK, KIND_FRAME, KIND_NODE, Layout
 from splitscope.gui.palette import Palette, make_palette
-from splitscope.gui.render import LOD_DETAIL, LOD_TEXT, MAX_SCALE, MIN_SCALE, GraphPainter, segments_path
+from splitscope.gui.render import LOD_DETAIL, MAX_SCALE, MIN_SCALE, GraphPainter, segments_path
 
 
 class GraphCanvas(QWidget):
@@ -104,23 +104,15 @@ class GraphCanvas(QWidget):
         return ((p.x() - self.width() / 2) / self.scale + self.cx, (p.y() - self.height() / 2) / self.scale + self.cy)
 
     def fit(self) -> None:
-        """Fit the whole graph (the top of a very tall one) in the view."""
+        """Fit the whole graph, both axes, in the view (never past 1.5x)."""
         if self.layout_ is None:
             return
         x0, y0, x1, y1 = self.layout_.bounds()
         margin = 40
         sw = (self.width() - margin) / max(x1 - x0, 1)
         sh = (self.height() - margin) / max(y1 - y0, 1)
-        s = min(sw, sh)
-        if s < LOD_TEXT and sw >= LOD_TEXT:
-            # A tall chain: fit the width and show the top rather than a sliver.
-            s = min(sw, 1.0)
-            self.scale = s
-            self.cx = (x0 + x1) / 2
-            self.cy = y0 + (self.height() / 2 - margin / 2) / s
-        else:
-            self.scale = min(max(s, MIN_SCALE), 1.5)
-            self.cx, self.cy = (x0 + x1) / 2, (y0 + y1) / 2
+        self.scale = min(max(min(sw, sh), MIN_SCALE), 1.5)
+        self.cx, self.cy = (x0 + x1) / 2, (y0 + y1) / 2
         self.update()
         self.view_changed.emit()
 

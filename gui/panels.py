@@ -82,6 +82,8 @@ class Inspector(QTextBrowser):
             f" &nbsp; <span style='color:{status_color}'>{STATUS_MARK[n.status]} {n.status.value}</span>"
             f" &nbsp; role: {n.role.value} &nbsp; source: {n.source.value}</p>",
             f"<p><b>Why:</b> {html.escape(n.reason)}</p>",
+            *([f"<p><b>Cause:</b> {html.escape(n.cause)}<br><b>Remedy:</b> {html.escape(n.remedy)}</p>"]
+              if n.remedy else []),
             "<table cellspacing=2>",
             f"<tr><td>FLOPs</td><td>{_fmt(n.flops)}</td></tr>",
             f"<tr><td>Bytes moved</td><td>{format_bytes(n.bytes) if n.bytes is not None else 'unknown'}</td></tr>",
@@ -151,11 +153,11 @@ class Inspector(QTextBrowser):
 class OpsModel(QAbstractTableModel):
     """One row per op type: count, status, FLOPs share."""
 
-    HEADERS = ("Op type", "Count", "Status", "FLOPs share", "Role")
+    HEADERS = ("Op type", "Count", "Status", "FLOPs share", "Role", "Remedy")
 
     def __init__(self) -> None:
         super().__init__()
-        self.rows: list[tuple[str, int, str, float, str, list[int], bool]] = []
+        self.rows: list[tuple[str, int, str, float, str, list[int], bool, str, str]] = []
 
     def set_rows(self, rows: list[dict[str, Any]]) -> None:
         """Show rows from :func:`splitscope.engine.report.stats.op_table`."""
@@ -164,7 +166,8 @@ class OpsModel(QAbstractTableModel):
         for r in rows:
             plugin, count = r["plugin"], r["count"]
             status = "▲ plugin" if plugin == count else "● delegate" if not plugin else f"mixed ({plugin} ▲)"
-            self.rows.append((r["op"], count, status, r["flops_share"], ", ".join(r["roles"]), r["nodes"], plugin > 0))
+            self.rows.append((r["op"], count, status, r["flops_share"], ", ".join(r["roles"]), r["nodes"], plugin > 0,
+                              r.get("remedy", ""), r.get("cause", "")))
         self.endResetModel()
 
     def rowCount(self, parent: QModelIndex = QModelIndex()) -> int:  # noqa: B008 - Qt API
@@ -184,9 +187,11 @@ class OpsModel(QAbstractTableModel):
         r = self.rows[index.row()]
         c = index.column()
         if role == Qt.ItemDataRole.DisplayRole:
-            return (r[0], r[1], r[2], f"{r[3]:.1%}", r[4])[c]
+            return (r[0], r[1], r[2], f"{r[3]:.1%}", r[4], r[7])[c]
         if role == Qt.ItemDataRole.UserRole:
-            return (r[0], r[1], r[6], r[3], r[4])[c]
+            return (r[0], r[1], r[6], r[3], r[4], r[7])[c]
+        if role == Qt.ItemDataRole.ToolTipRole and r[7]:
+            return f"{r[8]}: {r[7]}"
         if role == Qt.ItemDataRole.TextAlignmentRole and c in (1, 3):
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         return None

@@ -19,7 +19,7 @@ from splitscope.engine.model import GraphModel, Status
 from splitscope.engine.text import format_bytes
 from splitscope.engine.view.hierarchy import Hierarchy
 from splitscope.engine.view.layout import HEADER, KIND_FRAME, KIND_NODE, Layout
-from splitscope.gui.palette import Palette
+from splitscope.gui.palette import STATUS_MARK, Palette
 
 MIN_SCALE, MAX_SCALE = 1e-4, 4.0
 LOD_BOXES = 0.12
@@ -255,7 +255,7 @@ class GraphPainter:
         p.setBrush(Qt.BrushStyle.NoBrush)
         p.drawRoundedRect(rect.adjusted(3 * scale, 3 * scale, -3 * scale, -3 * scale), radius, radius)
         bar = QRectF(rect.left() + 8 * scale, rect.bottom() - 12 * scale, rect.width() - 16 * scale, 5 * scale)
-        self._share_bar(p, bar, g.delegate_share)
+        self._share_bar(p, bar, g.bar_share)
         if scale < LOD_TEXT:
             return
         self._marker(p, rect.left() + 14 * scale, rect.top() + 16 * scale, 5 * scale, status)
@@ -272,10 +272,20 @@ class GraphPainter:
         f2.setPointSizeF(max(5.0, 7.5 * min(scale, 1.6)))
         p.setFont(f2)
         p.setPen(pal.muted)
-        info = f"{g.size:,} nodes · {g.plugin} plugin · {g.delegate_share:.0%} delegated"
         top_left = Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop
-        p.drawText(tr.adjusted(0, fm.height() + 2 * scale, 0, 0), top_left,
-                   QFontMetrics(f2).elidedText(info, Qt.TextElideMode.ElideRight, int(tr.width())))
+        line = tr.adjusted(0, fm.height() + 2 * scale, 0, 0)
+        if g.plugin:  # how many plugin nodes it holds, first and in the plugin colour and shape
+            f3 = QFont(f2)
+            f3.setBold(True)
+            p.setFont(f3)
+            p.setPen(pal.status_border[Status.PLUGIN])
+            mark = f"{STATUS_MARK[Status.PLUGIN]} {g.plugin} plugin  "
+            p.drawText(line, top_left, mark)
+            line = line.adjusted(QFontMetrics(f3).horizontalAdvance(mark), 0, 0, 0)
+            p.setFont(f2)
+            p.setPen(pal.muted)
+        info = f"{g.size:,} nodes · {g.delegate_share:.0%} of FLOPs delegated"
+        p.drawText(line, top_left, QFontMetrics(f2).elidedText(info, Qt.TextElideMode.ElideRight, int(line.width())))
 
     def _draw_group_header(self, p: QPainter, rect: QRectF, gid: int, scale: float) -> None:
         assert self.hier is not None
@@ -293,7 +303,7 @@ class GraphPainter:
         p.drawText(head.adjusted(0, 0, -bar_w - 6 * scale, 0), left_mid,
                    QFontMetrics(f).elidedText(text, Qt.TextElideMode.ElideRight, int(head.width() - bar_w)))
         bar = QRectF(head.right() - bar_w, head.center().y() - 3 * scale, bar_w, 6 * scale)
-        self._share_bar(p, bar, g.delegate_share)
+        self._share_bar(p, bar, g.bar_share)
 
     def _draw_legend(self, p: QPainter) -> None:
         pal = self.palette_

@@ -45,7 +45,8 @@ def to_json(gm: GraphModel, summary: dict[str, Any] | None = None) -> dict[str, 
         "warnings": gm.warnings,
         "node_status": [
             {"name": n.label, "op_type": n.op_type, "domain": n.domain, "status": n.status.value,
-             "role": n.role.value, "reason": n.reason, "source": n.source.value, "flops": n.flops,
+             "role": n.role.value, "reason": n.reason, "source": n.source.value,
+             **({"cause": n.cause, "remedy": n.remedy} if n.remedy else {}), "flops": n.flops,
              "bytes": n.bytes, "scope": "/".join(n.scope),
              **({"table_status": n.table_status.value} if n.table_status is not None else {}),
              **({"parser_status": n.parser_status.value} if n.parser_status is not None else {})}

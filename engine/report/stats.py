@@ -48,24 +48,64 @@ def op_table(gm: GraphModel) -> list[dict[str, Any]]:
         nodes = [gm.nodes[i] for i in members]
         plugin = sum(1 for n in nodes if n.status is Status.PLUGIN)
         flops = sum(n.flops or 0 for n in nodes)
+        first = next((n for n in nodes if n.remedy), None)
         rows.append({"op": op, "count": len(members), "plugin": plugin, "flops": flops, "flops_share": flops / total,
-                     "roles": sorted({n.role.value for n in nodes}), "nodes": members})
+                     "roles": sorted({n.role.value for n in nodes}), "nodes": members,
+                     "cause": first.cause if first else "", "remedy": first.remedy if first else ""})
     rows.sort(key=lambda r: (-(r["plugin"] > 0), -r["flops_share"], -r["count"]))
     return rows
 
 
+def plugin_causes(gm: GraphModel) -> list[tuple[str, int, list[str]]]:
+    """Plugin nodes of the main graph grouped by cause: (cause, node count, op labels), most nodes first."""
+    by: dict[str, tuple[int, Counter[str]]] = {}
+    for n in gm.nodes:
+        if n.status is Status.PLUGIN:
+            cause = n.cause or "rejected by TensorRT"
+            count, ops = by.get(cause, (0, Counter()))
+            ops[node_op_label(n)] += 1
+            by[cause] = (count + 1, ops)
+    rows = [(cause, count, [op for op, _ in ops.most_common()]) for cause, (count, ops) in by.items()]
+    rows.sort(key=lambda r: -r[1])
+    return rows
+
+
+def _causes_text(gm: GraphModel, limit: int = 3) -> str:
+    parts = []
+    rows = plugin_causes(gm)
+    for cause, count, ops in rows[:limit]:
+        shown = ", ".join(ops[:3]) + (", ..." if len(ops) > 3 else "")
+        parts.append(f"{cause} ({plural(count, 'node')}: {shown})")
+    if len(rows) > limit:
+        rest = sum(r[1] for r in rows[limit:])
+        parts.append(f"{plural(len(rows) - limit, 'other cause')} ({plural(rest, 'node')})")
+    return "; ".join(parts)
+
+
 def headline(gm: GraphModel, summary: dict[str, dict[str, float | int]] | None = None) -> str:
-    """One sentence: share delegated, custom ops, partitions, bytes crossing."""
+    """The sentence that leads the summary: what matters most for this model first.
+
+    More than one engine partition: the partitions, the bytes crossing them and the nodes that cause
+    them, before any FLOPs share (a split model pays copies and synchronisation on every inference,
+    whatever share of FLOPs TensorRT takes). One partition with custom nodes beside it: those nodes by
+    cause. Nothing custom: say so.
+    """
     s = summary or split_summary(gm)
-    plugin_ops = Counter(n.op_type for n in gm.nodes if n.status is Status.PLUGIN)
-    n_parts = len(gm.partitions)
-    unknown = sum(1 for n in gm.nodes if n.status is Status.PLUGIN and n.flops is None)
+    n_nodes, n_parts = len(gm.nodes), len(gm.partitions)
     n_plugin = int(s["plugin"]["nodes"])
-    return (f"{s['delegate']['flops_share']:.0%} of known FLOPs delegated ({s['delegate']['nodes']} of "
-            f"{plural(len(gm.nodes), 'node')}), {plural(n_plugin, 'node')} of {plural(len(plugin_ops), 'op type')} "
-            f"need{'s' if n_plugin == 1 else ''} custom CUDA, {plural(n_parts, 'engine partition')}, "
-            f"{format_bytes(gm.boundary_bytes)} crossing partition boundaries per inference"
-            + (f"; the cost of {plural(unknown, 'custom node')} is unknown until profiled" if unknown else ""))
+    share = f"{s['delegate']['flops_share']:.0%} of known FLOPs delegated ({s['delegate']['nodes']} of " \
+            f"{plural(n_nodes, 'node')})"
+    unknown = sum(1 for n in gm.nodes if n.status is Status.PLUGIN and n.flops is None)
+    tail = f"; the cost of {plural(unknown, 'custom node')} is unknown until profiled" if unknown else ""
+    if n_plugin == 0:
+        return (f"TensorRT takes all {plural(n_nodes, 'node')}: one engine, nothing crosses a partition boundary"
+                if n_parts <= 1 else f"TensorRT takes all {plural(n_nodes, 'node')}; {share}")
+    if n_parts > 1:
+        return (f"{plural(n_parts, 'engine partition')}, {format_bytes(gm.boundary_bytes)} crossing their "
+                f"boundaries per inference, because {plural(n_plugin, 'node')} need{'s' if n_plugin == 1 else ''} "
+                f"custom CUDA: {_causes_text(gm)}. {share}{tail}")
+    return (f"One engine partition; {plural(n_plugin, 'node')} outside it need{'s' if n_plugin == 1 else ''} "
+            f"custom CUDA: {_causes_text(gm)}. {share}{tail}")
 
 
 def panel_stats(gm: GraphModel) -> dict[str, Any]:

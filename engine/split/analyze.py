@@ -17,6 +17,7 @@ from splitscope.engine.split import crash
 from splitscope.engine.split.costs import fill_costs
 from splitscope.engine.split.parser import DISPLAY, ParserAnswer, ParserProcess, resolve_backend
 from splitscope.engine.split.partitions import find_partitions
+from splitscope.engine.split.remedies import assign_remedies
 from splitscope.engine.split.roles import assign_roles
 from splitscope.engine.split.table import BUILD_TIME_CHECKS, TARGET_RTX, TARGET_TENSORRT, load_table, predict_graph
 from splitscope.engine.text import plural
@@ -118,6 +119,7 @@ def _analyze(path: str | os.PathLike[str] | None, parser: str, dims: dict[str, i
         if proc is not None:
             proc.kill()
         raise
+    assign_remedies(gm)
     yield Progress("done", 6, 6, "Done")
     return gm
 

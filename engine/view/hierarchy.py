@@ -44,6 +44,13 @@ class Group:
             return self.flops_delegate / self.flops
         return 1.0 - self.plugin / self.size if self.size else 1.0
 
+    @property
+    def bar_share(self) -> float:
+        """The delegate part of the group's share bar: the smaller of the FLOPs and the node share, so that
+        plugin nodes with no or unknown FLOPs (a custom op, NMS) still show in the plugin colour."""
+        node_share = 1.0 - self.plugin / self.size if self.size else 1.0
+        return min(self.delegate_share, node_share)
+
 
 @dataclass(slots=True)
 class Hierarchy:

@@ -36,7 +36,7 @@ def test_open_sample_select_node_shows_inspector(qtbot, window):
     # The ops table follows the selection.
     rows = window.ops.table.selectionModel().selectedRows()
     assert rows and "DCNv4" in rows[0].data()
-    assert "2 nodes of 2 op types need custom CUDA" in window.summary.headline.text()
+    assert "2 engine partitions" in window.summary.headline.text() and "a custom op" in window.summary.headline.text()
     assert window.windowTitle().endswith("sample.onnx")
 
 
@@ -307,3 +307,26 @@ def test_export_to_a_missing_folder_says_so(qtbot, window, tmp_path):
     assert "Could not export the graph" in window._failure_box.text()
     assert not (tmp_path / "missing").exists()
     window._failure_box.close()
+
+
+@pytest.mark.parametrize("stored", [None, "one", "two"])
+def test_open_recent_with_zero_one_and_two_entries(qtbot, window, tmp_path, stored):
+    """Qt's INI backend reads a one-item list back as a plain string: it showed one character per item."""
+    from PySide6.QtCore import QSettings
+
+    paths = {"one": ["/models/a.onnx"], "two": ["/models/a.onnx", "/models/b.onnx"]}.get(stored, [])
+    s = QSettings()
+    s.sync()
+    ini = Path(s.fileName())
+    text = ini.read_text() if ini.exists() else ""
+    lines = [ln for ln in text.splitlines() if not ln.startswith("recent=")]
+    if paths:
+        if "[main]" not in lines:
+            lines.append("[main]")
+        lines.insert(lines.index("[main]") + 1, "recent=" + ", ".join(paths))
+    ini.parent.mkdir(parents=True, exist_ok=True)
+    ini.write_text("\n".join(lines) + "\n")
+    s.sync()
+    window._rebuild_recent()
+    assert [a.text() for a in window.recent_menu.actions()] == paths
+    assert window.recent_menu.isEnabled() == bool(paths)
