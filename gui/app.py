@@ -208,6 +208,9 @@ class MainWindow(QMainWindow):
         v.addSeparator()
         self.dark_action = self._action(v, "&Dark Theme", self._toggle_dark, checkable=True)
         self._action(v, "Theme Follows the &System", self._follow_system)
+        panels = v.addMenu("&Panels")  # a closed panel comes back from here
+        for dock in self.findChildren(QDockWidget):
+            panels.addAction(dock.toggleViewAction())
         v.addSeparator()
         self._action(v, "Find…", self._focus_search, QKeySequence.StandardKey.Find)
         self._action(v, "Find Next", self.find_next, QKeySequence.StandardKey.FindNext)
@@ -359,6 +362,11 @@ class MainWindow(QMainWindow):
         self.view_ready.emit()
 
     def _on_model_ready(self, gm: GraphModel, view: View) -> None:
+        # A new model starts clean: no filter, selection or highlight from the previous one.
+        self.ops.filter.clear()
+        self.ops.table.clearSelection()
+        self.canvas.selected_node = self.canvas.selected_group = -1
+        self.canvas.highlight_nodes = set()
         self.inspector.set_model(gm, view.hier)
         self.ops.set_rows(view.stats["ops"])
         self.summary.set_stats(gm, view.stats, make_palette(self._is_dark()))
@@ -404,6 +412,8 @@ class MainWindow(QMainWindow):
         self.inspector.show_node(index)
         if index >= 0 and self.graph_model is not None:
             self.ops.select_op_of(self.graph_model.nodes[index])
+        else:
+            self.ops.table.clearSelection()  # nothing selected on the canvas: nothing in the table either
 
     def _on_group_selected(self, gid: int) -> None:
         self.inspector.show_group(gid)
@@ -520,7 +530,19 @@ class MainWindow(QMainWindow):
         url = QUrl(f"http://{host}:{port}")
         self.netron_url = url
         if not QDesktopServices.openUrl(url):
-            self.statusBar().showMessage(f"Netron is serving the model at {url.toString()}", 15000)
+            self._show_url(url.toString())
+
+    def _show_url(self, url: str) -> None:
+        """No browser started: say where Netron serves the model, with a button that copies the address."""
+        box = QMessageBox(QMessageBox.Icon.Information, "Open in Netron",
+                          f"No web browser could be started. Netron is serving the model at\n{url}\n"
+                          "Open that address in a browser on this machine.", parent=self)
+        copy = box.addButton("Copy address", QMessageBox.ButtonRole.ActionRole)
+        box.addButton(QMessageBox.StandardButton.Close)
+        copy.clicked.connect(lambda: QGuiApplication.clipboard().setText(url))
+        box.open()
+        self._url_box = box
+        self.statusBar().showMessage(f"Netron is serving the model at {url}", 15000)
 
     # ------------------------------------------------------ dependencies
     def _probe_dependencies(self) -> None:

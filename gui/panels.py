@@ -231,8 +231,11 @@ class OpsPanel(QWidget):
         lay.addWidget(self.table)
 
     def set_rows(self, rows: list[dict[str, Any]]) -> None:
-        """Show op-table rows (computed in a worker)."""
+        """Show op-table rows (computed in a worker); the table sizes its columns to them."""
         self.model.set_rows(rows)
+        self.table.resizeColumnsToContents()
+        header = self.table.horizontalHeader()
+        header.setStretchLastSection(True)
 
     def _chosen(self) -> None:
         rows = self.table.selectionModel().selectedRows()

@@ -200,15 +200,20 @@ class GraphPainter:
         selected = node == self.selected_node
         matched = node in self.highlight_nodes
         border = pal.selection if selected else pal.status_border[n.status]
-        p.setPen(QPen(border, 3 if selected else (2 if n.status is Status.PLUGIN else 1)))
-        p.setBrush(pal.match if matched else pal.status_fill[n.status])
         radius = 5 * min(scale, 1.5)
+        if matched:  # a search match: a halo around the node, the status fill stays visible
+            p.setPen(QPen(pal.match, max(3.0, 5 * min(scale, 1.0))))
+            p.setBrush(Qt.BrushStyle.NoBrush)
+            grow = 3 * min(scale, 1.0) + 1
+            p.drawRoundedRect(rect.adjusted(-grow, -grow, grow, grow), radius + grow, radius + grow)
+        p.setPen(QPen(border, 3 if selected else (2 if n.status is Status.PLUGIN else 1)))
+        p.setBrush(pal.status_fill[n.status])
         p.drawRoundedRect(rect, radius, radius)
         if scale < LOD_TEXT:
             return
         r = 5 * scale
         self._marker(p, rect.left() + 10 * scale, rect.top() + 12 * scale, r, n.status)
-        p.setPen(QColor("#1b1b1b") if matched else pal.text)  # the match fill is light in both themes
+        p.setPen(pal.text)
         f = QFont(self.font())
         f.setPointSizeF(max(6.0, 9.5 * min(scale, 1.6)))
         f.setBold(True)
@@ -225,7 +230,7 @@ class GraphPainter:
         f2.setPointSizeF(max(5.0, 7.5 * min(scale, 1.6)))
         p.setFont(f2)
         fm2 = QFontMetrics(f2)
-        p.setPen(QColor("#3c4043") if matched else pal.muted)
+        p.setPen(pal.muted)
         out = _shape_text(self.gm, n.outputs[0]) if n.outputs else ""
         name = n.label.rsplit("/", 1)[-1]
         lines = out if name == n.op_type else f"{name}\n{out}"

@@ -330,3 +330,46 @@ def test_open_recent_with_zero_one_and_two_entries(qtbot, window, tmp_path, stor
     window._rebuild_recent()
     assert [a.text() for a in window.recent_menu.actions()] == paths
     assert window.recent_menu.isEnabled() == bool(paths)
+
+
+def test_a_new_model_starts_without_the_old_filter_and_selection(qtbot, window):
+    window.open_model(SAMPLE_MODEL)
+    wait_idle(qtbot, window)
+    window.ops.filter.setText("DCN")
+    dcn = next(n for n in window.graph_model.nodes if n.op_type == "DCNv4")
+    window.canvas.select_item(window.view.layout.node_item[dcn.index])
+    assert window.ops.table.selectionModel().selectedRows()
+    other = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light" / "light_squeezenet.onnx"
+    window.open_model(other)
+    qtbot.waitUntil(lambda: window.graph_model is not None and window.graph_model.path == other, timeout=60000)
+    assert window.ops.filter.text() == ""
+    assert not window.ops.table.selectionModel().selectedRows()
+    assert window.canvas.selected_node == -1
+
+
+def test_panels_menu_brings_a_closed_panel_back(qtbot, window):
+    from PySide6.QtWidgets import QDockWidget
+
+    dock = next(d for d in window.findChildren(QDockWidget) if d.windowTitle() == "Ops")
+    dock.close()
+    assert not dock.isVisible()
+    view_menu = next(a.menu() for a in window.menuBar().actions() if a.text() == "&View")
+    panels = next(a.menu() for a in view_menu.actions() if a.text() == "&Panels")
+    next(a for a in panels.actions() if a.text() == "Ops").trigger()
+    assert dock.isVisible()
+
+
+def test_netron_without_a_browser_shows_the_address(qtbot, window, monkeypatch):
+    from PySide6.QtGui import QDesktopServices, QGuiApplication
+
+    window.open_model(SAMPLE_MODEL)
+    wait_idle(qtbot, window)
+    monkeypatch.setattr(QDesktopServices, "openUrl", staticmethod(lambda url: False))
+    window.open_in_netron()
+    box = window._url_box
+    url = window.netron_url.toString()
+    assert url.startswith("http://127.0.0.1:") and url in box.text()
+    copy = next(b for b in box.buttons() if b.text() == "Copy address")
+    copy.click()
+    assert QGuiApplication.clipboard().text() == url
+    box.close()
