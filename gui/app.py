@@ -289,6 +289,8 @@ class MainWindow(QMainWindow):
         """Analyse ``path`` in a worker; the current model stays on screen until the new one is ready."""
         path = Path(path)
         self.statusBar().showMessage(f"Analysing {path.name}…")
+        size = self.canvas.size()
+        self.session.viewport = (max(size.width(), 320), max(size.height(), 240))
         self.session.open(path)
 
     def _remember(self, path: Path) -> None:
@@ -586,6 +588,12 @@ class MainWindow(QMainWindow):
 
     def _place_minimap(self) -> None:
         c = self.canvas
+        # A fifth of the canvas at most, so that on a small window it does not cover the graph.
+        w = int(min(180, max(90, c.width() * 0.18)))
+        h = int(min(220, max(110, c.height() * 0.25)))
+        if (w, h) != (self.minimap.width(), self.minimap.height()):
+            self.minimap.setFixedSize(w, h)
+            self.minimap.refresh()
         self.minimap.move(c.width() - self.minimap.width() - 10, c.height() - self.minimap.height() - 10)
         self.minimap.raise_()
 

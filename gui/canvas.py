@@ -27,9 +27,18 @@ from PySide6.QtGui import (
 from PySide6.QtWidgets import QWidget
 from splitscope.engine.model import GraphModel, Status
 from splitscope.engine.view.hierarchy import Hierarchy
-from splitscope.engine.view.layout import KIND_BLOCK, KIND_FRAME, KIND_NODE, Layout
+from splitscope.engine.view.layout import HEADER, KIND_BLOCK, KIND_FRAME, KIND_NODE, Layout
 from splitscope.gui.palette import Palette, make_palette
-from splitscope.gui.render import LOD_DETAIL, MAX_SCALE, MIN_SCALE, GraphPainter, segments_path
+from splitscope.gui.render import (
+    LOD_BOXES,
+    LOD_DETAIL,
+    LOD_TEXT,
+    MAX_EDGES_DRAWN,
+    MAX_SCALE,
+    MIN_SCALE,
+    GraphPainter,
+    segments_path,
+)
 
 
 class GraphCanvas(QWidget):
@@ -94,6 +103,38 @@ class GraphCanvas(QWidget):
         """The visible part of the scene."""
         w, h = self.width() / self.scale, self.height() / self.scale
         return QRectF(self.cx - w / 2, self.cy - h / 2, w, h)
+
+    def on_screen(self) -> dict[str, float | int]:
+        """What the view shows now, for ``--report-startup`` and tests: ``items_visible`` (nodes and blocks
+        in view), ``plugins_visible`` (share of plugin nodes whose node or enclosing block is in view and
+        marked), ``min_label_px`` (smallest label text drawn, in pixels; 0 when zoomed out past labels) and
+        ``edges_drawn``."""
+        L, a, gm = self.layout_, self._arrays, self.gm
+        if L is None or gm is None or not a:
+            return {"items_visible": 0, "plugins_visible": 0.0, "min_label_px": 0.0, "edges_drawn": 0}
+        r = self.scene_rect()
+        x0, y0, x1, y1 = r.left(), r.top(), r.right(), r.bottom()
+        x, y, w, h = a["x"], a["y"], a["w"], a["h"]
+        vis = (x + w >= x0) & (x <= x1) & (y + h >= y0) & (y <= y1)
+        solid = vis & (a["kind"] != KIND_FRAME)
+        plugin = [n.index for n in gm.nodes if n.status is Status.PLUGIN]
+        marked = self.scale >= LOD_BOXES  # below, boxes are plain colour without the ▲ marker
+        shown = sum(1 for i in plugin if vis[L.node_item[i]]) if marked else 0
+        ex0, ey0, ex1, ey1 = a["ex0"], a["ey0"], a["ex1"], a["ey1"]
+        evis = (np.maximum(ex0, ex1) >= x0) & (np.minimum(ex0, ex1) <= x1) & \
+            (np.maximum(ey0, ey1) >= y0) & (np.minimum(ey0, ey1) <= y1)
+        n_plain = int((evis & ~a["boundary"]).sum())
+        edges = int((evis & a["boundary"]).sum()) + (n_plain if n_plain <= MAX_EDGES_DRAWN or self.scale >= LOD_TEXT
+                                                      else 0)
+        px_per_pt = self.logicalDpiY() / 72.0
+        label_px = 0.0
+        if self.scale >= LOD_TEXT and bool(solid.any()):
+            # Names are 9.5 pt bold scaled by min(scale, 1.6), never below 6 pt; frame headers 8.5 pt (render.py).
+            frames = vis & (a["kind"] == KIND_FRAME)
+            pt = 8.5 if bool(frames.any()) and self.scale * HEADER >= 12 else 9.5
+            label_px = max(6.0, pt * min(self.scale, 1.6)) * px_per_pt
+        return {"items_visible": int(solid.sum()), "plugins_visible": round(shown / len(plugin), 3) if plugin else 1.0,
+                "min_label_px": round(label_px, 1), "edges_drawn": edges}
 
     def to_screen(self, x: float, y: float) -> QPointF:
         """Scene point to widget point."""

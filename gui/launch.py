@@ -97,7 +97,7 @@ def _report_startup(app: QApplication, window: MainWindow, t0: float) -> None:
         out = {"window_s": round(marks["window_s"], 3), "layout_s": round(marks["layout_s"], 3),
                "first_paint_s": round(marks["first_paint_s"], 3),
                "nodes": len(window.view.gm.nodes) if window.view else 0,
-               "max_ui_stall_ms": round(beat["max"] * 1000, 1)}
+               "max_ui_stall_ms": round(beat["max"] * 1000, 1), **window.canvas.on_screen()}
         print(json.dumps(out), flush=True)
         window.cancel_jobs()
         QTimer.singleShot(0, window.close)

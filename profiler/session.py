@@ -64,6 +64,8 @@ class ModelSession(QObject):
         self.view: View | None = None
         """The layout on screen."""
         self.focus: tuple[int, int] = (-1, -1)
+        self.viewport: tuple[int, int] | None = None
+        """Pixels the first view is fitted into (the canvas's size), to choose how deep it opens."""
         """(group, node) to bring into view after the next relayout."""
         self._early: GraphModel | None = None
         """The model of the analysis that runs, once it yielded its partial view."""
@@ -188,7 +190,8 @@ class ModelSession(QObject):
     def _on_partial(self, ev: Partial) -> None:
         if isinstance(ev.value, GraphModel):
             gm = self._early = ev.value
-            self._start_layout(gm, lambda token: prepare_view(gm, cancel=token))
+            viewport = self.viewport
+            self._start_layout(gm, lambda token: prepare_view(gm, cancel=token, viewport=viewport))
 
     def _on_analysed(self, gm: GraphModel) -> None:
         self._final = gm
@@ -221,8 +224,10 @@ class ModelSession(QObject):
         elif self.layout.running and self._layout_gm is gm:
             self._pending = gm  # its first layout still runs; refine when it lands
         else:
+            viewport = self.viewport
+
             def first(token: CancelToken) -> Generator[JobEvent, None, View]:
-                new = yield from prepare_view(gm, cancel=token)
+                new = yield from prepare_view(gm, cancel=token, viewport=viewport)
                 new.stats = panel_stats(gm)
                 return new
 

@@ -357,11 +357,30 @@ def _arrays(ctx: LayoutContext, L: Layout) -> dict[str, np.ndarray]:
             "ey1": y[dst], "boundary": np.fromiter((e.boundary for e in L.edges), dtype=bool, count=len(L.edges))}
 
 
-def initial_expansion(h: Hierarchy, budget: int = 400) -> set[int]:
-    """Groups to expand on open: breadth-first while the visible item count stays within ``budget``."""
+FIRST_VIEW_ITEMS = 150
+"""The first view shows at most about this many items: a decision to read, not a hairball."""
+MIN_LABEL_SCALE = 0.72
+"""Scale at which block and node names are 9 px or more on screen (9.5 pt bold is 12.7 px at scale 1, 96 dpi)."""
+
+
+def expansion_levels(h: Hierarchy, budget: int = FIRST_VIEW_ITEMS) -> list[set[int]]:
+    """Expansions from shallow to deep: the root alone; then, while fewer than 8 items show, the largest
+    closed group (past the budget: a view of one box says nothing); then level by level, breadth-first,
+    while the visible item count stays within ``budget``."""
     expanded: set[int] = {0}
     visible = len(h.root.groups) + len(h.root.nodes)
-    frontier = sorted(h.root.groups, key=lambda c: h.groups[c].first)
+    levels = [set(expanded)]
+    while visible < 8:
+        closed = [g for g in h.groups if g.parent in expanded and g.id not in expanded and g.parent != -1
+                  and len(g.groups) + len(g.nodes) <= 4000]
+        if not closed:
+            break
+        best = max(closed, key=lambda g: g.size)
+        expanded.add(best.id)
+        visible += len(best.groups) + len(best.nodes) - 1
+        levels.append(set(expanded))
+    frontier = sorted((c for g in expanded for c in h.groups[g].groups if c not in expanded),
+                      key=lambda c: h.groups[c].first)
     while frontier:
         nxt = []
         for gid in frontier:
@@ -371,17 +390,37 @@ def initial_expansion(h: Hierarchy, budget: int = 400) -> set[int]:
                 expanded.add(gid)
                 visible += extra
                 nxt.extend(g.groups)
+        if expanded != levels[-1]:
+            levels.append(set(expanded))
         frontier = nxt
-    # Never open on a lone block: expand the largest top-level scopes even past the budget.
-    while visible < 8:
-        closed = [g for g in h.groups if g.parent in expanded and g.id not in expanded and g.parent != -1
-                  and len(g.groups) + len(g.nodes) <= 4000]
-        if not closed:
-            break
-        best = max(closed, key=lambda g: g.size)
-        expanded.add(best.id)
-        visible += len(best.groups) + len(best.nodes) - 1
-    return expanded
+    return levels
+
+
+def initial_expansion(h: Hierarchy, budget: int = FIRST_VIEW_ITEMS) -> set[int]:
+    """The deepest expansion within ``budget`` items (no viewport known)."""
+    return expansion_levels(h, budget)[-1]
+
+
+def fitted_scale(layout: Layout, viewport: tuple[int, int], margin: float = 40) -> float:
+    """The scale at which ``layout`` fits a viewport of ``(width, height)`` pixels (at most 1.5, as Fit)."""
+    x0, y0, x1, y1 = layout.bounds()
+    return min((viewport[0] - margin) / max(x1 - x0, 1.0), (viewport[1] - margin) / max(y1 - y0, 1.0), 1.5)
+
+
+def first_layout(ctx: LayoutContext, viewport: tuple[int, int] | None,
+                 cancel: CancelToken | None = None) -> Generator[Progress, None, Layout]:
+    """The first view: the deepest expansion whose labels stay readable when the whole graph is fitted
+    into ``viewport`` (the shallowest one if none does; without a viewport, the deepest in budget)."""
+    levels = expansion_levels(ctx.h)
+    if viewport is None:
+        return (yield from compute_layout(ctx, levels[-1], cancel))
+    layout = None
+    for exp in reversed(levels):
+        layout = yield from compute_layout(ctx, exp, cancel)
+        if fitted_scale(layout, viewport) >= MIN_LABEL_SCALE:
+            return layout
+    assert layout is not None
+    return layout
 
 
 @dataclass(slots=True)
@@ -396,8 +435,8 @@ class View:
     """Panel figures (splitscope.engine.report.stats.panel_stats), when the analysis is final."""
 
 
-def prepare_view(gm: GraphModel, expanded: set[int] | None = None,
-                 cancel: CancelToken | None = None) -> Generator[Progress, None, View]:
+def prepare_view(gm: GraphModel, expanded: set[int] | None = None, cancel: CancelToken | None = None,
+                 viewport: tuple[int, int] | None = None) -> Generator[Progress, None, View]:
     """Build the group tree and the first layout of an analysed model (a job generator)."""
     from splitscope.engine.view.hierarchy import build_hierarchy
 
@@ -408,8 +447,10 @@ def prepare_view(gm: GraphModel, expanded: set[int] | None = None,
         if cancel is not None:
             cancel.raise_if_cancelled()
         ctx = LayoutContext(gm, hier)
-        exp = expanded if expanded is not None else initial_expansion(hier)
-        layout = yield from compute_layout(ctx, exp, cancel)
+        if expanded is not None:
+            layout = yield from compute_layout(ctx, expanded, cancel)
+        else:
+            layout = yield from first_layout(ctx, viewport, cancel)
     return View(gm, hier, ctx, layout)
 
 
