@@ -208,6 +208,9 @@ class MainWindow(QMainWindow):
         v.addSeparator()
         self.dark_action = self._action(v, "&Dark Theme", self._toggle_dark, checkable=True)
         self._action(v, "Theme Follows the &System", self._follow_system)
+        self.fold_action = self._action(v, "Fold &Constant Nodes", self.session.set_folding, checkable=True)
+        self.fold_action.setChecked(True)
+        self.fold_action.setToolTip("Weight aliases, Constant and cast-of-weight nodes shown inside their consumers")
         panels = v.addMenu("&Panels")  # a closed panel comes back from here
         for dock in self.findChildren(QDockWidget):
             panels.addAction(dock.toggleViewAction())
@@ -354,6 +357,8 @@ class MainWindow(QMainWindow):
 
     def _on_view_changed(self, view: View, keep: bool) -> None:
         QTimer.singleShot(0, self._preload)
+        if view.gm is self.graph_model:
+            self.inspector.hier = view.hier  # folding changes the group tree
         self.canvas.set_graph(view.gm, view.hier, view.layout, keep_view=keep)
         self.minimap.refresh()
         if keep:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import html
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import Any
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt, Signal
@@ -89,6 +89,12 @@ class Inspector(QTextBrowser):
             f"<tr><td>Bytes moved</td><td>{format_bytes(n.bytes) if n.bytes is not None else 'unknown'}</td></tr>",
             f"<tr><td>Scope</td><td>{html.escape('/'.join(n.scope)) or '(none)'}</td></tr>",
         ]
+        folded = [i for i, host in (self.hier.folded.items() if self.hier is not None else ()) if host == index]
+        if folded:
+            ops = Counter(self.gm.nodes[i].op_type for i in folded)
+            rows.append(f"<tr><td>Folded constants</td><td>{len(folded)}: "
+                        f"{html.escape(', '.join(f'{op} ×{k}' for op, k in ops.most_common()))}"
+                        " (View › Fold Constant Nodes shows them)</td></tr>")
         if n.table_status is not None:
             rows.append(f"<tr><td>Table predicted</td><td>{n.table_status.value}</td></tr>")
         if n.parser_status is not None:

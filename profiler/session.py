@@ -64,6 +64,8 @@ class ModelSession(QObject):
         self.view: View | None = None
         """The layout on screen."""
         self.focus: tuple[int, int] = (-1, -1)
+        self.fold_constants = True
+        """Fold nodes that only carry constants into their consumers (View > Fold Constant Nodes)."""
         self.viewport: tuple[int, int] | None = None
         """Pixels the first view is fitted into (the canvas's size), to choose how deep it opens."""
         """(group, node) to bring into view after the next relayout."""
@@ -161,6 +163,16 @@ class ModelSession(QObject):
 
         self._start_layout(gm, job)
 
+    def set_folding(self, fold: bool) -> None:
+        """Fold constant-only nodes into their consumers, or show every node; the current model is laid out
+        again (its figures stay)."""
+        self.fold_constants = fold
+        view = self.view
+        if view is None:
+            return
+        viewport = self.viewport
+        self._start_layout(view.gm, lambda token: prepare_view(view.gm, cancel=token, viewport=viewport, fold=fold))
+
     def toggle_group(self, gid: int) -> None:
         """Expand a collapsed group or collapse an expanded one."""
         if self.view is None:
@@ -191,7 +203,8 @@ class ModelSession(QObject):
         if isinstance(ev.value, GraphModel):
             gm = self._early = ev.value
             viewport = self.viewport
-            self._start_layout(gm, lambda token: prepare_view(gm, cancel=token, viewport=viewport))
+            self._start_layout(gm, lambda token: prepare_view(gm, cancel=token, viewport=viewport,
+                                                                           fold=self.fold_constants))
 
     def _on_analysed(self, gm: GraphModel) -> None:
         self._final = gm
@@ -224,10 +237,10 @@ class ModelSession(QObject):
         elif self.layout.running and self._layout_gm is gm:
             self._pending = gm  # its first layout still runs; refine when it lands
         else:
-            viewport = self.viewport
+            viewport, fold = self.viewport, self.fold_constants
 
             def first(token: CancelToken) -> Generator[JobEvent, None, View]:
-                new = yield from prepare_view(gm, cancel=token, viewport=viewport)
+                new = yield from prepare_view(gm, cancel=token, viewport=viewport, fold=fold)
                 new.stats = panel_stats(gm)
                 return new
 

@@ -16,6 +16,11 @@ from splitscope.engine.model import GraphModel, Status
 
 CHUNK = 200
 """Most direct nodes a group shows before they are split into runs."""
+MAX_CHILDREN = 16
+"""Most subgroups a group shows (1,650 transformer layers) before they are split into runs of subgroups."""
+CONSTANT_OPS = frozenset({"Constant", "ConstantOfShape", "Identity", "Cast", "CastLike", "Reshape", "Unsqueeze",
+                          "Squeeze", "Transpose"})
+"""Ops that, fed only by constants, only carry a constant (a weight alias, a cast weight, a shape vector)."""
 
 
 @dataclass(slots=True)
@@ -61,6 +66,8 @@ class Hierarchy:
     """Deepest group of each node."""
     topo_pos: list[int]
     """Topological position of each node."""
+    folded: dict[int, int] = field(default_factory=dict)
+    """Nodes that only carry constants, folded into the consumer that shows them (node: host node)."""
 
     @property
     def root(self) -> Group:
@@ -99,7 +106,65 @@ class Hierarchy:
                 g_id = g.parent
 
 
-def build_hierarchy(gm: GraphModel, order: list[int], chunk: int = CHUNK) -> Hierarchy:
+def effective_scopes(gm: GraphModel, order: list[int]) -> list[tuple[str, ...]]:
+    """Each node's scope; a node exported without one joins the scope its consumers share (their longest
+    common prefix), so the weight aliases and shape arithmetic of a layer sit in that layer."""
+    nodes = gm.nodes
+    scopes = [n.scope for n in nodes]
+    succs = gm.graph.adj.succs
+    for i in reversed(order):
+        if scopes[i] or not succs[i]:
+            continue
+        common: tuple[str, ...] | None = None
+        for s in succs[i]:
+            sc = scopes[s]
+            if common is None:
+                common = sc
+            else:
+                k = 0
+                while k < len(common) and k < len(sc) and common[k] == sc[k]:
+                    k += 1
+                common = common[:k]
+            if not common:
+                break
+        scopes[i] = common or ()
+    return scopes
+
+
+def constant_carriers(gm: GraphModel, order: list[int]) -> dict[int, int]:
+    """Nodes that only carry constants (:data:`CONSTANT_OPS` fed by initializers and other such nodes), each
+    with the node that shows it: its first consumer that is not itself folded. Graph outputs never fold."""
+    nodes, tensors = gm.nodes, gm.graph.tensors
+    const: set[int] = set()
+    for i in order:
+        n = nodes[i]
+        if n.op_type not in CONSTANT_OPS or n.domain not in ("", "ai.onnx") or n.subgraphs:
+            continue
+        ok = True
+        for name in n.inputs:
+            if not name:
+                continue
+            t = tensors.get(name)
+            if t is None or not (t.is_initializer or (t.producer is not None and t.producer in const)):
+                ok = False
+                break
+        if ok and (n.op_type in ("Constant",) or n.inputs) and not any(
+                (t := tensors.get(o)) is not None and t.is_output for o in n.outputs):
+            const.add(i)
+    succs = gm.graph.adj.succs
+    host: dict[int, int] = {}
+    for i in reversed(order):
+        if i not in const:
+            continue
+        for s in succs[i]:
+            h = host.get(s, s) if s in const else s
+            if h not in const:
+                host[i] = h
+                break
+    return host
+
+
+def build_hierarchy(gm: GraphModel, order: list[int], chunk: int = CHUNK, fold: bool = True) -> Hierarchy:
     """Build the group tree of ``gm``'s main graph.
 
     Parameters
@@ -110,6 +175,8 @@ def build_hierarchy(gm: GraphModel, order: list[int], chunk: int = CHUNK) -> Hie
         A topological order of its nodes.
     chunk
         Most direct nodes per group before they are split into runs.
+    fold
+        Fold nodes that only carry constants into their consumers (:func:`constant_carriers`).
     """
     topo_pos = [0] * len(gm.nodes)
     for pos, i in enumerate(order):
@@ -117,9 +184,13 @@ def build_hierarchy(gm: GraphModel, order: list[int], chunk: int = CHUNK) -> Hie
     groups = [Group(0, gm.path.name if gm.path else "model", None, 0)]
     index: dict[tuple[int, str], int] = {}
     node_group = [0] * len(gm.nodes)
+    scopes = effective_scopes(gm, order)
+    folded = constant_carriers(gm, order) if fold else {}
     for i in order:
+        if i in folded:
+            continue
         g = 0
-        for seg in gm.nodes[i].scope:
+        for seg in scopes[i]:
             key = (g, seg)
             child = index.get(key)
             if child is None:
@@ -130,9 +201,12 @@ def build_hierarchy(gm: GraphModel, order: list[int], chunk: int = CHUNK) -> Hie
             g = child
         groups[g].nodes.append(i)
         node_group[i] = g
-    h = Hierarchy(groups, node_group, topo_pos)
+    h = Hierarchy(groups, node_group, topo_pos, folded)
     _merge_chains(h)
     _split_large(h, chunk)
+    _split_children(h)
+    for i, hst in folded.items():
+        h.node_group[i] = h.node_group[hst]
     _renumber_depths(h)
     h.refresh_counts(gm)
     return h
@@ -194,6 +268,36 @@ def _split(h: Hierarchy, gid: int, chunk: int) -> None:
         for n in run:
             h.node_group[n] = child.id
         _split(h, child.id, chunk)
+
+
+def _split_children(h: Hierarchy, most: int = MAX_CHILDREN) -> None:
+    """A group with more than ``most`` subgroups (hundreds of layers) gets runs of them, ``layers.0 … layers.99``,
+    so that each level shows a handful of blocks."""
+    for gid in range(len(h.groups)):
+        g = h.groups[gid]
+        if g.parent != -1 and len(g.groups) > most:
+            _split_children_one(h, gid, most)
+
+
+def _split_children_one(h: Hierarchy, gid: int, most: int) -> None:
+    g = h.groups[gid]
+    kids = g.groups
+    size = most
+    while -(-len(kids) // size) > most:
+        size *= most
+    g.groups = []
+    for k in range(0, len(kids), size):
+        run = kids[k:k + size]
+        first, last = h.groups[run[0]], h.groups[run[-1]]
+        child = Group(len(h.groups), f"{first.label} … {last.label}", gid, g.depth + 1, first=first.first)
+        h.groups.append(child)
+        g.groups.append(child.id)
+        child.groups = run
+        for c in run:
+            h.groups[c].parent = child.id
+    for c in g.groups:
+        if len(h.groups[c].groups) > most:
+            _split_children_one(h, c, most)
 
 
 def _renumber_depths(h: Hierarchy) -> None:

@@ -105,7 +105,10 @@ class LayoutContext:
         # Each edge appears in the box of its lowest common group, between that group's children.
         local: dict[int, dict[tuple[int, int], int]] = {}
         ng = h.node_group
+        folded = h.folded
         for (u, v) in pairs:
+            if u in folded or v in folded:
+                continue  # folded constants are not laid out
             pu = paths[ng[u]]
             pv = paths[ng[v]]
             k = 0
@@ -309,8 +312,9 @@ def compute_layout(ctx: LayoutContext, expanded: set[int] | frozenset[int],
                     group_item[cid] = add(KIND_BLOCK, cid, bx + x, by + y, BLOCK_W, BLOCK_H, groups[cid].depth)
     # Nodes inside collapsed groups are shown by their nearest collapsed ancestor's block.
     ng = h.node_group
+    folded = h.folded
     for i in range(len(node_item)):
-        if node_item[i] < 0:
+        if node_item[i] < 0 and i not in folded:
             for gid in ctx.group_path[ng[i]]:
                 if gid not in exp:
                     node_item[i] = group_item[gid]
@@ -318,6 +322,8 @@ def compute_layout(ctx: LayoutContext, expanded: set[int] | frozenset[int],
     # Visible edges: graph edges between different items, aggregated.
     agg: dict[tuple[int, int], Edge] = {}
     for (u, v), names in ctx.pairs.items():
+        if u in folded:
+            continue  # a folded constant draws no edge: its consumer shows it
         a, b = node_item[u], node_item[v]
         if a == b or a < 0 or b < 0:
             continue
@@ -331,6 +337,8 @@ def compute_layout(ctx: LayoutContext, expanded: set[int] | frozenset[int],
             e.boundary_bytes += bb
             e.boundary = e.boundary or is_b
     edges = list(agg.values())
+    for i, host in folded.items():  # selecting or searching a folded node shows its host
+        node_item[i] = node_item[host]
     yield Progress("layout", total, total, "Layout done")
     layout = Layout(kind, ref, X, Y, W, H, depth, edges, node_item, group_item, exp)
     layout.arrays = _arrays(ctx, layout)
@@ -436,14 +444,14 @@ class View:
 
 
 def prepare_view(gm: GraphModel, expanded: set[int] | None = None, cancel: CancelToken | None = None,
-                 viewport: tuple[int, int] | None = None) -> Generator[Progress, None, View]:
+                 viewport: tuple[int, int] | None = None, fold: bool = True) -> Generator[Progress, None, View]:
     """Build the group tree and the first layout of an analysed model (a job generator)."""
     from splitscope.engine.view.hierarchy import build_hierarchy
 
     yield Progress("layout", 0, 0, "Grouping nodes by scope")
     with gc_paused():
         order = gm.order
-        hier = build_hierarchy(gm, order)
+        hier = build_hierarchy(gm, order, fold=fold)
         if cancel is not None:
             cancel.raise_if_cancelled()
         ctx = LayoutContext(gm, hier)

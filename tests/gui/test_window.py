@@ -397,3 +397,18 @@ def test_first_view_shows_the_decision(qtbot, window):
     assert seen["min_label_px"] >= 9
     assert 0 < seen["items_visible"] <= 150
     assert seen["edges_drawn"] > 0
+
+
+def test_fold_constant_nodes_toggles_from_the_view_menu(qtbot, window):
+    window.open_model(Path(__file__).resolve().parents[1] / "data" / "torch_transformer.onnx")
+    wait_idle(qtbot, window)
+    folded = dict(window.view.hier.folded)
+    assert folded
+    host = next(iter(folded.values()))
+    window.inspector.show_node(host)
+    assert "Folded constants" in window.inspector.toPlainText()
+    with qtbot.waitSignal(window.view_ready, timeout=30000):
+        window.fold_action.trigger()
+    wait_idle(qtbot, window)
+    assert not window.view.hier.folded and window.fold_action.isChecked() is False
+    assert window.graph_model is not None and window.view.stats is not None

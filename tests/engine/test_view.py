@@ -1,0 +1,69 @@
+"""The view model on real exports: constants folded into their consumers, unscoped nodes in their consumers'
+scope, long runs of layers grouped, and a first view that is readable when fitted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from onnx import TensorProto as T
+from onnx import helper as h
+from splitscope.engine.jobs import run_to_end
+from splitscope.engine.split.analyze import analyze_model
+from splitscope.engine.view.hierarchy import MAX_CHILDREN, build_hierarchy, effective_scopes
+from splitscope.engine.view.layout import FIRST_VIEW_ITEMS, MIN_LABEL_SCALE, fitted_scale, prepare_view
+
+from tests.engine.models import model
+
+ROOT = Path(__file__).resolve().parents[2]
+EXPORTS = [ROOT / "resources" / "sample.onnx", *(ROOT / "tests" / "data").glob("*.onnx")]
+
+
+def test_weight_aliases_fold_into_their_consumers():
+    gm = analyze_model(ROOT / "tests" / "data" / "torch_transformer.onnx", parser="table")
+    hier = build_hierarchy(gm, gm.order)
+    assert len(hier.folded) >= 100  # the TorchScript exporter's row of weight-aliasing Identity nodes
+    for node, host in hier.folded.items():
+        assert host not in hier.folded
+        assert gm.nodes[node].op_type in ("Identity", "Constant", "ConstantOfShape", "Cast", "Reshape",
+                                          "Unsqueeze", "Squeeze", "Transpose", "CastLike")
+    assert len(hier.root.nodes) <= 3
+    # Unfolded, every node is laid out again.
+    assert not build_hierarchy(gm, gm.order, fold=False).folded
+
+
+def test_an_unscoped_node_joins_its_consumers_scope(save_model):
+    m = model([h.make_node("Relu", ["x"], ["a"], name="loose"),
+               h.make_node("Relu", ["a"], ["b"], name="/enc/layer.0/r1"),
+               h.make_node("Relu", ["a"], ["c"], name="/enc/layer.0/r2"),
+               h.make_node("Add", ["b", "c"], ["y"], name="/enc/layer.0/add")],
+              [h.make_tensor_value_info("x", T.FLOAT, [4])], [h.make_tensor_value_info("y", T.FLOAT, [4])])
+    gm = analyze_model(save_model(m), parser="table")
+    assert effective_scopes(gm, gm.order)[0] == ("enc", "layer.0")
+
+
+def test_hundreds_of_layers_are_grouped_into_runs():
+    import sys
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    import onnx
+    from make_models import make_transformer
+
+    path = ROOT / "bench" / "out" / "layers_5k.onnx"
+    path.parent.mkdir(exist_ok=True)
+    onnx.save(make_transformer(5000), path)
+    gm = analyze_model(path, parser="table")
+    hier = build_hierarchy(gm, gm.order)
+    assert max(len(g.groups) for g in hier.groups if g.parent != -1) <= MAX_CHILDREN
+    assert any(" … " in g.label for g in hier.groups)
+    path.unlink()
+
+
+def test_first_views_of_real_exports_are_readable():
+    for p in EXPORTS:
+        gm = analyze_model(p, parser="table")
+        view = run_to_end(prepare_view(gm, viewport=(750, 590)))
+        layout = view.layout
+        plugin = [n.index for n in gm.nodes if n.status.value == "plugin"]
+        assert all(layout.node_item[i] >= 0 for i in plugin), p.name  # every plugin node shown or in a block
+        assert layout.size <= FIRST_VIEW_ITEMS, p.name
+        assert fitted_scale(layout, (750, 590)) >= MIN_LABEL_SCALE, p.name
