@@ -72,6 +72,32 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_optimize(args: argparse.Namespace) -> int:
+    import json
+
+    from splitscope.engine.report.files import write_text_atomic
+    from splitscope.engine.rewrite.optimize import optimize_export
+    from splitscope.engine.text import format_bytes
+
+    res = run_to_end(optimize_export(args.model, args.out, parser=args.parser, dims=_dims(args.dim)))
+    if not args.quiet:
+        b, a = res.before, res.after
+        print(f"{res.source.name} -> {res.output} ({res.optimizer}, {res.optimizer_seconds:.2f} s)")
+        print(f"  {'':16}{'before':>12}{'after':>12}")
+        for label, x, y in (("nodes", b.nodes, a.nodes), ("plugin nodes", b.plugin, a.plugin),
+                            ("partitions", b.partitions, a.partitions)):
+            print(f"  {label:16}{x:>12,}{y:>12,}")
+        print(f"  {'boundary bytes':16}{format_bytes(b.boundary_bytes):>12}{format_bytes(a.boundary_bytes):>12}")
+        if res.compared:
+            print(f"  outputs: {res.outputs} compared with ONNX Runtime on seeded inputs, max abs difference "
+                  f"{res.max_abs_diff:.3g}, max relative {res.max_rel_diff:.3g}")
+        for note in res.notes:
+            print(f"  note: {note}")
+    if args.json:
+        write_text_atomic(args.json, json.dumps(res.to_json(), indent=1))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for tests and docs)."""
     ap = argparse.ArgumentParser(prog="splitscope", description="What TensorRT takes, and what needs custom CUDA.")
@@ -85,6 +111,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="value of a symbolic dimension for FLOPs and bytes (default 1)")
     a.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
     a.set_defaults(func=_cmd_analyze)
+    o = sub.add_parser("optimize", help="run an ONNX optimizer on a copy, check it, show the split before and after")
+    o.add_argument("model", help="ONNX model (never changed)")
+    o.add_argument("--out", required=True, metavar="OUT.onnx", help="where the optimized model goes")
+    o.add_argument("--json", metavar="PATH", help="write the before/after figures as JSON")
+    o.add_argument("--parser", choices=["auto", "tensorrt", "rtx", "table"], default="auto")
+    o.add_argument("--dim", action="append", default=[], metavar="NAME=INT",
+                   help="value of a symbolic dimension (test inputs, FLOPs and bytes; default 1)")
+    o.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
+    o.set_defaults(func=_cmd_optimize)
     return ap
 
 

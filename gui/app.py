@@ -28,6 +28,7 @@ from splitscope.engine.view.layout import View
 from splitscope.gui.canvas import GraphCanvas, Minimap
 from splitscope.gui.palette import apply_app_palette, make_palette, system_is_dark
 from splitscope.gui.panels import Inspector, OpsPanel, SummaryPanel
+from splitscope.gui.tools import OptimizeTool
 from splitscope.profiler.jobs import JobRunner
 from splitscope.profiler.session import ModelSession
 
@@ -83,6 +84,7 @@ class MainWindow(QMainWindow):
         self.resizeDocks([d1], [520], Qt.Orientation.Horizontal)
         self.resizeDocks([d3], [200], Qt.Orientation.Vertical)
 
+        self.optimize_tool = OptimizeTool(self)
         self._build_toolbar()
         self._build_status_bar()
         self._build_menus()
@@ -218,6 +220,9 @@ class MainWindow(QMainWindow):
         self._action(v, "Find…", self._focus_search, QKeySequence.StandardKey.Find)
         self._action(v, "Find Next", self.find_next, QKeySequence.StandardKey.FindNext)
         self._action(v, "Find Previous", self.find_previous, QKeySequence.StandardKey.FindPrevious)
+        t = mb.addMenu("&Tools")
+        self._action(t, "&Optimize Export…", self.optimize_tool.choose_and_run).setToolTip(
+            "Run an ONNX optimizer on a copy, check it with ONNX Runtime, and compare the split before and after")
         h = mb.addMenu("&Help")
         self._action(h, "&About Splitscope", self.show_about)
         esc = QAction("Cancel job", self)
@@ -316,10 +321,11 @@ class MainWindow(QMainWindow):
     def cancel_jobs(self) -> None:
         """Cancel whatever runs (Esc)."""
         self.session.cancel()
+        self.optimize_tool.runner.cancel()
 
     # ------------------------------------------------------- job results
     def _update_running(self, *_: Any) -> None:
-        running = self.session.running
+        running = self.session.running or self.optimize_tool.runner.running
         self.progress.setVisible(running)
         self.cancel_button.setVisible(running)
         if running and not self._slow_timer.isActive() and not self.canvas.busy_text:

@@ -412,3 +412,17 @@ def test_fold_constant_nodes_toggles_from_the_view_menu(qtbot, window):
     wait_idle(qtbot, window)
     assert not window.view.hier.folded and window.fold_action.isChecked() is False
     assert window.graph_model is not None and window.view.stats is not None
+
+
+def test_tools_optimize_export_shows_before_and_after(qtbot, window, tmp_path):
+    src = tmp_path / "t.onnx"
+    src.write_bytes((Path(__file__).resolve().parents[1] / "data" / "torch_transformer.onnx").read_bytes())
+    window.open_model(src)
+    wait_idle(qtbot, window)
+    with qtbot.waitSignal(window.optimize_tool.finished, timeout=120000) as done:
+        window.optimize_tool.run(src, tmp_path / "t.optimized.onnx")
+    res = done.args[0]
+    assert res.after.nodes < res.before.nodes
+    text = window.optimize_tool.box.text()
+    assert "before" in text and "after" in text and "original was not changed" in text
+    window.optimize_tool.box.close()

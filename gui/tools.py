@@ -1,0 +1,83 @@
+"""Tools > Optimize Export: an ONNX optimizer on a copy, checked, with the split before and after."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtCore import QObject, QSettings, Signal
+from PySide6.QtWidgets import QFileDialog, QMessageBox
+from splitscope.engine.text import format_bytes
+from splitscope.profiler.jobs import JobRunner
+
+if TYPE_CHECKING:
+    from splitscope.engine.rewrite.optimize import OptimizeResult
+    from splitscope.gui.app import MainWindow
+
+
+def result_html(res: OptimizeResult) -> str:
+    """The before/after table of an optimize run."""
+    b, a = res.before, res.after
+    rows = [("Nodes", f"{b.nodes:,}", f"{a.nodes:,}"), ("Plugin nodes", str(b.plugin), str(a.plugin)),
+            ("Engine partitions", str(b.partitions), str(a.partitions)),
+            ("Boundary bytes / inference", format_bytes(b.boundary_bytes), format_bytes(a.boundary_bytes))]
+    cells = "".join(f"<tr><td>{k}</td><td align=right>{x}</td><td align=right><b>{y}</b></td></tr>"
+                    for k, x, y in rows)
+    check = (f"{res.outputs} output{'s' if res.outputs != 1 else ''} compared with ONNX Runtime on seeded inputs: "
+             f"max abs difference {res.max_abs_diff:.3g}" if res.compared else "Outputs not compared.")
+    notes = "".join(f"<br><i>{html.escape(n)}</i>" for n in res.notes)
+    return (f"<p><b>{html.escape(res.source.name)}</b> optimized by {html.escape(res.optimizer)} in "
+            f"{res.optimizer_seconds:.2f} s, written to {html.escape(str(res.output))}.</p>"
+            f"<table cellspacing=6><tr><th></th><th>before</th><th>after</th></tr>{cells}</table>"
+            f"<p>{check}{notes}</p><p>The original was not changed.</p>")
+
+
+class OptimizeTool(QObject):
+    """Runs :func:`splitscope.engine.rewrite.optimize.optimize_export` for the window, in a worker."""
+
+    finished = Signal(object)
+    """The :class:`OptimizeResult`."""
+
+    def __init__(self, window: MainWindow) -> None:
+        super().__init__(window)
+        self.window = window
+        self.runner = JobRunner(self)
+        self.runner.progress_changed.connect(window._on_progress)
+        self.runner.job_failed.connect(window._on_failed)
+        self.runner.running_changed.connect(window._update_running)
+        self.runner.job_finished.connect(self._done)
+        self.box: QMessageBox | None = None
+
+    def choose_and_run(self) -> None:
+        """Ask where the optimized copy goes, then run."""
+        gm = self.window.graph_model
+        if gm is None or gm.path is None:
+            return
+        start = str(gm.path.with_name(f"{gm.path.stem}.optimized.onnx"))
+        path, _ = QFileDialog.getSaveFileName(self.window, "Save the optimized model as", start,
+                                              "ONNX models (*.onnx)")
+        if path:
+            self.run(gm.path, Path(path))
+
+    def run(self, source: Path, output: Path) -> None:
+        """Optimize ``source`` into ``output`` in a worker."""
+        parser = self.window.session.parser
+
+        def job(token: Any) -> Any:
+            from splitscope.engine.rewrite.optimize import optimize_export
+
+            return (yield from optimize_export(source, output, parser=parser, cancel=token))
+
+        self.window.statusBar().showMessage(f"Optimizing {source.name}…")
+        self.runner.start(job)
+
+    def _done(self, res: OptimizeResult) -> None:
+        QSettings().setValue("main/last_dir", str(res.output.parent))
+        box = QMessageBox(QMessageBox.Icon.Information, "Optimize export", result_html(res), parent=self.window)
+        open_it = box.addButton("Open the optimized model", QMessageBox.ButtonRole.AcceptRole)
+        box.addButton(QMessageBox.StandardButton.Close)
+        open_it.clicked.connect(lambda: self.window.open_model(res.output))
+        box.open()
+        self.box = box
+        self.finished.emit(res)
