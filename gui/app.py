@@ -6,8 +6,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QSettings, Qt, QTimer, QUrl, Signal
-from PySide6.QtGui import QAction, QDesktopServices, QGuiApplication, QKeySequence
+from PySide6.QtCore import QSettings, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QDockWidget,
     QFileDialog,
@@ -28,7 +28,7 @@ from splitscope.engine.view.layout import View
 from splitscope.gui.canvas import GraphCanvas, Minimap
 from splitscope.gui.palette import apply_app_palette, make_palette, system_is_dark
 from splitscope.gui.panels import Inspector, OpsPanel, SummaryPanel
-from splitscope.gui.tools import OptimizeTool
+from splitscope.gui.tools import NetronTool, OptimizeTool
 from splitscope.profiler.jobs import JobRunner
 from splitscope.profiler.session import ModelSession
 
@@ -85,6 +85,7 @@ class MainWindow(QMainWindow):
         self.resizeDocks([d3], [200], Qt.Orientation.Vertical)
 
         self.optimize_tool = OptimizeTool(self)
+        self.netron = NetronTool(self)
         self._build_toolbar()
         self._build_status_bar()
         self._build_menus()
@@ -529,33 +530,9 @@ class MainWindow(QMainWindow):
 
     # ----------------------------------------------------------- netron
     def open_in_netron(self) -> None:
-        """Serve the model with netron on 127.0.0.1 and open it in the browser."""
-        if self.graph_model is None or self.graph_model.path is None:
-            return
-        path = str(self.graph_model.path)
-        try:
-            import netron
-
-            host, port = netron.serve(path, address=("127.0.0.1", 0), browse=False)
-        except Exception as e:  # noqa: BLE001 - any netron failure becomes a message
-            self._on_failed(f"Netron could not serve the model: {e}. Is the netron package installed?", "")
-            return
-        url = QUrl(f"http://{host}:{port}")
-        self.netron_url = url
-        if not QDesktopServices.openUrl(url):
-            self._show_url(url.toString())
-
-    def _show_url(self, url: str) -> None:
-        """No browser started: say where Netron serves the model, with a button that copies the address."""
-        box = QMessageBox(QMessageBox.Icon.Information, "Open in Netron",
-                          f"No web browser could be started. Netron is serving the model at\n{url}\n"
-                          "Open that address in a browser on this machine.", parent=self)
-        copy = box.addButton("Copy address", QMessageBox.ButtonRole.ActionRole)
-        box.addButton(QMessageBox.StandardButton.Close)
-        copy.clicked.connect(lambda: QGuiApplication.clipboard().setText(url))
-        box.open()
-        self._url_box = box
-        self.statusBar().showMessage(f"Netron is serving the model at {url}", 15000)
+        """Serve the model with netron on 127.0.0.1 and open it in the browser (:class:`NetronTool`)."""
+        if self.graph_model is not None and self.graph_model.path is not None:
+            self.netron.open(self.graph_model.path)
 
     # ------------------------------------------------------ dependencies
     def _probe_dependencies(self) -> None:

@@ -1,4 +1,5 @@
-"""Tools > Optimize Export: an ONNX optimizer on a copy, checked, with the split before and after."""
+"""The window's tools: Optimize Export (an ONNX optimizer on a copy, checked, the split before and after)
+and Open in Netron (a second opinion, served on 127.0.0.1)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import html
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QObject, QSettings, Signal
+from PySide6.QtCore import QObject, QSettings, QUrl, Signal
+from PySide6.QtGui import QDesktopServices, QGuiApplication
 from PySide6.QtWidgets import QFileDialog, QMessageBox
 from splitscope.engine.text import format_bytes
 from splitscope.profiler.jobs import JobRunner
@@ -81,3 +83,38 @@ class OptimizeTool(QObject):
         box.open()
         self.box = box
         self.finished.emit(res)
+
+
+class NetronTool(QObject):
+    """Serves a model with the ``netron`` package on 127.0.0.1 and opens it in the browser; when no
+    browser starts, shows the address with a button that copies it."""
+
+    def __init__(self, window: MainWindow) -> None:
+        super().__init__(window)
+        self.window = window
+        self.url: QUrl | None = None
+        self.box: QMessageBox | None = None
+
+    def open(self, path: Path) -> None:
+        """Serve ``path`` and open it."""
+        try:
+            import netron
+
+            host, port = netron.serve(str(path), address=("127.0.0.1", 0), browse=False)
+        except Exception as e:  # noqa: BLE001 - any netron failure becomes a message
+            self.window._on_failed(f"Netron could not serve the model: {e}. Is the netron package installed?", "")
+            return
+        self.url = QUrl(f"http://{host}:{port}")
+        if not QDesktopServices.openUrl(self.url):
+            self._show_url(self.url.toString())
+
+    def _show_url(self, url: str) -> None:
+        box = QMessageBox(QMessageBox.Icon.Information, "Open in Netron",
+                          f"No web browser could be started. Netron is serving the model at\n{url}\n"
+                          "Open that address in a browser on this machine.", parent=self.window)
+        copy = box.addButton("Copy address", QMessageBox.ButtonRole.ActionRole)
+        box.addButton(QMessageBox.StandardButton.Close)
+        copy.clicked.connect(lambda: QGuiApplication.clipboard().setText(url))
+        box.open()
+        self.box = box
+        self.window.statusBar().showMessage(f"Netron is serving the model at {url}", 15000)

@@ -379,8 +379,8 @@ def test_netron_without_a_browser_shows_the_address(qtbot, window, monkeypatch):
     wait_idle(qtbot, window)
     monkeypatch.setattr(QDesktopServices, "openUrl", staticmethod(lambda url: False))
     window.open_in_netron()
-    box = window._url_box
-    url = window.netron_url.toString()
+    box = window.netron.box
+    url = window.netron.url.toString()
     assert url.startswith("http://127.0.0.1:") and url in box.text()
     copy = next(b for b in box.buttons() if b.text() == "Copy address")
     copy.click()
