@@ -26,6 +26,7 @@ from splitscope.engine.sample import SAMPLE_MODEL
 from splitscope.engine.text import model_title
 from splitscope.engine.view.layout import View
 from splitscope.gui.canvas import GraphCanvas, Minimap
+from splitscope.gui.menus import show_canvas_menu
 from splitscope.gui.palette import apply_app_palette, make_palette, system_is_dark
 from splitscope.gui.panels import Inspector, OpsPanel, SummaryPanel
 from splitscope.gui.tools import NetronTool, OptimizeTool
@@ -94,6 +95,8 @@ class MainWindow(QMainWindow):
         self.canvas.node_selected.connect(self._on_node_selected)
         self.canvas.group_selected.connect(self._on_group_selected)
         self.canvas.group_toggle_requested.connect(self.toggle_group)
+        self.canvas.context_requested.connect(lambda item, pos: setattr(
+            self, "_context_menu", show_canvas_menu(self, item, pos)))
         self.ops.op_chosen.connect(self._on_op_chosen)
         s = self.session
         s.progress.connect(self._on_progress)
@@ -202,6 +205,9 @@ class MainWindow(QMainWindow):
         f.addSeparator()
         self._action(f, "&Quit", self.close, QKeySequence.StandardKey.Quit)
         self._rebuild_recent()
+        e = mb.addMenu("&Edit")
+        self._action(e, "&Undo View Change", self.session.undo, QKeySequence.StandardKey.Undo)
+        self._action(e, "&Redo View Change", self.session.redo, QKeySequence.StandardKey.Redo)
         v = mb.addMenu("&View")
         self._action(v, "&Fit", self.canvas.fit, Qt.Key.Key_F)
         self._action(v, "Zoom &In", lambda: self.canvas.zoom_by(1.25), QKeySequence.StandardKey.ZoomIn)
@@ -431,6 +437,10 @@ class MainWindow(QMainWindow):
 
     def _on_group_selected(self, gid: int) -> None:
         self.inspector.show_group(gid)
+
+    def highlight(self, nodes: list[int]) -> None:
+        """Highlight ``nodes`` and step through them with Find Next/Previous (the right-click menu)."""
+        self._on_op_chosen(nodes)
 
     def _on_op_chosen(self, nodes: list[int]) -> None:
         self.canvas.highlight_nodes = set(nodes)

@@ -48,6 +48,8 @@ class GraphCanvas(QWidget):
     """A node was clicked (its index), or -1 when the selection was cleared."""
     group_selected = Signal(int)
     group_toggle_requested = Signal(int)
+    context_requested = Signal(int, object)
+    """Right click: the item under the pointer (-1 for none) and the global position for a menu."""
     """Double click on a block (expand) or a frame header (collapse): the group id."""
     view_changed = Signal()
     painted = Signal()
@@ -250,8 +252,44 @@ class GraphCanvas(QWidget):
             self.zoom_by(0.8)
         elif key in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and self.selected_group >= 0:
             self.group_toggle_requested.emit(self.selected_group)
+        elif key in (Qt.Key.Key_Up, Qt.Key.Key_Down, Qt.Key.Key_Left, Qt.Key.Key_Right) and self._step(key):
+            pass
         else:
             super().keyPressEvent(event)
+
+    def _step(self, key: Any) -> bool:
+        """Arrow keys move the selection along the drawn edges: up to a producer, down to a consumer, left
+        and right between the items that share the current one's producer."""
+        L = self.layout_
+        if L is None:
+            return False
+        cur = L.node_item[self.selected_node] if self.selected_node >= 0 else \
+            L.group_item.get(self.selected_group, -1)
+        if cur < 0:
+            return False
+        ups = [e.src for e in L.edges if e.dst == cur]
+        downs = [e.dst for e in L.edges if e.src == cur]
+        if key == Qt.Key.Key_Up:
+            cands = ups
+        elif key == Qt.Key.Key_Down:
+            cands = downs
+        else:
+            parent = ups[0] if ups else -1
+            sibs = sorted({e.dst for e in L.edges if e.src == parent} | {cur}, key=lambda i: L.x[i])
+            k = sibs.index(cur) + (1 if key == Qt.Key.Key_Right else -1)
+            cands = [sibs[k]] if 0 <= k < len(sibs) else []
+        if not cands:
+            return False
+        nxt = min(cands, key=lambda i: abs(L.x[i] - L.x[cur]))
+        self.select_item(nxt)
+        self.center_on_item(nxt, zoom_in=False)
+        return True
+
+    def contextMenuEvent(self, event: Any) -> None:
+        item = self.item_at(QPointF(event.pos()))
+        if item >= 0:
+            self.select_item(item)
+        self.context_requested.emit(item, event.globalPos())
 
     def select_item(self, item: int) -> None:
         """Select an item (a node or a group) and tell the panels."""

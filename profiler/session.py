@@ -64,6 +64,8 @@ class ModelSession(QObject):
         self.view: View | None = None
         """The layout on screen."""
         self.focus: tuple[int, int] = (-1, -1)
+        self._undo: list[frozenset[int]] = []
+        self._redo: list[frozenset[int]] = []
         self.fold_constants = True
         """Fold nodes that only carry constants into their consumers (View > Fold Constant Nodes)."""
         self.viewport: tuple[int, int] | None = None
@@ -113,6 +115,8 @@ class ModelSession(QObject):
         self._first_layout.set()
         self._early = None
         self._pending = None
+        self._undo.clear()
+        self._redo.clear()
         first_layout = self._first_layout = threading.Event()
 
         def job(token: CancelToken) -> Generator[JobEvent, None, GraphModel]:
@@ -137,7 +141,19 @@ class ModelSession(QObject):
         self.analysis.cancel()
         self.layout.cancel()
 
-    def relayout(self, expanded: set[int], focus_group: int = -1, focus_node: int = -1) -> None:
+    def undo(self) -> None:
+        """Go back to the expansion before the last view change (expand, collapse, search)."""
+        if self.view is not None and self._undo:
+            self._redo.append(frozenset(self.view.layout.expanded))
+            self.relayout(set(self._undo.pop()), record=False)
+
+    def redo(self) -> None:
+        """Redo the view change undone last."""
+        if self.view is not None and self._redo:
+            self._undo.append(frozenset(self.view.layout.expanded))
+            self.relayout(set(self._redo.pop()), record=False)
+
+    def relayout(self, expanded: set[int], focus_group: int = -1, focus_node: int = -1, record: bool = True) -> None:
         """Lay the current model out again with ``expanded`` groups open.
 
         If the model's analysis has finished but its refinement has not landed yet (the user expanded a
@@ -146,6 +162,9 @@ class ModelSession(QObject):
         view = self.view
         if view is None:
             return
+        if record:  # a new view change: it can be undone, and what was undone cannot be redone any more
+            self._undo.append(frozenset(view.layout.expanded))
+            self._redo.clear()
         self.focus = (focus_group, focus_node)
         gm = view.gm
         refine = gm is self._final and gm is not self.graph_model
@@ -167,6 +186,8 @@ class ModelSession(QObject):
         """Fold constant-only nodes into their consumers, or show every node; the current model is laid out
         again (its figures stay)."""
         self.fold_constants = fold
+        self._undo.clear()  # the group tree changes: earlier expansions name other groups
+        self._redo.clear()
         view = self.view
         if view is None:
             return

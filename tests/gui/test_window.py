@@ -426,3 +426,48 @@ def test_tools_optimize_export_shows_before_and_after(qtbot, window, tmp_path):
     text = window.optimize_tool.box.text()
     assert "before" in text and "after" in text and "original was not changed" in text
     window.optimize_tool.box.close()
+
+
+def test_undo_redo_view_changes_and_arrow_keys(qtbot, window):
+    from PySide6.QtCore import Qt
+
+    window.open_model(SAMPLE_MODEL)
+    wait_idle(qtbot, window)
+    first = set(window.view.layout.expanded)
+    expand_all(qtbot, window)
+    assert set(window.view.layout.expanded) != first
+    with qtbot.waitSignal(window.view_ready, timeout=30000):
+        window.session.undo()
+    assert set(window.view.layout.expanded) == first
+    with qtbot.waitSignal(window.view_ready, timeout=30000):
+        window.session.redo()
+    assert set(window.view.layout.expanded) != first
+    wait_idle(qtbot, window)
+    # Arrow keys: from a node, Down goes to a node it feeds.
+    gm = window.graph_model
+    conv = next(n.index for n in gm.nodes if n.op_type == "Conv")
+    window.canvas.select_item(window.view.layout.node_item[conv])
+    with qtbot.waitSignal(window.canvas.node_selected, timeout=5000) as sig:
+        qtbot.keyClick(window.canvas, Qt.Key.Key_Down)
+    assert sig.args[0] in gm.graph.adj.succs[conv]
+
+
+def test_right_click_menu(qtbot, window):
+    from PySide6.QtCore import QPoint
+    from PySide6.QtGui import QGuiApplication
+
+    window.open_model(SAMPLE_MODEL)
+    wait_idle(qtbot, window)
+    expand_all(qtbot, window)
+    gm = window.graph_model
+    dcn = next(n for n in gm.nodes if n.op_type == "DCNv4")
+    from splitscope.gui.menus import show_canvas_menu
+
+    menu = show_canvas_menu(window, window.view.layout.node_item[dcn.index], QPoint(10, 10))
+    actions = {a.text(): a for a in menu.actions()}
+    assert {"Copy Name", "Select Inputs", "Select Outputs", "Show in Netron"} <= set(actions)
+    actions["Copy Name"].trigger()
+    assert QGuiApplication.clipboard().text() == dcn.label
+    actions["Select Inputs"].trigger()
+    assert window.canvas.highlight_nodes == set(gm.graph.adj.preds[dcn.index])
+    menu.close()
