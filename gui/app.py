@@ -520,12 +520,15 @@ class MainWindow(QMainWindow):
         from superqt.utils import create_worker
 
         snap = self.canvas.snapshot(plain=True)  # what is on screen now; the canvas may move on meanwhile
+        gm = self.graph_model
+        title = f"{model_title(gm)} — Splitscope" if gm is not None else "Splitscope"
+        subtitle = (self.view.stats or {}).get("headline", "") if self.view is not None else ""
 
         def write() -> Path:
             with atomic_path(path) as tmp:
                 if fmt == "svg":
-                    snap.render_svg(str(tmp))
-                elif not snap.render_image().save(str(tmp), "PNG"):
+                    snap.render_svg(str(tmp), title, subtitle)
+                elif not snap.render_image(title=title, subtitle=subtitle).save(str(tmp), "PNG"):
                     raise OSError(f"could not write {path}")
             return path
 

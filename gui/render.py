@@ -310,7 +310,7 @@ class GraphPainter:
         bar = QRectF(head.right() - bar_w, head.center().y() - 3 * scale, bar_w, 6 * scale)
         self._share_bar(p, bar, g.bar_share)
 
-    def _draw_legend(self, p: QPainter) -> None:
+    def _draw_legend(self, p: QPainter, at: QPointF | None = None) -> QRectF:
         pal = self.palette_
         p.setRenderHint(QPainter.RenderHint.Antialiasing, True)
         f = QFont(self.font())
@@ -321,7 +321,7 @@ class GraphPainter:
                 (None, "partition boundary (bytes/inference)")]
         width = max(fm.horizontalAdvance(t) for _, t in rows) + 44
         height = len(rows) * (fm.height() + 4) + 12
-        box = QRectF(10, 10, width, height)
+        box = QRectF(at.x() if at else 10, at.y() if at else 10, width, height)
         bg = QColor(pal.background)
         bg.setAlpha(225)
         p.setPen(QPen(pal.frame_border))
@@ -340,37 +340,91 @@ class GraphPainter:
             p.setPen(pal.text)
             p.drawText(QPointF(box.left() + 38, yy), text)
             yy += fm.height() + 4
+        return box
 
-    def render_image(self, max_side: int = 8000) -> QImage:
-        """The whole graph as an image (for PNG export), at up to ``max_side`` pixels."""
-        if self.layout_ is None:
-            return QImage()
+    HEADER_PX = 92.0
+    """Height of an export's title band (model name, headline, legend), in scene units."""
+
+    def _subtitle_font(self) -> QFont:
+        f = QFont(self.font())
+        f.setPointSizeF(8.5)
+        return f
+
+    def _band(self, page_w: float, subtitle: str) -> float:
+        """Height of the title band: the title, then the headline wrapped beside the legend."""
+        from PySide6.QtCore import QRect
+
+        text_w = max(100, int(page_w - 300 - 30 - 20))
+        rect = QFontMetrics(self._subtitle_font()).boundingRect(QRect(0, 0, text_w, 100000),
+                                                                int(Qt.TextFlag.TextWordWrap), subtitle)
+        return max(self.HEADER_PX, 40.0 + rect.height() + 12)
+
+    def _export_page(self, p: QPainter, target: QRectF, scale: float, title: str, subtitle: str) -> None:
+        """An export: a title band (the model's name, the headline, the legend beside them, outside the
+        graph), then the whole graph below it."""
+        assert self.layout_ is not None
         x0, y0, x1, y1 = self.layout_.bounds()
         m = 20.0
+        pal = self.palette_
+        p.fillRect(target, pal.background)
+        p.save()
+        p.scale(scale, scale)
+        band = self._band(target.width() / scale, subtitle)
+        legend = self._draw_legend(p, QPointF(target.width() / scale - 300, 10))
+        f = QFont(self.font())
+        f.setPointSizeF(13)
+        f.setBold(True)
+        p.setFont(f)
+        p.setPen(pal.text)
+        text_w = max(100.0, legend.left() - 30)
+        p.drawText(QRectF(m, 8, text_w, 24), Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, title)
+        p.setFont(self._subtitle_font())
+        p.setPen(pal.muted)
+        p.drawText(QRectF(m, 34, text_w, band - 38), int(Qt.AlignmentFlag.AlignLeft | Qt.TextFlag.TextWordWrap),
+                   subtitle)
+        p.restore()
         w, h = x1 - x0 + 2 * m, y1 - y0 + 2 * m
-        scale = min(1.0, max_side / max(w, h))
+        self.render_to(p, QRectF(0, band * scale, w * scale, h * scale), QRectF(x0 - m, y0 - m, w, h), scale,
+                       legend=False)
+
+    def export_size(self, subtitle: str = "") -> tuple[float, float]:
+        """Scene size of an export page: the graph with its margin, under the title band (at least 720 wide,
+        so the title, the headline and the legend fit)."""
+        assert self.layout_ is not None
+        x0, y0, x1, y1 = self.layout_.bounds()
+        w = max(x1 - x0 + 40.0, 720.0)
+        return w, y1 - y0 + 40.0 + self._band(w, subtitle)
+
+    def render_image(self, max_side: int = 16000, title: str = "", subtitle: str = "",
+                     resolution: float = 2.0) -> QImage:
+        """The whole graph as an image (PNG export), at ``resolution`` pixels per scene unit (2x: sharp on a
+        high-density screen and in slides), shrunk to ``max_side`` pixels if it would be larger."""
+        if self.layout_ is None:
+            return QImage()
+        w, h = self.export_size(subtitle)
+        scale = min(resolution, max_side / max(w, h))
         img = QImage(max(1, math.ceil(w * scale)), max(1, math.ceil(h * scale)), QImage.Format.Format_ARGB32)
         p = QPainter(img)
-        self.render_to(p, img.rect(), QRectF(x0 - m, y0 - m, w, h), scale)
+        p.setRenderHint(QPainter.RenderHint.TextAntialiasing, True)
+        self._export_page(p, QRectF(img.rect()), scale, title, subtitle)
         p.end()
         return img
 
-    def render_svg(self, path: str) -> None:
-        """Write the whole graph as SVG."""
+    def render_svg(self, path: str, title: str = "", subtitle: str = "") -> None:
+        """Write the whole graph as SVG, with the same title band as :meth:`render_image`."""
         from PySide6.QtSvg import QSvgGenerator
 
         if self.layout_ is None:
             return
-        x0, y0, x1, y1 = self.layout_.bounds()
-        m = 20.0
-        w, h = x1 - x0 + 2 * m, y1 - y0 + 2 * m
+        w, h = self.export_size(subtitle)
         gen = QSvgGenerator()
         gen.setFileName(path)
         gen.setSize(QSize(math.ceil(w), math.ceil(h)))
         gen.setViewBox(QRectF(0, 0, w, h))
-        gen.setTitle("Splitscope graph")
+        gen.setTitle(title or "Splitscope graph")
+        gen.setDescription(subtitle)
         p = QPainter(gen)
-        self.render_to(p, QRectF(0, 0, w, h), QRectF(x0 - m, y0 - m, w, h), 1.0)
+        self._export_page(p, QRectF(0, 0, w, h), 1.0, title, subtitle)
         p.end()
 
 
