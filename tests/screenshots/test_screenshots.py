@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 import numpy as np
+import pytest
 from PySide6.QtCore import QCoreApplication, QSettings, QThreadPool
 from PySide6.QtGui import QImage
 from splitscope.engine.sample import SAMPLE_MODEL
@@ -70,5 +71,32 @@ def test_main_window_on_sample(qtbot, tmp_path):
     assert ((arr[:, :, 2] < 40) & (arr[:, :, 1] > 90) & (arr[:, :, 1] < 130) & (arr[:, :, 0] > 160)).any()
     assert ((arr[:, :, 2] > 190) & (arr[:, :, 1] > 80) & (arr[:, :, 1] < 100) & (arr[:, :, 0] < 20)).any()
     _check("sample_window", img)
+    w.close()
+    assert QThreadPool.globalInstance().waitForDone(30000)
+
+
+@pytest.mark.parametrize("name", ["torch_transformer", "torch_detector_if", "torch_transformer_dynamo"])
+def test_first_view_of_real_exports(qtbot, tmp_path, name):
+    """The first view of each kind of real export, as it opens (nothing selected), reviewed by eye."""
+    from splitscope.gui.app import MainWindow
+
+    QCoreApplication.setOrganizationName("SplitscopeScreens")
+    QSettings.setPath(QSettings.Format.NativeFormat, QSettings.Scope.UserScope, str(tmp_path))
+    w = MainWindow(parser="table")
+    qtbot.addWidget(w)
+    w.dark_override = False
+    w._apply_theme()
+    w.resize(1280, 800)
+    w.show()
+    w.open_model(HERE.parent / "data" / f"{name}.onnx")
+    qtbot.waitUntil(lambda: w.graph_model is not None and not w.runner.running and not w.layout_runner.running,
+                    timeout=60000)
+    qtbot.waitUntil(lambda: bool(w.dep_status), timeout=30000)
+    for b in w.badges.values():
+        b.setText("")
+    qtbot.wait(200)
+    seen = w.canvas.on_screen()
+    assert seen["plugins_visible"] == 1.0 and seen["min_label_px"] >= 9, seen
+    _check(f"first_view_{name}", w.grab().toImage())
     w.close()
     assert QThreadPool.globalInstance().waitForDone(30000)
