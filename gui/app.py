@@ -83,7 +83,12 @@ class MainWindow(QMainWindow):
         d3 = self._dock("Ops", self.ops, Qt.DockWidgetArea.BottomDockWidgetArea)
         self.resizeDocks([d1, d2], [420, 340], Qt.Orientation.Vertical)
         self.resizeDocks([d1], [520], Qt.Orientation.Horizontal)
-        self.resizeDocks([d3], [200], Qt.Orientation.Vertical)
+        self.resizeDocks([d3], [210], Qt.Orientation.Vertical)
+        # At 1024x680 the panels keep something readable: the ops table about five rows, the inspector a
+        # screenful of lines (they scroll beyond), the canvas the rest.
+        self.ops.table.setMinimumHeight(4 * self.ops.table.verticalHeader().defaultSectionSize())
+        self.inspector.setMinimumHeight(160)
+        self.summary.setMinimumHeight(160)
 
         self.optimize_tool = OptimizeTool(self)
         self.netron = NetronTool(self)

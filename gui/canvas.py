@@ -146,16 +146,21 @@ class GraphCanvas(QWidget):
         """Widget point to scene point."""
         return ((p.x() - self.width() / 2) / self.scale + self.cx, (p.y() - self.height() / 2) / self.scale + self.cy)
 
+    LEGEND_BAND = 72
+    """Pixels at the top that the legend covers: Fit keeps the graph below them."""
+
     def fit(self) -> None:
-        """Fit the whole graph, both axes, in the view (never past 1.5x)."""
+        """Fit the whole graph, both axes, in the view (never past 1.5x), below the legend."""
         if self.layout_ is None:
             return
         x0, y0, x1, y1 = self.layout_.bounds()
         margin = 40
+        top = self.LEGEND_BAND if self.show_legend else 0
         sw = (self.width() - margin) / max(x1 - x0, 1)
-        sh = (self.height() - margin) / max(y1 - y0, 1)
+        sh = (self.height() - margin - top) / max(y1 - y0, 1)
         self.scale = min(max(min(sw, sh), MIN_SCALE), 1.5)
-        self.cx, self.cy = (x0 + x1) / 2, (y0 + y1) / 2
+        # Centre the graph in the part of the view below the legend.
+        self.cx, self.cy = (x0 + x1) / 2, (y0 + y1) / 2 - top / 2 / self.scale
         self.update()
         self.view_changed.emit()
 

@@ -409,10 +409,11 @@ def initial_expansion(h: Hierarchy, budget: int = FIRST_VIEW_ITEMS) -> set[int]:
     return expansion_levels(h, budget)[-1]
 
 
-def fitted_scale(layout: Layout, viewport: tuple[int, int], margin: float = 40) -> float:
-    """The scale at which ``layout`` fits a viewport of ``(width, height)`` pixels (at most 1.5, as Fit)."""
+def fitted_scale(layout: Layout, viewport: tuple[int, int], margin: float = 40, top: float = 72) -> float:
+    """The scale at which ``layout`` fits a viewport of ``(width, height)`` pixels below a ``top`` band (the
+    legend), at most 1.5, as the canvas's Fit."""
     x0, y0, x1, y1 = layout.bounds()
-    return min((viewport[0] - margin) / max(x1 - x0, 1.0), (viewport[1] - margin) / max(y1 - y0, 1.0), 1.5)
+    return min((viewport[0] - margin) / max(x1 - x0, 1.0), (viewport[1] - margin - top) / max(y1 - y0, 1.0), 1.5)
 
 
 def first_layout(ctx: LayoutContext, viewport: tuple[int, int] | None,

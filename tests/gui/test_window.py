@@ -24,10 +24,11 @@ def test_open_sample_select_node_shows_inspector(qtbot, window):
     wait_idle(qtbot, window)
     gm = window.graph_model
     assert len(gm.nodes) == 41
+    expand_all(qtbot, window)
     layout = window.view.layout
     dcn = next(n for n in gm.nodes if n.op_type == "DCNv4")
     item = layout.node_item[dcn.index]
-    assert layout.kind[item] == KIND_NODE  # the small sample opens fully expanded
+    assert layout.kind[item] == KIND_NODE
     with qtbot.waitSignal(window.canvas.node_selected) as sig:
         window.canvas.select_item(item)
     assert sig.args == [dcn.index]
@@ -348,6 +349,7 @@ def test_open_recent_with_zero_one_and_two_entries(qtbot, window, tmp_path, stor
 def test_a_new_model_starts_without_the_old_filter_and_selection(qtbot, window):
     window.open_model(SAMPLE_MODEL)
     wait_idle(qtbot, window)
+    expand_all(qtbot, window)
     window.ops.filter.setText("DCN")
     dcn = next(n for n in window.graph_model.nodes if n.op_type == "DCNv4")
     window.canvas.select_item(window.view.layout.node_item[dcn.index])
