@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
     QMessageBox,
     QProgressBar,
     QPushButton,
+    QScrollArea,
     QToolBar,
     QWidget,
 )
@@ -79,16 +80,21 @@ class MainWindow(QMainWindow):
         self.ops = OpsPanel()
         self.summary = SummaryPanel()
         d1 = self._dock("Inspector", self.inspector, Qt.DockWidgetArea.RightDockWidgetArea)
-        d2 = self._dock("Split summary", self.summary, Qt.DockWidgetArea.RightDockWidgetArea)
+        # In a scroll area: a short dock scrolls its charts instead of squeezing their axes and captions.
+        summary_scroll = QScrollArea()
+        summary_scroll.setWidgetResizable(True)
+        summary_scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        summary_scroll.setWidget(self.summary)
+        d2 = self._dock("Split summary", summary_scroll, Qt.DockWidgetArea.RightDockWidgetArea)
         d3 = self._dock("Ops", self.ops, Qt.DockWidgetArea.BottomDockWidgetArea)
-        self.resizeDocks([d1, d2], [420, 340], Qt.Orientation.Vertical)
+        self.resizeDocks([d1, d2], [300, 460], Qt.Orientation.Vertical)
         self.resizeDocks([d1], [520], Qt.Orientation.Horizontal)
         self.resizeDocks([d3], [210], Qt.Orientation.Vertical)
         # At 1024x680 the panels keep something readable: the ops table about five rows, the inspector a
         # screenful of lines (they scroll beyond), the canvas the rest.
         self.ops.table.setMinimumHeight(4 * self.ops.table.verticalHeader().defaultSectionSize())
         self.inspector.setMinimumHeight(160)
-        self.summary.setMinimumHeight(160)
+        self.summary.setMinimumHeight(400)  # headline and both charts with their captions
 
         self.optimize_tool = OptimizeTool(self)
         self.netron = NetronTool(self)

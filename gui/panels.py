@@ -295,6 +295,7 @@ class SummaryPanel(QWidget):
             plot.hideButtons()
             plot.setTitle(title, size="9pt")
             plot.setMinimumHeight(150)
+            plot.setMaximumHeight(190)
         self._layout.takeAt(1)  # the stretch
         self._layout.addWidget(self.status_plot)
         self._layout.addWidget(self.role_plot)
