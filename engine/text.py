@@ -41,16 +41,6 @@ def format_bytes(n: int) -> str:
     return f"{n} B"
 
 
-def format_count(n: int | None) -> str:
-    """FLOPs and the like: ``1.2 G``; an em dash when unknown."""
-    if n is None:
-        return "—"
-    for unit, div in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if abs(n) >= div:
-            return f"{n / div:.1f} {unit}"
-    return str(n)
-
-
 def model_title(gm: GraphModel) -> str:
     """The model's file name, or a placeholder when it was given as bytes."""
     return gm.path.name if gm.path else "model"

@@ -284,8 +284,3 @@ class ModelSession(QObject):
             self.graph_model = view.gm
             self._ready_view = view
             self.model_ready.emit(view.gm, view)
-
-    def wait(self, msecs: int = 10000) -> bool:
-        """Block until every worker is idle (shutdown and tests)."""
-        return self.analysis.wait(msecs)
-

@@ -177,14 +177,6 @@ def outer_references(g: Graph) -> set[str]:
     return refs
 
 
-def topological_order(graph: Graph) -> list[int]:
-    """A topological order of ``graph.nodes`` (its :class:`Adjacency`'s)."""
-    if graph.adjacency is None:
-        label = f"'{graph.path}'" if graph.path else "(main graph)"
-        graph.adjacency = adjacency_of(graph.nodes, graph.tensors, label)
-    return graph.adjacency.order
-
-
 def _find_cycle(stuck: list[Node], nodes: list[Node], tensors: dict[str, Tensor]) -> list[int]:
     alive = {n.index for n in stuck}
     start = stuck[0].index

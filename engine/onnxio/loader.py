@@ -214,24 +214,6 @@ def _attribute_tensors(a: onnx.AttributeProto):  # type: ignore[no-untyped-def]
             yield from (sp.values, sp.indices)
 
 
-def _check_node_tensors(nodes, base: Path | None, where: str) -> None:  # type: ignore[no-untyped-def]
-    """External data of attribute tensors, in these nodes and every graph nested in them."""
-    for node in nodes:
-        for a in node.attribute:
-            if a.type in _TENSOR_KINDS:
-                for t in _attribute_tensors(a):
-                    if t.data_location == TensorProto.EXTERNAL:
-                        _check_external(t, base, f" (node {_safe(node.name or node.op_type)}{where})")
-            graphs = [a.g] if a.type == onnx.AttributeProto.GRAPH else \
-                list(a.graphs) if a.type == onnx.AttributeProto.GRAPHS else []
-            for sub in graphs:
-                inner = f" in {_safe(node.name or node.op_type)}/{_safe(a.name)}{where}"
-                for t in (*sub.initializer, *(x for sp in sub.sparse_initializer for x in (sp.values, sp.indices))):
-                    if t.data_location == TensorProto.EXTERNAL:
-                        _check_external(t, base, inner)
-                _check_node_tensors(sub.node, base, inner)
-
-
 def _numel(dims: list[int] | tuple[int, ...]) -> int:
     n = 1
     for d in dims:
@@ -282,8 +264,13 @@ def _strip_graph(g: onnx.GraphProto, base: Path | None, record: dict[str, Initia
         del g.sparse_initializer[:]
         known = {i.name for i in g.input}
         g.input.extend(v for v in as_inputs if v.name not in known)
-    # One pass over the nodes: external data of attribute tensors, and the graphs nested in them.
-    for node in g.node:
+    _strip_nodes(g.node, base, where)
+
+
+def _strip_nodes(nodes, base: Path | None, where: str) -> None:  # type: ignore[no-untyped-def]
+    """One pass over nodes (of a graph or a function): external data of attribute tensors, and the graphs
+    nested in them, checked and stripped by :func:`_strip_graph`."""
+    for node in nodes:
         for a in node.attribute:
             kind = a.type
             if kind == onnx.AttributeProto.GRAPH:
@@ -477,13 +464,5 @@ def prepare_model(m: onnx.ModelProto, path: Path | None, file_bytes: int = 0) ->
     inits: dict[str, Initializer] = {}
     _strip_graph(m.graph, path.parent if path else None, inits, "")
     for f in m.functions:
-        where = f" in function {_safe(f.name)}"
-        _check_node_tensors(f.node, path.parent if path else None, where)
-        for n in f.node:
-            for a in n.attribute:
-                if a.type == onnx.AttributeProto.GRAPH:
-                    _strip_graph(a.g, path.parent if path else None, None, where)
-                elif a.type == onnx.AttributeProto.GRAPHS:
-                    for sub in a.graphs:
-                        _strip_graph(sub, path.parent if path else None, None, where)
+        _strip_nodes(f.node, path.parent if path else None, f" in function {_safe(f.name)}")
     return LoadedModel(m, path, inits, file_bytes)

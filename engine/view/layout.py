@@ -404,11 +404,6 @@ def expansion_levels(h: Hierarchy, budget: int = FIRST_VIEW_ITEMS) -> list[set[i
     return levels
 
 
-def initial_expansion(h: Hierarchy, budget: int = FIRST_VIEW_ITEMS) -> set[int]:
-    """The deepest expansion within ``budget`` items (no viewport known)."""
-    return expansion_levels(h, budget)[-1]
-
-
 def fitted_scale(layout: Layout, viewport: tuple[int, int], margin: float = 40, top: float = 72) -> float:
     """The scale at which ``layout`` fits a viewport of ``(width, height)`` pixels below a ``top`` band (the
     legend), at most 1.5, as the canvas's Fit."""

@@ -43,7 +43,9 @@ def _check(name: str, img: QImage) -> None:
     assert differ < 0.02, f"{differ:.1%} of pixels differ from {ref_path}; see {OUT / (name + '.png')}"
 
 
-def test_main_window_on_sample(qtbot, tmp_path):
+def _window(qtbot, tmp_path, model: Path):  # type: ignore[no-untyped-def]
+    """The window, light theme, 1280x800, with ``model`` analysed and laid out and the badges blanked
+    (they depend on the machine: GPU, TensorRT)."""
     from splitscope.gui.app import MainWindow
 
     QCoreApplication.setOrganizationName("SplitscopeScreens")
@@ -54,13 +56,17 @@ def test_main_window_on_sample(qtbot, tmp_path):
     w._apply_theme()
     w.resize(1280, 800)
     w.show()
-    w.open_model(SAMPLE_MODEL)
-    qtbot.waitUntil(lambda: w.view is not None and not w.runner.running and not w.layout_runner.running,
+    w.open_model(model)
+    qtbot.waitUntil(lambda: w.graph_model is not None and not w.runner.running and not w.layout_runner.running,
                     timeout=60000)
     qtbot.waitUntil(lambda: bool(w.dep_status), timeout=30000)
-    # Badges depend on the machine (GPU, TensorRT): blank them for the comparison.
     for b in w.badges.values():
         b.setText("")
+    return w
+
+
+def test_main_window_on_sample(qtbot, tmp_path):
+    w = _window(qtbot, tmp_path, SAMPLE_MODEL)
     dcn = next(n.index for n in w.graph_model.nodes if n.op_type == "DCNv4")
     w.canvas.select_node(dcn)
     w.inspector.show_node(dcn)
@@ -78,22 +84,7 @@ def test_main_window_on_sample(qtbot, tmp_path):
 @pytest.mark.parametrize("name", ["torch_transformer", "torch_detector_if", "torch_transformer_dynamo"])
 def test_first_view_of_real_exports(qtbot, tmp_path, name):
     """The first view of each kind of real export, as it opens (nothing selected), reviewed by eye."""
-    from splitscope.gui.app import MainWindow
-
-    QCoreApplication.setOrganizationName("SplitscopeScreens")
-    QSettings.setPath(QSettings.Format.NativeFormat, QSettings.Scope.UserScope, str(tmp_path))
-    w = MainWindow(parser="table")
-    qtbot.addWidget(w)
-    w.dark_override = False
-    w._apply_theme()
-    w.resize(1280, 800)
-    w.show()
-    w.open_model(HERE.parent / "data" / f"{name}.onnx")
-    qtbot.waitUntil(lambda: w.graph_model is not None and not w.runner.running and not w.layout_runner.running,
-                    timeout=60000)
-    qtbot.waitUntil(lambda: bool(w.dep_status), timeout=30000)
-    for b in w.badges.values():
-        b.setText("")
+    w = _window(qtbot, tmp_path, HERE.parent / "data" / f"{name}.onnx")
     qtbot.wait(200)
     seen = w.canvas.on_screen()
     assert seen["plugins_visible"] == 1.0 and seen["min_label_px"] >= 9, seen
