@@ -5,7 +5,9 @@ the scope in metadata; :func:`splitscope.engine.onnxio.graph.scope_of` reads it.
 become a tree of :class:`Group`\\ s. Chains of single-child scopes are merged
 (``encoder/layer.3`` when ``encoder`` holds nothing else), and a group with too
 many direct nodes (a graph exported without scopes) is split into runs of
-consecutive nodes in topological order, so every level stays readable.
+consecutive nodes in topological order, so every level stays readable. A group whose direct
+nodes are mostly repeated blocks (a model exported without scopes) gets one subgroup per repeat
+(``Conv block ×16``) found by structure (:mod:`splitscope.engine.view.blocks`).
 """
 
 from __future__ import annotations
@@ -13,11 +15,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from splitscope.engine.model import GraphModel, Status
+from splitscope.engine.view.blocks import Repeat, block_name, find_repeats
 
 CHUNK = 200
 """Most direct nodes a group shows before they are split into runs."""
 MAX_CHILDREN = 16
 """Most subgroups a group shows (1,650 transformer layers) before they are split into runs of subgroups."""
+RUN_MIN_NODES = 6
+"""Fewest nodes between two repeats that become a group of their own (a downsampling block)."""
+REPEAT_MIN_NODES = 32
+"""Fewest direct nodes in a group before repeated blocks are looked for in it."""
 CONSTANT_OPS = frozenset({"Constant", "ConstantOfShape", "Identity", "Cast", "CastLike", "Reshape", "Unsqueeze",
                           "Squeeze", "Transpose"})
 """Ops that, fed only by constants, only carry a constant (a weight alias, a cast weight, a shape vector)."""
@@ -203,6 +210,7 @@ def build_hierarchy(gm: GraphModel, order: list[int], chunk: int = CHUNK, fold: 
         node_group[i] = g
     h = Hierarchy(groups, node_group, topo_pos, folded)
     _merge_chains(h)
+    _group_repeats(h, gm)
     _split_large(h, chunk)
     _split_children(h)
     for i, hst in folded.items():
@@ -240,6 +248,107 @@ def _merge_chains(h: Hierarchy) -> None:
                 h.node_group[n] = g.id
             only.parent = -1  # detached
             only.groups, only.nodes = [], []
+
+
+def _group_repeats(h: Hierarchy, gm: GraphModel) -> None:
+    """Give each group whose direct nodes are mostly repeated blocks (a model exported without scopes: ResNet
+    bottlenecks, transformer layers) a ``Conv block ×N`` subgroup per repeat, one child per block."""
+    preds, ops = gm.graph.adj.preds, [n.op_type for n in gm.nodes]
+    gid = -1
+    while gid + 1 < len(h.groups):  # the blocks made here are searched in turn (a stage's bottlenecks)
+        gid += 1
+        g = h.groups[gid]
+        if g.parent == -1 or len(g.nodes) < REPEAT_MIN_NODES:
+            continue
+        seq = sorted(g.nodes)  # the exporter's order, where it is topological
+        pos = {v: k for k, v in enumerate(seq)}
+        edges = [(pos[u], k) for k, v in enumerate(seq) for u in preds[v] if u in pos]
+        if any(a >= b for a, b in edges):
+            seq = list(g.nodes)
+            pos = {v: k for k, v in enumerate(seq)}
+            edges = [(pos[u], k) for k, v in enumerate(seq) for u in preds[v] if u in pos]
+        repeats = find_repeats([ops[v] for v in seq], edges)
+        if sum(r.period * r.count for r in repeats) * 2 < len(seq):
+            continue  # incidental repeats inside a named scope: leave it as the exporter named it
+        _make_blocks(h, gid, seq, repeats, ops)
+
+
+def _make_blocks(h: Hierarchy, gid: int, seq: list[int], repeats: list[Repeat], ops: list[str]) -> None:
+    """Turn ``repeats`` of the direct nodes ``seq`` of group ``gid`` into groups; the runs between them of
+    :data:`RUN_MIN_NODES` or more into one group each; then, where those items repeat in turn (a ResNet stage:
+    a downsampling block, then ``Conv block ×N``), a group per repeat of items (``Conv stage ×4``)."""
+    g = h.groups[gid]
+    items: list[tuple[object, list[int], Group | None]] = []  # (token, nodes, group)
+    taken: set[int] = set()
+
+    def run(nodes: list[int]) -> None:
+        if len(nodes) >= RUN_MIN_NODES:
+            sig = tuple(ops[v] for v in nodes)
+            grp = _new_group(h, block_name(sig), gid)
+            _fill(h, grp, nodes)
+            taken.update(nodes)
+            items.append((("run", sig), nodes, grp))
+        else:
+            items.extend(((ops[v],), [v], None) for v in nodes)
+
+    at = 0
+    for r in repeats:
+        run(seq[at:r.start])
+        unit = tuple(ops[v] for v in seq[r.start:r.start + r.period])
+        name = block_name(unit)
+        outer = _new_group(h, f"{name} ×{r.count}", gid)
+        for j in range(r.count):
+            block = _new_group(h, f"{name} {j + 1}", outer.id)
+            _fill(h, block, seq[r.start + j * r.period:r.start + (j + 1) * r.period])
+            taken.update(block.nodes)
+        outer.first = h.groups[outer.groups[0]].first
+        items.append((("repeat", unit), [], outer))
+        at = r.end
+    run(seq[at:])
+    g.nodes = [v for v in g.nodes if v not in taken]
+    # Second level: repeats of items (whatever the count inside each repeat).
+    for r in find_repeats([t for t, _, _ in items], min_period=2):
+        kids = [grp for _, _, grp in items[r.start:r.end] if grp is not None]
+        if len(kids) < r.count * 2:
+            continue  # repeats of single nodes: nothing to gather
+        name = block_name([ops[v] for grp in kids for v in _nodes_below(h, grp)]).replace("block", "stage")
+        for j in range(r.count):
+            part = items[r.start + j * r.period:r.start + (j + 1) * r.period]
+            stage = _new_group(h, f"{name} {j + 1}", gid)
+            for _, nodes, grp in part:
+                if grp is None:
+                    g.nodes.remove(nodes[0])
+                    stage.nodes.append(nodes[0])
+                    h.node_group[nodes[0]] = stage.id
+                else:
+                    h.groups[gid].groups.remove(grp.id)
+                    grp.parent = stage.id
+                    stage.groups.append(grp.id)
+            stage.first = min([h.groups[c].first for c in stage.groups] + [h.topo_pos[v] for v in stage.nodes])
+            stage.nodes.sort(key=lambda v: h.topo_pos[v])
+
+
+def _nodes_below(h: Hierarchy, grp: Group) -> list[int]:
+    out, stack = [], [grp.id]
+    while stack:
+        g = h.groups[stack.pop()]
+        out.extend(g.nodes)
+        stack.extend(g.groups)
+    return out
+
+
+def _fill(h: Hierarchy, grp: Group, nodes: list[int]) -> None:
+    grp.nodes = sorted(nodes, key=lambda v: h.topo_pos[v])
+    for v in grp.nodes:
+        h.node_group[v] = grp.id
+    grp.first = h.topo_pos[grp.nodes[0]]
+
+
+def _new_group(h: Hierarchy, label: str, parent: int) -> Group:
+    g = Group(len(h.groups), label, parent, h.groups[parent].depth + 1)
+    h.groups.append(g)
+    h.groups[parent].groups.append(g.id)
+    return g
 
 
 def _split_large(h: Hierarchy, chunk: int) -> None:

@@ -28,6 +28,10 @@ BLOCK_W, BLOCK_H = 210.0, 64.0
 HGAP, VGAP = 28.0, 44.0
 PAD, HEADER = 14.0, 30.0
 SWEEPS = 4
+WRAP_ASPECT = 1.4
+"""Width to height a tall chain of layers is wrapped toward (a canvas's shape)."""
+WRAP_MIN_LAYERS = 8
+COLUMN_GAP = 90.0
 
 KIND_NODE, KIND_BLOCK, KIND_FRAME = 0, 1, 2
 
@@ -208,14 +212,29 @@ def _layered(n: int, widths: list[float], heights: list[float], rank: list[int],
             for i, x in zip(lay, placed, strict=True):
                 xs[i] = x
     ys = [0.0] * n
-    y = 0.0
-    for lay in layers:
-        hmax = max(heights[i] for i in lay)
-        for i in lay:
-            ys[i] = y + (hmax - heights[i]) / 2
-        y += hmax + VGAP
+    band = [max(heights[i] for i in lay) for lay in layers]
     x0 = min(xs)
+    span = max(xs[i] + widths[i] for i in range(n)) - x0
+    cols = _columns(band, span)
+    y, col, col_h = 0.0, 0, (sum(band) + VGAP * n_layers) / cols
+    for li, lay in enumerate(layers):
+        if cols > 1 and y > 0 and y + band[li] / 2 > col_h and col < cols - 1:
+            y, col = 0.0, col + 1  # wrap: the next layers start a new column to the right
+        for i in lay:
+            ys[i] = y + (band[li] - heights[i]) / 2
+            xs[i] += col * (span + COLUMN_GAP)
+        y += band[li] + VGAP
     return [x - x0 for x in xs], ys
+
+
+def _columns(band: list[float], span: float) -> int:
+    """How many columns a tall, narrow layering wraps into, so that it is about :data:`WRAP_ASPECT` times
+    as wide as it is high (a chain of 40 blocks is not fitted as a thread down the middle of the screen)."""
+    height = sum(band) + VGAP * len(band)
+    if len(band) < WRAP_MIN_LAYERS or height < WRAP_ASPECT * span * 2:
+        return 1
+    c = round((WRAP_ASPECT * height / (span + COLUMN_GAP)) ** 0.5)
+    return max(1, min(c, len(band) // 3))
 
 
 def compute_layout(ctx: LayoutContext, expanded: set[int] | frozenset[int],
