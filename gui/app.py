@@ -228,9 +228,11 @@ class MainWindow(QMainWindow):
         v.addSeparator()
         self.dark_action = self._action(v, "&Dark Theme", self._toggle_dark, checkable=True)
         self._action(v, "Theme Follows the &System", self._follow_system)
-        self.fold_action = self._action(v, "Fold &Constant Nodes", self.session.set_folding, checkable=True)
+        self.fold_action = self._action(v, "Fold &Constants and Shape Arithmetic", self.session.set_folding,
+                                        checkable=True)
         self.fold_action.setChecked(True)
-        self.fold_action.setToolTip("Weight aliases, Constant and cast-of-weight nodes shown inside their consumers")
+        self.fold_action.setToolTip("Weight aliases, Constant nodes, cast weights and Shape → Gather → Concat runs "
+                                    "shown inside their consumers, as a +N badge")
         panels = v.addMenu("&Panels")  # a closed panel comes back from here
         for dock in self.findChildren(QDockWidget):
             panels.addAction(dock.toggleViewAction())

@@ -92,9 +92,9 @@ class Inspector(QTextBrowser):
         folded = [i for i, host in (self.hier.folded.items() if self.hier is not None else ()) if host == index]
         if folded:
             ops = Counter(self.gm.nodes[i].op_type for i in folded)
-            rows.append(f"<tr><td>Folded constants</td><td>{len(folded)}: "
+            rows.append(f"<tr><td>Folded in (constants, shape arithmetic)</td><td>{len(folded)}: "
                         f"{html.escape(', '.join(f'{op} ×{k}' for op, k in ops.most_common()))}"
-                        " (View › Fold Constant Nodes shows them)</td></tr>")
+                        " (View › Fold Constants and Shape Arithmetic shows them)</td></tr>")
         if n.table_status is not None:
             rows.append(f"<tr><td>Table predicted</td><td>{n.table_status.value}</td></tr>")
         if n.parser_status is not None:

@@ -153,11 +153,13 @@ class GraphPainter:
         for k in range(len(idx)):
             a0, b0, a1, b1 = float(X0[k]), float(Y0[k]), float(X1[k]), float(Y1[k])
             path.moveTo(a0, b0)
-            if curved:
+            if b1 > b0:
                 dy = max(abs(b1 - b0) * 0.5, 20 * scale)
                 path.cubicTo(a0, b0 + dy, a1, b1 - dy, a1, b1)
-            else:
-                path.lineTo(a1, b1)
+            else:  # into the next column of a wrapped chain: a short hook down, then straight up to its top
+                hook = 14 * scale
+                path.cubicTo(a0, b0 + hook, a0 + (a1 - a0) * 0.2, b0 + hook, a0 + (a1 - a0) * 0.5, (b0 + b1) / 2)
+                path.cubicTo(a1 - (a1 - a0) * 0.2, b1 - hook, a1, b1 - hook, a1, b1)
         p.drawPath(path)
         if labels and self.layout_ is not None:
             p.setFont(self.font_small)
@@ -224,8 +226,27 @@ class GraphPainter:
             p.drawText(text_rect, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, op)
             return
         fm = QFontMetrics(f)
+        hosted = self.hier.hosted.get(node, 0) if self.hier is not None else 0
+        badge = f"+{hosted}" if hosted else ""
+        if badge:  # folded constants and shape arithmetic: a pill at the top right, the inspector lists them
+            f3 = QFont(self.font())
+            f3.setPointSizeF(max(5.0, 7.0 * min(scale, 1.6)))
+            fm3 = QFontMetrics(f3)
+            pill = QRectF(0, 0, fm3.horizontalAdvance(badge) + 8 * scale, fm3.height() + 1)
+            pill.moveTopRight(QPointF(rect.right() - 4 * scale, rect.top() + 3 * scale))
+            p.setPen(Qt.PenStyle.NoPen)
+            p.setBrush(pal.muted)
+            p.drawRoundedRect(pill, pill.height() / 2, pill.height() / 2)
+            p.setFont(f3)
+            p.setPen(pal.background)
+            p.drawText(pill, Qt.AlignmentFlag.AlignCenter, badge)
+            p.setFont(f)
+            p.setPen(pal.text)
+            text_rect = text_rect.adjusted(0, 0, -pill.width() - 2 * scale, 0)
         p.drawText(text_rect, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop, fm.elidedText(
             op, Qt.TextElideMode.ElideRight, int(text_rect.width())))
+        if badge:
+            text_rect = text_rect.adjusted(0, 0, pill.width() + 2 * scale, 0)
         f2 = QFont(self.font())
         f2.setPointSizeF(max(5.0, 7.5 * min(scale, 1.6)))
         p.setFont(f2)

@@ -24,10 +24,16 @@ MAX_CHILDREN = 16
 RUN_MIN_NODES = 6
 """Fewest nodes between two repeats that become a group of their own (a downsampling block)."""
 REPEAT_MIN_NODES = 32
+FLAT_SCOPE_NODES = 160
+"""Direct nodes in a named scope past which it is searched for repeated blocks too (a flat exporter scope)."""
 """Fewest direct nodes in a group before repeated blocks are looked for in it."""
 CONSTANT_OPS = frozenset({"Constant", "ConstantOfShape", "Identity", "Cast", "CastLike", "Reshape", "Unsqueeze",
                           "Squeeze", "Transpose"})
 """Ops that, fed only by constants, only carry a constant (a weight alias, a cast weight, a shape vector)."""
+SHAPE_READERS = frozenset({"Shape", "Size"})
+"""Ops that read only their input's shape, never its values."""
+NONDETERMINISTIC_OPS = frozenset({"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike",
+                                  "Multinomial", "Bernoulli", "Dropout"})
 
 
 @dataclass(slots=True)
@@ -74,7 +80,10 @@ class Hierarchy:
     topo_pos: list[int]
     """Topological position of each node."""
     folded: dict[int, int] = field(default_factory=dict)
-    """Nodes that only carry constants, folded into the consumer that shows them (node: host node)."""
+    """Nodes that only carry constants or shape arithmetic, folded into the consumer that shows them
+    (node: host node)."""
+    hosted: dict[int, int] = field(default_factory=dict)
+    """How many folded nodes each host node shows (its badge)."""
 
     @property
     def root(self) -> Group:
@@ -138,26 +147,39 @@ def effective_scopes(gm: GraphModel, order: list[int]) -> list[tuple[str, ...]]:
     return scopes
 
 
-def constant_carriers(gm: GraphModel, order: list[int]) -> dict[int, int]:
-    """Nodes that only carry constants (:data:`CONSTANT_OPS` fed by initializers and other such nodes), each
-    with the node that shows it: its first consumer that is not itself folded. Graph outputs never fold."""
+def constant_carriers(gm: GraphModel, order: list[int], shapes: bool = True) -> dict[int, int]:
+    """Nodes that only carry constants, each with the node that shows it (its first consumer that is not itself
+    folded). Graph outputs and plugin nodes never fold.
+
+    Two kinds fold: :data:`CONSTANT_OPS` fed only by initializers and other such nodes (a weight alias, a cast
+    weight), and, with ``shapes``, *shape arithmetic*: nodes whose inputs are all constants or the outputs of
+    ``Shape``/``Size`` (which read only a tensor's shape), such as the ``Shape → Gather → Concat → Reshape``
+    runs and the position and mask tables exporters compute once per model. Nothing of the input data reaches
+    them, so they are no part of the data path the user reads.
+    """
     nodes, tensors = gm.nodes, gm.graph.tensors
     const: set[int] = set()
     for i in order:
         n = nodes[i]
-        if n.op_type not in CONSTANT_OPS or n.domain not in ("", "ai.onnx") or n.subgraphs:
+        if n.domain not in ("", "ai.onnx") or n.subgraphs or n.status is Status.PLUGIN:
+            continue
+        carrier = n.op_type in CONSTANT_OPS
+        if not carrier and not (shapes and n.op_type not in NONDETERMINISTIC_OPS):
             continue
         ok = True
-        for name in n.inputs:
-            if not name:
-                continue
-            t = tensors.get(name)
-            if t is None or not (t.is_initializer or (t.producer is not None and t.producer in const)):
-                ok = False
-                break
-        if ok and (n.op_type in ("Constant",) or n.inputs) and not any(
+        if not (shapes and n.op_type in SHAPE_READERS):
+            for name in n.inputs:
+                if not name:
+                    continue
+                t = tensors.get(name)
+                if t is None or not (t.is_initializer or (t.producer is not None and t.producer in const)):
+                    ok = False
+                    break
+        if ok and (n.op_type == "Constant" or n.inputs) and not any(
                 (t := tensors.get(o)) is not None and t.is_output for o in n.outputs):
             const.add(i)
+    if len(const) == len(nodes):
+        return {}  # a model of constants only: fold nothing rather than everything
     succs = gm.graph.adj.succs
     host: dict[int, int] = {}
     for i in reversed(order):
@@ -171,7 +193,8 @@ def constant_carriers(gm: GraphModel, order: list[int]) -> dict[int, int]:
     return host
 
 
-def build_hierarchy(gm: GraphModel, order: list[int], chunk: int = CHUNK, fold: bool = True) -> Hierarchy:
+def build_hierarchy(gm: GraphModel, order: list[int], chunk: int = CHUNK, fold: bool = True,
+                    shapes: bool = True) -> Hierarchy:
     """Build the group tree of ``gm``'s main graph.
 
     Parameters
@@ -184,6 +207,8 @@ def build_hierarchy(gm: GraphModel, order: list[int], chunk: int = CHUNK, fold: 
         Most direct nodes per group before they are split into runs.
     fold
         Fold nodes that only carry constants into their consumers (:func:`constant_carriers`).
+    shapes
+        Fold shape arithmetic too.
     """
     topo_pos = [0] * len(gm.nodes)
     for pos, i in enumerate(order):
@@ -192,7 +217,7 @@ def build_hierarchy(gm: GraphModel, order: list[int], chunk: int = CHUNK, fold: 
     index: dict[tuple[int, str], int] = {}
     node_group = [0] * len(gm.nodes)
     scopes = effective_scopes(gm, order)
-    folded = constant_carriers(gm, order) if fold else {}
+    folded = constant_carriers(gm, order, shapes) if fold else {}
     for i in order:
         if i in folded:
             continue
@@ -208,7 +233,10 @@ def build_hierarchy(gm: GraphModel, order: list[int], chunk: int = CHUNK, fold: 
             g = child
         groups[g].nodes.append(i)
         node_group[i] = g
-    h = Hierarchy(groups, node_group, topo_pos, folded)
+    hosted: dict[int, int] = {}
+    for hst in folded.values():
+        hosted[hst] = hosted.get(hst, 0) + 1
+    h = Hierarchy(groups, node_group, topo_pos, folded, hosted)
     _merge_chains(h)
     _group_repeats(h, gm)
     _split_large(h, chunk)
@@ -254,12 +282,14 @@ def _group_repeats(h: Hierarchy, gm: GraphModel) -> None:
     """Give each group whose direct nodes are mostly repeated blocks (a model exported without scopes: ResNet
     bottlenecks, transformer layers) a ``Conv block ×N`` subgroup per repeat, one child per block."""
     preds, ops = gm.graph.adj.preds, [n.op_type for n in gm.nodes]
-    gid = -1
+    gid, made = -1, len(h.groups)
     while gid + 1 < len(h.groups):  # the blocks made here are searched in turn (a stage's bottlenecks)
         gid += 1
         g = h.groups[gid]
         if g.parent == -1 or len(g.nodes) < REPEAT_MIN_NODES:
             continue
+        if gid != 0 and gid < made and len(g.nodes) < FLAT_SCOPE_NODES:
+            continue  # a scope the exporter named (a layer's attention): its repeats are its own business
         seq = sorted(g.nodes)  # the exporter's order, where it is topological
         pos = {v: k for k, v in enumerate(seq)}
         edges = [(pos[u], k) for k, v in enumerate(seq) for u in preds[v] if u in pos]

@@ -30,7 +30,7 @@ PAD, HEADER = 14.0, 30.0
 SWEEPS = 4
 WRAP_ASPECT = 1.4
 """Width to height a tall chain of layers is wrapped toward (a canvas's shape)."""
-WRAP_MIN_LAYERS = 8
+WRAP_MIN_LAYERS = 5
 COLUMN_GAP = 90.0
 
 KIND_NODE, KIND_BLOCK, KIND_FRAME = 0, 1, 2
@@ -231,7 +231,7 @@ def _columns(band: list[float], span: float) -> int:
     """How many columns a tall, narrow layering wraps into, so that it is about :data:`WRAP_ASPECT` times
     as wide as it is high (a chain of 40 blocks is not fitted as a thread down the middle of the screen)."""
     height = sum(band) + VGAP * len(band)
-    if len(band) < WRAP_MIN_LAYERS or height < WRAP_ASPECT * span * 2:
+    if len(band) < WRAP_MIN_LAYERS or height < WRAP_ASPECT * span * 1.5:
         return 1
     c = round((WRAP_ASPECT * height / (span + COLUMN_GAP)) ** 0.5)
     return max(1, min(c, len(band) // 3))

@@ -71,5 +71,5 @@ def test_scoped_exports_keep_their_scopes(name):
 
 def test_a_tall_chain_wraps_into_columns_and_a_short_one_does_not():
     assert _columns([64.0] * 40, 210.0) >= 3
-    assert _columns([64.0] * 5, 210.0) == 1
+    assert _columns([64.0] * 4, 210.0) == 1
     assert _columns([64.0] * 12, 2000.0) == 1  # already wide

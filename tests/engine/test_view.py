@@ -20,7 +20,7 @@ EXPORTS = [ROOT / "resources" / "sample.onnx", *(ROOT / "tests" / "data").glob("
 
 def test_weight_aliases_fold_into_their_consumers():
     gm = analyze_model(ROOT / "tests" / "data" / "torch_transformer.onnx", parser="table")
-    hier = build_hierarchy(gm, gm.order)
+    hier = build_hierarchy(gm, gm.order, shapes=False)
     assert len(hier.folded) >= 100  # the TorchScript exporter's row of weight-aliasing Identity nodes
     for node, host in hier.folded.items():
         assert host not in hier.folded
@@ -29,6 +29,24 @@ def test_weight_aliases_fold_into_their_consumers():
     assert len(hier.root.nodes) <= 3
     # Unfolded, every node is laid out again.
     assert not build_hierarchy(gm, gm.order, fold=False).folded
+
+
+def test_shape_arithmetic_folds_into_its_consumer():
+    gm = analyze_model(ROOT / "tests" / "data" / "torch_transformer.onnx", parser="table")
+    hier = build_hierarchy(gm, gm.order)
+    consts = build_hierarchy(gm, gm.order, shapes=False).folded
+    shape_only = set(hier.folded) - set(consts)
+    assert {gm.nodes[i].op_type for i in shape_only} >= {"Shape", "Gather", "Concat"}
+    tensors = gm.graph.tensors
+    for i in shape_only:  # nothing of the input data reaches a folded node, only shapes and constants
+        n = gm.nodes[i]
+        if n.op_type in ("Shape", "Size"):
+            continue
+        for name in filter(None, n.inputs):
+            t = tensors[name]
+            assert t.is_initializer or t.producer in hier.folded, (n.name, name)
+    # The data path stays: every MatMul and Softmax is laid out.
+    assert not any(gm.nodes[i].op_type in ("MatMul", "Softmax") for i in hier.folded)
 
 
 def test_an_unscoped_node_joins_its_consumers_scope(save_model):

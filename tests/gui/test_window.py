@@ -408,7 +408,7 @@ def test_fold_constant_nodes_toggles_from_the_view_menu(qtbot, window):
     assert folded
     host = next(iter(folded.values()))
     window.inspector.show_node(host)
-    assert "Folded constants" in window.inspector.toPlainText()
+    assert "Folded in (constants, shape arithmetic)" in window.inspector.toPlainText()
     with qtbot.waitSignal(window.view_ready, timeout=30000):
         window.fold_action.trigger()
     wait_idle(qtbot, window)
