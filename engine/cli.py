@@ -1,7 +1,9 @@
 """``splitscope``: the headless command line over the same engine as the app.
 
 ``splitscope analyze [MODEL] [--json PATH] [--parser auto|tensorrt|rtx|table]``
-prints a short summary and writes the JSON document of :mod:`splitscope.engine.report`.
+prints a short summary and writes the JSON document of :mod:`splitscope.engine.report`;
+``splitscope optimize`` runs an ONNX optimizer on a copy; ``splitscope profile`` times the model
+(:mod:`splitscope.engine.runtime.profile`).
 Exit status: 0 success, 2 bad input (one line on stderr, no traceback),
 130 interrupted.
 """
@@ -98,6 +100,86 @@ def _cmd_optimize(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Bar:
+    """A one-line progress bar on a terminal's stderr (nothing when stderr is not a terminal)."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stderr.isatty()
+        self.last = 0.0
+
+    def __call__(self, done: int, total: int, message: str) -> None:
+        import time
+
+        if not self.tty or time.monotonic() - self.last < 0.1:
+            return
+        self.last = time.monotonic()
+        frac = done / total if total else 0.0
+        bar = "#" * int(frac * 24)
+        sys.stderr.write(f"\r[{bar:<24}] {frac:4.0%} {message[:60]:<60}")
+        sys.stderr.flush()
+
+    def end(self) -> None:
+        if self.tty:
+            sys.stderr.write("\r" + " " * 94 + "\r")
+            sys.stderr.flush()
+
+
+def _cmd_profile(args: argparse.Namespace) -> int:
+    import json
+
+    from splitscope.engine.jobs import Progress
+    from splitscope.engine.report.files import write_text_atomic
+    from splitscope.engine.runtime.ort import check_backend
+    from splitscope.engine.runtime.profile import profile
+    from splitscope.engine.split.analyze import analyze
+    from splitscope.engine.text import plural
+
+    if args.iterations < 1 or args.warmup < 0:
+        raise SplitscopeError("--iterations must be 1 or more and --warmup 0 or more.")
+    check_backend(args.backend)  # before the analysis: say at once that the backend cannot run here
+    dims = _dims(args.dim)
+    gm = run_to_end(analyze(args.model, parser=args.parser, dims=dims))
+    bar = _Bar()
+    job = profile(gm.path, gm, backend=args.backend, iterations=args.iterations, warmup=args.warmup,
+                  profiled=args.profiled, dims=dims, input_file=args.input, custom_ops=args.custom_op_library)
+    try:
+        while True:
+            try:
+                ev = next(job)
+            except StopIteration as stop:
+                res = stop.value
+                break
+            if isinstance(ev, Progress):
+                bar(ev.done, ev.total, ev.message)
+    finally:
+        bar.end()
+    j = res.to_json()
+    if not args.quiet:
+        lat, v = j["latency_ms"], j["verdict"]
+        print(f"{gm.path}: {args.backend} on {j['device']}, {plural(args.iterations, 'iteration')} "
+              f"after {args.warmup} warm-up")
+        print(f"  latency ms: mean {lat['mean']:.3f}  p50 {lat['p50']:.3f}  p90 {lat['p90']:.3f}  "
+              f"p99 {lat['p99']:.3f}  min {lat['min']:.3f}  max {lat['max']:.3f}  std {lat['std']:.3f}")
+        print(f"  throughput: {j['throughput']['inferences_per_s']:.1f} inferences/s"
+              + (f", {j['throughput']['items_per_s']:.1f} items/s" if "items_per_s" in j["throughput"] else ""))
+        for row in j["per_node"][:8]:
+            print(f"  {row['ms']:9.4f} ms {row['share']:6.1%}  {row['op_type']:<18} {row['name'][:60]}  "
+                  f"{row['class']}")
+        sc = j["split_cost"]
+        if sc["plugin_nodes"]:
+            print(f"  the custom part: {sc['plugin_ms']:.3f} ms in plugin nodes + {sc['boundary_copy_ms']:.3f} ms of "
+                  f"boundary copies = {sc['share_of_end_to_end']:.1%} of end to end")
+        print(f"  verdict: {v['verdict']}: {v['why']}")
+        print(f"  fix: {v['fix']}")
+        for note in j["notes"]:
+            print(f"  note: {note}")
+    if args.json:
+        write_text_atomic(args.json, json.dumps(j, indent=1))
+        if not args.quiet:
+            print(f"wrote {args.json}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for tests and docs)."""
     ap = argparse.ArgumentParser(prog="splitscope", description="What TensorRT takes, and what needs custom CUDA.")
@@ -120,6 +202,22 @@ def build_parser() -> argparse.ArgumentParser:
                    help="value of a symbolic dimension (test inputs, FLOPs and bytes; default 1)")
     o.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
     o.set_defaults(func=_cmd_optimize)
+    p = sub.add_parser("profile", help="time the model on this machine: latency, per-node time, copies, verdict")
+    p.add_argument("model", nargs="?", help="ONNX model (default: the bundled sample)")
+    p.add_argument("--backend", choices=["ort-cpu", "ort-cuda", "tensorrt", "rtx"], default="ort-cpu")
+    p.add_argument("--iterations", type=int, default=100, help="timed iterations (no profiler attached)")
+    p.add_argument("--warmup", type=int, default=10, help="warm-up iterations, reported apart")
+    p.add_argument("--profiled", type=int, default=20, help="profiled iterations for per-node times")
+    p.add_argument("--dim", action="append", default=[], metavar="NAME=INT",
+                   help="value of a symbolic dimension of the inputs (default 1)")
+    p.add_argument("--input", metavar="FILE.npz", help="inputs from a .npz (one array per input) or .npy")
+    p.add_argument("--custom-op-library", action="append", default=[], metavar="LIB.so",
+                   help="an ONNX Runtime custom-op library for the model's custom ops")
+    p.add_argument("--parser", choices=["auto", "tensorrt", "rtx", "table"], default="auto",
+                   help="who decides the split (plugin nodes, partitions) the costs are put against")
+    p.add_argument("--json", metavar="PATH", help="write the profile as JSON")
+    p.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
+    p.set_defaults(func=_cmd_profile)
     return ap
 
 

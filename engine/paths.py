@@ -1,6 +1,6 @@
 """Where Splitscope keeps files: per-user config, cache and log folders (platformdirs).
 
-``SPLITSCOPE_CONFIG_DIR``, ``SPLITSCOPE_CACHE_DIR`` and ``SPLITSCOPE_LOG_DIR``
+``SPLITSCOPE_CONFIG_DIR``, ``SPLITSCOPE_CACHE_DIR``, ``SPLITSCOPE_DATA_DIR`` and ``SPLITSCOPE_LOG_DIR``
 override them (tests, portable installs). Window layout and recent files live in
 QSettings; these folders hold files: logs now, engine plans and timing caches later.
 """
@@ -29,6 +29,11 @@ def config_dir() -> Path:
 def cache_dir() -> Path:
     """Per-user cache folder (engine plans, timing caches)."""
     return _dir("SPLITSCOPE_CACHE_DIR", _DIRS.user_cache_dir)
+
+
+def data_dir() -> Path:
+    """Per-user data folder (saved profiles and calibrations, by model)."""
+    return _dir("SPLITSCOPE_DATA_DIR", _DIRS.user_data_dir)
 
 
 def log_dir() -> Path:

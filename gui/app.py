@@ -629,6 +629,7 @@ class MainWindow(QMainWindow):
         settings = QSettings()
         settings.setValue("main/geometry", self.saveGeometry())
         settings.setValue("main/state", self.saveState())
+        settings.sync()
         self.cancel_jobs()
-        self.runner.wait(5000)
+        self.runner.wait(2000)  # jobs stop at their next check; launch.main ends the process if one has not
         super().closeEvent(event)

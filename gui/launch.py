@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
+import os
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import Qt, QThreadPool, QTimer
 from PySide6.QtWidgets import QApplication, QMessageBox
 from splitscope.engine.sample import SAMPLE_MODEL
 from splitscope.gui.app import MainWindow
@@ -64,7 +66,15 @@ def main(argv: list[str] | None = None, t0: float | None = None) -> int:
     window.open_model(args.model or SAMPLE_MODEL)
     if args.report_startup:
         _report_startup(app, window, t0)
-    return app.exec()
+    rc = app.exec()
+    if QThreadPool.globalInstance().activeThreadCount():
+        # A job still inside a long step (it stops at its next cancel check) would outlive the objects its
+        # signals belong to. Settings are synced and every file is written atomically: end here.
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(rc)
+    return rc
 
 
 def _report_startup(app: QApplication, window: MainWindow, t0: float) -> None:

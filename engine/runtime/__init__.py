@@ -1,0 +1,7 @@
+"""Running a model on the local machine and measuring where its time goes.
+
+``inputs`` makes or reads the feeds, ``ort`` runs ONNX Runtime (CPU or CUDA), ``trt`` builds and runs
+TensorRT / TensorRT-RTX engines, ``device`` reads the GPU's peaks and measures copies, ``telemetry``
+samples NVML, ``roofline`` and ``verdict`` turn times into an answer, ``profile`` is the job that ties
+them together and ``child`` runs it in a process of its own for the window.
+"""

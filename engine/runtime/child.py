@@ -1,0 +1,198 @@
+"""Run a profile job in a process of its own, so that a crash or a hang in ONNX Runtime, TensorRT or the
+driver ends the job with a message, never the app.
+
+The parent (:class:`JobProcess`) writes the job's arguments to a JSON file and starts
+``python -m splitscope.engine.runtime.child ARGS.json``; the child writes one JSON object per line to
+stdout: ``progress``, ``sample``, ``log``, and at the end ``result`` or ``error``. A reader thread in
+the parent queues the lines, so :meth:`JobProcess.events` notices Cancel within a poll interval even
+while the child is silent; Cancel terminates the child, then kills it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import tempfile
+import threading
+import traceback
+from collections.abc import Generator
+from pathlib import Path
+from typing import Any
+
+from splitscope.engine._children import child_command, child_env
+from splitscope.engine.errors import JobCancelledError, SplitscopeError
+from splitscope.engine.jobs import CancelToken, JobEvent, LogLine, Progress, Sample
+
+POLL_S = 0.05
+
+
+class JobCrashedError(SplitscopeError):
+    """The job's process ended without a result (a crash in a native library, a kill)."""
+
+
+class JobProcess:
+    """A job run in a child process; iterate :meth:`events`, which returns the child's result (a dict)."""
+
+    def __init__(self, kind: str, args: dict[str, Any]) -> None:
+        fd, name = tempfile.mkstemp(prefix="splitscope-job-", suffix=".json")
+        with open(fd, "w", encoding="utf-8") as f:
+            json.dump({"kind": kind, "args": args}, f)
+        self._args_file = Path(name)
+        self._stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")  # noqa: SIM115
+        env, root = child_env()
+        self.proc = subprocess.Popen(child_command("splitscope.engine.runtime.child", name), stdout=subprocess.PIPE,
+                                     stderr=self._stderr, stdin=subprocess.DEVNULL, env=env, text=True, cwd=root,
+                                     start_new_session=True)
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        self._reader = threading.Thread(target=self._read, daemon=True, name="job-child-reader")
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self._lines.put(line)
+        self._lines.put(None)
+
+    def kill(self) -> None:
+        """Stop the child: terminate, then kill after half a second."""
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(0.5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._close()
+
+    def _close(self) -> None:
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+        self._stderr.close()
+        self._args_file.unlink(missing_ok=True)
+
+    def events(self, cancel: CancelToken | None = None) -> Generator[JobEvent, None, dict[str, Any]]:
+        """Relay the child's events; return its result, or raise its error (one line)."""
+        result: dict[str, Any] | None = None
+        error: str | None = None
+        try:
+            while True:
+                if cancel is not None and cancel.cancelled:
+                    raise JobCancelledError()
+                try:
+                    line = self._lines.get(timeout=POLL_S)
+                except queue.Empty:
+                    continue
+                if line is None:
+                    break
+                try:
+                    ev = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                kind = ev.get("event")
+                if kind == "progress":
+                    yield Progress(ev.get("stage", ""), int(ev.get("done", 0)), int(ev.get("total", 0)),
+                                   ev.get("message", ""))
+                elif kind == "sample":
+                    yield Sample(ev["series"], float(ev["x"]), ev["values"])
+                elif kind == "log":
+                    yield LogLine(ev.get("text", ""), ev.get("level", "info"))
+                elif kind == "result":
+                    result = ev["value"]
+                elif kind == "error":
+                    error = ev.get("message", "the job failed")
+            rc = self.proc.wait()
+        except BaseException:
+            self.kill()
+            raise
+        if cancel is not None and cancel.cancelled:
+            self._close()
+            raise JobCancelledError()
+        tail = ""
+        if result is None and error is None:
+            self._stderr.seek(0)
+            lines = [ln for ln in self._stderr.read().strip().splitlines() if ln.strip()]
+            tail = lines[-1][:200] if lines else ""
+        self._close()
+        if error is not None:
+            raise SplitscopeError(error)
+        if result is None:
+            how = f"signal {-rc}" if rc < 0 else f"exit code {rc}"
+            raise JobCrashedError(f"The job's process ended without a result ({how}){': ' + tail if tail else ''}; "
+                                  "the app is fine: try again, or another backend.")
+        return result
+
+
+def _emit(obj: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(obj, default=_plain) + "\n")
+    sys.stdout.flush()
+
+
+def _plain(o: object) -> object:
+    import numpy as np
+
+    if isinstance(o, np.generic):
+        return o.item()
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, Path):
+        return str(o)
+    return str(o)
+
+
+def _run(kind: str, args: dict[str, Any]) -> Generator[JobEvent, None, Any]:
+    if kind == "profile":
+        from splitscope.engine.runtime.profile import profile
+        from splitscope.engine.split.analyze import analyze
+
+        dims = {k: int(v) for k, v in (args.get("dims") or {}).items()}
+        gm = yield from analyze(args["model"], parser=args.get("parser", "table"), dims=dims)
+        res = yield from profile(args["model"], gm, backend=args.get("backend", "ort-cpu"),
+                                 iterations=int(args.get("iterations", 100)), warmup=int(args.get("warmup", 10)),
+                                 profiled=int(args.get("profiled", 20)), dims=dims, input_file=args.get("input"),
+                                 custom_ops=args.get("custom_ops"))
+        return res.to_json()
+    if kind == "test-sleep":  # for the tests of the machinery: a child that hangs
+        import time
+
+        yield Progress("sleep", 0, 0, "sleeping")
+        time.sleep(float(args.get("seconds", 60)))
+        return {}
+    if kind == "test-crash":  # a child that dies as a native library would
+        yield Progress("crash", 0, 0, "about to crash")
+        os.abort()
+    raise SplitscopeError(f"unknown job kind {kind!r}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Child entry point: run the job in ``argv[0]`` (a JSON file), streaming events to stdout."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    spec = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
+    gen = _run(spec["kind"], spec.get("args", {}))
+    try:
+        while True:
+            try:
+                ev = next(gen)
+            except StopIteration as stop:
+                _emit({"event": "result", "value": stop.value})
+                return 0
+            if isinstance(ev, Progress):
+                _emit({"event": "progress", "stage": ev.stage, "done": ev.done, "total": ev.total,
+                       "message": ev.message})
+            elif isinstance(ev, Sample):
+                _emit({"event": "sample", "series": ev.series, "x": ev.x, "values": ev.values})
+            elif isinstance(ev, LogLine):
+                _emit({"event": "log", "text": ev.text, "level": ev.level})
+    except SplitscopeError as e:
+        _emit({"event": "error", "message": e.message})
+        return 2
+    except Exception as e:  # noqa: BLE001 - anything else reaches the parent as one line, the traceback on stderr
+        traceback.print_exc()
+        _emit({"event": "error", "message": f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"})
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,151 @@
+"""The feeds of a profiling run: shapes for symbolic dims, seeded random data per dtype, or the user's file.
+
+Every mismatch (a missing input, a wrong shape or dtype, an unknown file) is a :class:`ProfileInputError`
+with one line that says what to do, raised before anything runs.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import onnx
+from splitscope.engine.errors import SplitscopeError
+
+_NP = {
+    onnx.TensorProto.FLOAT: np.float32, onnx.TensorProto.DOUBLE: np.float64, onnx.TensorProto.FLOAT16: np.float16,
+    onnx.TensorProto.INT8: np.int8, onnx.TensorProto.UINT8: np.uint8, onnx.TensorProto.INT16: np.int16,
+    onnx.TensorProto.UINT16: np.uint16, onnx.TensorProto.INT32: np.int32, onnx.TensorProto.UINT32: np.uint32,
+    onnx.TensorProto.INT64: np.int64, onnx.TensorProto.UINT64: np.uint64, onnx.TensorProto.BOOL: np.bool_,
+}
+
+
+class ProfileInputError(SplitscopeError):
+    """The feeds do not fit the model."""
+
+
+@dataclass(frozen=True, slots=True)
+class InputSpec:
+    """One graph input: name, numpy dtype, and dims (ints, or names of symbolic dims)."""
+
+    name: str
+    dtype: np.dtype
+    dims: tuple[int | str, ...]
+
+    def shape(self, dims: dict[str, int]) -> tuple[int, ...]:
+        """The concrete shape with ``dims`` for the symbolic dims (1 for a dim without a name)."""
+        return tuple(d if isinstance(d, int) else dims.get(d, 1) for d in self.dims)
+
+
+def input_specs(model: onnx.ModelProto) -> list[InputSpec]:
+    """The model's real inputs (not initializers), in order."""
+    inits = {i.name for i in model.graph.initializer}
+    out = []
+    for vi in model.graph.input:
+        if vi.name in inits:
+            continue
+        tt = vi.type.tensor_type
+        if not vi.type.HasField("tensor_type"):
+            raise ProfileInputError(f"Input '{vi.name}' is not a tensor (a sequence or map): profiling supports "
+                                    "tensor inputs only.")
+        np_type = _NP.get(tt.elem_type)
+        if np_type is None:
+            raise ProfileInputError(f"Input '{vi.name}' has element type "
+                                    f"{onnx.TensorProto.DataType.Name(tt.elem_type) if tt.elem_type in onnx.TensorProto.DataType.values() else tt.elem_type}"  # noqa: E501
+                                    ", which this profiler cannot feed; give the model a float or integer input.")
+        dims: list[int | str] = []
+        for k, d in enumerate(tt.shape.dim):
+            if d.HasField("dim_value") and d.dim_value > 0:
+                dims.append(int(d.dim_value))
+            else:
+                dims.append(d.dim_param or f"{vi.name}[{k}]")
+        out.append(InputSpec(vi.name, np.dtype(np_type), tuple(dims)))
+    return out
+
+
+def symbolic_dims(specs: list[InputSpec]) -> list[str]:
+    """Names of the symbolic dims the inputs use, in first-use order."""
+    seen: dict[str, None] = {}
+    for s in specs:
+        for d in s.dims:
+            if isinstance(d, str):
+                seen.setdefault(d)
+    return list(seen)
+
+
+def parse_dims(items: list[str]) -> dict[str, int]:
+    """``['batch=8', 'seq=128']`` to a dict; a bad item is a ProfileInputError."""
+    out = {}
+    for it in items:
+        name, sep, value = it.partition("=")
+        if not sep or not name or not value.strip().isdigit() or int(value) <= 0:
+            raise ProfileInputError(f"--dim {it!r}: write it as NAME=VALUE with a positive integer, e.g. batch=8.")
+        out[name.strip()] = int(value)
+    return out
+
+
+def random_feeds(specs: list[InputSpec], dims: dict[str, int], seed: int = 0) -> dict[str, np.ndarray]:
+    """Seeded random data per dtype: floats from a standard normal, integers in [0, 8) (valid token ids and
+    indices for most models), booleans at random."""
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for s in specs:
+        shape = s.shape(dims)
+        if s.dtype.kind == "f":
+            feeds[s.name] = rng.standard_normal(shape).astype(s.dtype)
+        elif s.dtype.kind in "iu":
+            feeds[s.name] = rng.integers(0, 8, size=shape).astype(s.dtype)
+        else:
+            feeds[s.name] = rng.integers(0, 2, size=shape).astype(np.bool_)
+    return feeds
+
+
+def file_feeds(path: Path, specs: list[InputSpec]) -> dict[str, np.ndarray]:
+    """Feeds from a ``.npz`` (one array per input name) or a ``.npy`` (a model with one input), checked
+    against the model's dtypes and fixed dims."""
+    try:
+        if path.suffix.lower() == ".npy":
+            if len(specs) != 1:
+                raise ProfileInputError(f"{path.name} holds one array but the model has {len(specs)} inputs "
+                                        f"({', '.join(s.name for s in specs)}): save them together in a .npz.")
+            arrays = {specs[0].name: np.load(path, allow_pickle=False)}
+        else:
+            with np.load(path, allow_pickle=False) as z:
+                arrays = {k: z[k] for k in z.files}
+    except ProfileInputError:
+        raise
+    except FileNotFoundError:
+        raise ProfileInputError(f"Input file {path} does not exist: pick a .npz or .npy file.") from None
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as e:
+        raise ProfileInputError(f"Could not read {path.name} as .npz/.npy ({str(e).splitlines()[0][:120]}): "
+                                "save it with numpy.savez.") from None
+    missing = [s.name for s in specs if s.name not in arrays]
+    if missing:
+        raise ProfileInputError(f"{path.name} has no array for input {', '.join(repr(m) for m in missing)} "
+                                f"(it has {', '.join(repr(k) for k in arrays) or 'none'}): name the arrays after "
+                                "the model's inputs.")
+    feeds = {}
+    for s in specs:
+        a = arrays[s.name]
+        if a.dtype != s.dtype:
+            raise ProfileInputError(f"Input '{s.name}' in {path.name} is {a.dtype}, the model wants {s.dtype}: "
+                                    f"save it as {s.dtype}.")
+        if a.ndim != len(s.dims) or any(isinstance(d, int) and d != n for d, n in zip(s.dims, a.shape, strict=True)):
+            want = "[" + ", ".join(str(d) for d in s.dims) + "]"
+            raise ProfileInputError(f"Input '{s.name}' in {path.name} has shape {list(a.shape)}, the model wants "
+                                    f"{want}: reshape it.")
+        feeds[s.name] = a
+    return feeds
+
+
+def dims_from_feeds(specs: list[InputSpec], feeds: dict[str, np.ndarray]) -> dict[str, int]:
+    """The symbolic dims' values that the feeds imply (inconsistent ones are a ProfileInputError)."""
+    out: dict[str, int] = {}
+    for s in specs:
+        for d, n in zip(s.dims, feeds[s.name].shape, strict=True):
+            if isinstance(d, str) and out.setdefault(d, int(n)) != n:
+                raise ProfileInputError(f"Dim '{d}' is {out[d]} in one input and {n} in '{s.name}': "
+                                        "make the arrays agree.")
+    return out

@@ -1,0 +1,188 @@
+"""ONNX Runtime as a profiling backend: ``ort-cpu`` always, ``ort-cuda`` with onnxruntime-gpu and a GPU.
+
+Latency runs use a session at full graph optimisation with no profiler attached; on CUDA the inputs
+and outputs stay on the device (I/O binding), so the figure is the model's own time and the copies are
+measured apart. Per-node times come from separate sessions with ONNX Runtime's profiler on and only
+basic optimisations, so that its node names are the model's own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+from splitscope.engine.errors import SplitscopeError
+
+BACKENDS = ("ort-cpu", "ort-cuda", "tensorrt", "rtx")
+
+
+class BackendUnavailableError(SplitscopeError):
+    """The backend asked for cannot run here (not installed, no GPU)."""
+
+
+def ort_module() -> Any:
+    """``onnxruntime``, imported on first use."""
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        raise BackendUnavailableError("ONNX Runtime is not installed: pip install onnxruntime "
+                                      "(or onnxruntime-gpu for ort-cuda).") from None
+    return ort
+
+
+def check_backend(backend: str) -> None:
+    """Raise :class:`BackendUnavailableError` with what to do when ``backend`` cannot run here."""
+    if backend not in BACKENDS:
+        raise BackendUnavailableError(f"Unknown backend {backend!r}: use one of {', '.join(BACKENDS)}.")
+    if backend == "ort-cuda":
+        ort = ort_module()
+        if hasattr(ort, "preload_dlls"):
+            with contextlib.suppress(Exception):  # missing CUDA libraries show as no CUDA provider below
+                ort.preload_dlls()
+        if "CUDAExecutionProvider" not in ort.get_available_providers():
+            raise BackendUnavailableError("ort-cuda needs onnxruntime-gpu and an NVIDIA GPU: pip install "
+                                          "onnxruntime-gpu, or profile with --backend ort-cpu.")
+    elif backend == "ort-cpu":
+        ort_module()
+
+
+def named_model(path: Path) -> tuple[bytes | str, dict[str, int]]:
+    """The model for a profiled session, and which main-graph node each profile name is.
+
+    ONNX Runtime's profile names nodes by their names; an unnamed node is given its label here (``#12``, as
+    the rest of the app shows it) and the model passed as bytes. A model that keeps its weights in external
+    files is passed by path, unchanged (its unnamed nodes then go unmatched).
+    """
+    m = onnx.load(str(path), load_external_data=False)
+    external = any(t.data_location == onnx.TensorProto.EXTERNAL for t in m.graph.initializer)
+    taken = {n.name for n in m.graph.node if n.name}
+    index: dict[str, int] = {}
+    changed = False
+    for i, n in enumerate(m.graph.node):
+        if not n.name and not external and f"#{i}" not in taken:
+            n.name = f"#{i}"
+            changed = True
+        if n.name:
+            index.setdefault(n.name, i)
+    return (m.SerializeToString() if changed else str(path)), index
+
+
+class InferenceError(SplitscopeError):
+    """A run of the model failed."""
+
+
+def _run_message(e: Exception) -> str:
+    text = str(e).replace("\n", " ")
+    if "Non-zero status code returned while running" in text:
+        node = text.split("Name:'", 1)[1].split("'", 1)[0] if "Name:'" in text else "?"
+        op = text.split("running ", 1)[1].split(" node", 1)[0] if "running " in text else "a"
+        detail = text.rsplit("Status Message:", 1)[-1].strip()
+        detail = detail.rsplit(" was false. ", 1)[-1] if " was false. " in detail else detail
+        return (f"ONNX Runtime failed in {op} node '{node}': {detail[:200]} (the model may need other values for "
+                "its symbolic dims: set them with --dim NAME=VALUE, or give real inputs with --input FILE.npz)")
+    return f"ONNX Runtime failed: {text[:300]}"
+
+
+class OrtBackend:
+    """Sessions of one model on one provider."""
+
+    def __init__(self, path: Path, backend: str, threads: int = 0, custom_ops: list[str] | None = None) -> None:
+        check_backend(backend)
+        self.ort = ort_module()
+        self.ort.set_default_logger_severity(4)  # failures come back as exceptions, not red lines on stderr
+        self.path = path
+        self.cuda = backend == "ort-cuda"
+        self.providers = ["CUDAExecutionProvider", "CPUExecutionProvider"] if self.cuda else ["CPUExecutionProvider"]
+        self.threads = threads
+        self.custom_ops = list(custom_ops or [])
+        self._tmp = Path(tempfile.mkdtemp(prefix="splitscope-ort-"))
+
+    def _options(self, profile: bool) -> Any:
+        so = self.ort.SessionOptions()
+        so.log_severity_level = 4
+        if self.threads:
+            so.intra_op_num_threads = self.threads
+        for lib in self.custom_ops:
+            try:
+                so.register_custom_ops_library(lib)
+            except Exception as e:  # noqa: BLE001
+                raise InferenceError(f"Could not load the custom-op library {lib}: {str(e)[:200]}") from None
+        if profile:
+            so.enable_profiling = True
+            so.profile_file_prefix = str(self._tmp / "ort-profile")
+            so.graph_optimization_level = self.ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+        else:
+            so.graph_optimization_level = self.ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        return so
+
+    def session(self, profile: bool = False, model: bytes | str | None = None) -> Any:
+        try:
+            return self.ort.InferenceSession(model if model is not None else str(self.path),
+                                             self._options(profile), providers=self.providers)
+        except Exception as e:  # noqa: BLE001 - ORT raises its own Fail/InvalidGraph/RuntimeException types
+            text = str(e).replace("\n", " ")
+            if "is not a registered function/op" in text:
+                op = text.split("Fatal error: ", 1)[-1].split(" is not a registered", 1)[0]
+                raise InferenceError(f"ONNX Runtime has no kernel for {op}: register its custom-op library "
+                                     "(--custom-op-library PATH) to time it, or profile an export without it."
+                                     ) from None
+            raise InferenceError(f"ONNX Runtime could not load the model: {text[:300]}") from None
+
+    def runner(self, sess: Any, feeds: dict[str, np.ndarray]) -> Any:
+        """A no-argument callable that runs one inference: on CUDA with inputs and outputs bound on the
+        device (no copies inside the timed call), on CPU a plain run. A failing run raises
+        :class:`InferenceError` with its first line."""
+        if not self.cuda:
+            def run_cpu() -> None:
+                try:
+                    sess.run(None, feeds)
+                except Exception as e:  # noqa: BLE001 - ORT's Fail/RuntimeException/InvalidArgument
+                    raise InferenceError(_run_message(e)) from None
+            return run_cpu
+        io = sess.io_binding()
+        for name, a in feeds.items():
+            io.bind_ortvalue_input(name, self.ort.OrtValue.ortvalue_from_numpy(a, "cuda", 0))
+        for o in sess.get_outputs():
+            io.bind_output(o.name, "cuda", 0)
+
+        def run() -> None:
+            try:
+                sess.run_with_iobinding(io)
+                io.synchronize_outputs()
+            except Exception as e:  # noqa: BLE001
+                raise InferenceError(_run_message(e)) from None
+        return run
+
+    def close(self) -> None:
+        """Remove the profiler's files."""
+        shutil.rmtree(self._tmp, ignore_errors=True)
+
+
+def parse_ort_profile(path: str | os.PathLike[str], skip_runs: int = 0) -> tuple[dict[str, float], dict[str, str], int]:
+    """Per-node kernel microseconds summed over the profiled runs after the first ``skip_runs``, each node's op
+    type, and how many runs were kept. Node events are ``{cat: Node, name: NAME_kernel_time, dur, ts, args}``,
+    runs are ``{cat: Session, name: model_run, ts, dur}``."""
+    events = json.loads(Path(path).read_text(encoding="utf-8"))
+    runs = sorted((e["ts"], e["ts"] + e["dur"]) for e in events
+                  if e.get("cat") == "Session" and e.get("name") == "model_run")
+    kept = runs[skip_runs:]
+    if not kept:
+        return {}, {}, 0
+    lo = kept[0][0]
+    per: dict[str, float] = {}
+    ops: dict[str, str] = {}
+    for e in events:
+        name = e.get("name", "")
+        if e.get("cat") != "Node" or not name.endswith("_kernel_time") or e.get("ts", 0) < lo:
+            continue
+        node = name[: -len("_kernel_time")]
+        per[node] = per.get(node, 0.0) + float(e.get("dur", 0))
+        ops.setdefault(node, str(e.get("args", {}).get("op_name", "")))
+    return per, ops, len(kept)

@@ -1,0 +1,273 @@
+"""The profile job: where does the time of one inference go?
+
+A job generator (:mod:`splitscope.engine.jobs`): it yields progress, one :class:`Sample` per timed
+iteration (series ``latency``), telemetry samples (series ``telemetry``) and per-node times as profiled
+iterations arrive (series ``nodes``), and returns a :class:`ProfileResult`. Order of work:
+
+1. the model's split (the analysis, for FLOPs, bytes, plugin nodes and partition boundaries);
+2. the feeds (:mod:`.inputs`), checked before anything runs;
+3. warm-up iterations, reported apart; timed iterations with no profiler attached;
+4. profiled iterations in separate sessions, in chunks, for per-node times;
+5. on a GPU: copies of the real inputs and outputs and of every partition-boundary tensor, pinned and
+   pageable; the roofline of each node against the device's peaks; NVML telemetry throughout;
+6. the verdict (:func:`.roofline.verdict`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+from splitscope.engine.jobs import CancelToken, JobEvent, LogLine, Progress, Sample
+from splitscope.engine.model import GraphModel, Status
+from splitscope.engine.runtime.device import NoGpu, copy_ms, gpu_info, measure_copies, now
+from splitscope.engine.runtime.inputs import dims_from_feeds, file_feeds, input_specs, random_feeds, symbolic_dims
+from splitscope.engine.runtime.ort import OrtBackend, parse_ort_profile
+from splitscope.engine.runtime.roofline import classify, verdict
+from splitscope.engine.runtime.stats import latency_stats, throughput
+from splitscope.engine.runtime.telemetry import NvmlSampler
+
+PROFILE_CHUNKS = 4
+
+
+@dataclass(slots=True)
+class ProfileResult:
+    """Everything a profile found; :meth:`to_json` is the CLI's ``--json`` and the saved session file."""
+
+    model: str
+    backend: str
+    device: str
+    iterations: int
+    warmup: int
+    dims: dict[str, int]
+    latency_ms: dict[str, float]
+    warmup_ms: list[float]
+    samples_ms: list[float]
+    throughput: dict[str, float]
+    per_node: list[dict[str, Any]]
+    per_op: list[dict[str, Any]]
+    copies: dict[str, Any]
+    split_cost: dict[str, Any]
+    verdict: dict[str, Any]
+    gpu: dict[str, Any] | None = None
+    telemetry: dict[str, Any] | None = None
+    telemetry_series: list[dict[str, float]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    started: str = ""
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain JSON."""
+        return {k: getattr(self, k) for k in self.__slots__}  # type: ignore[attr-defined]
+
+
+def _dtype_of(gm: GraphModel, i: int) -> str | None:
+    n = gm.nodes[i]
+    for name in (*n.inputs, *n.outputs):
+        t = gm.graph.tensors.get(name) if name else None
+        if t is not None and t.dtype and not t.is_initializer:
+            return t.dtype
+    return None
+
+
+def profile(path: str | Path, gm: GraphModel, *, backend: str = "ort-cpu", iterations: int = 100,
+            warmup: int = 10, profiled: int = 20, dims: dict[str, int] | None = None,
+            input_file: str | Path | None = None, seed: int = 0, telemetry: bool = True,
+            custom_ops: list[str] | None = None,
+            cancel: CancelToken | None = None) -> Generator[JobEvent, None, ProfileResult]:
+    """Profile ``path`` (already analysed as ``gm``) on ``backend``. See the module docstring."""
+    cancel = cancel or CancelToken()
+    path = Path(path)
+    t_start = time.perf_counter()
+    started = time.strftime("%Y-%m-%dT%H:%M:%S")
+    notes: list[str] = []
+    yield Progress("inputs", 0, 0, "Preparing inputs")
+    specs = input_specs(onnx.load(str(path), load_external_data=False))
+    dims = dict(dims or {})
+    if input_file is not None:
+        feeds = file_feeds(Path(input_file), specs)
+        dims.update(dims_from_feeds(specs, feeds))
+    else:
+        unset = [d for d in symbolic_dims(specs) if d not in dims]
+        if unset:
+            notes.append(f"symbolic dims not given, taken as 1: {', '.join(unset)} (set them with --dim NAME=VALUE)")
+        feeds = random_feeds(specs, dims, seed)
+    batch = None
+    if specs and specs[0].dims and isinstance(specs[0].dims[0], str):
+        batch = int(feeds[specs[0].name].shape[0])
+    be = OrtBackend(path, backend, custom_ops=custom_ops)
+    gpu = None
+    sampler = NvmlSampler() if telemetry and be.cuda else None
+    try:
+        if be.cuda:
+            try:
+                gpu = gpu_info(0)
+            except NoGpu as e:
+                notes.append(f"no GPU peaks: {e}")
+        if sampler is not None:
+            why = sampler.start()
+            if why:
+                notes.append(f"no telemetry: {why}")
+                sampler = None
+        t0 = now()
+        yield Progress("session", 0, 0, f"Creating the {backend} session")
+        sess = be.session()
+        run = be.runner(sess, feeds)
+        cancel.raise_if_cancelled()
+        warm: list[float] = []
+        for i in range(warmup):
+            cancel.raise_if_cancelled()
+            a = time.perf_counter()
+            run()
+            warm.append((time.perf_counter() - a) * 1000)
+            yield Progress("warmup", i + 1, warmup, f"Warm-up {i + 1}/{warmup}")
+        times: list[float] = []
+        for i in range(iterations):
+            cancel.raise_if_cancelled()
+            a = time.perf_counter()
+            run()
+            ms = (time.perf_counter() - a) * 1000
+            times.append(ms)
+            yield Sample("latency", float(i), {"ms": ms, "t": a - t0})
+            if sampler is not None:
+                for s in sampler.drain():
+                    yield Sample("telemetry", s["t"] - t0, s)
+            yield Progress("latency", i + 1, iterations, f"Iteration {i + 1}/{iterations}: {ms:.3f} ms")
+        del run, sess
+        # Per-node times: separate sessions with the profiler on.
+        model, index_of = _named(path)
+        per_us: dict[str, float] = {}
+        ops: dict[str, str] = {}
+        kept = 0
+        chunk = max(1, -(-profiled // PROFILE_CHUNKS))
+        done = 0
+        while done < profiled:
+            cancel.raise_if_cancelled()
+            n = min(chunk, profiled - done)
+            psess = be.session(profile=True, model=model)
+            prun = be.runner(psess, feeds)
+            prun()  # the first run of a session allocates: profiled, then skipped
+            for _ in range(n):
+                cancel.raise_if_cancelled()
+                prun()
+            prof = psess.end_profiling()
+            del prun, psess
+            us, op_names, k = parse_ort_profile(prof, skip_runs=1)
+            Path(prof).unlink(missing_ok=True)
+            for key, v in us.items():
+                per_us[key] = per_us.get(key, 0.0) + v
+            ops.update(op_names)
+            kept += k
+            done += n
+            yield Sample("nodes", float(done), {k_: v / kept / 1000 for k_, v in per_us.items()})
+            yield Progress("nodes", done, profiled, f"Profiled iteration {done}/{profiled}")
+            if sampler is not None:
+                for s in sampler.drain():
+                    yield Sample("telemetry", s["t"] - t0, s)
+        # Copies.
+        copies: dict[str, Any] = {}
+        table: list[dict[str, Any]] = []
+        in_bytes = int(sum(a.nbytes for a in feeds.values()))
+        out_bytes = _output_bytes(gm)
+        boundary = [(t.name, int(t.bytes or 0)) for p in gm.partitions for t in p.boundary_tensors]
+        try:
+            if be.cuda or telemetry:
+                sizes = sorted({max(in_bytes, 1), max(out_bytes, 1), *(b for _, b in boundary if b)})[:12]
+                yield Progress("copies", 0, 0, f"Timing {len(sizes)} copy sizes, pinned and pageable")
+                table = measure_copies(sizes)
+        except NoGpu as e:
+            copies["note"] = f"no GPU to copy to: {e}"
+        if table:
+            copies["measured"] = table
+            copies["inputs_bytes"] = in_bytes
+            copies["outputs_bytes"] = out_bytes
+            for mem in ("pinned", "pageable"):
+                copies[f"io_{mem}_ms"] = round(copy_ms(in_bytes, table, "h2d", mem) + copy_ms(out_bytes, table, "d2h",
+                                                                                              mem), 4)
+            copies["boundary"] = [{"tensor": name, "bytes": b,
+                                   "round_trip_pinned_ms": round(copy_ms(b, table, "d2h", "pinned")
+                                                                 + copy_ms(b, table, "h2d", "pinned"), 4)}
+                                  for name, b in boundary]
+            if gpu is not None and gpu.pcie_peak:
+                big = max(table, key=lambda r: r["bytes"])
+                copies["link_peak_gbps"] = round(gpu.pcie_peak / 1e9, 1)
+                copies["pinned_share_of_peak"] = round(big["h2d_pinned_gbps"] * 1e9 / gpu.pcie_peak, 3)
+    finally:
+        if sampler is not None:
+            sampler.stop()
+        be.close()
+    # Per-node table, roofline, split cost, verdict.
+    peaks = gpu.peak_flops if gpu is not None else {}
+    bw = gpu.peak_bandwidth if gpu is not None else 0.0
+    mean = float(np.mean(times)) if times else 0.0
+    per_node: list[dict[str, Any]] = []
+    for key, us in per_us.items():
+        ms = us / kept / 1000 if kept else 0.0
+        idx = index_of.get(key)
+        node = gm.nodes[idx] if idx is not None and idx < len(gm.nodes) else None
+        row: dict[str, Any] = {"name": key, "index": idx, "op_type": node.op_type if node else ops.get(key, ""),
+                               "ms": round(ms, 5),
+                               "share": 0.0, "status": node.status.value if node else "runtime",
+                               "flops": node.flops if node else None, "bytes": node.bytes if node else None}
+        row.update(classify(ms, row["flops"], row["bytes"], _dtype_of(gm, idx) if idx is not None else None,
+                            peaks, bw))
+        if not peaks:
+            row["sol_ms"] = row["headroom_ms"] = None
+        per_node.append(row)
+    node_total = sum(r["ms"] for r in per_node) or 1.0
+    for r in per_node:
+        r["share"] = round(r["ms"] / node_total, 5)
+    per_node.sort(key=lambda r: -r["ms"])
+    per_op: dict[str, dict[str, Any]] = {}
+    for r in per_node:
+        o = per_op.setdefault(r["op_type"], {"op_type": r["op_type"], "count": 0, "ms": 0.0})
+        o["count"] += 1
+        o["ms"] = round(o["ms"] + r["ms"], 5)
+    plugin_rows = [r for r in per_node if r["status"] == Status.PLUGIN.value]
+    plugin_ms = sum(r["ms"] for r in plugin_rows)
+    boundary_ms = sum(b["round_trip_pinned_ms"] for b in copies.get("boundary", []))
+    io_ms = float(copies.get("io_pageable_ms", 0.0))
+    split_cost = {"plugin_nodes": len([n for n in gm.nodes if n.status is Status.PLUGIN]),
+                  "plugin_ms": round(plugin_ms, 4), "boundary_tensors": len(boundary),
+                  "boundary_copy_ms": round(boundary_ms, 4),
+                  "share_of_end_to_end": round((plugin_ms + boundary_ms) / max(mean + io_ms + boundary_ms, 1e-9), 4),
+                  "plugins": [{"name": r["name"], "op_type": r["op_type"], "ms": r["ms"], "sol_ms": r["sol_ms"],
+                               "most_a_kernel_saves_ms": r["headroom_ms"]} for r in plugin_rows],
+                  "assumes": "boundary tensors make a device-to-host and a host-to-device trip over pinned memory"}
+    v = verdict(mean, per_node, io_ms if be.cuda else 0.0, boundary_ms, plugin_ms)
+    if not per_node:
+        notes.append("ONNX Runtime's profiler reported no node times")
+    elif mean > 0:
+        notes.append(f"per-node times come from separate profiled sessions at basic graph optimisation (so that "
+                     f"they name the model's nodes); their sum is {node_total / mean:.2f}x the timed latency")
+    device = (f"{gpu.name} (cc {gpu.compute_capability[0]}.{gpu.compute_capability[1]})" if gpu is not None
+              else "CPU" if not be.cuda else "CUDA GPU")
+    series = list(sampler.samples) if sampler is not None else []
+    yield LogLine(f"{backend}: mean {mean:.3f} ms over {iterations} iterations; verdict {v['verdict']}")
+    return ProfileResult(str(path), backend, device, iterations, warmup, dims, latency_stats(times),
+                         [round(x, 4) for x in warm], [round(x, 4) for x in times], throughput(mean, batch), per_node,
+                         sorted(per_op.values(), key=lambda o: -o["ms"]), copies, split_cost, v,
+                         gpu.to_json() if gpu is not None else None,
+                         sampler.summary() if sampler is not None else None,
+                         [{k: round(val, 3) for k, val in s.items()} for s in series[:: max(1, len(series) // 2000)]],
+                         notes, started, round(time.perf_counter() - t_start, 3))
+
+
+def _named(path: Path) -> tuple[bytes | str, dict[str, int]]:
+    from splitscope.engine.runtime.ort import named_model
+
+    return named_model(path)
+
+
+def _output_bytes(gm: GraphModel) -> int:
+    total = 0
+    for name in gm.graph.outputs:
+        t = gm.graph.tensors.get(name)
+        b = t.nbytes(gm.dims) if t is not None else None
+        total += b or 0
+    return total

@@ -1,0 +1,90 @@
+"""Each node's measured time against the speed of light of its FLOPs and bytes, and the run's verdict.
+
+A node's *speed-of-light* time is the larger of ``FLOPs / peak FLOP/s`` (for its dtype) and ``bytes /
+peak bandwidth``: no kernel can beat it. A node is *launch-bound* when its work is so small that
+fixed costs (kernel launch, scheduling, the runtime's own bookkeeping) dominate: its speed-of-light
+time is under a tenth of what it took and it took under :data:`LAUNCH_BOUND_MS`. Otherwise it is
+*compute-bound* when its arithmetic intensity (FLOPs per byte) is at or past the ridge point (peak
+FLOP/s over peak bandwidth), else *memory-bound*. For a plugin node the gap between the two times is
+the most a custom kernel could save.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+LAUNCH_BOUND_MS = 0.02
+"""Nodes faster than this whose speed of light is far below it are overhead, not work."""
+DTYPE_PEAK = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float64": "fp64", "int8": "int8",
+              "uint8": "int8", "float8e4m3fn": "fp8", "float8e5m2": "fp8"}
+
+
+def classify(ms: float, flops: int | None, nbytes: int | None, dtype: str | None,
+             peak_flops: dict[str, float], peak_bw: float) -> dict[str, Any]:
+    """``{class, sol_ms, achieved_flops, achieved_bw, intensity, headroom_ms}`` for one node."""
+    out: dict[str, Any] = {"class": "unknown", "sol_ms": None, "achieved_flops": None, "achieved_bw": None,
+                           "intensity": None, "headroom_ms": None}
+    if ms <= 0:
+        return out
+    s = ms / 1000.0
+    f, b = flops or 0, nbytes or 0
+    out["achieved_flops"] = f / s if f else 0.0
+    out["achieved_bw"] = b / s if b else 0.0
+    out["intensity"] = f / b if b else None
+    pf = peak_flops.get(DTYPE_PEAK.get(dtype or "float32", "fp32")) or peak_flops.get("fp32", 0.0)
+    if not pf or not peak_bw:
+        out["class"] = "launch-bound" if ms < LAUNCH_BOUND_MS else "unknown"
+        return out
+    sol = max(f / pf, b / peak_bw) * 1000.0
+    out["sol_ms"] = sol
+    out["headroom_ms"] = max(ms - sol, 0.0)
+    if ms < LAUNCH_BOUND_MS and sol < 0.1 * ms:
+        out["class"] = "launch-bound"
+    elif b and f / b >= pf / peak_bw:
+        out["class"] = "compute-bound"
+    else:
+        out["class"] = "memory-bound"
+    return out
+
+
+def verdict(latency_ms: float, per_node: list[dict[str, Any]], io_copy_ms: float, boundary_copy_ms: float,
+            plugin_ms: float) -> dict[str, Any]:
+    """Graph-, kernel- or transfer-bound, with the numbers that decide it and the fix that fits.
+
+    - *transfer-bound*: the model's input/output copies plus the copies its partition boundaries force are
+      30% or more of the end-to-end time;
+    - *graph-bound*: otherwise, when launch-bound nodes (many small kernels) take half the node time or
+      more, or the nodes' own times cover under half the latency (the runtime's gaps between them);
+    - *kernel-bound*: the rest: a few heavy nodes hold the time.
+    """
+    node_ms = sum(n["ms"] for n in per_node)
+    small = sum(n["ms"] for n in per_node if n.get("class") == "launch-bound")
+    transfer = io_copy_ms + boundary_copy_ms
+    end_to_end = max(latency_ms + transfer, 1e-9)
+    cover = node_ms / latency_ms if latency_ms > 0 else 0.0
+    numbers = {"latency_ms": round(latency_ms, 4), "node_ms": round(node_ms, 4), "node_cover": round(cover, 3),
+               "launch_bound_ms": round(small, 4), "launch_bound_nodes": sum(
+                   1 for n in per_node if n.get("class") == "launch-bound"),
+               "io_copy_ms": round(io_copy_ms, 4), "boundary_copy_ms": round(boundary_copy_ms, 4),
+               "transfer_share": round(transfer / end_to_end, 3), "plugin_ms": round(plugin_ms, 4),
+               "split_cost_share": round((plugin_ms + boundary_copy_ms) / end_to_end, 3)}
+    top = sorted(per_node, key=lambda n: -n["ms"])[:3]
+    if transfer / end_to_end >= 0.3:
+        kind = "transfer-bound"
+        why = (f"copies take {transfer / end_to_end:.0%} of the end-to-end time ({io_copy_ms:.3f} ms of inputs "
+               f"and outputs, {boundary_copy_ms:.3f} ms at partition boundaries)")
+        fix = ("pin host memory and overlap copies with compute; move pre/post-processing onto the GPU; remove "
+               "partition boundaries (a plugin for the op that splits the engine)")
+    elif node_ms and (small / node_ms >= 0.5 or cover < 0.5):
+        kind = "graph-bound"
+        why = (f"{numbers['launch_bound_nodes']} small nodes take {small / node_ms:.0%} of the node time"
+               if small / node_ms >= 0.5 else
+               f"the nodes' own times cover only {cover:.0%} of the latency: the rest is gaps between them")
+        fix = "delegate to TensorRT: its layer fusion and CUDA graphs remove the per-node overhead"
+    else:
+        kind = "kernel-bound"
+        names = ", ".join(f"{n['name']} ({n['ms']:.3f} ms)" for n in top)
+        why = f"a few heavy nodes hold the time: {names}" if top else "no per-node times"
+        fix = ("tune or write the kernels of the heaviest nodes; for delegated nodes, try lower precision "
+               "(FP16/FP8/INT8 with Q/DQ) in TensorRT")
+    return {"verdict": kind, "why": why, "fix": fix, "numbers": numbers}

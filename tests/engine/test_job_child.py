@@ -1,0 +1,53 @@
+"""GPU jobs run in a child process: its events stream back, Cancel stops it within a second, and a child
+that crashes or hangs ends the job with one line while the caller goes on."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from splitscope.engine.errors import JobCancelledError, SplitscopeError
+from splitscope.engine.jobs import CancelToken, Progress, Sample, run_to_end
+from splitscope.engine.runtime.child import JobCrashedError, JobProcess
+
+from tests.engine.models import LIGHT_DIR
+
+
+def test_a_profile_in_a_child_streams_samples_and_returns_the_result():
+    job = JobProcess("profile", {"model": str(LIGHT_DIR / "light_squeezenet.onnx"), "iterations": 6, "warmup": 1,
+                                 "profiled": 2})
+    events = []
+    gen = job.events()
+    while True:
+        try:
+            events.append(next(gen))
+        except StopIteration as stop:
+            res = stop.value
+            break
+    assert sum(isinstance(e, Sample) and e.series == "latency" for e in events) == 6
+    assert any(isinstance(e, Progress) for e in events)
+    assert res["backend"] == "ort-cpu" and len(res["samples_ms"]) == 6 and res["per_node"]
+
+
+def test_cancel_stops_a_hanging_child_within_a_second():
+    token = CancelToken()
+    job = JobProcess("test-sleep", {"seconds": 60})
+    threading.Timer(0.5, token.cancel).start()
+    t0 = time.perf_counter()
+    with pytest.raises(JobCancelledError):
+        run_to_end(job.events(token))
+    assert time.perf_counter() - t0 < 0.5 + 1.0
+    assert job.proc.poll() is not None  # the child is gone
+
+
+def test_a_crashing_child_ends_the_job_with_one_line():
+    with pytest.raises(JobCrashedError) as e:
+        run_to_end(JobProcess("test-crash", {}).events())
+    assert "signal" in e.value.message and "\n" not in e.value.message
+
+
+def test_a_failing_job_reports_its_one_line_error():
+    with pytest.raises(SplitscopeError, match="custom-op library"):
+        run_to_end(JobProcess("profile", {"model": str(__import__("splitscope.engine.sample", fromlist=["x"])
+                                                       .SAMPLE_MODEL), "iterations": 2}).events())

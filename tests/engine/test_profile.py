@@ -1,0 +1,173 @@
+"""Profiling on the CPU backend end to end on real models, its inputs, statistics, verdict and saved sessions.
+
+The GPU parts (NVML, copies, ort-cuda) run on a GPU machine (BENCHMARKS.md says what was measured there);
+here they must say in one line that there is no GPU, and everything else must work.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from splitscope.engine.cli import main as cli
+from splitscope.engine.jobs import Sample, run_to_end
+from splitscope.engine.runtime.device import NoGpu, gpu_info
+from splitscope.engine.runtime.inputs import ProfileInputError, file_feeds, input_specs, parse_dims, random_feeds
+from splitscope.engine.runtime.profile import profile
+from splitscope.engine.runtime.roofline import classify, verdict
+from splitscope.engine.runtime.stats import latency_stats
+from splitscope.engine.runtime.store import load_results, model_key, save_result
+from splitscope.engine.runtime.telemetry import NvmlSampler
+from splitscope.engine.split.analyze import analyze_model
+
+from tests.engine.models import LIGHT_DIR
+
+ROOT = Path(__file__).resolve().parents[2]
+SQUEEZENET = LIGHT_DIR / "light_squeezenet.onnx"
+TRANSFORMER = ROOT / "tests" / "data" / "torch_transformer.onnx"
+
+
+def _events(job):  # type: ignore[no-untyped-def]
+    events = []
+    while True:
+        try:
+            events.append(next(job))
+        except StopIteration as stop:
+            return events, stop.value
+
+
+def test_ort_cpu_profile_of_a_real_cnn():
+    gm = analyze_model(SQUEEZENET, parser="table")
+    events, res = _events(profile(SQUEEZENET, gm, iterations=12, warmup=2, profiled=4, telemetry=False))
+    lat = [e for e in events if isinstance(e, Sample) and e.series == "latency"]
+    assert len(lat) == 12 and len(res.samples_ms) == 12 and len(res.warmup_ms) == 2
+    assert set(res.latency_ms) == {"mean", "min", "p50", "p90", "p99", "max", "std"}
+    assert res.latency_ms["min"] <= res.latency_ms["p50"] <= res.latency_ms["max"]
+    assert any(e.series == "nodes" for e in events if isinstance(e, Sample))  # per-node times arrive live
+    # Per-node times name the model's own nodes (its Convs, Relus, Concats) and add up to one.
+    matched = [r for r in res.per_node if r["index"] is not None]
+    assert len(matched) >= 0.9 * len(res.per_node) and {"Conv", "Relu", "Concat"} <= {r["op_type"] for r in matched}
+    assert abs(sum(r["share"] for r in res.per_node) - 1) < 1e-3
+    assert res.verdict["verdict"] in ("graph-bound", "kernel-bound", "transfer-bound")
+    assert res.device == "CPU" and res.throughput["inferences_per_s"] > 0
+    json.dumps(res.to_json())
+
+
+def test_symbolic_dims_and_a_run_that_fails_say_what_to_do():
+    gm = analyze_model(TRANSFORMER, parser="table")
+    # The TorchScript export baked batch x heads = 16 and seq = 16 into a Reshape: dims of 1 fail to run.
+    with pytest.raises(Exception, match="symbolic dims: set them with --dim") as e:
+        run_to_end(profile(TRANSFORMER, gm, iterations=2, warmup=0, profiled=1, telemetry=False))
+    assert "\n" not in str(e.value)
+    res = run_to_end(profile(TRANSFORMER, gm, iterations=3, warmup=1, profiled=2, telemetry=False,
+                             dims={"batch": 4, "seq": 16}))
+    assert res.throughput["batch"] == 4 and res.throughput["items_per_s"] > res.throughput["inferences_per_s"]
+
+
+def test_inputs_random_per_dtype_and_from_files(tmp_path):
+    specs = input_specs(onnx.load(TRANSFORMER))
+    assert [(s.name, s.dtype, s.dims) for s in specs] == [("ids", np.dtype("int64"), ("batch", "seq"))]
+    a = random_feeds(specs, {"batch": 2, "seq": 5}, seed=3)["ids"]
+    assert a.shape == (2, 5) and a.dtype == np.int64
+    assert np.array_equal(a, random_feeds(specs, {"batch": 2, "seq": 5}, seed=3)["ids"])  # seeded
+    np.savez(tmp_path / "ok.npz", ids=np.zeros((4, 16), np.int64))
+    assert file_feeds(tmp_path / "ok.npz", specs)["ids"].shape == (4, 16)
+    np.savez(tmp_path / "name.npz", tokens=np.zeros((4, 16), np.int64))
+    np.savez(tmp_path / "dtype.npz", ids=np.zeros((4, 16), np.float32))
+    np.savez(tmp_path / "rank.npz", ids=np.zeros((4,), np.int64))
+    (tmp_path / "junk.npz").write_bytes(b"not a zip")
+    for f, words in (("name.npz", "no array for input 'ids'"), ("dtype.npz", "save it as int64"),
+                     ("rank.npz", "reshape it"), ("junk.npz", "numpy.savez"), ("gone.npz", "does not exist")):
+        with pytest.raises(ProfileInputError, match=words) as e:
+            file_feeds(tmp_path / f, specs)
+        assert "\n" not in e.value.message
+    with pytest.raises(ProfileInputError, match="NAME=VALUE"):
+        parse_dims(["batch"])
+
+
+def test_latency_statistics():
+    s = latency_stats([1.0, 2.0, 3.0, 4.0, 100.0])
+    assert s["min"] == 1.0 and s["max"] == 100.0 and s["p50"] == 3.0 and s["mean"] == 22.0
+    assert s["p99"] > s["p90"] > s["p50"]
+
+
+def test_roofline_classes_and_verdicts():
+    peaks, bw = {"fp32": 60e12}, 4.8e12  # H200-like: ridge at 12.5 FLOP/byte
+    assert classify(1.0, int(1e12 * 1e-3 * 50), int(1e9), "float32", peaks, bw)["class"] == "compute-bound"
+    mem = classify(1.0, int(1e6), int(4e9 * 1e-3 * 1000), "float32", peaks, bw)
+    assert mem["class"] == "memory-bound" and 0 < mem["sol_ms"] < 1.0 and mem["headroom_ms"] > 0
+    assert classify(0.005, 1000, 4000, "float32", peaks, bw)["class"] == "launch-bound"
+    small = [{"name": f"n{i}", "ms": 0.005, "class": "launch-bound"} for i in range(100)]
+    assert verdict(0.6, small, 0.0, 0.0, 0.0)["verdict"] == "graph-bound"
+    heavy = [{"name": "gemm", "ms": 5.0, "class": "compute-bound"}]
+    assert verdict(5.2, heavy, 0.1, 0.0, 0.0)["verdict"] == "kernel-bound"
+    v = verdict(5.2, heavy, 3.0, 1.0, 0.5)
+    assert v["verdict"] == "transfer-bound" and v["numbers"]["transfer_share"] > 0.3 and "pin" in v["fix"]
+
+
+def test_without_a_gpu_the_gpu_parts_say_so_in_one_line():
+    if shutil.which("nvidia-smi"):
+        pytest.skip("this machine has an NVIDIA GPU: the no-GPU messages cannot be seen here")
+    with pytest.raises(NoGpu) as e:
+        gpu_info()
+    assert str(e.value) and "\n" not in str(e.value)
+    s = NvmlSampler()
+    why = s.start()
+    assert why and "\n" not in why
+    assert s.summary()["samples"] == 0
+    assert cli(["profile", str(SQUEEZENET), "--backend", "ort-cuda", "-q"]) == 2
+
+
+def test_cli_profile_writes_the_json_and_fails_in_one_line(tmp_path, capsys):
+    out = tmp_path / "p.json"
+    assert cli(["profile", str(SQUEEZENET), "--iterations", "5", "--warmup", "1", "--profiled", "2",
+                "--parser", "table", "--json", str(out)]) == 0
+    j = json.loads(out.read_text())
+    for key in ("backend", "device", "iterations", "latency_ms", "throughput", "per_node", "copies", "verdict"):
+        assert key in j
+    assert {"name", "op_type", "ms", "share"} <= set(j["per_node"][0])
+    assert "verdict:" in capsys.readouterr().out
+    assert cli(["profile", str(ROOT / "resources" / "sample.onnx"), "--parser", "table", "-q"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "custom-op library" in err[0]
+    assert cli(["profile", str(SQUEEZENET), "--dim", "batch"]) == 2
+    assert cli(["profile", str(SQUEEZENET), "--input", str(tmp_path / "none.npz"), "--parser", "table"]) == 2
+
+
+def test_cli_profile_interrupted_exits_130_and_writes_nothing(tmp_path):
+    out = tmp_path / "p.json"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "splitscope.engine.cli", "profile", str(SQUEEZENET),
+                             "--iterations", "100000", "--parser", "table", "--json", str(out)],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(4)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert not out.exists() and not list(tmp_path.iterdir())
+    assert "Traceback" not in err
+
+
+def test_saved_results_come_back_by_content_not_path(tmp_path):
+    a = tmp_path / "a.onnx"
+    shutil.copy(SQUEEZENET, a)
+    b = tmp_path / "renamed.onnx"
+    shutil.copy(SQUEEZENET, b)
+    assert model_key(a) == model_key(b)
+    save_result(a, "profile", {"backend": "ort-cpu", "latency_ms": {"mean": 1.0}})
+    got = load_results(b, "profile")
+    assert len(got) == 1 and got[0]["result"]["backend"] == "ort-cpu"
+    with b.open("r+b") as f:  # one byte changed in the middle: another model
+        f.seek(b.stat().st_size // 2)
+        f.write(b"\x00")
+    assert model_key(b) != model_key(a) and load_results(b) == []
+    assert got[0]["file"].startswith(os.environ["SPLITSCOPE_DATA_DIR"])  # the test's data folder, not the user's
