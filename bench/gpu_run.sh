@@ -28,5 +28,7 @@ $cli tests/data/torch_transformer.onnx --backend ort-cuda --dim batch=4 --dim se
 if [ -n "$llama" ]; then
   $cli "$llama" --backend ort-cuda --dim seq=128 --iterations 100 --parser table --json "$out/llama_cuda.json" | tail -12
 fi
-python3 bench/bench_profile.py /tmp/r50.onnx tests/data/torch_transformer.onnx --backend ort-cuda --dim batch=8 \
-  --dim seq=16 --iterations 100 --repeat 3 --copies --out "$out/bench_profile_cuda.json"
+python3 bench/bench_profile.py /tmp/r50.onnx --backend ort-cuda --dim batch=8 --iterations 100 --repeat 3 --copies \
+  --out "$out/bench_profile_cuda.json"
+python3 bench/bench_profile.py tests/data/torch_transformer.onnx --backend ort-cuda --dim batch=4 --dim seq=16 \
+  --iterations 100 --repeat 3 --out "$out/bench_profile_cuda_tt.json"

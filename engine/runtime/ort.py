@@ -165,16 +165,17 @@ class OrtBackend:
         shutil.rmtree(self._tmp, ignore_errors=True)
 
 
-def parse_ort_profile(path: str | os.PathLike[str], skip_runs: int = 0) -> tuple[dict[str, float], dict[str, str], int]:
+def parse_ort_profile(path: str | os.PathLike[str], skip_runs: int = 0) -> tuple[dict[str, float], dict[str, str],
+                                                                        int, float]:
     """Per-node kernel microseconds summed over the profiled runs after the first ``skip_runs``, each node's op
-    type, and how many runs were kept. Node events are ``{cat: Node, name: NAME_kernel_time, dur, ts, args}``,
-    runs are ``{cat: Session, name: model_run, ts, dur}``."""
+    type, how many runs were kept, and those runs' own total microseconds (what the node times cover). Node
+    events are ``{cat: Node, name: NAME_kernel_time, dur, ts, args}``, runs ``{cat: Session, name: model_run}``."""
     events = json.loads(Path(path).read_text(encoding="utf-8"))
     runs = sorted((e["ts"], e["ts"] + e["dur"]) for e in events
                   if e.get("cat") == "Session" and e.get("name") == "model_run")
     kept = runs[skip_runs:]
     if not kept:
-        return {}, {}, 0
+        return {}, {}, 0, 0.0
     lo = kept[0][0]
     per: dict[str, float] = {}
     ops: dict[str, str] = {}
@@ -185,4 +186,4 @@ def parse_ort_profile(path: str | os.PathLike[str], skip_runs: int = 0) -> tuple
         node = name[: -len("_kernel_time")]
         per[node] = per.get(node, 0.0) + float(e.get("dur", 0))
         ops.setdefault(node, str(e.get("args", {}).get("op_name", "")))
-    return per, ops, len(kept)
+    return per, ops, len(kept), float(sum(b - a for a, b in kept))

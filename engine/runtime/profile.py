@@ -58,6 +58,9 @@ class ProfileResult:
     telemetry: dict[str, Any] | None = None
     telemetry_series: list[dict[str, float]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    node_cover: float = 0.0
+    """Share of a profiled run's time that the per-node times account for."""
+    profiled_run_ms: float = 0.0
     started: str = ""
     seconds: float = 0.0
 
@@ -86,6 +89,7 @@ def profile(path: str | Path, gm: GraphModel, *, backend: str = "ort-cpu", itera
     t_start = time.perf_counter()
     started = time.strftime("%Y-%m-%dT%H:%M:%S")
     notes: list[str] = []
+    node_total = 0.0
     yield Progress("inputs", 0, 0, "Preparing inputs")
     specs = input_specs(onnx.load(str(path), load_external_data=False))
     dims = dict(dims or {})
@@ -144,6 +148,7 @@ def profile(path: str | Path, gm: GraphModel, *, backend: str = "ort-cpu", itera
         per_us: dict[str, float] = {}
         ops: dict[str, str] = {}
         kept = 0
+        profiled_run_us = 0.0
         chunk = max(1, -(-profiled // PROFILE_CHUNKS))
         done = 0
         while done < profiled:
@@ -157,7 +162,8 @@ def profile(path: str | Path, gm: GraphModel, *, backend: str = "ort-cpu", itera
                 prun()
             prof = psess.end_profiling()
             del prun, psess
-            us, op_names, k = parse_ort_profile(prof, skip_runs=1)
+            us, op_names, k, run_us = parse_ort_profile(prof, skip_runs=1)
+            profiled_run_us += run_us
             Path(prof).unlink(missing_ok=True)
             for key, v in us.items():
                 per_us[key] = per_us.get(key, 0.0) + v
@@ -239,12 +245,14 @@ def profile(path: str | Path, gm: GraphModel, *, backend: str = "ort-cpu", itera
                   "plugins": [{"name": r["name"], "op_type": r["op_type"], "ms": r["ms"], "sol_ms": r["sol_ms"],
                                "most_a_kernel_saves_ms": r["headroom_ms"]} for r in plugin_rows],
                   "assumes": "boundary tensors make a device-to-host and a host-to-device trip over pinned memory"}
-    v = verdict(mean, per_node, io_ms if be.cuda else 0.0, boundary_ms, plugin_ms)
+    cover = node_total / (profiled_run_us / kept / 1000) if kept and profiled_run_us else 0.0
+    v = verdict(mean, per_node, io_ms if be.cuda else 0.0, boundary_ms, plugin_ms, cover)
     if not per_node:
         notes.append("ONNX Runtime's profiler reported no node times")
-    elif mean > 0:
+    elif mean > 0 and kept:
         notes.append(f"per-node times come from separate profiled sessions at basic graph optimisation (so that "
-                     f"they name the model's nodes); their sum is {node_total / mean:.2f}x the timed latency")
+                     f"they name the model's nodes): a profiled run took {profiled_run_us / kept / 1000:.3f} ms, "
+                     f"{profiled_run_us / kept / 1000 / mean:.2f}x the timed latency")
     device = (f"{gpu.name} (cc {gpu.compute_capability[0]}.{gpu.compute_capability[1]})" if gpu is not None
               else "CPU" if not be.cuda else "CUDA GPU")
     series = list(sampler.samples) if sampler is not None else []
@@ -255,7 +263,8 @@ def profile(path: str | Path, gm: GraphModel, *, backend: str = "ort-cpu", itera
                          gpu.to_json() if gpu is not None else None,
                          sampler.summary() if sampler is not None else None,
                          [{k: round(val, 3) for k, val in s.items()} for s in series[:: max(1, len(series) // 2000)]],
-                         notes, started, round(time.perf_counter() - t_start, 3))
+                         notes, round(cover, 4), round(profiled_run_us / kept / 1000, 4) if kept else 0.0, started,
+                         round(time.perf_counter() - t_start, 3))
 
 
 def _named(path: Path) -> tuple[bytes | str, dict[str, int]]:

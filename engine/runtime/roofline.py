@@ -48,20 +48,22 @@ def classify(ms: float, flops: int | None, nbytes: int | None, dtype: str | None
 
 
 def verdict(latency_ms: float, per_node: list[dict[str, Any]], io_copy_ms: float, boundary_copy_ms: float,
-            plugin_ms: float) -> dict[str, Any]:
+            plugin_ms: float, cover: float | None = None) -> dict[str, Any]:
     """Graph-, kernel- or transfer-bound, with the numbers that decide it and the fix that fits.
 
     - *transfer-bound*: the model's input/output copies plus the copies its partition boundaries force are
       30% or more of the end-to-end time;
     - *graph-bound*: otherwise, when launch-bound nodes (many small kernels) take half the node time or
-      more, or the nodes' own times cover under half the latency (the runtime's gaps between them);
+      more, or the nodes' own times cover under half of a profiled run (``cover``: the rest is the runtime's
+      gaps between nodes);
     - *kernel-bound*: the rest: a few heavy nodes hold the time.
     """
     node_ms = sum(n["ms"] for n in per_node)
     small = sum(n["ms"] for n in per_node if n.get("class") == "launch-bound")
     transfer = io_copy_ms + boundary_copy_ms
     end_to_end = max(latency_ms + transfer, 1e-9)
-    cover = node_ms / latency_ms if latency_ms > 0 else 0.0
+    if cover is None:
+        cover = node_ms / latency_ms if latency_ms > 0 else 0.0
     numbers = {"latency_ms": round(latency_ms, 4), "node_ms": round(node_ms, 4), "node_cover": round(cover, 3),
                "launch_bound_ms": round(small, 4), "launch_bound_nodes": sum(
                    1 for n in per_node if n.get("class") == "launch-bound"),
