@@ -3,7 +3,8 @@
 A node's *speed-of-light* time is the larger of ``FLOPs / peak FLOP/s`` (for its dtype) and ``bytes /
 peak bandwidth``: no kernel can beat it. A node is *launch-bound* when its work is so small that
 fixed costs (kernel launch, scheduling, the runtime's own bookkeeping) dominate: its speed-of-light
-time is under a tenth of what it took and it took under :data:`LAUNCH_BOUND_MS`. Otherwise it is
+time is under :data:`LAUNCH_SOL_MS` and under a quarter of what it took, and it took under
+:data:`LAUNCH_BOUND_MS` (without the device's peaks: it took under :data:`LAUNCH_NO_PEAKS_MS`). Otherwise it is
 *compute-bound* when its arithmetic intensity (FLOPs per byte) is at or past the ridge point (peak
 FLOP/s over peak bandwidth), else *memory-bound*. For a plugin node the gap between the two times is
 the most a custom kernel could save.
@@ -13,8 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
-LAUNCH_BOUND_MS = 0.02
-"""Nodes faster than this whose speed of light is far below it are overhead, not work."""
+LAUNCH_BOUND_MS = 0.1
+LAUNCH_SOL_MS = 0.005
+"""Less real work than this (5 µs at the device's peaks) cannot pay for a launch: such a node is overhead."""
+LAUNCH_NO_PEAKS_MS = 0.02
 DTYPE_PEAK = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float64": "fp64", "int8": "int8",
               "uint8": "int8", "float8e4m3fn": "fp8", "float8e5m2": "fp8"}
 
@@ -33,12 +36,12 @@ def classify(ms: float, flops: int | None, nbytes: int | None, dtype: str | None
     out["intensity"] = f / b if b else None
     pf = peak_flops.get(DTYPE_PEAK.get(dtype or "float32", "fp32")) or peak_flops.get("fp32", 0.0)
     if not pf or not peak_bw:
-        out["class"] = "launch-bound" if ms < LAUNCH_BOUND_MS else "unknown"
+        out["class"] = "launch-bound" if ms < LAUNCH_NO_PEAKS_MS else "unknown"
         return out
     sol = max(f / pf, b / peak_bw) * 1000.0
     out["sol_ms"] = sol
     out["headroom_ms"] = max(ms - sol, 0.0)
-    if ms < LAUNCH_BOUND_MS and sol < 0.1 * ms:
+    if ms < LAUNCH_BOUND_MS and sol < LAUNCH_SOL_MS and sol < 0.25 * ms:
         out["class"] = "launch-bound"
     elif b and f / b >= pf / peak_bw:
         out["class"] = "compute-bound"
