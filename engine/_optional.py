@@ -46,6 +46,7 @@ KNOWN: dict[str, tuple[str, str]] = {
     "cuda": ("cuda.bindings.runtime", "pip install 'splitscope[gpu]'"),
     "nvml": ("pynvml", "pip install nvidia-ml-py"),
     "onnxruntime": ("onnxruntime", "pip install onnxruntime"),
+    "ort-cuda": ("onnxruntime", "pip install onnxruntime-gpu (on a machine with an NVIDIA GPU)"),
     "netron": ("netron", "pip install netron"),
 }
 
@@ -84,6 +85,14 @@ def probe(name: str, *, import_it: bool = True) -> DepStatus:
         if int(err) != 0 or count == 0:
             return DepStatus(name, module, DepState.NO_DEVICE, version, f"cudaGetDeviceCount: {err}",
                              "run on a machine with an NVIDIA GPU and driver")
+    if name == "ort-cuda":
+        import contextlib
+
+        with contextlib.suppress(Exception):  # CUDA libraries that are not there show as no provider
+            if hasattr(mod, "preload_dlls"):
+                mod.preload_dlls()
+        if "CUDAExecutionProvider" not in mod.get_available_providers():
+            return DepStatus(name, module, DepState.NO_DEVICE, version, "no CUDAExecutionProvider", fix)
     if name == "nvml":
         try:
             mod.nvmlInit()

@@ -30,6 +30,7 @@ from splitscope.gui.canvas import GraphCanvas, Minimap
 from splitscope.gui.menus import show_canvas_menu
 from splitscope.gui.palette import apply_app_palette, make_palette, system_is_dark
 from splitscope.gui.panels import Inspector, OpsPanel, SummaryPanel
+from splitscope.gui.profiling import ProfilingUi
 from splitscope.gui.tools import NetronTool, OptimizeTool
 from splitscope.profiler.jobs import JobRunner
 from splitscope.profiler.session import ModelSession
@@ -98,6 +99,7 @@ class MainWindow(QMainWindow):
 
         self.optimize_tool = OptimizeTool(self)
         self.netron = NetronTool(self)
+        self.profiling = ProfilingUi(self)
         self._build_toolbar()
         self._build_status_bar()
         self._build_menus()
@@ -243,6 +245,7 @@ class MainWindow(QMainWindow):
         t = mb.addMenu("&Tools")
         self._action(t, "&Optimize Export…", self.optimize_tool.choose_and_run).setToolTip(
             "Run an ONNX optimizer on a copy, check it with ONNX Runtime, and compare the split before and after")
+        self.profiling.add_actions(t, v)
         h = mb.addMenu("&Help")
         self._action(h, "&About Splitscope", self.show_about)
         esc = QAction("Cancel job", self)
@@ -404,6 +407,7 @@ class MainWindow(QMainWindow):
         self.ops.set_rows(view.stats["ops"])
         self.summary.set_stats(gm, view.stats, make_palette(self._is_dark()))
         self.setWindowTitle(f"Splitscope — {model_title(gm)}")
+        self.profiling.model_changed(gm)
         self._search_changed(self.search.text())
         for w in gm.warnings:
             self.statusBar().showMessage(w, 8000)
@@ -631,5 +635,6 @@ class MainWindow(QMainWindow):
         settings.setValue("main/state", self.saveState())
         settings.sync()
         self.cancel_jobs()
+        self.profiling.queue.cancel_all()
         self.runner.wait(2000)  # jobs stop at their next check; launch.main ends the process if one has not
         super().closeEvent(event)

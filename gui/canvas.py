@@ -37,6 +37,7 @@ from splitscope.gui.render import (
     MAX_SCALE,
     MIN_SCALE,
     GraphPainter,
+    Heat,
     segments_path,
 )
 
@@ -70,6 +71,8 @@ class GraphCanvas(QWidget):
         self.selected_node = -1
         self.selected_group = -1
         self.highlight_nodes: set[int] = set()
+        self.heat: Heat | None = None
+        """Colour by a measured figure instead of the status (View › Colour by)."""
         self.show_legend = True
         self.busy_text = ""
         """A notice over the canvas while a long job runs (empty: none)."""
@@ -86,6 +89,11 @@ class GraphCanvas(QWidget):
     def set_palette(self, palette: Palette) -> None:
         """Switch light/dark colours."""
         self.palette_ = palette
+        self.update()
+
+    def set_heat(self, heat: Heat | None) -> None:
+        """Colour nodes and blocks by ``heat`` (None: by status again)."""
+        self.heat = heat
         self.update()
 
     def set_graph(self, gm: GraphModel, hier: Hierarchy, layout: Layout, keep_view: bool = False) -> None:
@@ -365,7 +373,7 @@ class GraphCanvas(QWidget):
         return GraphPainter(self.gm, self.hier, self.layout_, self._arrays, self._frames_by_depth, self.palette_,
                             -1 if plain else self.selected_node, -1 if plain else self.selected_group,
                             frozenset() if plain else frozenset(self.highlight_nodes), QFont(self.font()),
-                            QFont(self.font_small))
+                            QFont(self.font_small), self.heat)
 
     def render_to(self, p: QPainter, target: Any, view: QRectF, scale: float, legend: bool = True) -> None:
         """Paint ``view`` of what is on screen into ``target`` (see :meth:`GraphPainter.render_to`)."""

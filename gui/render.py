@@ -53,6 +53,35 @@ def segments_path(x0: np.ndarray, y0: np.ndarray, x1: np.ndarray, y1: np.ndarray
 
 
 @dataclass(frozen=True, slots=True)
+class Heat:
+    """A colouring of nodes and blocks by a measured figure. ``nodes``/``groups`` map to values in [0, 1]
+    (sequential: share of the largest) or [-1, 1] (diverging: log2 of B over A, clipped at 4x); nodes
+    without a value are drawn neutral."""
+
+    nodes: dict[int, float]
+    groups: dict[int, float]
+    label: str
+    diverging: bool = False
+    low: str = ""
+    high: str = ""
+
+
+SEQUENTIAL = ((255, 247, 236), (253, 212, 158), (252, 141, 89), (215, 48, 31), (127, 0, 0))
+DIVERGING = ((0, 114, 178), (140, 190, 220), (245, 245, 245), (240, 160, 120), (213, 94, 0))
+
+
+def heat_colour(v: float, diverging: bool) -> QColor:
+    """The colour of a heat value (see :class:`Heat`)."""
+    stops = DIVERGING if diverging else SEQUENTIAL
+    t = (min(max(v, -1.0), 1.0) + 1) / 2 if diverging else min(max(v, 0.0), 1.0)
+    pos = t * (len(stops) - 1)
+    k = min(int(pos), len(stops) - 2)
+    f = pos - k
+    a, b = stops[k], stops[k + 1]
+    return QColor(*(int(a[i] + (b[i] - a[i]) * f) for i in range(3)))
+
+
+@dataclass(frozen=True, slots=True)
 class GraphPainter:
     """A snapshot of a laid-out graph and how to show it; paints from any thread."""
 
@@ -67,6 +96,8 @@ class GraphPainter:
     highlight_nodes: frozenset[int] = frozenset()
     base_font: QFont | None = None
     font_small: QFont | None = None
+    heat: Heat | None = None
+    """When set, fills show a measured figure (time share, or a run against another) instead of the status."""
 
     def font(self) -> QFont:
         """The base font (the canvas widget's)."""
@@ -209,13 +240,14 @@ class GraphPainter:
             grow = 3 * min(scale, 1.0) + 1
             p.drawRoundedRect(rect.adjusted(-grow, -grow, grow, grow), radius + grow, radius + grow)
         p.setPen(QPen(border, 3 if selected else (2 if n.status is Status.PLUGIN else 1)))
-        p.setBrush(pal.status_fill[n.status])
+        p.setBrush(self._fill(node, None, n.status))
         p.drawRoundedRect(rect, radius, radius)
         if scale < LOD_TEXT:
             return
         r = 5 * scale
         self._marker(p, rect.left() + 10 * scale, rect.top() + 12 * scale, r, n.status)
-        p.setPen(pal.text)
+        text_pen, muted_pen = self._text_pens(node, None)
+        p.setPen(text_pen)
         f = QFont(self.font())
         f.setPointSizeF(max(6.0, 9.5 * min(scale, 1.6)))
         f.setBold(True)
@@ -241,7 +273,7 @@ class GraphPainter:
             p.setPen(pal.background)
             p.drawText(pill, Qt.AlignmentFlag.AlignCenter, badge)
             p.setFont(f)
-            p.setPen(pal.text)
+            p.setPen(text_pen)
             text_rect = text_rect.adjusted(0, 0, -pill.width() - 2 * scale, 0)
         p.drawText(text_rect, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop, fm.elidedText(
             op, Qt.TextElideMode.ElideRight, int(text_rect.width())))
@@ -251,13 +283,32 @@ class GraphPainter:
         f2.setPointSizeF(max(5.0, 7.5 * min(scale, 1.6)))
         p.setFont(f2)
         fm2 = QFontMetrics(f2)
-        p.setPen(pal.muted)
+        p.setPen(muted_pen)
         out = _shape_text(self.gm, n.outputs[0]) if n.outputs else ""
         name = n.label.rsplit("/", 1)[-1]
         lines = out if name == n.op_type else f"{name}\n{out}"
         p.drawText(text_rect.adjusted(0, fm.height(), 0, 0), Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop,
                    "\n".join(fm2.elidedText(s, Qt.TextElideMode.ElideMiddle, int(text_rect.width()))
                              for s in lines.split("\n")))
+
+    def _text_pens(self, node: int | None, gid: int | None) -> tuple[QColor, QColor]:
+        """Text and secondary-text colours that read on the item's fill (light text on a dark heat colour)."""
+        pal = self.palette_
+        if self.heat is None:
+            return pal.text, pal.muted
+        c = self._fill(node, gid, Status.DELEGATE)
+        if 0.299 * c.red() + 0.587 * c.green() + 0.114 * c.blue() < 140:
+            return QColor(255, 255, 255), QColor(235, 235, 235)
+        return QColor(20, 20, 20), QColor(70, 70, 70)
+
+    def _fill(self, node: int | None, gid: int | None, status: Status) -> QColor:
+        h = self.heat
+        if h is None:
+            return self.palette_.status_fill[status]
+        v = h.nodes.get(node) if node is not None else h.groups.get(gid) if gid is not None else None
+        if v is None:  # not measured: neutral, so that the measured ones stand out
+            return QColor(self.palette_.frame_fill[0])
+        return heat_colour(v, h.diverging)
 
     def _share_bar(self, p: QPainter, rect: QRectF, share: float) -> None:
         pal = self.palette_
@@ -274,7 +325,7 @@ class GraphPainter:
         status = Status.PLUGIN if g.plugin else Status.DELEGATE
         selected = gid == self.selected_group
         p.setPen(QPen(pal.selection if selected else pal.status_border[status], 3 if selected else 1.5))
-        p.setBrush(pal.status_fill[status])
+        p.setBrush(self._fill(None, gid, status))
         radius = 8 * min(scale, 1.5)
         p.drawRoundedRect(rect, radius, radius)
         # A second outline: a block stands for many nodes.
@@ -289,7 +340,8 @@ class GraphPainter:
         f.setPointSizeF(max(6.0, 9.5 * min(scale, 1.6)))
         f.setBold(True)
         p.setFont(f)
-        p.setPen(pal.text)
+        text_pen, muted_pen = self._text_pens(None, gid)
+        p.setPen(text_pen)
         fm = QFontMetrics(f)
         tr = rect.adjusted(24 * scale, 5 * scale, -6 * scale, -14 * scale)
         p.drawText(tr, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop,
@@ -297,7 +349,7 @@ class GraphPainter:
         f2 = QFont(self.font())
         f2.setPointSizeF(max(5.0, 7.5 * min(scale, 1.6)))
         p.setFont(f2)
-        p.setPen(pal.muted)
+        p.setPen(muted_pen)
         top_left = Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop
         line = tr.adjusted(0, fm.height() + 2 * scale, 0, 0)
         if g.plugin:  # how many plugin nodes it holds, first and in the plugin colour and shape
@@ -309,7 +361,7 @@ class GraphPainter:
             p.drawText(line, top_left, mark)
             line = line.adjusted(QFontMetrics(f3).horizontalAdvance(mark), 0, 0, 0)
             p.setFont(f2)
-            p.setPen(pal.muted)
+            p.setPen(muted_pen)
         info = f"{g.size:,} nodes · {g.delegate_share:.0%} of FLOPs delegated"
         p.drawText(line, top_left, QFontMetrics(f2).elidedText(info, Qt.TextElideMode.ElideRight, int(line.width())))
 
@@ -340,6 +392,7 @@ class GraphPainter:
         fm = QFontMetrics(f)
         rows = [(Status.DELEGATE, "delegate: TensorRT takes it"), (Status.PLUGIN, "plugin: needs custom CUDA"),
                 (None, "partition boundary (bytes/inference)")]
+        heat = self.heat
         width = max(fm.horizontalAdvance(t) for _, t in rows) + 44
         height = len(rows) * (fm.height() + 4) + 12
         box = QRectF(at.x() if at else 10, at.y() if at else 10, width, height)
@@ -361,6 +414,27 @@ class GraphPainter:
             p.setPen(pal.text)
             p.drawText(QPointF(box.left() + 38, yy), text)
             yy += fm.height() + 4
+        if heat is not None:  # the colour scale of the heat map, in its own box beside, with its ends named
+            hb = QRectF(box.right() + 8, box.top(), max(fm.horizontalAdvance(heat.label) + 20, 200), height)
+            p.setPen(QPen(pal.frame_border))
+            p.setBrush(bg)
+            p.drawRoundedRect(hb, 6, 6)
+            yy = hb.top() + 8 + fm.ascent()
+            p.setPen(pal.text)
+            p.drawText(QPointF(hb.left() + 10, yy), heat.label)
+            yy += 6
+            bar = QRectF(hb.left() + 10, yy, hb.width() - 20, fm.height() * 0.8)
+            steps = 24
+            for k in range(steps):
+                v = (k / (steps - 1)) * 2 - 1 if heat.diverging else k / (steps - 1)
+                p.setPen(Qt.PenStyle.NoPen)
+                p.setBrush(heat_colour(v, heat.diverging))
+                p.drawRect(QRectF(bar.left() + bar.width() * k / steps, bar.top(), bar.width() / steps + 0.5,
+                                  bar.height()))
+            yy = bar.bottom() + fm.ascent() + 2
+            p.setPen(pal.muted)
+            p.drawText(QPointF(bar.left(), yy), heat.low)
+            p.drawText(QPointF(bar.right() - fm.horizontalAdvance(heat.high), yy), heat.high)
         return box
 
     HEADER_PX = 92.0

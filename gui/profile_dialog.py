@@ -1,0 +1,130 @@
+"""Tools › Profile…: the backend, iteration counts, values for the model's symbolic dims (remembered per
+model) and optional inputs from a file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QSettings
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSpinBox,
+    QWidget,
+)
+from splitscope.engine.model import GraphModel
+from splitscope.profiler.profiling import ProfileRequest
+
+BACKENDS = (("ort-cpu", "ONNX Runtime, CPU"), ("ort-cuda", "ONNX Runtime, CUDA"),
+            ("tensorrt", "TensorRT engine"), ("rtx", "TensorRT-RTX engine"))
+
+
+def symbolic_inputs(gm: GraphModel) -> list[str]:
+    """Names of the symbolic dims of the model's inputs, in order (from the analysed graph: no file read)."""
+    seen: dict[str, None] = {}
+    for name in gm.graph.inputs:
+        t = gm.graph.tensors.get(name)
+        for d in (t.shape or ()) if t is not None else ():
+            if isinstance(d, str) and d:
+                seen.setdefault(d)
+    return list(seen)
+
+
+class ProfileDialog(QDialog):
+    """Asks what to profile; :meth:`request` is the answer."""
+
+    def __init__(self, gm: GraphModel, key: str, available: dict[str, str], parent: QWidget | None = None) -> None:
+        """``available``: backend -> "" when it can run here, else why not (shown as its tooltip)."""
+        super().__init__(parent)
+        self.setWindowTitle("Profile")
+        self.gm, self.key = gm, key
+        settings = QSettings()
+        form = QFormLayout(self)
+        self.backend = QComboBox()
+        for name, label in BACKENDS:
+            self.backend.addItem(label if not available.get(name) else f"{label} (not here)", name)
+            idx = self.backend.count() - 1
+            item = self.backend.model().item(idx)  # type: ignore[attr-defined]
+            if available.get(name):
+                item.setEnabled(False)
+                item.setToolTip(available[name])
+        last = str(settings.value("profile/backend", "ort-cpu"))
+        pos = self.backend.findData(last)
+        if pos >= 0 and not available.get(last):
+            self.backend.setCurrentIndex(pos)
+        form.addRow("Backend", self.backend)
+        self.iterations = self._spin(int(settings.value("profile/iterations", 100)), 1, 1_000_000)
+        self.warmup = self._spin(int(settings.value("profile/warmup", 10)), 0, 100_000)
+        self.profiled = self._spin(int(settings.value("profile/profiled", 20)), 1, 100_000)
+        form.addRow("Timed iterations", self.iterations)
+        form.addRow("Warm-up iterations", self.warmup)
+        form.addRow("Profiled iterations (per-node times)", self.profiled)
+        saved = self._saved_dims()
+        self.dims: dict[str, QSpinBox] = {}
+        for d in symbolic_inputs(gm):
+            box = self._spin(saved.get(d, 1), 1, 1 << 20)
+            self.dims[d] = box
+            form.addRow(f"Dim '{d}'", box)
+        if not self.dims:
+            form.addRow(QLabel("The inputs have no symbolic dims."))
+        self.input = QLineEdit()
+        self.input.setPlaceholderText("random, seeded (or pick a .npz / .npy)")
+        pick = QPushButton("Choose…")
+        pick.clicked.connect(self._choose_input)
+        row = QHBoxLayout()
+        row.addWidget(self.input, 1)
+        row.addWidget(pick)
+        form.addRow("Inputs", row)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        buttons.button(QDialogButtonBox.StandardButton.Ok).setText("Profile")
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        form.addRow(buttons)
+
+    @staticmethod
+    def _spin(value: int, lo: int, hi: int) -> QSpinBox:
+        s = QSpinBox()
+        s.setRange(lo, hi)
+        s.setValue(min(max(value, lo), hi))
+        return s
+
+    def _saved_dims(self) -> dict[str, int]:
+        raw = QSettings().value(f"profile/dims/{self.key}", "")
+        try:
+            d = json.loads(str(raw)) if raw else {}
+            return {str(k): int(v) for k, v in d.items()} if isinstance(d, dict) else {}
+        except (ValueError, TypeError):
+            return {}
+
+    def _choose_input(self) -> None:
+        name, _ = QFileDialog.getOpenFileName(self, "Inputs", str(Path.home()), "NumPy (*.npz *.npy)")
+        if name:
+            self.input.setText(name)
+
+    def request(self) -> ProfileRequest:
+        """The request, and the choices remembered for next time (the dims for this model)."""
+        settings = QSettings()
+        dims = {d: box.value() for d, box in self.dims.items()}
+        settings.setValue(f"profile/dims/{self.key}", json.dumps(dims))
+        settings.setValue("profile/backend", self.backend.currentData())
+        for k in ("iterations", "warmup", "profiled"):
+            settings.setValue(f"profile/{k}", getattr(self, k).value())
+        assert self.gm.path is not None
+        return ProfileRequest(self.gm.path, str(self.backend.currentData()), self.iterations.value(),
+                              self.warmup.value(), self.profiled.value(), dims, self.input.text().strip() or None,
+                              _parser_of(self.gm))
+
+
+def _parser_of(gm: GraphModel) -> str:
+    """The parser that split the open model, so the profile's plugin nodes are the ones the window shows."""
+    p: Any = gm.parser
+    return {"tensorrt": "tensorrt", "tensorrt-rtx": "rtx"}.get(getattr(p, "name", "table"), "table")

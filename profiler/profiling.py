@@ -1,0 +1,80 @@
+"""Profiling for the window: a profile job per request on the queue's ``gpu`` lane, run in a child process,
+saved with its model when it ends well, and the saved ones found again when the model is reopened."""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QObject, Signal
+from splitscope.engine.jobs import CancelToken, JobEvent, LogLine
+from splitscope.engine.runtime.child import JobProcess
+from splitscope.engine.runtime.store import load_results, save_result
+from splitscope.profiler.queue import JobQueue
+
+
+@dataclass(slots=True)
+class ProfileRequest:
+    """What the Profile dialog (or a test) asks for."""
+
+    model: Path
+    backend: str = "ort-cpu"
+    iterations: int = 100
+    warmup: int = 10
+    profiled: int = 20
+    dims: dict[str, int] = field(default_factory=dict)
+    input: str | None = None
+    parser: str = "table"
+
+    def title(self) -> str:
+        return f"Profile {self.model.name} on {self.backend}"
+
+
+def profile_job(req: ProfileRequest, token: CancelToken) -> Generator[JobEvent, None, dict[str, Any]]:
+    """The job: the profile in a child process, then saved with the model (atomically; a cancelled or failed
+    job saves nothing)."""
+    args = asdict(req)
+    args["model"] = str(req.model)
+    result = yield from JobProcess("profile", args).events(token)
+    token.raise_if_cancelled()
+    try:
+        result["_saved"] = str(save_result(req.model, "profile", result))
+    except OSError as e:
+        yield LogLine(f"The profile could not be saved with the model ({e.strerror or e}); it is shown anyway.",
+                      "warning")
+    return result
+
+
+class Profiling(QObject):
+    """Submits profiles to the queue and brings back saved ones."""
+
+    result_ready = Signal(int, object)
+    """A profile finished or was reloaded: job id, result dict."""
+
+    def __init__(self, queue: JobQueue, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.queue = queue
+        queue.finished.connect(self._finished)
+
+    def submit(self, req: ProfileRequest) -> int:
+        """Queue a profile; returns its job id."""
+        return self.queue.submit(req.title(), lambda token: profile_job(req, token), lane="gpu", kind="profile",
+                                 meta={"model": str(req.model), "backend": req.backend})
+
+    def reload(self, model: Path) -> list[int]:
+        """Put the model's saved profiles in the queue's list, as finished jobs; returns their ids."""
+        ids = []
+        for doc in load_results(model, "profile"):
+            res = doc["result"]
+            jid = self.queue.add_finished(f"Profile {model.name} on {res.get('backend', '?')} (saved {doc['saved']})",
+                                          "profile", res, {"model": str(model), "backend": res.get("backend")})
+            ids.append(jid)
+            self.result_ready.emit(jid, res)
+        return ids
+
+    def _finished(self, job_id: int) -> None:
+        rec = self.queue.jobs.get(job_id)
+        if rec is not None and rec.kind == "profile" and isinstance(rec.result, dict):
+            self.result_ready.emit(job_id, rec.result)

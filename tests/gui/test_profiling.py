@@ -1,0 +1,118 @@
+"""Profiling from the window (pytest-qt, offscreen): the queue's lanes, the Jobs panel, live plots, the
+time-share colouring, saved profiles coming back, comparing two runs, exports, and closing mid-job."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from splitscope.engine.jobs import Progress
+from splitscope.profiler.profiling import ProfileRequest
+from splitscope.profiler.queue import CANCELLED, DONE, QUEUED, RUNNING, JobQueue
+
+from tests.engine.models import LIGHT_DIR
+from tests.gui.conftest import wait_idle
+
+SQUEEZENET = LIGHT_DIR / "light_squeezenet.onnx"
+
+
+def _sleeper(seconds: float):  # type: ignore[no-untyped-def]
+    def factory(token):  # type: ignore[no-untyped-def]
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            token.raise_if_cancelled()
+            yield Progress("sleep", 0, 0, "sleeping")
+            time.sleep(0.01)
+        return "slept"
+    return factory
+
+
+def test_a_lane_runs_its_jobs_one_after_another_and_cancel_is_per_job(qtbot):
+    q = JobQueue()
+    a = q.submit("a", _sleeper(0.3))
+    b = q.submit("b", _sleeper(0.1))
+    c = q.submit("c", _sleeper(5))
+    assert q.jobs[a].state == RUNNING and q.jobs[b].state == QUEUED  # queued, not cancelling a
+    q.cancel(b)
+    assert q.jobs[b].state == CANCELLED
+    qtbot.waitUntil(lambda: q.jobs[a].state == DONE and q.jobs[c].state == RUNNING, timeout=5000)
+    assert q.jobs[a].result == "slept" and q.jobs[b].started is None  # b never ran
+    t0 = time.monotonic()
+    q.cancel(c)
+    qtbot.waitUntil(lambda: q.jobs[c].state == CANCELLED, timeout=1000)
+    assert time.monotonic() - t0 < 1.0
+    assert not q.running()
+
+
+def test_profile_from_the_window_streams_and_colours_the_canvas(qtbot, window, tmp_path):
+    window.open_model(SQUEEZENET)
+    wait_idle(qtbot, window)
+    ui = window.profiling
+    jid = ui.submit(ProfileRequest(SQUEEZENET, iterations=30, warmup=2, profiled=4))
+    qtbot.waitUntil(lambda: ui.queue.jobs[jid].state == DONE, timeout=60000)
+    qtbot.waitUntil(lambda: jid in ui.results, timeout=5000)
+    panel = ui.panel
+    qtbot.wait(100)  # a redraw tick
+    assert panel.lat.n == 30 and panel.redraws > 0
+    assert panel.node_bars.opts["width"] is not None and len(panel.nodes) > 10
+    assert "Fix:" in panel.summary.toHtml()
+    # The canvas is coloured by time share, with the scale in the legend.
+    heat = window.canvas.heat
+    assert heat is not None and heat.nodes and max(heat.nodes.values()) == 1.0
+    assert ui.colour_actions["time"].isChecked()
+    # Every plot exports; no temporary file is left beside them.
+    for tab in range(4):
+        panel.tabs.setCurrentIndex(tab)
+        for fmt in ("png", "svg", "csv"):
+            out = panel.export_current(fmt, tmp_path / f"t{tab}.{fmt}")
+            assert out is not None and out.stat().st_size > 0
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".splitscope-")]
+    assert (tmp_path / "t0.csv").read_text().count("\n") == 31
+    # Status again from the View menu.
+    ui.colour_actions["status"].trigger()
+    assert window.canvas.heat is None
+
+
+def test_saved_profiles_come_back_and_two_compare(qtbot, window):
+    window.open_model(SQUEEZENET)
+    wait_idle(qtbot, window)
+    ui = window.profiling
+    ids = [ui.submit(ProfileRequest(SQUEEZENET, iterations=5, warmup=1, profiled=2)) for _ in range(2)]
+    qtbot.waitUntil(lambda: all(ui.queue.jobs[j].state == DONE for j in ids), timeout=90000)
+    qtbot.waitUntil(lambda: all(j in ui.results for j in ids), timeout=5000)
+    ui.compare(*ids)
+    from PySide6.QtWidgets import QTableWidget
+
+    tables = ui._compare_box.findChildren(QTableWidget)
+    assert len(tables) == 2 and all(t.rowCount() > 5 for t in tables)  # by op type, by node
+    assert tables[0].horizontalHeaderItem(3).text() == "B / A" and tables[0].item(0, 0).text() == "latency (mean)"
+    box = ui._compare_box
+    assert window.canvas.heat is not None and window.canvas.heat.diverging
+    box.close()
+    # Reopened, the model brings its two saved profiles back into the Jobs panel.
+    window.open_model(Path(SQUEEZENET))
+    wait_idle(qtbot, window)
+    qtbot.waitUntil(lambda: sum(1 for r in ui.queue.jobs.values() if r.lane == "saved") == 2, timeout=5000)
+
+
+def test_a_failing_profile_reaches_the_presenter_and_the_app_goes_on(qtbot, window):
+    from splitscope.engine.sample import SAMPLE_MODEL
+
+    window.open_model(SAMPLE_MODEL)
+    wait_idle(qtbot, window)
+    ui = window.profiling
+    with qtbot.waitSignal(ui.queue.failed, timeout=60000) as sig:
+        ui.submit(ProfileRequest(SAMPLE_MODEL, iterations=3))
+    assert "custom-op library" in sig.args[1]
+    assert "custom-op library" in window.statusBar().currentMessage()
+    assert window.graph_model is not None  # the model stays open
+
+
+def test_closing_the_window_mid_job_cancels_it(qtbot, window):
+    window.open_model(SQUEEZENET)
+    wait_idle(qtbot, window)
+    ui = window.profiling
+    jid = ui.submit(ProfileRequest(SQUEEZENET, iterations=1_000_000, warmup=1))
+    qtbot.waitUntil(lambda: ui.panel.lat.n > 5, timeout=60000)
+    window.close()
+    qtbot.waitUntil(lambda: ui.queue.jobs[jid].state == CANCELLED, timeout=3000)
