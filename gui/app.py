@@ -88,6 +88,7 @@ class MainWindow(QMainWindow):
         summary_scroll.setWidget(self.summary)
         d2 = self._dock("Split summary", summary_scroll, Qt.DockWidgetArea.RightDockWidgetArea)
         d3 = self._dock("Ops", self.ops, Qt.DockWidgetArea.BottomDockWidgetArea)
+        self.profiling = ProfilingUi(self)  # its Jobs and Profile panels are tabbed with Ops
         self.resizeDocks([d1, d2], [300, 460], Qt.Orientation.Vertical)
         self.resizeDocks([d1], [520], Qt.Orientation.Horizontal)
         self.resizeDocks([d3], [210], Qt.Orientation.Vertical)
@@ -99,7 +100,6 @@ class MainWindow(QMainWindow):
 
         self.optimize_tool = OptimizeTool(self)
         self.netron = NetronTool(self)
-        self.profiling = ProfilingUi(self)
         self._build_toolbar()
         self._build_status_bar()
         self._build_menus()

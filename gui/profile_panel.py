@@ -13,6 +13,7 @@ import html
 import io
 import os
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QMenu,
+    QScrollArea,
     QTabWidget,
     QTextBrowser,
     QToolButton,
@@ -106,7 +108,7 @@ class ProfilePanel(QWidget):
         ll.addWidget(self.lat_plot, 3)
         ll.addWidget(self.hist_plot, 2)
         ll.addWidget(self.stats)
-        self.tabs.addTab(lat, "Latency")
+        self.tabs.addTab(_scrolling(lat), "Latency")
         # Nodes
         self.node_plot = pg.PlotWidget()
         self.node_plot.setLabel("bottom", "time per inference", units="ms")
@@ -129,7 +131,7 @@ class ProfilePanel(QWidget):
             w.setLabel("bottom", "time", units="s")
             self.tel_plots[key] = (w, w.plot(pen=pg.mkPen("#CC79A7", width=1)))
             tl.addWidget(w, 1)
-        self.tabs.addTab(tel, "Telemetry")
+        self.tabs.addTab(_scrolling(tel), "Telemetry")
         # Roofline
         self.roof_plot = pg.PlotWidget()
         for side in ("bottom", "left"):  # the data are log10 values; the axes label them as powers of ten
@@ -152,6 +154,9 @@ class ProfilePanel(QWidget):
         self.summary = QTextBrowser()
         self.summary.setOpenLinks(False)
         self.tabs.addTab(self.summary, "Summary")
+        for plot in (self.lat_plot, self.hist_plot, self.node_plot, self.roof_plot,
+                     *(w for w, _ in self.tel_plots.values())):
+            plot.setMinimumHeight(60)  # a short bottom dock squeezes the plots, never the canvas
         # Live buffers
         self.live_id: int | None = None
         self.lat = Ring()
@@ -167,6 +172,9 @@ class ProfilePanel(QWidget):
         self._timer.timeout.connect(self._redraw)
         self._timer.start()
         self.redraws = 0
+        # numpy's percentile costs 30 ms on its first call (lazy set-up): pay it off the UI thread, now.
+        threading.Thread(target=lambda: np.percentile(np.ones(4), [50, 90]), daemon=True,
+                         name="warm-percentile").start()
 
     # ------------------------------------------------------------ feeding
     def start_live(self, job_id: int, title: str) -> None:
@@ -329,6 +337,15 @@ class ProfilePanel(QWidget):
                 w.writerow([r["name"], r["op_type"], r["ms"], r.get("class"), r.get("intensity"),
                             r.get("achieved_flops"), r.get("sol_ms"), r.get("headroom_ms")])
         return out.getvalue()
+
+
+def _scrolling(w: QWidget) -> QScrollArea:
+    """``w`` in a scroll area: a short dock scrolls the plots instead of taking height from the canvas."""
+    area = QScrollArea()
+    area.setWidgetResizable(True)
+    area.setFrameShape(QScrollArea.Shape.NoFrame)
+    area.setWidget(w)
+    return area
 
 
 def render_widget(widget: QWidget, path: Path, fmt: str) -> None:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Qt
 from PySide6.QtGui import QAction, QActionGroup
-from PySide6.QtWidgets import QDialog, QTableWidget, QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QDialog, QDockWidget, QTableWidget, QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget
 from splitscope.engine.model import GraphModel
 from splitscope.engine.view.layout import View
 from splitscope.gui.jobs_panel import JobsPanel
@@ -113,7 +113,13 @@ class ProfilingUi(QObject):
         self.panel = ProfilePanel()
         self.jobs_dock = window._dock("Jobs", self.jobs, Qt.DockWidgetArea.BottomDockWidgetArea)
         self.profile_dock = window._dock("Profile", self.panel, Qt.DockWidgetArea.BottomDockWidgetArea)
+        # Tabbed with the Ops panel: the canvas keeps its size (the first view is fitted to it).
+        ops = window.findChild(QDockWidget, "dock_Ops")
+        if ops is not None:
+            window.tabifyDockWidget(ops, self.jobs_dock)
         window.tabifyDockWidget(self.jobs_dock, self.profile_dock)
+        if ops is not None:
+            ops.raise_()
         self.results: dict[int, dict[str, Any]] = {}
         self.shown: int | None = None
         self.queue.sample.connect(self.panel.add_sample)

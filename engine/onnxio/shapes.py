@@ -15,6 +15,7 @@ from onnx import AttributeProto
 from splitscope.engine.model import Dim, Graph, GraphModel
 from splitscope.engine.onnxio.graph import _shape_of, build_graph
 from splitscope.engine.onnxio.loader import LoadedModel
+from splitscope.engine.text import plural
 
 
 def _is_opaque(node: onnx.NodeProto, functions: set[tuple[str, str]]) -> bool:
@@ -57,8 +58,8 @@ def infer_shapes(m: onnx.ModelProto, warnings: list[str]) -> tuple[onnx.ModelPro
             out.graph.node[idx].CopyFrom(node)
         assumed.add(node.output[0])
     if assumed:
-        warnings.append(f"Shapes of {len(assumed)} custom-op output(s) are assumed equal to their first input's "
-                        "(ONNX cannot infer through custom ops).")
+        warnings.append(f"Shapes of {plural(len(assumed), 'custom-op output')} are assumed equal to their first "
+                        "input's (ONNX cannot infer through custom ops).")
     return out, assumed
 
 

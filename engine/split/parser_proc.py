@@ -303,7 +303,8 @@ class Session:
                 for i in keep:
                     unverified[i] = ("the parser stopped without naming a node"
                                      + (f" ({model_level[0]})" if model_level else ""))
-                notes.append(f"The parser stopped without naming a node; {len(keep)} node(s) are unverified.")
+                notes.append(f"The parser stopped without naming a node; {len(keep)} "
+                             f"node{'' if len(keep) == 1 else 's'} unverified.")
                 return result()
             plugin.update(new)
             unverified.update(doubtful)

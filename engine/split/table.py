@@ -17,6 +17,7 @@ from typing import Any
 
 from splitscope.engine.model import Graph, Node, Source, Status
 from splitscope.engine.sample import resource
+from splitscope.engine.text import plural
 
 TABLE_PATH = resource("onnx-trt-operators.json")
 
@@ -253,7 +254,7 @@ def predict_node(graph: Graph, node: Node, target: str = TARGET_TENSORRT) -> tup
     if node.function is not None:
         bad = [n for n in node.function.nodes if n.status is Status.PLUGIN]
         if bad:
-            return Status.PLUGIN, (f"its function body has {len(bad)} node(s) TensorRT rejects, first "
+            return Status.PLUGIN, (f"its function body has {plural(len(bad), 'node')} TensorRT rejects, first "
                                    f"{bad[0].label} ({bad[0].op_type})")
         return Status.DELEGATE, f"model-local function {node.op_type}: every node of its body is supported ({src})"
     if node.is_custom_domain:
@@ -279,7 +280,7 @@ def predict_node(graph: Graph, node: Node, target: str = TARGET_TENSORRT) -> tup
     for sub in node.subgraphs.values():
         bad = [n for n in sub.nodes if n.status is Status.PLUGIN]
         if bad:
-            return Status.PLUGIN, (f"its body '{sub.path}' has {len(bad)} node(s) TensorRT rejects, first "
+            return Status.PLUGIN, (f"its body '{sub.path}' has {plural(len(bad), 'node')} TensorRT rejects, first "
                                    f"{bad[0].label} ({bad[0].op_type})")
     return Status.DELEGATE, f"{node.op_type} is supported ({src})"
 
