@@ -51,6 +51,16 @@ def check_backend(backend: str) -> None:
                                           "onnxruntime-gpu, or profile with --backend ort-cpu.")
     elif backend == "ort-cpu":
         ort_module()
+    else:  # tensorrt, rtx: the module, cuda-python and a GPU
+        from splitscope.engine.runtime.device import NoGpu, gpu_info
+        from splitscope.engine.runtime.trt import trt_module
+
+        trt_module(backend)
+        try:
+            gpu_info()
+        except NoGpu as e:
+            raise BackendUnavailableError(f"Running a {backend} engine needs an NVIDIA GPU ({e}); building one works "
+                                          "without: profile with --backend ort-cpu here.") from None
 
 
 def named_model(path: Path) -> tuple[bytes | str, dict[str, int]]:

@@ -81,9 +81,13 @@ def _dtype_of(gm: GraphModel, i: int) -> str | None:
 def profile(path: str | Path, gm: GraphModel, *, backend: str = "ort-cpu", iterations: int = 100,
             warmup: int = 10, profiled: int = 20, dims: dict[str, int] | None = None,
             input_file: str | Path | None = None, seed: int = 0, telemetry: bool = True,
-            custom_ops: list[str] | None = None,
-            cancel: CancelToken | None = None) -> Generator[JobEvent, None, ProfileResult]:
-    """Profile ``path`` (already analysed as ``gm``) on ``backend``. See the module docstring."""
+            custom_ops: list[str] | None = None, cancel: CancelToken | None = None,
+            session_factory: Any = None) -> Generator[JobEvent, None, ProfileResult]:
+    """Profile ``path`` (already analysed as ``gm``) on ``backend``. See the module docstring.
+
+    ``session_factory`` replaces :class:`splitscope.engine.runtime.trt.EngineSession` for the TensorRT
+    backends (the tests' fake, where no engine can execute).
+    """
     cancel = cancel or CancelToken()
     path = Path(path)
     t_start = time.perf_counter()
@@ -104,6 +108,9 @@ def profile(path: str | Path, gm: GraphModel, *, backend: str = "ort-cpu", itera
     batch = None
     if specs and specs[0].dims and isinstance(specs[0].dims[0], str):
         batch = int(feeds[specs[0].name].shape[0])
+    if backend in ("tensorrt", "rtx"):
+        return (yield from _profile_engine(path, gm, backend, feeds, dims, batch, warmup, iterations, profiled,
+                                           notes, started, t_start, cancel, session_factory))
     be = OrtBackend(path, backend, custom_ops=custom_ops)
     gpu = None
     sampler = NvmlSampler() if telemetry and be.cuda else None
@@ -265,6 +272,65 @@ def profile(path: str | Path, gm: GraphModel, *, backend: str = "ort-cpu", itera
                          [{k: round(val, 3) for k, val in s.items()} for s in series[:: max(1, len(series) // 2000)]],
                          notes, round(cover, 4), round(profiled_run_us / kept / 1000, 4) if kept else 0.0, started,
                          round(time.perf_counter() - t_start, 3))
+
+
+def _profile_engine(path: Path, gm: GraphModel, backend: str, feeds: dict[str, Any], dims: dict[str, int],
+                    batch: int | None, warmup: int, iterations: int, profiled: int, notes: list[str], started: str,
+                    t_start: float, cancel: CancelToken,
+                    session_factory: Any = None) -> Generator[JobEvent, None, ProfileResult]:
+    """A TensorRT / TensorRT-RTX profile: per-layer rows, each mapped to the ONNX nodes it fused."""
+    from splitscope.engine.runtime.trt import EngineSession, onnx_nodes_of, run_engine
+
+    gpu = None
+    try:
+        gpu = gpu_info(0)
+    except NoGpu as e:
+        notes.append(f"no GPU peaks: {e}")
+    out = yield from run_engine(path, backend, feeds, dims, warmup, iterations, profiled, cancel, now(),
+                                session_factory or EngineSession)
+    by_name = {n.name: n.index for n in gm.nodes if n.name}
+    fused = {str(layer.get("Name", "")): onnx_nodes_of(layer) for layer in out["layers"]}
+    kept = max(out["kept"], 1)
+    peaks = gpu.peak_flops if gpu is not None else {}
+    bw = gpu.peak_bandwidth if gpu is not None else 0.0
+    per_node = []
+    for layer, total in out["layer_ms"].items():
+        ms = total / kept
+        nodes = [by_name[n] for n in fused.get(layer, []) if n in by_name]
+        flops = sum(gm.nodes[i].flops or 0 for i in nodes) or None
+        nbytes = sum(gm.nodes[i].bytes or 0 for i in nodes) or None
+        row: dict[str, Any] = {"name": layer, "index": nodes[0] if nodes else None,
+                               "onnx_nodes": [gm.nodes[i].name for i in nodes],
+                               "op_type": gm.nodes[nodes[0]].op_type if nodes else "layer", "ms": round(ms, 5),
+                               "share": 0.0, "status": "plugin" if any(gm.nodes[i].status is Status.PLUGIN
+                                                                       for i in nodes) else "delegate",
+                               "flops": flops, "bytes": nbytes}
+        row.update(classify(ms, flops, nbytes, _dtype_of(gm, nodes[0]) if nodes else None, peaks, bw))
+        per_node.append(row)
+    node_total = sum(r["ms"] for r in per_node) or 1.0
+    for r in per_node:
+        r["share"] = round(r["ms"] / node_total, 5)
+    per_node.sort(key=lambda r: -r["ms"])
+    times = out["times"]
+    mean = float(np.mean(times)) if times else 0.0
+    cover = node_total / mean if mean else 0.0
+    notes.append(f"engine built in {out['build_s']:.2f} s; {len(out['layers'])} engine layers for "
+                 f"{len(gm.nodes)} ONNX nodes")
+    v = verdict(mean, per_node, 0.0, 0.0, 0.0, cover)
+    device = (f"{gpu.name} (cc {gpu.compute_capability[0]}.{gpu.compute_capability[1]})" if gpu is not None
+              else "GPU")
+    per_op: dict[str, dict[str, Any]] = {}
+    for r in per_node:
+        o = per_op.setdefault(r["op_type"], {"op_type": r["op_type"], "count": 0, "ms": 0.0})
+        o["count"] += 1
+        o["ms"] = round(o["ms"] + r["ms"], 5)
+    return ProfileResult(str(path), backend, device, iterations, warmup, dims, latency_stats(times),
+                         [round(x, 4) for x in out["warm"]], [round(x, 4) for x in times], throughput(mean, batch),
+                         per_node, sorted(per_op.values(), key=lambda o: -o["ms"]), {}, {"plugin_nodes": 0,
+                         "plugin_ms": 0.0, "boundary_tensors": 0, "boundary_copy_ms": 0.0, "share_of_end_to_end": 0.0,
+                         "plugins": [], "assumes": "one engine: plugin layers run inside it"}, v,
+                         gpu.to_json() if gpu is not None else None, None, [], notes, round(min(cover, 9.99), 4),
+                         round(node_total, 4), started, round(time.perf_counter() - t_start, 3))
 
 
 def _named(path: Path) -> tuple[bytes | str, dict[str, int]]:

@@ -1,0 +1,251 @@
+"""TensorRT and TensorRT-RTX as profiling backends: build with a progress monitor (Cancel stops the build),
+deserialize, run with ``execute_async_v3`` on buffers and a stream from cuda-python, per-layer times through
+an ``IProfiler`` on separate iterations, and the engine inspector's layer list mapped to ONNX nodes.
+
+No TensorRT engine can run where this was written (no GPU that TensorRT-RTX supports, no TensorRT); the
+build is real and tested with TensorRT-RTX on the CPU, the execution path is written to the documented API
+and tested against a named fake whose every member is checked to exist on ``tensorrt_rtx``'s classes
+(:data:`API_USED`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import time
+from collections.abc import Callable, Generator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from splitscope.engine.jobs import CancelToken, JobEvent, Progress, Sample
+from splitscope.engine.runtime.ort import BackendUnavailableError
+
+MODULES = {"tensorrt": "tensorrt", "rtx": "tensorrt_rtx"}
+API_USED: dict[str, tuple[str, ...]] = {
+    "Runtime": ("deserialize_cuda_engine",),
+    "ICudaEngine": ("num_io_tensors", "get_tensor_name", "get_tensor_mode", "get_tensor_shape", "get_tensor_dtype",
+                    "create_execution_context", "create_engine_inspector", "num_layers"),
+    "IExecutionContext": ("set_tensor_address", "set_input_shape", "execute_async_v3", "profiler",
+                          "get_tensor_shape"),
+    "IProfiler": ("report_layer_time",),
+    "IProgressMonitor": ("phase_start", "step_complete", "phase_finish"),
+    "EngineInspector": ("get_engine_information",),
+    "IBuilderConfig": ("progress_monitor", "profiling_verbosity", "add_optimization_profile"),
+}
+"""The members of TensorRT's classes this module uses (tests check them on the real ``tensorrt_rtx``)."""
+
+
+def trt_module(backend: str) -> Any:
+    """``tensorrt`` or ``tensorrt_rtx``, imported on first use."""
+    name = MODULES[backend]
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        extra = "tensorrt" if backend == "tensorrt" else "rtx"
+        raise BackendUnavailableError(f"The {backend} backend needs {name}: pip install 'splitscope[{extra}]'."
+                                      ) from None
+
+
+class BuildCancelled(Exception):
+    """The user cancelled the build (the monitor told the builder to stop)."""
+
+
+def build_engine(path: str | Path, backend: str, dims: dict[str, int] | None = None,
+                 cancel: CancelToken | None = None,
+                 on_phase: Callable[[str, int, int], None] | None = None) -> bytes:
+    """Parse and build ``path`` into a serialized engine (detailed profiling verbosity, one optimisation profile
+    at the given dims for dynamic inputs). ``on_phase(name, step, steps)`` reports progress; ``cancel`` stops
+    the build at its next step (:class:`BuildCancelled`)."""
+    trt = trt_module(backend)
+    cancel = cancel or CancelToken()
+    logger = trt.Logger(trt.Logger.ERROR)
+    builder = trt.Builder(logger)
+    network = builder.create_network(0)
+    parser = trt.OnnxParser(network, logger)  # keep the network alive as long as the parser
+    if not parser.parse_from_file(str(path)):
+        errs = [parser.get_error(i).desc() for i in range(parser.num_errors)]
+        raise BackendUnavailableError(f"The {backend} parser rejected the model: {(errs or ['no reason'])[0][:200]} "
+                                      "(the Split summary names each node TensorRT cannot take).")
+    config = builder.create_builder_config()
+    config.profiling_verbosity = trt.ProfilingVerbosity.DETAILED
+    profile = None
+    for i in range(network.num_inputs):
+        t = network.get_input(i)
+        shape = tuple(t.shape)
+        if any(d < 0 for d in shape):
+            concrete = tuple(d if d >= 0 else (dims or {}).get(_dim_name(t, k), 1) for k, d in enumerate(shape))
+            profile = profile or builder.create_optimization_profile()
+            profile.set_shape(t.name, concrete, concrete, concrete)
+    if profile is not None:
+        config.add_optimization_profile(profile)
+
+    class Monitor(trt.IProgressMonitor):  # type: ignore[misc, name-defined]
+        def __init__(self) -> None:
+            trt.IProgressMonitor.__init__(self)
+            self.phases: dict[str, int] = {}
+
+        def phase_start(self, phase_name: str, parent_phase: str | None, num_steps: int) -> None:
+            self.phases[phase_name] = num_steps
+
+        def step_complete(self, phase_name: str, step: int) -> bool:
+            if on_phase is not None:
+                on_phase(phase_name, step + 1, self.phases.get(phase_name, 0))
+            return not cancel.cancelled  # False: the builder stops
+
+        def phase_finish(self, phase_name: str) -> None:
+            pass
+
+    monitor = Monitor()
+    config.progress_monitor = monitor
+    plan = builder.build_serialized_network(network, config)
+    if cancel.cancelled:
+        raise BuildCancelled()
+    if plan is None:
+        raise BackendUnavailableError(f"The {backend} builder could not build an engine for this model "
+                                      "(see the Split summary for the nodes it cannot take).")
+    return bytes(plan)
+
+
+def _dim_name(t: Any, k: int) -> str:
+    return f"{t.name}[{k}]"
+
+
+def onnx_nodes_of(layer: dict[str, Any]) -> list[str]:
+    """The ONNX node names a layer of the engine inspector's JSON came from: its ``Metadata`` holds
+    ``[ONNX Layer: NAME]`` entries separated by ``\\x1E`` (TensorRT 10 and 11); older engines only have the
+    layer name, whose fused parts (``a + b``, ``PWN(a, b)``, ``{ForeignNode[a...b]}``) name ONNX nodes."""
+    meta = str(layer.get("Metadata", "") or "")
+    names = []
+    for part in meta.replace("\x1f", "\x1e").split("\x1e"):
+        part = part.strip()
+        if part.startswith("[ONNX Layer:") and part.endswith("]"):
+            names.append(part[len("[ONNX Layer:"):-1].strip())
+    return names
+
+
+def engine_layers(engine: Any, trt: Any) -> list[dict[str, Any]]:
+    """The engine inspector's layers (``Layers`` of its JSON: each a dict, or a bare name at low verbosity)."""
+    inspector = engine.create_engine_inspector()
+    info = json.loads(inspector.get_engine_information(trt.LayerInformationFormat.JSON))
+    layers = info.get("Layers", []) if isinstance(info, dict) else []
+    return [x if isinstance(x, dict) else {"Name": str(x)} for x in layers]
+
+
+class EngineSession:
+    """A deserialized engine with device buffers for its I/O tensors and a stream (cuda-python)."""
+
+    def __init__(self, plan: bytes, backend: str, feeds: dict[str, np.ndarray], trt: Any | None = None,
+                 cuda: Any | None = None) -> None:
+        self.trt = trt or trt_module(backend)
+        if cuda is None:
+            try:
+                from cuda.bindings import runtime as cuda
+            except ImportError:
+                raise BackendUnavailableError("Running an engine needs cuda-python: pip install 'splitscope[gpu]'."
+                                              ) from None
+        self.cuda = cuda
+        logger = self.trt.Logger(self.trt.Logger.ERROR)
+        self.runtime = self.trt.Runtime(logger)
+        self.engine = self.runtime.deserialize_cuda_engine(plan)
+        if self.engine is None:
+            raise BackendUnavailableError(f"The {backend} runtime could not load the engine on this GPU "
+                                          "(TensorRT-RTX runs on compute capability 8.0, 8.6, 8.9 and 12.x).")
+        self.context = self.engine.create_execution_context()
+        _err, self.stream = cuda.cudaStreamCreate()
+        self.buffers: dict[str, int] = {}
+        self.outputs: list[str] = []
+        for i in range(self.engine.num_io_tensors):
+            name = self.engine.get_tensor_name(i)
+            if self.engine.get_tensor_mode(name) == self.trt.TensorIOMode.INPUT:
+                a = np.ascontiguousarray(feeds[name])
+                self.context.set_input_shape(name, a.shape)
+                ptr = self._alloc(a.nbytes)
+                cuda.cudaMemcpy(ptr, a.ctypes.data, a.nbytes, cuda.cudaMemcpyKind.cudaMemcpyHostToDevice)
+            else:
+                shape = tuple(self.context.get_tensor_shape(name))
+                ptr = self._alloc(int(np.prod(shape, dtype=np.int64)) * 8)  # 8 bytes: the widest element
+                self.outputs.append(name)
+            self.buffers[name] = ptr
+            self.context.set_tensor_address(name, ptr)
+
+    def _alloc(self, nbytes: int) -> int:
+        err, ptr = self.cuda.cudaMalloc(max(nbytes, 1))
+        if int(err) != 0:
+            raise BackendUnavailableError(f"cudaMalloc of {nbytes} bytes failed ({err}): free GPU memory and retry.")
+        return int(ptr)
+
+    def run(self) -> None:
+        """One inference, waited for."""
+        if not self.context.execute_async_v3(self.stream):
+            raise BackendUnavailableError("execute_async_v3 failed: see TensorRT's log.")
+        self.cuda.cudaStreamSynchronize(self.stream)
+
+    def layer_times(self, iterations: int, cancel: CancelToken) -> tuple[dict[str, float], int]:
+        """Milliseconds per layer summed over ``iterations`` profiled runs (an ``IProfiler`` attached only here)."""
+        trt = self.trt
+        times: dict[str, float] = {}
+
+        class Profiler(trt.IProfiler):  # type: ignore[misc, name-defined]
+            def __init__(self) -> None:
+                trt.IProfiler.__init__(self)
+
+            def report_layer_time(self, layer_name: str, ms: float) -> None:
+                times[layer_name] = times.get(layer_name, 0.0) + ms
+
+        self.context.profiler = Profiler()
+        done = 0
+        try:
+            for _ in range(iterations):
+                cancel.raise_if_cancelled()
+                self.run()
+                done += 1
+        finally:
+            self.context.profiler = None
+        return times, done
+
+    def close(self) -> None:
+        for ptr in self.buffers.values():
+            self.cuda.cudaFree(ptr)
+        self.buffers.clear()
+        self.cuda.cudaStreamDestroy(self.stream)
+
+
+def run_engine(path: Path, backend: str, feeds: dict[str, np.ndarray], dims: dict[str, int], warmup: int,
+               iterations: int, profiled: int, cancel: CancelToken, t0: float,
+               session_factory: Callable[..., EngineSession] = EngineSession
+               ) -> Generator[JobEvent, None, dict[str, Any]]:
+    """Build, then time ``path`` on a TensorRT backend: warm-up, timed iterations with no profiler, profiled
+    iterations for per-layer times. Returns ``{warm, times, layers, layer_ms, kept, build_s}``."""
+    steps: list[tuple[str, int, int]] = []
+    yield Progress("build", 0, 0, f"Building the {backend} engine")
+    b0 = time.perf_counter()
+    plan = build_engine(path, backend, dims, cancel, lambda name, step, total: steps.append((name, step, total)))
+    build_s = time.perf_counter() - b0
+    if steps:
+        name, step, total = steps[-1]
+        yield Progress("build", step, total, f"Built ({name})")
+    sess = session_factory(plan, backend, feeds)
+    try:
+        layers = engine_layers(sess.engine, sess.trt)
+        warm, times = [], []
+        for i in range(warmup):
+            cancel.raise_if_cancelled()
+            a = time.perf_counter()
+            sess.run()
+            warm.append((time.perf_counter() - a) * 1000)
+            yield Progress("warmup", i + 1, warmup, f"Warm-up {i + 1}/{warmup}")
+        for i in range(iterations):
+            cancel.raise_if_cancelled()
+            a = time.perf_counter()
+            sess.run()
+            ms = (time.perf_counter() - a) * 1000
+            times.append(ms)
+            yield Sample("latency", float(i), {"ms": ms, "t": a - t0})
+            yield Progress("latency", i + 1, iterations, f"Iteration {i + 1}/{iterations}: {ms:.3f} ms")
+        yield Progress("nodes", 0, profiled, "Profiling layers")
+        layer_ms, kept = sess.layer_times(profiled, cancel)
+        yield Sample("nodes", float(kept), {k: v / max(kept, 1) for k, v in layer_ms.items()})
+    finally:
+        sess.close()
+    return {"warm": warm, "times": times, "layers": layers, "layer_ms": layer_ms, "kept": kept, "build_s": build_s}

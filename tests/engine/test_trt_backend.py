@@ -1,0 +1,63 @@
+"""The TensorRT backends: the build is real (TensorRT-RTX on the CPU, with its progress monitor and Cancel);
+engine execution is FakeEngineSession (tests/engine/fake_trt.py), whose members are checked here to exist
+on tensorrt_rtx's real classes, so the fake cannot drift from the API."""
+
+from __future__ import annotations
+
+import pytest
+from splitscope.engine.jobs import CancelToken, run_to_end
+from splitscope.engine.runtime.profile import profile
+from splitscope.engine.runtime.trt import API_USED, BuildCancelled, build_engine, onnx_nodes_of
+from splitscope.engine.split.analyze import analyze_model
+
+from tests.engine.fake_trt import FAKES, fake_session_factory
+from tests.engine.models import LIGHT_DIR
+
+trt = pytest.importorskip("tensorrt_rtx", reason="the test extra installs tensorrt-rtx; without it nothing to check")
+MODEL = LIGHT_DIR / "light_squeezenet.onnx"
+
+
+def test_every_member_the_backend_uses_exists_on_the_real_classes_and_the_fake():
+    for cls, members in API_USED.items():
+        real = getattr(trt, cls)
+        for m in members:
+            assert hasattr(real, m), f"tensorrt_rtx.{cls} has no {m}"
+        fake = FAKES.get(cls)
+        if fake is not None:
+            probe = fake.__dict__ | {k: None for k in getattr(fake, "__annotations__", {})}
+            for m in members:
+                # instance attributes are set in __init__: look at the source for them
+                assert m in probe or m in fake.__init__.__code__.co_names, f"{fake.__name__} lacks {m}"
+
+
+def test_a_real_build_reports_its_phases_and_stops_on_cancel():
+    phases: list[str] = []
+    plan = build_engine(MODEL, "rtx", on_phase=lambda name, step, total: phases.append(name))
+    assert len(plan) > 100_000 and phases
+    token = CancelToken()
+
+    def stop(name: str, step: int, total: int) -> None:
+        token.cancel()
+    with pytest.raises(BuildCancelled):
+        build_engine(MODEL, "rtx", cancel=token, on_phase=stop)
+
+
+def test_inspector_metadata_maps_layers_to_onnx_nodes():
+    layer = {"Name": "conv1 + relu1", "Metadata": "[ONNX Layer: /conv1/Conv]\x1e[ONNX Layer: /relu1/Relu]"}
+    assert onnx_nodes_of(layer) == ["/conv1/Conv", "/relu1/Relu"]
+    assert onnx_nodes_of({"Name": "x"}) == []
+
+
+def test_rtx_profile_end_to_end_with_the_fake_engine():
+    gm = analyze_model(MODEL, parser="table")
+    flops = {n.name: n.flops or 0 for n in gm.nodes}
+    factory = fake_session_factory(str(MODEL), flops)
+    res = run_to_end(profile(MODEL, gm, backend="rtx", iterations=5, warmup=1, profiled=3,
+                             session_factory=factory))
+    assert res.backend == "rtx" and len(res.samples_ms) == 5 and len(res.warmup_ms) == 1
+    assert res.per_node and all(r["onnx_nodes"] for r in res.per_node)  # every layer maps to its ONNX nodes
+    top = res.per_node[0]
+    assert top["op_type"] == "Conv" and " + " in top["name"]
+    assert factory.session.context.runs == 1 + 5 + 3  # warm-up, timed, profiled
+    assert not factory.cuda.live  # every buffer freed
+    assert any("engine built in" in n for n in res.notes)
