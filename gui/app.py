@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 from pathlib import Path
 from typing import Any
@@ -413,6 +414,8 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage(w, 8000)
 
     def _on_failed(self, message: str, details: str) -> None:
+        """The one presenter of every job's error: status bar, a dialog with the details, the log file."""
+        logging.getLogger("splitscope").warning("%s%s", message, f"\n{details}" if details else "")
         self.statusBar().showMessage(message, 10000)
         box = QMessageBox(QMessageBox.Icon.Warning, "Splitscope", message, parent=self)
         box.setInformativeText("The model that was open stays open." if self.graph_model else "")

@@ -66,6 +66,8 @@ class Heat:
     high: str = ""
 
 
+PARTITION_COLOURS = ("#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#8C564B", "#555555")
+"""Outline colours of engine partitions (none of them a status colour)."""
 SEQUENTIAL = ((255, 247, 236), (253, 212, 158), (252, 141, 89), (215, 48, 31), (127, 0, 0))
 DIVERGING = ((0, 114, 178), (140, 190, 220), (245, 245, 245), (240, 160, 120), (213, 94, 0))
 
@@ -158,6 +160,8 @@ class GraphPainter:
         if scale < LOD_BOXES:
             self._draw_boxes_fast(p, solid, sx, sy, scale)
         else:
+            if "part_lo" in a and bool((a["part_lo"][solid] >= 0).any()):
+                self._draw_partitions(p, solid, sx, sy, scale)
             for i in solid:
                 rect = QRectF(sx(x[i]), sy(y[i]), w[i] * scale, h[i] * scale)
                 if a["kind"][i] == KIND_NODE:
@@ -166,6 +170,34 @@ class GraphPainter:
                     self._draw_block(p, rect, L.ref[i], scale)
         if legend:
             self._draw_legend(p)
+
+    def _draw_partitions(self, p: QPainter, solid: np.ndarray, sx: Any, sy: Any, scale: float) -> None:
+        """Each item in an engine partition gets an outline in that partition's colour, behind it, and (zoomed
+        in) a tag naming the engine: items of one engine read as one group at whatever level is shown."""
+        a = self._arrays
+        lo, hi = a["part_lo"], a["part_hi"]
+        f = QFont(self.font())
+        f.setPointSizeF(max(6.0, 7.0 * min(scale, 1.6)))
+        f.setBold(True)
+        fm = QFontMetrics(f)
+        p.setFont(f)
+        grow = 5 * min(scale, 1.5) + 1
+        for i in solid:
+            if lo[i] < 0:
+                continue
+            colour = QColor(PARTITION_COLOURS[int(lo[i]) % len(PARTITION_COLOURS)])
+            rect = QRectF(sx(a["x"][i]), sy(a["y"][i]), a["w"][i] * scale, a["h"][i] * scale)
+            pen = QPen(colour, max(2.0, 2.5 * min(scale, 1.5)))
+            if lo[i] != hi[i]:
+                pen.setStyle(Qt.PenStyle.DotLine)  # spans several engines
+            p.setPen(pen)
+            p.setBrush(Qt.BrushStyle.NoBrush)
+            r = 8 * min(scale, 1.5) + grow
+            p.drawRoundedRect(rect.adjusted(-grow, -grow, grow, grow), r, r)
+            if scale >= LOD_TEXT:
+                tag = f"engine {lo[i] + 1}" if lo[i] == hi[i] else f"engines {lo[i] + 1}–{hi[i] + 1}"
+                p.setPen(colour)
+                p.drawText(QPointF(rect.right() - fm.horizontalAdvance(tag), rect.top() - grow - 3), tag)
 
     def _draw_edges(self, p: QPainter, idx: np.ndarray, sx: Any, sy: Any, scale: float, pen: QPen,
                     labels: bool = False) -> None:

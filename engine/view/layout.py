@@ -377,11 +377,28 @@ def _arrays(ctx: LayoutContext, L: Layout) -> dict[str, np.ndarray]:
     groups = ctx.h.groups
     status = np.fromiter(((nodes[r].status is Status.PLUGIN) if k == KIND_NODE else (groups[r].plugin > 0)
                           for k, r in zip(L.kind, L.ref, strict=True)), dtype=np.int8, count=L.size)
+    # Engine partitions at the level shown: the lowest and highest partition among each item's nodes.
+    part_lo = np.full(L.size, -1, dtype=np.int32)
+    part_hi = np.full(L.size, -1, dtype=np.int32)
+    parts = ctx.gm.partitions
+    if len(parts) > 1 and L.size:
+        node_part = np.full(len(nodes), -1, dtype=np.int64)
+        for k, part in enumerate(parts):
+            node_part[np.asarray(part.nodes, dtype=np.int64)] = k
+        items = np.asarray(L.node_item, dtype=np.int64)
+        ok = (node_part >= 0) & (items >= 0)
+        lo = np.full(L.size, np.iinfo(np.int64).max, dtype=np.int64)
+        hi = np.full(L.size, -1, dtype=np.int64)
+        np.minimum.at(lo, items[ok], node_part[ok])
+        np.maximum.at(hi, items[ok], node_part[ok])
+        has = hi >= 0
+        part_lo[has], part_hi[has] = lo[has], hi[has]
     src = np.fromiter((e.src for e in L.edges), dtype=np.int64, count=len(L.edges))
     dst = np.fromiter((e.dst for e in L.edges), dtype=np.int64, count=len(L.edges))
     return {"x": x, "y": y, "w": w, "h": h, "kind": kind, "depth": np.asarray(L.depth, dtype=np.int32),
-            "status": status, "ex0": x[src] + w[src] / 2, "ey0": y[src] + h[src], "ex1": x[dst] + w[dst] / 2,
-            "ey1": y[dst], "boundary": np.fromiter((e.boundary for e in L.edges), dtype=bool, count=len(L.edges))}
+            "status": status, "part_lo": part_lo, "part_hi": part_hi, "ex0": x[src] + w[src] / 2,
+            "ey0": y[src] + h[src], "ex1": x[dst] + w[dst] / 2, "ey1": y[dst],
+            "boundary": np.fromiter((e.boundary for e in L.edges), dtype=bool, count=len(L.edges))}
 
 
 FIRST_VIEW_ITEMS = 150

@@ -16,14 +16,18 @@ from typing import Any
 
 import numpy as np
 import onnx
-import tensorrt_rtx as real_trt
-from splitscope.engine.runtime.trt import EngineSession
+from splitscope.engine.runtime.trt import EngineSession, trt_module
+
+
+def _real() -> Any:
+    """The real tensorrt_rtx (its enums and callback interfaces), imported when a fake is first used."""
+    return trt_module("rtx")
 
 
 class FakeCuda:
     """cuda-python's runtime calls that EngineSession makes."""
 
-    class cudaMemcpyKind:  # noqa: N801 - cuda-python's spelling
+    class cudaMemcpyKind:
         cudaMemcpyHostToDevice = 1
         cudaMemcpyDeviceToHost = 2
 
@@ -31,25 +35,25 @@ class FakeCuda:
         self.next = 0x1000
         self.live: set[int] = set()
 
-    def cudaMalloc(self, n: int) -> tuple[int, int]:  # noqa: N802
+    def cudaMalloc(self, n: int) -> tuple[int, int]:
         self.next += n + 256
         self.live.add(self.next)
         return 0, self.next
 
-    def cudaFree(self, ptr: int) -> tuple[int]:  # noqa: N802
+    def cudaFree(self, ptr: int) -> tuple[int]:
         self.live.discard(ptr)
         return (0,)
 
-    def cudaMemcpy(self, *args: Any) -> tuple[int]:  # noqa: N802
+    def cudaMemcpy(self, *args: Any) -> tuple[int]:
         return (0,)
 
-    def cudaStreamCreate(self) -> tuple[int, int]:  # noqa: N802
+    def cudaStreamCreate(self) -> tuple[int, int]:
         return 0, 7
 
-    def cudaStreamSynchronize(self, stream: int) -> tuple[int]:  # noqa: N802
+    def cudaStreamSynchronize(self, stream: int) -> tuple[int]:
         return (0,)
 
-    def cudaStreamDestroy(self, stream: int) -> tuple[int]:  # noqa: N802
+    def cudaStreamDestroy(self, stream: int) -> tuple[int]:
         return (0,)
 
 
@@ -110,14 +114,14 @@ class FakeEngine:
 
     def get_tensor_mode(self, name: str) -> Any:
         inputs = {i.name for i in self.inputs}
-        return real_trt.TensorIOMode.INPUT if name in inputs else real_trt.TensorIOMode.OUTPUT
+        return _real().TensorIOMode.INPUT if name in inputs else _real().TensorIOMode.OUTPUT
 
     def get_tensor_shape(self, name: str) -> tuple[int, ...]:
         vi = next(v for v in [*self.inputs, *self.outputs_] if v.name == name)
         return tuple(max(d.dim_value, 1) for d in vi.type.tensor_type.shape.dim)
 
     def get_tensor_dtype(self, name: str) -> Any:
-        return real_trt.DataType.FLOAT
+        return _real().DataType.FLOAT
 
     def create_execution_context(self) -> FakeContext:
         return FakeContext(self)
@@ -139,13 +143,14 @@ class _FakeTrt:
     """The module as EngineSession sees it: the real enums and callback interfaces, the fake runtime."""
 
     def __init__(self, model: onnx.ModelProto, flops: dict[str, int]) -> None:
+        real = _real()
         self._runtime = FakeRuntime(model, flops)
-        self.Logger = real_trt.Logger
-        self.TensorIOMode = real_trt.TensorIOMode
-        self.LayerInformationFormat = real_trt.LayerInformationFormat
-        self.IProfiler = real_trt.IProfiler
+        self.Logger = real.Logger
+        self.TensorIOMode = real.TensorIOMode
+        self.LayerInformationFormat = real.LayerInformationFormat
+        self.IProfiler = real.IProfiler
 
-    def Runtime(self, logger: Any) -> FakeRuntime:  # noqa: N802 - TensorRT's spelling
+    def Runtime(self, logger: Any) -> FakeRuntime:
         return self._runtime
 
 

@@ -83,3 +83,17 @@ def test_first_views_of_real_exports_are_readable():
         assert all(layout.node_item[i] >= 0 for i in plugin), p.name  # every plugin node shown or in a block
         assert layout.size <= FIRST_VIEW_ITEMS, p.name
         assert fitted_scale(layout, (750, 590)) >= MIN_LABEL_SCALE, p.name
+
+
+def test_partitions_are_known_at_the_level_shown():
+    gm = analyze_model(ROOT / "resources" / "sample.onnx", parser="table")
+    assert len(gm.partitions) == 2
+    view = run_to_end(prepare_view(gm, viewport=(750, 590)))
+    a = view.layout.arrays
+    shown = {int(lo) for lo in a["part_lo"] if lo >= 0}
+    assert shown == {0, 1}  # both engines outlined in the first view
+    # An item's range covers every partition of the nodes it shows.
+    for i, item in enumerate(view.layout.node_item):
+        part = next((k for k, p in enumerate(gm.partitions) if i in p.nodes), None)
+        if part is not None and item >= 0:
+            assert a["part_lo"][item] <= part <= a["part_hi"][item]
