@@ -180,6 +180,54 @@ def _cmd_profile(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_engine(args: argparse.Namespace) -> int:
+    import json
+
+    from splitscope.engine.report.files import write_text_atomic
+    from splitscope.engine.trtdata.compare import compare
+    from splitscope.engine.trtdata.importer import import_files
+    from splitscope.engine.trtdata.lint import lint
+
+    files = [f for f in (args.layers, args.profile, args.times) if f]
+    if not files:
+        raise SplitscopeError("Give at least one of --layers, --profile or --times (the files trtexec wrote with "
+                              "--exportLayerInfo, --exportProfile, --exportTimes).")
+    gm = None
+    if args.model:
+        from splitscope.engine.split.analyze import analyze
+
+        gm = run_to_end(analyze(args.model, parser=args.parser))
+    data = import_files(files, gm)
+    doc = data.to_json()
+    doc["lint"] = lint(data)
+    if args.compare or args.compare_profile:
+        other = import_files([f for f in (args.compare, args.compare_profile) if f], gm)
+        doc["comparison"] = compare(data, other)
+    if not args.quiet:
+        n = len(doc["layers"])
+        print(f"{n} engine layers ({doc['layout']} layout{'' if doc['detailed'] else ', names only'})"
+              + (f", {doc['total_layer_ms']:.4f} ms of layer time per inference" if data.profile else ""))
+        if gm is not None:
+            print(f"  mapped onto {gm.path.name if gm.path else 'the model'}: {doc['mapped_node_share']:.0%} of "
+                  f"its nodes, {doc['mapped_layer_share']:.0%} of the layers; {len(doc['unmapped_layers'])} "
+                  "layers unmapped")
+        for row in sorted(doc["layers"], key=lambda r: -(r["ms"] or 0))[:8]:
+            ms = f"{row['ms']:9.4f} ms {row['share']:6.1%}" if row["ms"] is not None else " " * 19
+            print(f"  {ms}  {row['precision'] or '?':<16} {row['type'][:22]:<22} {row['name'][:70]}")
+        for f in doc["lint"]:
+            print(f"  lint {f['kind']}: {f['advice']} ({len(f['layers'])} layers, {f['ms']:.4f} ms)")
+        if "comparison" in doc:
+            c = doc["comparison"]
+            print(f"  compare: A {c['a_total_ms']:.4f} ms, B {c['b_total_ms']:.4f} ms of layer time")
+        for note in doc["notes"]:
+            print(f"  note: {note}")
+    if args.json:
+        write_text_atomic(args.json, json.dumps(doc, indent=1))
+        if not args.quiet:
+            print(f"wrote {args.json}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for tests and docs)."""
     ap = argparse.ArgumentParser(prog="splitscope", description="What TensorRT takes, and what needs custom CUDA.")
@@ -218,6 +266,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", metavar="PATH", help="write the profile as JSON")
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
     p.set_defaults(func=_cmd_profile)
+    e = sub.add_parser("engine", help="read what TensorRT did: trtexec layer info, profile and times, on the graph")
+    e.add_argument("model", nargs="?", help="the ONNX model the engine was built from (optional)")
+    e.add_argument("--layers", metavar="L.json", help="trtexec --exportLayerInfo (TensorRT 8.2 to 11)")
+    e.add_argument("--profile", metavar="P.json", help="trtexec --exportProfile")
+    e.add_argument("--times", metavar="T.json", help="trtexec --exportTimes")
+    e.add_argument("--compare", metavar="L2.json", help="another engine's layer info, to compare")
+    e.add_argument("--compare-profile", metavar="P2.json", help="another engine's profile, to compare")
+    e.add_argument("--parser", choices=["auto", "tensorrt", "rtx", "table"], default="auto",
+                   help="who splits the model, when one is given")
+    e.add_argument("--json", metavar="PATH", help="write layers, mapping, lint and comparison as JSON")
+    e.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
+    e.set_defaults(func=_cmd_engine)
     return ap
 
 

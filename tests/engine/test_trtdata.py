@@ -1,0 +1,146 @@
+"""Reading what TensorRT did: the real TensorRT 8 files of TREx's samples, and TensorRT 10 and 11 files
+written from the format spec for a real export, mapped onto its ONNX graph."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from splitscope.engine.cli import main as cli
+from splitscope.engine.split.analyze import analyze_model
+from splitscope.engine.trtdata.compare import compare
+from splitscope.engine.trtdata.importer import import_files
+from splitscope.engine.trtdata.lint import lint
+from splitscope.engine.trtdata.mapping import metadata_nodes, name_tokens
+from splitscope.engine.trtdata.precision import format_precision, layer_precision
+from splitscope.engine.trtdata.readers import EngineDataError, read_file
+
+from tests.engine import trt_files
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLES = ROOT.parent / "shared" / "reference" / "trex-samples"
+TRANSFORMER = ROOT / "tests" / "data" / "torch_transformer.onnx"
+needs_samples = pytest.mark.skipif(not SAMPLES.is_dir(), reason="the TREx sample files are in ../shared/reference")
+
+
+def _pair(stem: str) -> list[Path]:
+    return [SAMPLES / f"{stem}.onnx.engine.graph.json", SAMPLES / f"{stem}.onnx.engine.profile.json"]
+
+
+@needs_samples
+def test_tensorrt8_samples_read_with_precision_and_lint():
+    fp16 = import_files(_pair("pytorch__resnet__A100__fp16__resnet"))
+    j = fp16.to_json()
+    assert j["layout"] == "bindings" and j["detailed"] and len(j["layers"]) == 36
+    assert abs(sum(x["share"] for x in j["layers"]) - 1) < 1e-6
+    by = {x["name"]: x for x in j["layers"]}
+    assert by["Conv_0 + Relu_1"]["precision"] == "FP16"
+    assert by["Reformatting CopyNode for Input Tensor 0 to Conv_0 + Relu_1"]["reformat"]
+    kinds = {f["kind"]: f for f in lint(fp16)}
+    assert kinds["reformat"]["ms"] > 0 and len(kinds["reformat"]["layers"]) == 12
+    qat = import_files(_pair("pytorch__resnet__A100__qat__resnet-qat"))
+    prec = {x["name"]: x["precision"] for x in qat.to_json()["layers"]}
+    assert prec["layer1.0.conv1.weight + QuantizeLinear_20 + Conv_22"] == "INT8"
+    assert any(f["kind"] == "fp32-island" and "MaxPool_12" in f["layers"] for f in lint(qat))
+    mobilenet = import_files(_pair("tests-inputs__mobilenet.qat"))
+    assert len(mobilenet.rows) == 73 and mobilenet.profile.count == 6610
+    c = compare(fp16, qat)
+    assert c["a_layers"] == 36 and c["b_layers"] == 37 and c["largest_changes"]
+    times = read_file(SAMPLES / "tensorflow__resnet__RTX-3090__fp32__resnet.onnx.engine.timing.json")
+    s = times.summary()
+    assert len(times.records) == 263 and s["latencyMs"]["mean"] > 0 and s["h2dMs"]["max"] == 0
+
+
+@pytest.mark.parametrize("layout", ["bindings", "io_tensors"])
+def test_tensorrt10_and_11_files_map_onto_the_onnx_graph(tmp_path, layout):
+    gm = analyze_model(TRANSFORMER, parser="table")
+    lp, pp, expect = trt_files.write(gm, tmp_path, layout, "encoder/layers.1/self_attn")
+    data = import_files([pp, lp], gm)  # any order: each file is recognised from its content
+    j = data.to_json()
+    assert j["layout"] == layout
+    assert len(j["layers"]) == expect["layers"]  # the second profile's layers are set apart
+    if layout == "io_tensors":
+        assert j["other_profiles"] == [1] and j["io_tensors"][0]["ProfileInfo"][0]["OptShape"] == [4, 16]
+    assert j["unmapped_layers"] == []
+    foreign = next(x for x in j["layers"] if x["foreign"])
+    assert foreign["mapped_by"] == "foreign"
+    assert foreign["onnx_nodes"] == [gm.nodes[i].name for i in expect["foreign"]]
+    assert all(x["mapped_by"] in ("metadata", "foreign", "reformat") for x in j["layers"])
+    assert j["mapped_node_share"] >= 0.5  # the rest are shape and constant nodes TensorRT folds away
+    kinds = {f["kind"]: f for f in lint(data)}
+    assert expect["island"] in kinds["fp32-island"]["nodes"]
+    assert kinds["reformat"]["layers"] == [expect["reformat"]]
+    assert kinds["foreign-node"]["ms"] == pytest.approx(0.5)
+    # Every ONNX node a layer holds knows the layer's time share and precision.
+    assert data.node_ms() and set(data.node_precision().values()) <= {"FP16", "FP32"}
+
+
+def test_names_metadata_and_formats():
+    assert metadata_nodes("[ONNX Layer: /a/MatMul]\x1e[ONNX Layer: /a/Add]") == ["/a/MatMul", "/a/Add"]
+    assert metadata_nodes("[ONNX Layer: x]\x1f[ONNX Layer: y]") == ["x", "y"]
+    assert name_tokens("conv1.weight + QuantizeLinear_7 + Conv_9 + PWN(Clip_16, Mul_17) || Conv_2") == [
+        "conv1.weight", "QuantizeLinear_7", "Conv_9", "Clip_16", "Mul_17", "Conv_2"]
+    assert format_precision("Thirty-two wide channel vectorized row major Int8 format") == "INT8"
+    assert format_precision("Channel major FP16 format where channel % 8 == 0") == "FP16"
+    assert format_precision("Row major linear BF16") == "BF16"
+    from splitscope.engine.trtdata.readers import Layer, TensorDesc
+    assert layer_precision(Layer("c", inputs=[TensorDesc("a", [], "Row major linear FP32")],
+                                 outputs=[TensorDesc("b", [], "Row major linear FP32")],
+                                 tactic="sm80_xmma_gemm_tf32f32")) == "TF32"
+
+
+def test_bad_files_get_one_line_naming_the_file_and_field(tmp_path):
+    cases = {"trunc.json": '{"Layers": [{"Name": "a"', "bin.json": b"\xff\xfe\x00garbage",
+             "noname.json": json.dumps({"Layers": [{"LayerType": "Conv"}]}),
+             "badtime.json": json.dumps([{"count": 1}, {"name": "a", "timeMs": "fast", "averageMs": 1}]),
+             "other.json": json.dumps({"hello": 1})}
+    for name, content in cases.items():
+        p = tmp_path / name
+        p.write_bytes(content if isinstance(content, bytes) else content.encode())
+        with pytest.raises(EngineDataError) as e:
+            read_file(p)
+        assert name in e.value.message and "\n" not in e.value.message
+    assert "no 'Name'" in _msg(tmp_path / "noname.json") and "'timeMs'" in _msg(tmp_path / "badtime.json")
+
+
+def _msg(p: Path) -> str:
+    try:
+        read_file(p)
+    except EngineDataError as e:
+        return e.message
+    return ""
+
+
+@needs_samples
+def test_cli_engine(tmp_path, capsys):
+    out = tmp_path / "e.json"
+    lp, pp = _pair("pytorch__resnet__A100__fp16__resnet")
+    cp = _pair("pytorch__resnet__A100__qat__resnet-qat")
+    assert cli(["engine", "--layers", str(lp), "--profile", str(pp), "--compare", str(cp[0]),
+                "--compare-profile", str(cp[1]), "--json", str(out)]) == 0
+    j = json.loads(out.read_text())
+    for key in ("layout", "layers", "unmapped_layers", "mapped_node_share", "lint", "comparison"):
+        assert key in j
+    assert {"name", "type", "precision", "ms", "share", "onnx_nodes"} <= set(j["layers"][0])
+    assert "reformat" in capsys.readouterr().out
+    # A profile alone is common.
+    assert cli(["engine", "--profile", str(pp), "-q"]) == 0
+    assert cli(["engine", "-q"]) == 2
+    bad = tmp_path / "x.json"
+    bad.write_text("{")
+    assert cli(["engine", "--layers", str(bad)]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 2
+
+
+def test_cli_engine_maps_onto_a_model(tmp_path):
+    gm = analyze_model(TRANSFORMER, parser="table")
+    lp, pp, _ = trt_files.write(gm, tmp_path, "io_tensors", "encoder/layers.0/self_attn")
+    model = tmp_path / "m.onnx"
+    shutil.copy(TRANSFORMER, model)
+    out = tmp_path / "e.json"
+    assert cli(["engine", str(model), "--layers", str(lp), "--profile", str(pp), "--parser", "table",
+                "--json", str(out), "-q"]) == 0
+    j = json.loads(out.read_text())
+    assert j["layout"] == "io_tensors" and j["mapped_node_share"] >= 0.5
