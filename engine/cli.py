@@ -189,15 +189,22 @@ def _cmd_engine(args: argparse.Namespace) -> int:
     from splitscope.engine.trtdata.lint import lint
 
     files = [f for f in (args.layers, args.profile, args.times) if f]
-    if not files:
+    if not files and not args.build:
         raise SplitscopeError("Give at least one of --layers, --profile or --times (the files trtexec wrote with "
-                              "--exportLayerInfo, --exportProfile, --exportTimes).")
+                              "--exportLayerInfo, --exportProfile, --exportTimes), or --build rtx with a model.")
+    if args.build and not args.model:
+        raise SplitscopeError("--build needs the ONNX model to build.")
     gm = None
     if args.model:
         from splitscope.engine.split.analyze import analyze
 
-        gm = run_to_end(analyze(args.model, parser=args.parser))
-    data = import_files(files, gm)
+        gm = run_to_end(analyze(args.model, parser=args.parser, dims=_dims(args.dim)))
+    if args.build:
+        from splitscope.engine.trtdata.importer import from_build
+
+        data = from_build(args.model, gm, args.build, _dims(args.dim))
+    else:
+        data = import_files(files, gm)
     doc = data.to_json()
     doc["lint"] = lint(data)
     if args.compare or args.compare_profile:
@@ -208,10 +215,11 @@ def _cmd_engine(args: argparse.Namespace) -> int:
         print(f"{n} engine layers ({doc['layout']} layout{'' if doc['detailed'] else ', names only'})"
               + (f", {doc['total_layer_ms']:.4f} ms of layer time per inference" if data.profile else ""))
         if gm is not None:
-            print(f"  mapped onto {gm.path.name if gm.path else 'the model'}: {doc['mapped_node_share']:.0%} of "
-                  f"its nodes, {doc['mapped_layer_share']:.0%} of the layers; {len(doc['unmapped_layers'])} "
-                  "layers unmapped")
-        for row in sorted(doc["layers"], key=lambda r: -(r["ms"] or 0))[:8]:
+            print(f"  mapped onto {gm.path.name if gm.path else 'the model'}: {doc['mapped_data_node_share']:.0%} "
+                  f"of its data-path nodes ({doc['mapped_node_share']:.0%} of all), {doc['mapped_layer_share']:.0%} "
+                  f"of the layers; {len(doc['unmapped_layers'])} layers unmapped")
+        work = [r for r in doc["layers"] if r["mapped_by"] != "sync"]  # stream syncs: no work to show
+        for row in sorted(work, key=lambda r: (-(r["ms"] or 0), r["reformat"]))[:8]:
             ms = f"{row['ms']:9.4f} ms {row['share']:6.1%}" if row["ms"] is not None else " " * 19
             print(f"  {ms}  {row['precision'] or '?':<16} {row['type'][:22]:<22} {row['name'][:70]}")
         for f in doc["lint"]:
@@ -271,6 +279,9 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--layers", metavar="L.json", help="trtexec --exportLayerInfo (TensorRT 8.2 to 11)")
     e.add_argument("--profile", metavar="P.json", help="trtexec --exportProfile")
     e.add_argument("--times", metavar="T.json", help="trtexec --exportTimes")
+    e.add_argument("--build", choices=["rtx", "tensorrt"], help="build the model here and read the layers its "
+                   "builder lists (TensorRT-RTX builds without a GPU)")
+    e.add_argument("--dim", action="append", default=[], metavar="NAME=INT", help="value of a symbolic dim")
     e.add_argument("--compare", metavar="L2.json", help="another engine's layer info, to compare")
     e.add_argument("--compare-profile", metavar="P2.json", help="another engine's profile, to compare")
     e.add_argument("--parser", choices=["auto", "tensorrt", "rtx", "table"], default="auto",

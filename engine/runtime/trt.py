@@ -32,6 +32,7 @@ API_USED: dict[str, tuple[str, ...]] = {
     "IProgressMonitor": ("phase_start", "step_complete", "phase_finish"),
     "EngineInspector": ("get_engine_information",),
     "IBuilderConfig": ("progress_monitor", "profiling_verbosity", "add_optimization_profile"),
+    "ILogger": ("log",),
 }
 """The members of TensorRT's classes this module uses (tests check them on the real ``tensorrt_rtx``)."""
 
@@ -53,13 +54,13 @@ class BuildCancelled(Exception):
 
 def build_engine(path: str | Path, backend: str, dims: dict[str, int] | None = None,
                  cancel: CancelToken | None = None,
-                 on_phase: Callable[[str, int, int], None] | None = None) -> bytes:
+                 on_phase: Callable[[str, int, int], None] | None = None, logger: Any = None) -> bytes:
     """Parse and build ``path`` into a serialized engine (detailed profiling verbosity, one optimisation profile
     at the given dims for dynamic inputs). ``on_phase(name, step, steps)`` reports progress; ``cancel`` stops
     the build at its next step (:class:`BuildCancelled`)."""
     trt = trt_module(backend)
     cancel = cancel or CancelToken()
-    logger = trt.Logger(trt.Logger.ERROR)
+    logger = logger or trt.Logger(trt.Logger.ERROR)
     builder = trt.Builder(logger)
     network = builder.create_network(0)
     parser = trt.OnnxParser(network, logger)  # keep the network alive as long as the parser
@@ -70,11 +71,14 @@ def build_engine(path: str | Path, backend: str, dims: dict[str, int] | None = N
     config = builder.create_builder_config()
     config.profiling_verbosity = trt.ProfilingVerbosity.DETAILED
     profile = None
+    specs = _input_dims(path)
     for i in range(network.num_inputs):
         t = network.get_input(i)
         shape = tuple(t.shape)
         if any(d < 0 for d in shape):
-            concrete = tuple(d if d >= 0 else (dims or {}).get(_dim_name(t, k), 1) for k, d in enumerate(shape))
+            names = specs.get(t.name, ())
+            concrete = tuple(d if d >= 0 else (dims or {}).get(str(names[k]) if k < len(names) else "", 1)
+                             for k, d in enumerate(shape))
             profile = profile or builder.create_optimization_profile()
             profile.set_shape(t.name, concrete, concrete, concrete)
     if profile is not None:
@@ -107,8 +111,34 @@ def build_engine(path: str | Path, backend: str, dims: dict[str, int] | None = N
     return bytes(plan)
 
 
-def _dim_name(t: Any, k: int) -> str:
-    return f"{t.name}[{k}]"
+def build_and_list_layers(path: str | Path, backend: str = "rtx", dims: dict[str, int] | None = None,
+                          cancel: CancelToken | None = None,
+                          on_phase: Callable[[str, int, int], None] | None = None) -> tuple[bytes, list[str]]:
+    """Build as :func:`build_engine` does, keeping the builder's verbose log: its ``Layers:`` listing is read by
+    :func:`splitscope.engine.trtdata.buildlog.layers_from_log` where the engine itself cannot be inspected."""
+    trt = trt_module(backend)
+    lines: list[str] = []
+
+    class Log(trt.ILogger):  # type: ignore[misc, name-defined]
+        def __init__(self) -> None:
+            trt.ILogger.__init__(self)
+
+        def log(self, severity: Any, msg: str) -> None:
+            lines.append(msg)
+
+    plan = build_engine(path, backend, dims, cancel, on_phase, logger=Log())
+    return plan, lines
+
+
+def _input_dims(path: str | Path) -> dict[str, tuple[int | str, ...]]:
+    """Each ONNX input's dims (ints, or the names of symbolic dims), for the optimisation profile."""
+    import onnx
+    from splitscope.engine.runtime.inputs import input_specs
+
+    try:
+        return {s.name: s.dims for s in input_specs(onnx.load(str(path), load_external_data=False))}
+    except Exception:  # noqa: BLE001 - an input the profiler cannot feed still builds with 1 for its dims
+        return {}
 
 
 def onnx_nodes_of(layer: dict[str, Any]) -> list[str]:

@@ -98,11 +98,28 @@ class EngineData:
             doc["unmapped_layers"] = [{"name": rows[k].name, "unknown": m.unknown_names.get(k, [])}
                                       for k in m.unmapped]
             doc["mapped_node_share"] = m.mapped_node_share(len(self.gm.nodes))
+            doc["mapped_data_node_share"] = m.mapped_data_share(self.gm)
             doc["mapped_layer_share"] = m.mapped_layer_share()
         else:
             doc["unmapped_layers"] = []
             doc["mapped_node_share"] = None
         return doc
+
+
+def from_build(path: str | os.PathLike[str], gm: GraphModel | None, backend: str = "rtx",
+               dims: dict[str, int] | None = None, cancel: Any = None,
+               on_phase: Any = None) -> EngineData:
+    """Build ``path`` here (TensorRT-RTX builds on the CPU) and read the layers its builder lists."""
+    from splitscope.engine.runtime.trt import build_and_list_layers
+    from splitscope.engine.trtdata.buildlog import layers_from_log
+
+    _, lines = build_and_list_layers(path, backend, dims, cancel, on_phase)
+    data = EngineData(layers=layers_from_log(lines), gm=gm)
+    data.layers.path = f"{backend} build of {Path(path).name}"
+    data.notes.append(f"layers from the {backend} builder's log (no engine was run: no profile times)")
+    if gm is not None:
+        data.mapping = map_layers(data.rows, gm)
+    return data
 
 
 def import_files(paths: list[str | os.PathLike[str]], gm: GraphModel | None = None) -> EngineData:

@@ -40,7 +40,14 @@ def name_tokens(name: str) -> list[str]:
 
 
 def is_reformat(layer: Layer) -> bool:
-    return layer.base.startswith("Reformatting CopyNode") or (layer.type == "Reformat" and layer.origin == "REFORMAT")
+    """A layer TensorRT made to move data between layouts or types: a reformat, or a Myelin move/copy
+    (``__myl_Move...``) that no ONNX node asked for."""
+    return (layer.base.startswith("Reformatting CopyNode") or (layer.type == "Reformat" and layer.origin == "REFORMAT")
+            or (layer.base.startswith("__myl_") and not metadata_nodes(layer.metadata)))
+
+
+SYNC_TYPES = frozenset({"signal", "wait"})
+"""Layers that only order streams (TREx drops them): TensorRT's own, with no ONNX node and no work."""
 
 
 @dataclass(slots=True)
@@ -48,18 +55,43 @@ class Mapping:
     layer_nodes: list[list[int]]
     """ONNX node indices of each layer."""
     how: list[str]
-    """How each layer was mapped: ``metadata``, ``name``, ``foreign``, ``tensor``, ``reformat`` or ``""``."""
+    """How each layer was mapped: ``metadata``, ``name``, ``foreign``, ``tensor``, ``reformat``, ``sync`` (both
+    TensorRT's own) or ``""`` (unmapped)."""
     node_layers: dict[int, list[int]] = field(default_factory=dict)
     unmapped: list[int] = field(default_factory=list)
     """Layers that name something and match no ONNX node."""
     unknown_names: dict[int, list[str]] = field(default_factory=dict)
 
     def mapped_node_share(self, total: int) -> float:
+        """Share of all the model's nodes that ended in some layer."""
         return round(len(self.node_layers) / total, 4) if total else 0.0
 
+    def mapped_data_share(self, gm: GraphModel) -> float:
+        """Share of the nodes on the data path (not constants or shape arithmetic, which TensorRT folds at build
+        time) that ended in some layer."""
+        data = [i for i in range(len(gm.nodes)) if i not in foldable(gm)]
+        return round(sum(1 for i in data if i in self.node_layers) / len(data), 4) if data else 0.0
+
     def mapped_layer_share(self) -> float:
-        n = sum(1 for h in self.how if h != "reformat")
-        return round(sum(1 for h in self.how if h not in ("", "reformat")) / n, 4) if n else 0.0
+        """Share of the layers that come from ONNX nodes (not reformats or stream syncs) that were mapped."""
+        n = sum(1 for h in self.how if h not in ("reformat", "sync"))
+        return round(sum(1 for h in self.how if h not in ("", "reformat", "sync")) / n, 4) if n else 0.0
+
+
+def foldable(gm: GraphModel) -> set[int]:
+    """Nodes no input data reaches: fed only by initializers, ``Shape``/``Size`` and other such nodes."""
+    tensors = gm.graph.tensors
+    out: set[int] = set()
+    for i in gm.graph.adj.order:
+        n = gm.nodes[i]
+        if n.subgraphs:
+            continue
+        if n.op_type in ("Shape", "Size") or all(
+                not name or ((t := tensors.get(name)) is not None
+                             and (t.is_initializer or (t.producer is not None and t.producer in out)))
+                for name in n.inputs):
+            out.add(i)
+    return out
 
 
 def map_layers(layers: list[Layer], gm: GraphModel) -> Mapping:
@@ -77,6 +109,9 @@ def map_layers(layers: list[Layer], gm: GraphModel) -> Mapping:
                 m.how[k] = "metadata"
         if not found and is_reformat(layer):
             m.how[k] = "reformat"
+            continue
+        if not found and layer.type in SYNC_TYPES:
+            m.how[k] = "sync"
             continue
         if not found:
             fm = FOREIGN.search(layer.base)

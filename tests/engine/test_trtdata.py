@@ -144,3 +144,34 @@ def test_cli_engine_maps_onto_a_model(tmp_path):
                 "--json", str(out), "-q"]) == 0
     j = json.loads(out.read_text())
     assert j["layout"] == "io_tensors" and j["mapped_node_share"] >= 0.5
+
+
+def test_our_own_rtx_build_lists_its_layers_and_maps_them():
+    """TensorRT-RTX builds on the CPU; its verbose log lists the engine's layers with ONNX metadata."""
+    pytest.importorskip("tensorrt_rtx", reason="the test extra installs tensorrt-rtx")
+    from splitscope.engine.trtdata.importer import from_build
+
+    from tests.engine.models import LIGHT_DIR
+
+    model = LIGHT_DIR / "light_squeezenet.onnx"
+    gm = analyze_model(model, parser="table")
+    data = from_build(model, gm, "rtx")
+    j = data.to_json()
+    assert len(j["layers"]) > 20 and j["unmapped_layers"] == []
+    assert j["mapped_layer_share"] == 1.0 and j["mapped_data_node_share"] >= 0.8
+    convs = [x for x in j["layers"] if x["mapped_by"] == "metadata" and x["precision"]]
+    assert convs and {x["precision"] for x in convs} == {"FP32"}  # no reduced types in the model: FP32
+    assert any(len(x["onnx_nodes"]) >= 2 for x in j["layers"])  # fusions: several ONNX nodes in one layer
+
+
+def test_build_log_text_is_read_like_the_inspector_json():
+    from splitscope.engine.trtdata.buildlog import layers_from_log
+
+    log = ("Layers:\nName: n0_myl0_1, LayerType: correlation, Inputs: [ { Name: x, Dimensions: [1,3,8,8], "
+           "Datatype: Half, Format: (NHWC) Channel major format }], Constants: [], Outputs: [ { Name: y, "
+           "Dimensions: [1,4,8,8], Datatype: Half, Format: (NHWC) Channel major format }], TacticName: t, "
+           "StreamId: 0, Metadata: [ONNX Layer: conv]\x1f[ONNX Layer: relu]\n Multi-Device: Disabled")
+    (layer,) = layers_from_log(log).layers
+    assert layer.name == "n0_myl0_1" and layer.type == "correlation" and layer.outputs[0].dims == [1, 4, 8, 8]
+    assert layer_precision(layer) == "FP16"
+    assert metadata_nodes(layer.metadata) == ["conv", "relu"]
