@@ -28,6 +28,7 @@ from splitscope.engine.sample import SAMPLE_MODEL
 from splitscope.engine.text import model_title
 from splitscope.engine.view.layout import View
 from splitscope.gui.canvas import GraphCanvas, Minimap
+from splitscope.gui.engine_ui import EngineUi
 from splitscope.gui.menus import show_canvas_menu
 from splitscope.gui.palette import apply_app_palette, make_palette, system_is_dark
 from splitscope.gui.panels import Inspector, OpsPanel, SummaryPanel
@@ -90,6 +91,7 @@ class MainWindow(QMainWindow):
         d2 = self._dock("Split summary", summary_scroll, Qt.DockWidgetArea.RightDockWidgetArea)
         d3 = self._dock("Ops", self.ops, Qt.DockWidgetArea.BottomDockWidgetArea)
         self.profiling = ProfilingUi(self)  # its Jobs and Profile panels are tabbed with Ops
+        self.engine_ui = EngineUi(self)
         self.resizeDocks([d1, d2], [300, 460], Qt.Orientation.Vertical)
         self.resizeDocks([d1], [520], Qt.Orientation.Horizontal)
         self.resizeDocks([d3], [210], Qt.Orientation.Vertical)
@@ -213,6 +215,7 @@ class MainWindow(QMainWindow):
         self._action(f, "&Open…", self.choose_file, QKeySequence.StandardKey.Open)
         self.recent_menu = f.addMenu("Open &Recent")
         self._action(f, "Open &Sample", lambda: self.open_model(SAMPLE_MODEL))
+        self.engine_ui.add_file_actions(f)
         f.addSeparator()
         self._action(f, "Export Graph as &PNG…", lambda: self.export_graph("png"))
         self._action(f, "Export Graph as S&VG…", lambda: self.export_graph("svg"))
@@ -247,6 +250,7 @@ class MainWindow(QMainWindow):
         self._action(t, "&Optimize Export…", self.optimize_tool.choose_and_run).setToolTip(
             "Run an ONNX optimizer on a copy, check it with ONNX Runtime, and compare the split before and after")
         self.profiling.add_actions(t, v)
+        self.engine_ui.add_tool_actions(t)
         h = mb.addMenu("&Help")
         self._action(h, "&About Splitscope", self.show_about)
         esc = QAction("Cancel job", self)
@@ -623,14 +627,16 @@ class MainWindow(QMainWindow):
         QTimer.singleShot(0, self._place_minimap)
 
     def dragEnterEvent(self, event: Any) -> None:
-        if any(u.toLocalFile().lower().endswith(".onnx") for u in event.mimeData().urls()):
+        if any(u.toLocalFile().lower().endswith((".onnx", ".json")) for u in event.mimeData().urls()):
             event.acceptProposedAction()
 
     def dropEvent(self, event: Any) -> None:
-        for u in event.mimeData().urls():
-            if u.toLocalFile().lower().endswith(".onnx"):
-                self.open_model(Path(u.toLocalFile()))
-                break
+        files = [u.toLocalFile() for u in event.mimeData().urls()]
+        model = next((f for f in files if f.lower().endswith(".onnx")), None)
+        if model is not None:
+            self.open_model(Path(model))
+        elif trt := [f for f in files if f.lower().endswith(".json")]:
+            self.engine_ui.import_files(trt)  # trtexec's files of one engine
 
     def closeEvent(self, event: Any) -> None:
         settings = QSettings()

@@ -42,6 +42,8 @@ class Inspector(QTextBrowser):
         self.hier: Hierarchy | None = None
         self.palette_: Palette = make_palette(False)
         self.setPlaceholderText("Select a node or a group on the canvas.")
+        self.extras: list[Any] = []
+        """Callables ``(node index) -> HTML`` whose sections follow the node's status (engine layers)."""
 
     def set_palette(self, pal: Palette) -> None:
         """Status colours follow the theme (one palette for canvas, charts and text)."""
@@ -99,7 +101,9 @@ class Inspector(QTextBrowser):
             rows.append(f"<tr><td>Table predicted</td><td>{n.table_status.value}</td></tr>")
         if n.parser_status is not None:
             rows.append(f"<tr><td>Parser said</td><td>{n.parser_status.value}</td></tr>")
-        rows.append("</table><h4>Inputs</h4><table width=100% cellspacing=2>")
+        rows.append("</table>")
+        rows += [html_part for f in self.extras if (html_part := f(index))]  # e.g. what TensorRT made of it
+        rows.append("<h4>Inputs</h4><table width=100% cellspacing=2>")
         rows += [self._tensor_row(i) for i in n.inputs]
         if n.implicit_inputs:
             rows.append("<tr><td colspan=3><i>read by its bodies from the enclosing graph:</i></td></tr>")

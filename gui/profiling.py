@@ -122,6 +122,8 @@ class ProfilingUi(QObject):
             ops.raise_()
         self.results: dict[int, dict[str, Any]] = {}
         self.shown: int | None = None
+        self.colour_sources: dict[str, Any] = {}
+        """Colour modes other parts add (engine layer, precision): key -> ``heat(view)``."""
         self.queue.sample.connect(self.panel.add_sample)
         self.queue.changed.connect(self._job_changed)
         self.queue.failed.connect(lambda _jid, msg, det: window._on_failed(msg, det))
@@ -134,18 +136,25 @@ class ProfilingUi(QObject):
         """Tools › Profile…; View › Colour by."""
         self.profile_action = self.window._action(tools, "&Profile…", self.ask, "Ctrl+P")
         self.profile_action.setToolTip("Time the model on this machine: latency, per-node time, copies, verdict")
-        colour = view.addMenu("Colour &by")
-        group = QActionGroup(self)
+        self.colour_menu = view.addMenu("Colour &by")
+        self.colour_group = QActionGroup(self)
         self.colour_actions: dict[str, QAction] = {}
         for key, text in (("status", "&Status"), ("time", "&Time Share (last profile)"),
                           ("diff", "&Comparison of Two Profiles")):
-            act = QAction(text, self, checkable=True)
-            act.triggered.connect(lambda _=False, k=key: self.set_colour(k))
-            group.addAction(act)
-            colour.addAction(act)
-            self.colour_actions[key] = act
+            self.add_colour_mode(key, text)
         self.colour_actions["status"].setChecked(True)
         self.diff_pair: tuple[int, int] | None = None
+
+    def add_colour_mode(self, key: str, text: str, heat: Any = None) -> QAction:
+        """A View › Colour by entry; ``heat(view) -> Heat | None`` colours the canvas for it."""
+        act = QAction(text, self, checkable=True)
+        act.triggered.connect(lambda _=False, k=key: self.set_colour(k))
+        self.colour_group.addAction(act)
+        self.colour_menu.addAction(act)
+        self.colour_actions[key] = act
+        if heat is not None:
+            self.colour_sources[key] = heat
+        return act
 
     # ------------------------------------------------------------ actions
     def available(self) -> dict[str, str]:
@@ -208,6 +217,8 @@ class ProfilingUi(QObject):
             a, b = self.diff_pair
             if a in self.results and b in self.results:
                 heat = diff_heat(view, self.results[a], self.results[b])
+        elif view is not None and mode in self.colour_sources:
+            heat = self.colour_sources[mode](view)
         if heat is None:
             mode = "status"
         if hasattr(self, "colour_actions"):

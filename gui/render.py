@@ -64,6 +64,10 @@ class Heat:
     diverging: bool = False
     low: str = ""
     high: str = ""
+    palette: tuple[str, ...] = ()
+    """Categorical: a value is an index into these colours (engine layer, precision)."""
+    items: tuple[tuple[str, str], ...] = ()
+    """Categorical legend: (label, colour) rows."""
 
 
 PARTITION_COLOURS = ("#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#8C564B", "#555555")
@@ -340,6 +344,8 @@ class GraphPainter:
         v = h.nodes.get(node) if node is not None else h.groups.get(gid) if gid is not None else None
         if v is None:  # not measured: neutral, so that the measured ones stand out
             return QColor(self.palette_.frame_fill[0])
+        if h.palette:
+            return QColor(h.palette[int(v) % len(h.palette)])
         return heat_colour(v, h.diverging)
 
     def _share_bar(self, p: QPainter, rect: QRectF, share: float) -> None:
@@ -447,13 +453,27 @@ class GraphPainter:
             p.drawText(QPointF(box.left() + 38, yy), text)
             yy += fm.height() + 4
         if heat is not None:  # the colour scale of the heat map, in its own box beside, with its ends named
-            hb = QRectF(box.right() + 8, box.top(), max(fm.horizontalAdvance(heat.label) + 20, 200), height)
+            hb_w = max(fm.horizontalAdvance(heat.label) + 20, 200 if not heat.items else 330)
+            hb = QRectF(box.right() + 8, box.top(), hb_w, height + (fm.height() + 2 if heat.items else 0))
             p.setPen(QPen(pal.frame_border))
             p.setBrush(bg)
             p.drawRoundedRect(hb, 6, 6)
             yy = hb.top() + 8 + fm.ascent()
             p.setPen(pal.text)
             p.drawText(QPointF(hb.left() + 10, yy), heat.label)
+            if heat.items:  # categorical: a swatch per category, in columns
+                cols = max(1, (len(heat.items) + 2) // 3)
+                col_w = (hb.width() - 20) / cols
+                for k, (label, colour) in enumerate(heat.items[: cols * 3]):
+                    cx = hb.left() + 10 + (k // 3) * col_w
+                    cy = yy + 6 + (k % 3) * (fm.height() + 2)
+                    p.setPen(Qt.PenStyle.NoPen)
+                    p.setBrush(QColor(colour))
+                    p.drawRect(QRectF(cx, cy + 2, 10, fm.height() - 4))
+                    p.setPen(pal.text)
+                    p.drawText(QPointF(cx + 14, cy + fm.ascent()),
+                               fm.elidedText(label, Qt.TextElideMode.ElideRight, int(col_w - 18)))
+                return box
             yy += 6
             bar = QRectF(hb.left() + 10, yy, hb.width() - 20, fm.height() * 0.8)
             steps = 24

@@ -74,8 +74,16 @@ def _analyze(path: str | os.PathLike[str] | None, parser: str, dims: dict[str, i
         yield Progress("structure", 1, 6, "Reading the graph")
         gm, order = graph_from_onnx(loaded, infer=False)
         gm.dims = dict(dims or {})
+        engine_graph = any(p.key == "splitscope.engine_graph" for p in loaded.proto.metadata_props)
+        if engine_graph:  # an engine's own layers (splitscope.engine.trtdata.engine_graph): no parser to ask
+            parser_module = None
+            if proc is not None:
+                proc.kill()
+                proc = None
         target = TARGET_RTX if module == "tensorrt_rtx" else TARGET_TENSORRT
         predict_graph(gm.graph, target)
+        if engine_graph:
+            _engine_layers(gm)
         version, _ = load_table()
         gm.parser = ParserInfo("table", version, target)
         # First answer: structure coloured by the table, before shapes and costs.
@@ -101,6 +109,8 @@ def _analyze(path: str | os.PathLike[str] | None, parser: str, dims: dict[str, i
         fill_costs(gm.graph, gm.dims)
         assign_roles(gm.graph, order)
         predict_graph(gm.graph, target)  # again, now that every type is known
+        if engine_graph:
+            _engine_layers(gm)
         # Partitions from the table's answer now, while the parser still works;
         # recomputed below only if the parser disagrees.
         gm.partitions = find_partitions(gm.graph, order, gm.dims)
@@ -193,6 +203,18 @@ def parser_reason(op_type: str, parser: str, desc: str) -> str:
     if desc.startswith("UNSUPPORTED_NODE"):
         return f"{parser}: {op_type} is not supported here ({desc})"
     return f"{parser}: {desc.strip()}"
+
+
+def _engine_layers(gm: GraphModel) -> None:
+    """Every layer of an engine drawn from trtexec's files is inside TensorRT already; plugin layers are the
+    custom part."""
+    gm.warnings = [w for w in gm.warnings if "custom-op output" not in w]  # its shapes come from the layers
+    for n in gm.nodes:
+        plugin = "plugin" in n.op_type.lower()
+        n.status = Status.PLUGIN if plugin else Status.DELEGATE
+        n.table_status = n.status
+        n.reason = ("a plugin layer of the engine: custom CUDA inside TensorRT" if plugin
+                    else f"an engine layer ({n.op_type}), read from trtexec's files")
 
 
 def analyze_model(path: str | os.PathLike[str] | None = None, *, parser: str = "auto",

@@ -1,0 +1,53 @@
+"""An engine drawn without its ONNX model: layers as nodes, tensors as edges, from the layer info.
+
+Users often have only trtexec's files. The engine's own graph is written as an ONNX model (one node per
+layer, named as the layer, its op the layer type in the ``trt.engine`` domain, marked by the metadata key
+:data:`MARK`) so the same canvas, panels, lint and profile views show it; the analysis sees the mark and
+treats every layer as what it is, already inside TensorRT (a plugin layer as a plugin).
+"""
+
+from __future__ import annotations
+
+import re
+
+import onnx
+from onnx import helper
+from splitscope.engine.trtdata.readers import LayerInfo
+
+MARK = "splitscope.engine_graph"
+DOMAIN = "trt.engine"
+
+
+def _op(layer_type: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_]", "_", layer_type) or "Layer"
+
+
+def to_onnx(info: LayerInfo, title: str = "engine") -> onnx.ModelProto:
+    """The engine's graph as an ONNX model (no weights; shapes from the layers' tensors)."""
+    produced: dict[str, int] = {}
+    consumed: set[str] = set()
+    layers = [x for x in info.layers if x.profile == 0]
+    nodes = []
+    for k, x in enumerate(layers):
+        outs = [t.name for t in x.outputs if t.name] or [f"{x.name}:out"]
+        for o in outs:
+            produced.setdefault(o, k)
+        ins = [t.name for t in x.inputs if t.name]
+        consumed.update(ins)
+        nodes.append(helper.make_node(_op(x.type), ins, outs, name=x.name, domain=DOMAIN))
+    dims: dict[str, list[int]] = {}
+    for x in layers:
+        for t in (*x.inputs, *x.outputs):
+            if t.dims:
+                dims.setdefault(t.name, t.dims)
+    graph_in = sorted({t for t in consumed if t not in produced})
+    graph_out = [o for o in produced if o not in consumed] or list(produced)[-1:]
+
+    def vi(name: str) -> onnx.ValueInfoProto:
+        return helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, [max(d, 1) for d in dims.get(name, [])]
+                                             or None)
+    g = helper.make_graph(nodes, title, [vi(n) for n in graph_in], [vi(n) for n in graph_out])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(DOMAIN, 1)],
+                          producer_name="splitscope (engine layers)")
+    m.metadata_props.add(key=MARK, value="1")
+    return m
