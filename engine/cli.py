@@ -184,6 +184,7 @@ def _cmd_engine(args: argparse.Namespace) -> int:
     import json
 
     from splitscope.engine.report.files import write_text_atomic
+    from splitscope.engine.text import plural
     from splitscope.engine.trtdata.compare import compare
     from splitscope.engine.trtdata.importer import import_files
     from splitscope.engine.trtdata.lint import lint
@@ -223,7 +224,7 @@ def _cmd_engine(args: argparse.Namespace) -> int:
             ms = f"{row['ms']:9.4f} ms {row['share']:6.1%}" if row["ms"] is not None else " " * 19
             print(f"  {ms}  {row['precision'] or '?':<16} {row['type'][:22]:<22} {row['name'][:70]}")
         for f in doc["lint"]:
-            print(f"  lint {f['kind']}: {f['advice']} ({len(f['layers'])} layers, {f['ms']:.4f} ms)")
+            print(f"  lint {f['kind']}: {f['advice']} ({plural(len(f['layers']), 'layer')}, {f['ms']:.4f} ms)")
         if "comparison" in doc:
             c = doc["comparison"]
             print(f"  compare: A {c['a_total_ms']:.4f} ms, B {c['b_total_ms']:.4f} ms of layer time")

@@ -8,6 +8,7 @@ from typing import Any
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt, Signal
 from PySide6.QtWidgets import QLabel, QLineEdit, QSplitter, QTableView, QTextBrowser, QVBoxLayout, QWidget
+from splitscope.engine.text import plural
 
 COLUMNS = ("Layer", "Type", "Precision", "ms", "Share", "ONNX nodes", "Mapped by")
 
@@ -119,7 +120,8 @@ class EnginePanel(QWidget):
                            f"{'' if doc['detailed'] else ', names only'}){total}{mapped}.")
         parts = []
         for k, f in enumerate(findings):
-            parts.append(f"<p><a href='lint:{k}'><b>{html.escape(f['kind'])}</b></a> ({len(f['layers'])} layers, "
+            n_layers = plural(len(f["layers"]), "layer")
+            parts.append(f"<p><a href='lint:{k}'><b>{html.escape(f['kind'])}</b></a> ({n_layers}, "
                          f"{f['ms']:.4f} ms): {html.escape(f['advice'])}.</p>")
         for n in doc.get("notes", []):
             parts.append(f"<p><i>{html.escape(n)}</i></p>")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from splitscope.engine.text import plural
 from splitscope.engine.trtdata.importer import EngineData
 from splitscope.engine.trtdata.mapping import FOREIGN, is_reformat
 from splitscope.engine.trtdata.precision import ORDER, layer_precision
@@ -46,7 +47,8 @@ def lint(data: EngineData) -> list[dict[str, Any]]:
     if (int8_engine or model_qdq) and float_convs:
         out.append({"kind": "qdq-unfused", "layers": [rows[k].name for k in float_convs],
                     "nodes": nodes_of(float_convs), "ms": t(float_convs),
-                    "advice": f"{len(float_convs)} convolutions of a quantized model still run in floating point: put "
+                    "advice": f"{plural(len(float_convs), 'convolution')} of a quantized model still run in floating "
+                              "point: put "
                               "Q/DQ on both their input and weights (and not only on one side) so TensorRT fuses "
                               "them into INT8 kernels"})
     if standalone:
@@ -63,7 +65,9 @@ def lint(data: EngineData) -> list[dict[str, Any]]:
         main = max(set(reduced), key=reduced.count)
         out.append({"kind": "fp32-island", "layers": [rows[k].name for k in islands], "nodes": nodes_of(islands),
                     "ms": t(islands),
-                    "advice": f"{len(islands)} layers run in FP32 inside an engine that is mostly {main}: cast "
+                    "advice": f"{plural(len(islands), 'layer')} {'runs' if len(islands) == 1 else 'run'} in FP32 "
+                              "inside an engine that "
+                              f"is mostly {main}: cast "
                               "their inputs to the reduced type in the ONNX (TensorRT 11 is strongly typed), or "
                               "keep them in FP32 on purpose if accuracy needs it"})
     # 3. Reformat layers.
@@ -72,7 +76,8 @@ def lint(data: EngineData) -> list[dict[str, Any]]:
         share = t(reformats) / total if total else 0.0
         out.append({"kind": "reformat", "layers": [rows[k].name for k in reformats], "nodes": [],
                     "ms": t(reformats),
-                    "advice": f"{len(reformats)} reformat layers ({share:.1%} of the layer time) convert between "
+                    "advice": f"{plural(len(reformats), 'reformat layer')} ({share:.1%} of the layer time) "
+                              "convert between "
                               "layouts or types: align the precision of neighbouring layers and the I/O formats "
                               "(--inputIOFormats/--outputIOFormats) so fewer copies are needed"})
     # 4. Precision that differs from what the model asks.
