@@ -28,20 +28,43 @@ PRECISION_COLOURS = {"FP32": "#56B4E9", "TF32": "#0072B2", "FP16": "#009E73", "B
                      "FP8": "#D55E00", "FP4": "#CC79A7", "INT4": "#CC79A7", "mixed": "#999999"}
 
 
+def _groups_up(view: View, node_vals: dict[int, Any]) -> dict[int, set[Any]]:
+    """For every group, the set of values of the nodes below it: one pass over the nodes, then one up the tree
+    (deepest groups first), so 50k nodes cost milliseconds, not a walk to the root per node."""
+    hier = view.hier
+    sets: dict[int, set[Any]] = {}
+    ng = hier.node_group
+    for i, v in node_vals.items():
+        if i < len(ng):
+            sets.setdefault(ng[i], set()).add(v)
+    groups = hier.groups
+    order = sorted((g.id for g in groups if g.parent not in (None, -1)), key=lambda g: -groups[g].depth)
+    for gid in order:
+        s = sets.get(gid)
+        if s:
+            parent = groups[gid].parent
+            if parent is not None and parent >= 0:
+                ps = sets.setdefault(parent, set())
+                if len(ps) < 3:  # enough to know "more than one"
+                    ps |= s
+    return sets
+
+
 def precision_heat(view: View, data: EngineData) -> Heat:
     """Nodes by the precision their layer really runs in; a block by its nodes' one precision, else mixed."""
     from splitscope.engine.trtdata.precision import precision_family
 
     keys = list(PRECISION_COLOURS)
-    prec = {i: precision_family(p) for i, p in data.node_precision().items()}
-    nodes = {i: float(keys.index(p)) for i, p in prec.items() if p in keys}
-    groups: dict[int, set[str]] = {}
-    hier = view.hier
-    for i, p in prec.items():
-        if i < len(hier.node_group) and p in keys:
-            for g in hier.path(hier.node_group[i]):
-                groups.setdefault(g, set()).add(p)
-    gvals = {g: float(keys.index(next(iter(s)) if len(s) == 1 else "mixed")) for g, s in groups.items()}
+    index = {p: float(k) for k, p in enumerate(keys)}
+    fam: dict[str, str] = {}
+    nodes: dict[int, float] = {}
+    for i, p in data.node_precision().items():
+        f = fam.get(p)
+        if f is None:
+            f = fam[p] = precision_family(p)
+        if f in index:
+            nodes[i] = index[f]
+    gvals = {g: (next(iter(s)) if len(s) == 1 else index["mixed"]) for g, s in _groups_up(view, nodes).items()}
     seen = sorted({keys[int(v)] for v in nodes.values()}, key=keys.index)
     return Heat(nodes, gvals, "precision (as the engine runs it)", palette=tuple(PRECISION_COLOURS.values()),
                 items=tuple((p, PRECISION_COLOURS[p]) for p in seen))
@@ -56,13 +79,7 @@ def layer_heat(view: View, data: EngineData) -> Heat:
         for k, ids in enumerate(m.layer_nodes):
             for i in ids:
                 nodes.setdefault(i, float(k % len(LAYER_COLOURS)))
-    hier = view.hier
-    groups: dict[int, set[float]] = {}
-    for i, v in nodes.items():
-        if i < len(hier.node_group):
-            for g in hier.path(hier.node_group[i]):
-                groups.setdefault(g, set()).add(v)
-    gvals = {g: next(iter(s)) for g, s in groups.items() if len(s) == 1}
+    gvals = {g: next(iter(s)) for g, s in _groups_up(view, nodes).items() if len(s) == 1}
     return Heat(nodes, gvals, "engine layer (one colour a layer; grey: not in one layer, or many)",
                 palette=LAYER_COLOURS, items=(("fused into one layer", LAYER_COLOURS[0]),
                                               ("the next layer", LAYER_COLOURS[1])))
@@ -73,12 +90,17 @@ def time_heat(view: View, data: EngineData) -> Heat | None:
     if not ms:
         return None
     top = max(ms.values()) or 1.0
-    groups: dict[int, float] = {}
     hier = view.hier
+    groups: dict[int, float] = {}
     for i, v in ms.items():
         if i < len(hier.node_group):
-            for g in hier.path(hier.node_group[i]):
-                groups[g] = groups.get(g, 0.0) + v
+            g = hier.node_group[i]
+            groups[g] = groups.get(g, 0.0) + v
+    for gid in sorted((g.id for g in hier.groups if g.parent not in (None, -1)), key=lambda g: -hier.groups[g].depth):
+        if gid in groups:
+            parent = hier.groups[gid].parent
+            if parent is not None and parent >= 0:
+                groups[parent] = groups.get(parent, 0.0) + groups[gid]
     gtop = max((v for g, v in groups.items() if g != 0), default=1.0) or 1.0
     total = sum(data.layer_ms().values()) or 1.0
     return Heat({i: v / top for i, v in ms.items()}, {g: v / gtop for g, v in groups.items()},
@@ -92,6 +114,17 @@ def diff_heat(view: View, cmp: dict[str, Any]) -> Heat | None:
     nodes = {r["index"]: max(-1.0, min(1.0, math.log2(r["b_ms"] / r["a_ms"]) / 2)) for r in rows
              if r["a_ms"] > 0 and r["b_ms"] > 0}
     return Heat(nodes, {}, "engine B vs A", True, "B 4x faster", "B 4x slower")
+
+
+def heats(kind: str, view: View, data: EngineData, comparison: dict[str, Any] | None) -> Heat | None:
+    """The colouring ``kind`` of ``view`` from an import."""
+    if kind == "precision":
+        return precision_heat(view, data)
+    if kind == "layer":
+        return layer_heat(view, data)
+    if kind == "time":
+        return time_heat(view, data)
+    return diff_heat(view, comparison) if comparison else None
 
 
 class EngineUi(QObject):
@@ -109,6 +142,8 @@ class EngineUi(QObject):
         self.data: EngineData | None = None
         self.doc: dict[str, Any] | None = None
         self.comparison: dict[str, Any] | None = None
+        self.heat_cache: dict[tuple[str, int], Heat | None] = {}
+        """Colourings made in the import's worker for the view then on screen (the UI thread only paints)."""
         self.pending: list[str] | None = None
         """Files to map once the engine's own graph, opened for them, is ready."""
         self.panel.layer_chosen.connect(self._layer_chosen)
@@ -138,13 +173,12 @@ class EngineUi(QObject):
         def make(view: View) -> Heat | None:
             if self.data is None or self.data.mapping is None:
                 return None
-            if kind == "precision":
-                return precision_heat(view, self.data)
-            if kind == "layer":
-                return layer_heat(view, self.data)
-            if kind == "time":
-                return time_heat(view, self.data)
-            return diff_heat(view, self.comparison) if self.comparison else None
+            cached = self.heat_cache.get((kind, id(view.hier)))
+            if cached is not None:
+                return cached
+            heat = heats(kind, view, self.data, self.comparison)
+            self.heat_cache[(kind, id(view.hier))] = heat
+            return heat
         return make
 
     # ------------------------------------------------------------ import
@@ -183,6 +217,7 @@ class EngineUi(QObject):
 
     def _submit(self, title: str, paths: list[str], kind: str) -> int:
         gm = self.window.graph_model
+        view = self.window.view
         queue = self.window.profiling.queue
 
         def job(token: CancelToken) -> Generator[JobEvent, None, Any]:
@@ -197,7 +232,11 @@ class EngineUi(QObject):
                 data = import_files(paths, gm)
             token.raise_if_cancelled()
             doc = data.to_json()
-            return {"kind": kind, "data": data, "doc": doc, "lint": lint(data), "title": title}
+            made = {}
+            if view is not None and data.mapping is not None and kind != "compare":
+                for k in ("precision", "layer", "time"):  # here, not on the UI thread: 50k nodes take 30 ms
+                    made[(k, id(view.hier))] = heats(k, view, data, None)
+            return {"kind": kind, "data": data, "doc": doc, "lint": lint(data), "title": title, "heats": made}
 
         jid = queue.submit(title, job, lane="engine" if kind != "build" else "gpu", kind="engine")
         queue.finished.connect(self._finished)
@@ -214,10 +253,12 @@ class EngineUi(QObject):
 
             if self.data is not None:
                 self.comparison = compare(self.data, res["data"])
+                self.heat_cache = {k: v for k, v in self.heat_cache.items() if k[0] != "diff"}
                 self._show_comparison(self.comparison)
                 self.window.profiling.set_colour("engine-diff")
             return
         self.data, self.doc = res["data"], res["doc"]
+        self.heat_cache = dict(res["heats"])
         self.panel.set_data(res["doc"], res["lint"], res["title"])
         self.dock.raise_()
         self.window.profiling.set_colour("precision" if any(x["precision"] for x in res["doc"]["layers"])

@@ -24,6 +24,7 @@ class EngineData:
     mapping: Mapping | None = None
     gm: GraphModel | None = None
     notes: list[str] = field(default_factory=list)
+    _node_prec: dict[int, str] | None = None
 
     @property
     def rows(self) -> list[Layer]:
@@ -56,9 +57,11 @@ class EngineData:
         return out
 
     def node_precision(self) -> dict[int, str]:
-        """Each mapped ONNX node's precision (its layers'; ``mixed`` when they differ)."""
+        """Each mapped ONNX node's precision (its layers'; ``mixed`` when they differ). Computed once."""
         if self.mapping is None:
             return {}
+        if self._node_prec is not None:
+            return self._node_prec
         out: dict[int, str] = {}
         for k, layer in enumerate(self.rows):
             p = layer_precision(layer)
@@ -67,6 +70,7 @@ class EngineData:
             for i in self.mapping.layer_nodes[k]:
                 prev = out.get(i)
                 out[i] = p if prev in (None, p) else "mixed"
+        self._node_prec = out
         return out
 
     def to_json(self) -> dict[str, Any]:
