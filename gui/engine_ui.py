@@ -150,6 +150,10 @@ class EngineUi(QObject):
         self.panel.nodes_chosen.connect(self._nodes_chosen)
         window.inspector.extras.append(self.inspector_html)
         window.canvas.node_selected.connect(self._node_selected)
+        window.session.model_ready.connect(self._model_ready)
+        self.last_paths: list[str] = []
+        self.on_engine_graph = False
+        """Whether the last import was drawn as the engine's own graph (no ONNX model yet)."""
 
     def add_file_actions(self, file_menu: Any) -> None:
         """File › Import Engine Data…, Compare With Engine Data…."""
@@ -216,6 +220,8 @@ class EngineUi(QObject):
         return self._submit(f"Build {gm.path.name} with TensorRT-RTX", [str(gm.path)], "build")
 
     def _submit(self, title: str, paths: list[str], kind: str) -> int:
+        if kind == "import":
+            self.last_paths = list(paths)
         gm = self.window.graph_model
         view = self.window.view
         queue = self.window.profiling.queue
@@ -300,7 +306,22 @@ class EngineUi(QObject):
     def _pending_ready(self, *_: Any) -> None:
         if self.pending:
             paths, self.pending = self.pending, None
+            self.on_engine_graph = True
             self._submit(f"Import {', '.join(Path(p).name for p in paths)}", paths, "import")
+
+    def _model_ready(self, gm: Any, _view: Any) -> None:
+        """The ONNX model opened after an engine seen on its own graph: the engine maps onto it now."""
+        from splitscope.engine.trtdata.engine_graph import DOMAIN
+
+        is_engine = bool(gm.nodes) and all(n.domain == DOMAIN for n in gm.nodes)
+        if self.on_engine_graph and not is_engine and self.last_paths and self.pending is None:
+            self.on_engine_graph = False
+            paths = list(self.last_paths)
+            self._submit(f"Map {', '.join(Path(p).name for p in paths)} onto {gm.path.name if gm.path else ''}",
+                         paths, "import")
+        elif not is_engine:
+            self.data = self.doc = None
+            self.heat_cache = {}
 
     # ------------------------------------------------------------ views
     def _show_comparison(self, cmp: dict[str, Any]) -> None:

@@ -79,3 +79,22 @@ def test_our_own_rtx_build_shows_its_layers(qtbot, window):
     doc = window.engine_ui.doc
     assert doc["unmapped_layers"] == [] and doc["mapped_data_node_share"] >= 0.8
     assert window.engine_ui.panel.model.rowCount() == len(doc["layers"])
+
+
+def test_an_engine_seen_alone_maps_onto_its_model_when_that_is_opened(qtbot, window, tmp_path):
+    from splitscope.engine.split.analyze import analyze_model
+
+    gm = analyze_model(TRANSFORMER, parser="table")
+    lp, pp, _ = trt_files.write(gm, tmp_path, "bindings", "encoder/layers.1/self_attn")
+    ui = window.engine_ui
+    ui.import_files([str(lp), str(pp)])  # no model open: the engine's own graph
+    q = window.profiling.queue
+    qtbot.waitUntil(lambda: ui.on_engine_graph and ui.doc is not None, timeout=60000)
+    assert all(n.domain == "trt.engine" for n in window.graph_model.nodes)
+    window.open_model(TRANSFORMER)
+    wait_idle(qtbot, window)
+    qtbot.waitUntil(lambda: ui.doc is not None and ui.doc.get("mapped_data_node_share") is not None
+                    and not ui.on_engine_graph and sum(r.kind == "engine" for r in q.jobs.values()) >= 2,
+                    timeout=60000)
+    qtbot.waitUntil(lambda: ui.doc["mapped_data_node_share"] > 0.5 and ui.data.gm is window.graph_model,
+                    timeout=30000)
