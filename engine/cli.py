@@ -201,7 +201,7 @@ def _cmd_engine(args: argparse.Namespace) -> int:
 
         gm = run_to_end(analyze(args.model, parser=args.parser, dims=_dims(args.dim)))
     if args.build:
-        from splitscope.engine.trtdata.importer import from_build
+        from splitscope.engine.runtime.trt import from_build
 
         data = from_build(args.model, gm, args.build, _dims(args.dim))
     else:

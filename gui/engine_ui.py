@@ -227,7 +227,8 @@ class EngineUi(QObject):
         queue = self.window.profiling.queue
 
         def job(token: CancelToken) -> Generator[JobEvent, None, Any]:
-            from splitscope.engine.trtdata.importer import from_build, import_files
+            from splitscope.engine.runtime.trt import from_build
+            from splitscope.engine.trtdata.importer import import_files
             from splitscope.engine.trtdata.lint import lint
 
             yield Progress("engine", 0, 0, title)

@@ -130,6 +130,23 @@ def build_and_list_layers(path: str | Path, backend: str = "rtx", dims: dict[str
     return plan, lines
 
 
+def from_build(path: str | Path, gm: Any, backend: str = "rtx",
+               dims: dict[str, int] | None = None, cancel: Any = None,
+               on_phase: Any = None) -> Any:
+    """Build ``path`` here (TensorRT-RTX builds on the CPU) and read the layers its builder lists."""
+    from splitscope.engine.trtdata.buildlog import layers_from_log
+    from splitscope.engine.trtdata.importer import EngineData
+    from splitscope.engine.trtdata.mapping import map_layers
+
+    _, lines = build_and_list_layers(path, backend, dims, cancel, on_phase)
+    data = EngineData(layers=layers_from_log(lines), gm=gm)
+    data.layers.path = f"{backend} build of {Path(path).name}"
+    data.notes.append(f"layers from the {backend} builder's log (no engine was run: no profile times)")
+    if gm is not None:
+        data.mapping = map_layers(data.rows, gm)
+    return data
+
+
 def _input_dims(path: str | Path) -> dict[str, tuple[int | str, ...]]:
     """Each ONNX input's dims (ints, or the names of symbolic dims), for the optimisation profile."""
     import onnx

@@ -110,22 +110,6 @@ class EngineData:
         return doc
 
 
-def from_build(path: str | os.PathLike[str], gm: GraphModel | None, backend: str = "rtx",
-               dims: dict[str, int] | None = None, cancel: Any = None,
-               on_phase: Any = None) -> EngineData:
-    """Build ``path`` here (TensorRT-RTX builds on the CPU) and read the layers its builder lists."""
-    from splitscope.engine.runtime.trt import build_and_list_layers
-    from splitscope.engine.trtdata.buildlog import layers_from_log
-
-    _, lines = build_and_list_layers(path, backend, dims, cancel, on_phase)
-    data = EngineData(layers=layers_from_log(lines), gm=gm)
-    data.layers.path = f"{backend} build of {Path(path).name}"
-    data.notes.append(f"layers from the {backend} builder's log (no engine was run: no profile times)")
-    if gm is not None:
-        data.mapping = map_layers(data.rows, gm)
-    return data
-
-
 def import_files(paths: list[str | os.PathLike[str]], gm: GraphModel | None = None) -> EngineData:
     """Read the files (each recognised from its content) as one engine, and map it onto ``gm``."""
     data = EngineData(gm=gm)

@@ -149,7 +149,7 @@ def test_cli_engine_maps_onto_a_model(tmp_path):
 def test_our_own_rtx_build_lists_its_layers_and_maps_them():
     """TensorRT-RTX builds on the CPU; its verbose log lists the engine's layers with ONNX metadata."""
     pytest.importorskip("tensorrt_rtx", reason="the test extra installs tensorrt-rtx")
-    from splitscope.engine.trtdata.importer import from_build
+    from splitscope.engine.runtime.trt import from_build
 
     from tests.engine.models import LIGHT_DIR
 
