@@ -237,6 +237,47 @@ def _cmd_engine(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_calibrate(args: argparse.Namespace) -> int:
+    import json
+
+    from splitscope.engine.calib.calibrate import calibrate
+    from splitscope.engine.jobs import Progress
+    from splitscope.engine.report.files import write_text_atomic
+    from splitscope.engine.sample import SAMPLE_MODEL
+
+    if args.budget:
+        raise SplitscopeError("--budget (the automatic precision search) is not in this version: pin layers with "
+                              "--keep NODE instead.")
+    bar = _Bar()
+    job = calibrate(args.model or SAMPLE_MODEL, args.out, data=args.data, method=args.method,
+                    precision=args.precision, samples=args.samples, keep=args.keep, dims=_dims(args.dim),
+                    percentile=args.percentile)
+    try:
+        while True:
+            try:
+                ev = next(job)
+            except StopIteration as stop:
+                res = stop.value
+                break
+            if isinstance(ev, Progress):
+                bar(ev.done, ev.total, ev.message)
+    finally:
+        bar.end()  # an interrupted run writes nothing: the model is written atomically at the end
+    if not args.quiet:
+        print(f"{res['model']} -> {res['out']}: {res['precision']} Q/DQ by {res['method']} on {res['samples']} "
+              f"samples, {res['tensors']} activations and {res['weights']} weights, {res['seconds']:.2f} s"
+              + (" (statistics from the cache)" if res["stats_cached"] else ""))
+        for name, a in res["accuracy"].items():
+            extra = f", top-1 agreement {a['top1_agreement']:.1%}" if "top1_agreement" in a else ""
+            print(f"  {name}: SNR {a['snr_db']:.1f} dB, cosine {a['cosine']:.5f}, max |error| {a['max_abs']:.4g}"
+                  + extra)
+        for note in res["notes"]:
+            print(f"  note: {note}")
+    if args.json:
+        write_text_atomic(args.json, json.dumps(res, indent=1))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for tests and docs)."""
     ap = argparse.ArgumentParser(prog="splitscope", description="What TensorRT takes, and what needs custom CUDA.")
@@ -290,6 +331,20 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--json", metavar="PATH", help="write layers, mapping, lint and comparison as JSON")
     e.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
     e.set_defaults(func=_cmd_engine)
+    c = sub.add_parser("calibrate", help="calibrate and write a Q/DQ model as TensorRT 11 wants it")
+    c.add_argument("model", nargs="?", help="ONNX model (default: the bundled sample)")
+    c.add_argument("--data", default="random", help="a folder of .npy/.npz samples, or 'random' (plumbing only)")
+    c.add_argument("--method", choices=["max", "percentile", "entropy", "mse"], default="entropy")
+    c.add_argument("--percentile", type=float, default=99.99)
+    c.add_argument("--precision", choices=["int8", "fp8", "fp16", "bf16"], default="int8")
+    c.add_argument("--samples", type=int, default=32)
+    c.add_argument("--keep", action="append", default=[], metavar="NODE", help="a node left in float")
+    c.add_argument("--budget", metavar="snr=30", help="the automatic precision search (not in this version)")
+    c.add_argument("--dim", action="append", default=[], metavar="NAME=INT")
+    c.add_argument("--out", required=True, metavar="OUT.onnx")
+    c.add_argument("--json", metavar="PATH")
+    c.add_argument("-q", "--quiet", action="store_true")
+    c.set_defaults(func=_cmd_calibrate)
     return ap
 
 

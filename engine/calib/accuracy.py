@@ -1,0 +1,29 @@
+"""The quantized model against the original on held-out samples, through ONNX Runtime: per output, the
+signal-to-noise ratio (dB), cosine similarity and largest absolute error; top-1 agreement for a
+classifier's outputs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+def compare_outputs(ref: list[np.ndarray], got: list[np.ndarray]) -> dict[str, float]:
+    """SNR (dB), cosine and max |error| of ``got`` against ``ref`` (arrays of one output, several samples)."""
+    r = np.concatenate([np.asarray(a, dtype=np.float64).ravel() for a in ref])
+    g = np.concatenate([np.asarray(a, dtype=np.float64).ravel() for a in got])
+    ok = np.isfinite(r) & np.isfinite(g)
+    r, g = r[ok], g[ok]
+    noise = float(np.sum((r - g) ** 2))
+    signal = float(np.sum(r ** 2))
+    snr = 10 * np.log10(signal / noise) if noise > 0 and signal > 0 else (float("inf") if noise == 0 else 0.0)
+    denom = float(np.linalg.norm(r) * np.linalg.norm(g))
+    cos = float(np.dot(r, g) / denom) if denom > 0 else (1.0 if noise == 0 else 0.0)
+    out: dict[str, Any] = {"snr_db": round(float(snr), 3) if np.isfinite(snr) else 999.0, "cosine": round(cos, 6),
+                           "max_abs": round(float(np.max(np.abs(r - g))) if r.size else 0.0, 6)}
+    if all(np.asarray(a).ndim == 2 and np.asarray(a).shape[-1] > 1 for a in ref):
+        top_r = np.concatenate([np.argmax(a, axis=-1) for a in ref])
+        top_g = np.concatenate([np.argmax(a, axis=-1) for a in got])
+        out["top1_agreement"] = round(float(np.mean(top_r == top_g)), 4)
+    return out

@@ -1,0 +1,102 @@
+"""The calibration job: statistics in one pass (cached), ranges by method, the Q/DQ model written, and its
+accuracy against the original on held-out samples."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Generator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+from splitscope.engine.calib import qdq
+from splitscope.engine.calib.accuracy import compare_outputs
+from splitscope.engine.calib.collect import collect, load_stats, save_stats
+from splitscope.engine.calib.data import CalibData, batches, open_data
+from splitscope.engine.calib.methods import METHODS, amax
+from splitscope.engine.errors import SplitscopeError
+from splitscope.engine.jobs import CancelToken, JobEvent, Progress
+from splitscope.engine.runtime.inputs import input_specs
+from splitscope.engine.runtime.ort import OrtBackend
+
+PRECISIONS = ("int8", "fp8")
+
+
+def calibrate(model: str | Path, out: str | Path, *, data: str = "random", method: str = "entropy",
+              precision: str = "int8", samples: int = 32, keep: list[str] | None = None,
+              dims: dict[str, int] | None = None, percentile: float = 99.99, heldout: int = 8,
+              backend: str = "ort-cpu", cancel: CancelToken | None = None) -> Generator[JobEvent, None, dict[str, Any]]:
+    """Calibrate ``model`` and write the Q/DQ model to ``out``; returns the result document."""
+    cancel = cancel or CancelToken()
+    t0 = time.perf_counter()
+    model, out = Path(model), Path(out)
+    if method not in METHODS:
+        raise SplitscopeError(f"--method {method}: use one of {', '.join(METHODS)}.")
+    if precision not in PRECISIONS:
+        raise SplitscopeError(f"--precision {precision}: this version writes Q/DQ for int8 and fp8; FP16/BF16 "
+                              "casts are not written yet.")
+    if out.resolve() == model.resolve():
+        raise SplitscopeError("--out is the model itself: write the quantized copy somewhere else.")
+    yield Progress("calibrate", 0, 0, "Reading the model")
+    proto = onnx.load(str(model), load_external_data=False)
+    specs = input_specs(proto)
+    cdata = open_data(data, specs, samples, dims)
+    qplan = qdq.plan(proto, set(keep or []))
+    unknown = sorted(set(keep or []) - {n.name for n in proto.graph.node})
+    if unknown:
+        raise SplitscopeError(f"--keep {unknown[0]!r}: no node of that name in the model (names are shown in the "
+                              "inspector and by 'splitscope analyze --json').")
+    del proto
+    from splitscope.engine.paths import cache_dir
+    from splitscope.engine.runtime.store import model_key
+
+    cache = cache_dir() / "calib" / f"{model_key(model)}-{cdata.key()}.npz"
+    stats = load_stats(cache)
+    cached = stats is not None and set(qplan.activations) <= set(stats)
+    if not cached:
+        stats = yield from collect(model, qplan.activations, cdata, backend, cancel)
+        save_stats(stats, cache)
+    assert stats is not None
+    ranges = {t: amax(stats[t], method, percentile, precision) for t in qplan.activations if t in stats}
+    cancel.raise_if_cancelled()
+    yield Progress("write", 0, 0, f"Writing {out.name}")
+    counts = qdq.write(model, out, ranges, qplan, precision)
+    # Accuracy on held-out samples (other seeds, or the files past the calibration set).
+    yield Progress("accuracy", 0, heldout, "Comparing with the FP32 model")
+    if cdata.random:
+        held = CalibData(specs, None, heldout, dict(dims or {}), seed=10_000)
+    else:
+        rest = sorted(p for p in cdata.folder.iterdir() if p.suffix.lower() in (".npy", ".npz"))[samples:]  # type: ignore[union-attr]
+        held = CalibData(specs, cdata.folder, heldout, files=(rest or cdata.files)[:heldout])
+    ref_be, q_be = OrtBackend(model, backend), OrtBackend(out, backend)
+    ref_s, q_s = ref_be.session(), q_be.session()
+    outs = [o.name for o in ref_s.get_outputs()]
+    refs: dict[str, list[np.ndarray]] = {o: [] for o in outs}
+    gots: dict[str, list[np.ndarray]] = {o: [] for o in outs}
+    for k, feeds in enumerate(batches(held)):
+        cancel.raise_if_cancelled()
+        for o, a, b in zip(outs, ref_s.run(outs, feeds), q_s.run(outs, feeds), strict=True):
+            refs[o].append(a)
+            gots[o].append(b)
+        yield Progress("accuracy", k + 1, heldout, f"Held-out sample {k + 1}")
+    ref_be.close()
+    q_be.close()
+    accuracy = {o: compare_outputs(refs[o], gots[o]) for o in outs if refs[o]}
+    wide = [{"tensor": t, "sentinels": s.sentinels, "nonfinite": s.nonfinite}
+            for t, s in stats.items() if s.sentinels or s.nonfinite]
+    notes = [cdata.describe()]
+    if wide:
+        notes.append(f"{len(wide)} tensors hold values no {precision.upper()} range covers (attention-mask "
+                     "sentinels, inf or NaN): counted apart and left out of their ranges")
+    if not held.random and not cdata.random and not sorted(
+            p for p in cdata.folder.iterdir() if p.suffix.lower() in (".npy", ".npz"))[samples:]:  # type: ignore[union-attr]
+        notes.append("no samples beyond the calibration set: accuracy was measured on calibration samples")
+    if cdata.skipped:
+        notes.append(f"skipped: {'; '.join(cdata.skipped[:5])}")
+    return {"model": str(model), "out": str(out), "method": method, "precision": precision,
+            "samples": cdata.samples if cdata.random else len(cdata.files), "random_data": cdata.random,
+            "seconds": round(time.perf_counter() - t0, 3), "stats_cached": cached,
+            "tensors": counts["activations"], "weights": counts["weights"], "quantized_nodes": counts["nodes"],
+            "excluded": qplan.excluded, "accuracy": accuracy, "wide_range": wide,
+            "ranges": {t: round(v, 6) for t, v in ranges.items()}, "notes": notes}

@@ -1,0 +1,99 @@
+"""Run the FP32 model over the calibration data once, folding every activation the Q/DQ plan needs into its
+:class:`TensorStats` batch by batch (nothing kept beyond its batch), with progress and cancel; the statistics
+are cached per (model, data) so that switching method or setting is instant."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Generator
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import helper
+from splitscope.engine.calib.data import CalibData, batches
+from splitscope.engine.calib.stats import TensorStats
+from splitscope.engine.jobs import CancelToken, JobEvent, Progress, Sample
+from splitscope.engine.runtime.ort import InferenceError, OrtBackend
+
+
+def _with_outputs(path: Path, tensors: list[str]) -> tuple[bytes | str, Path | None]:
+    """The model with ``tensors`` added as graph outputs: bytes, or (with external data) a file written beside
+    the original so its data paths still resolve."""
+    m = onnx.load(str(path), load_external_data=False)
+    have = {o.name for o in m.graph.output}
+    for t in tensors:
+        if t not in have:
+            m.graph.output.append(helper.make_empty_tensor_value_info(t))
+    external = any(i.data_location == onnx.TensorProto.EXTERNAL for i in m.graph.initializer)
+    if not external:
+        return m.SerializeToString(), None
+    fd, name = tempfile.mkstemp(prefix=".splitscope-calib-", suffix=".onnx", dir=path.parent)
+    os.close(fd)
+    onnx.save(m, name)
+    return name, Path(name)
+
+
+def collect(path: str | os.PathLike[str], tensors: list[str], data: CalibData, backend: str = "ort-cpu",
+            cancel: CancelToken | None = None) -> Generator[JobEvent, None, dict[str, TensorStats]]:
+    """Statistics of ``tensors`` over ``data`` (one FP32 pass)."""
+    cancel = cancel or CancelToken()
+    path = Path(path)
+    stats = {t: TensorStats(t) for t in tensors}
+    model, tmp = _with_outputs(path, tensors)
+    try:
+        be = OrtBackend(path, backend)
+        sess = be.session(model=model)
+        names = [o.name for o in sess.get_outputs()]
+        want = [n for n in names if n in stats]
+        total = data.samples if data.random else len(data.files)
+        done = 0
+        for feeds in batches(data):
+            cancel.raise_if_cancelled()
+            try:
+                outs = sess.run(want, feeds)
+            except Exception as e:  # noqa: BLE001 - ORT's own error types
+                raise InferenceError(f"ONNX Runtime failed on calibration sample {done + 1}: "
+                                     f"{str(e).splitlines()[0][:200]}") from None
+            for n, a in zip(want, outs, strict=True):
+                stats[n].update(a)
+            done += 1
+            if want:
+                sample = {n: stats[n].absmax for n in want[:8]}
+                yield Sample("range", float(done), sample)
+            yield Progress("calibrate", done, total, f"Calibration sample {done}/{total}")
+        if done == 0:
+            raise InferenceError("No calibration sample could be read: see the skipped files.")
+        be.close()
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+    return stats
+
+
+def save_stats(stats: dict[str, TensorStats], file: Path) -> None:
+    """The statistics, atomically (``np.savez``)."""
+    from splitscope.engine.report.files import atomic_path
+
+    arrays: dict[str, np.ndarray] = {}
+    for k, (name, s) in enumerate(stats.items()):
+        a = s.to_arrays()
+        arrays[f"h{k}"], arrays[f"s{k}"] = a["hist"], a["scalars"]
+        arrays[f"n{k}"] = np.array(name)
+    file.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(file) as tmp, open(tmp, "wb") as f:
+        np.savez(f, **arrays)
+
+
+def load_stats(file: Path) -> dict[str, TensorStats] | None:
+    """Cached statistics, or None (missing or unreadable: computed again)."""
+    try:
+        with np.load(file, allow_pickle=False) as z:
+            n = sum(1 for k in z.files if k.startswith("n"))
+            return {str(z[f"n{k}"]): TensorStats.from_arrays(str(z[f"n{k}"]), z[f"h{k}"], z[f"s{k}"])
+                    for k in range(n)}
+    except (OSError, ValueError, KeyError):
+        return None

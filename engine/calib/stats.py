@@ -1,0 +1,87 @@
+"""Per-tensor statistics in one pass: running min, max and absolute max, and a histogram of |x| over a fixed
+number of bins whose range doubles (merging neighbouring bins) when a batch goes past it, so no second pass
+over the data and no activation kept beyond its batch.
+
+Values TensorRT cannot represent are counted apart, never binned: NaN, ±inf, and *sentinels* (finite values
+of magnitude :data:`SENTINEL` or more, such as the -3.4e38 an attention mask adds), which would otherwise
+stretch the range until every real value fell into the first bin.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+BINS = 2048
+SENTINEL = 1e30
+
+
+@dataclass(slots=True)
+class TensorStats:
+    """Running statistics of one activation tensor."""
+
+    name: str
+    bins: int = BINS
+    count: int = 0
+    min: float = float("inf")
+    max: float = float("-inf")
+    absmax: float = 0.0
+    hist: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    hist_max: float = 0.0
+    """Upper edge of the histogram (its lower edge is 0: the histogram is of |x|)."""
+    nonfinite: int = 0
+    sentinels: int = 0
+    rebins: int = 0
+
+    def update(self, a: np.ndarray) -> None:
+        """Fold one batch of values in."""
+        x = np.asarray(a)
+        if x.dtype.kind not in "fc":
+            return
+        x = x.astype(np.float32, copy=False).ravel()
+        finite = np.isfinite(x)
+        if not finite.all():
+            self.nonfinite += int((~finite).sum())
+            x = x[finite]
+        big = np.abs(x) >= SENTINEL
+        if big.any():
+            self.sentinels += int(big.sum())
+            x = x[~big]
+        if not x.size:
+            return
+        self.count += int(x.size)
+        lo, hi = float(x.min()), float(x.max())
+        self.min, self.max = min(self.min, lo), max(self.max, hi)
+        ax = np.abs(x)
+        amax = float(ax.max())
+        self.absmax = max(self.absmax, amax)
+        if not self.hist.size:
+            self.hist = np.zeros(self.bins, dtype=np.int64)
+            self.hist_max = amax if amax > 0 else 1e-8
+        while amax > self.hist_max:  # double the range: bin k and k+1 merge into bin k // 2
+            h = self.hist
+            merged = h[0::2] + h[1::2]
+            self.hist = np.concatenate([merged, np.zeros(self.bins - merged.size, dtype=np.int64)])
+            self.hist_max *= 2.0
+            self.rebins += 1
+        idx = np.minimum((ax * (self.bins / self.hist_max)).astype(np.int64), self.bins - 1)
+        self.hist += np.bincount(idx, minlength=self.bins)
+
+    def edges(self) -> np.ndarray:
+        """Bin edges of the histogram (``bins + 1`` values from 0 to ``hist_max``)."""
+        return np.linspace(0.0, self.hist_max, self.bins + 1)
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """For the cache (``np.savez``)."""
+        scalars = [self.count, self.min, self.max, self.absmax, self.hist_max, self.nonfinite, self.sentinels,
+                   self.rebins]
+        return {"hist": self.hist, "scalars": np.array(scalars, dtype=np.float64)}
+
+    @classmethod
+    def from_arrays(cls, name: str, hist: np.ndarray, scalars: np.ndarray) -> TensorStats:
+        s = cls(name, bins=int(hist.size) or BINS)
+        s.hist = hist.astype(np.int64)
+        (count, s.min, s.max, s.absmax, s.hist_max, nonfinite, sentinels, rebins) = (float(v) for v in scalars)
+        s.count, s.nonfinite, s.sentinels, s.rebins = int(count), int(nonfinite), int(sentinels), int(rebins)
+        return s
