@@ -70,7 +70,7 @@ def calibrate(model: str | Path, out: str | Path, *, data: str = "random", metho
         rest = sorted(p for p in cdata.folder.iterdir() if p.suffix.lower() in (".npy", ".npz"))[samples:]  # type: ignore[union-attr]
         held = CalibData(specs, cdata.folder, heldout, files=(rest or cdata.files)[:heldout])
     ref_be, q_be = OrtBackend(model, backend), OrtBackend(out, backend)
-    ref_s, q_s = ref_be.session(), q_be.session()
+    ref_s, q_s = ref_be.session(), q_be.session(plain=True)  # Q/DQ run as written, none fused or dropped
     outs = [o.name for o in ref_s.get_outputs()]
     refs: dict[str, list[np.ndarray]] = {o: [] for o in outs}
     gots: dict[str, list[np.ndarray]] = {o: [] for o in outs}

@@ -101,13 +101,10 @@ def write(model_path: str | os.PathLike[str], out_path: str | os.PathLike[str], 
     from splitscope.engine.report.files import atomic_path
 
     m = onnx.load(str(model_path))
-    g = m.graph
     qmax = QMAX[precision]
     zp_type = TensorProto.INT8 if precision == "int8" else TensorProto.FLOAT8E4M3FN
-    if precision == "fp8":
-        _ensure_opset(m, 19)
-    else:
-        _ensure_opset(m, 13)
+    m = _at_least(m, 19 if precision == "fp8" else 13)
+    g = m.graph
     inits = {i.name: i for i in g.initializer}
     new_nodes: list[onnx.NodeProto] = []
     new_inits: list[onnx.TensorProto] = []
@@ -185,10 +182,19 @@ def _qdq(name: str, scale: onnx.TensorProto, zp: onnx.TensorProto, axis: int | N
     return dq_out
 
 
-def _ensure_opset(m: onnx.ModelProto, version: int) -> None:
-    for o in m.opset_import:
-        if o.domain in ("", "ai.onnx"):
-            if o.version < version:
-                o.version = version
-            return
-    m.opset_import.append(helper.make_opsetid("", version))
+def _at_least(m: onnx.ModelProto, version: int) -> onnx.ModelProto:
+    """The model at ``version`` of the default opset or newer: converted by onnx's version converter (ops whose
+    attributes became inputs, such as ReduceMean's axes at 18, are rewritten), not just relabelled."""
+    current = next((o.version for o in m.opset_import if o.domain in ("", "ai.onnx")), 0)
+    if current >= version:
+        return m
+    from onnx import version_converter
+
+    try:
+        return version_converter.convert_version(m, version)
+    except Exception as e:  # noqa: BLE001 - the converter raises plain RuntimeError/ValueError for unsupported ops
+        from splitscope.engine.errors import SplitscopeError
+
+        raise SplitscopeError(f"The model is at opset {current}; FP8 Q/DQ needs opset {version} and onnx's "
+                              f"converter failed ({str(e).splitlines()[0][:150]}): re-export at opset {version}."
+                              ) from None

@@ -114,7 +114,7 @@ class OrtBackend:
         self.custom_ops = list(custom_ops or [])
         self._tmp = Path(tempfile.mkdtemp(prefix="splitscope-ort-"))
 
-    def _options(self, profile: bool) -> Any:
+    def _options(self, profile: bool, plain: bool = False) -> Any:
         so = self.ort.SessionOptions()
         so.log_severity_level = 4
         if self.threads:
@@ -128,14 +128,16 @@ class OrtBackend:
             so.enable_profiling = True
             so.profile_file_prefix = str(self._tmp / "ort-profile")
             so.graph_optimization_level = self.ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+        elif plain:  # every node runs as written (Q/DQ pairs too: accuracy of what TensorRT will see)
+            so.graph_optimization_level = self.ort.GraphOptimizationLevel.ORT_DISABLE_ALL
         else:
             so.graph_optimization_level = self.ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         return so
 
-    def session(self, profile: bool = False, model: bytes | str | None = None) -> Any:
+    def session(self, profile: bool = False, model: bytes | str | None = None, plain: bool = False) -> Any:
         try:
             return self.ort.InferenceSession(model if model is not None else str(self.path),
-                                             self._options(profile), providers=self.providers)
+                                             self._options(profile, plain), providers=self.providers)
         except Exception as e:  # noqa: BLE001 - ORT raises its own Fail/InvalidGraph/RuntimeException types
             text = str(e).replace("\n", " ")
             if "is not a registered function/op" in text:

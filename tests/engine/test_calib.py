@@ -1,0 +1,167 @@
+"""Calibration the TensorRT 11 way, on real models: ranges by method against hand-computed references, the
+histogram that re-bins, wide-range activations, the Q/DQ structure, TensorRT-RTX parsing and building every
+output, cancel leaving nothing, and bad data."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+from splitscope.engine.calib.calibrate import calibrate
+from splitscope.engine.calib.data import CalibDataError
+from splitscope.engine.calib.methods import amax
+from splitscope.engine.calib.stats import TensorStats
+from splitscope.engine.cli import main as cli
+from splitscope.engine.errors import JobCancelledError
+from splitscope.engine.jobs import CancelToken, Progress, run_to_end
+
+ROOT = Path(__file__).resolve().parents[2]
+TRANSFORMER = ROOT / "tests" / "data" / "torch_transformer.onnx"
+DIMS = {"batch": 4, "seq": 16}
+
+
+def _stats(*arrays: np.ndarray) -> TensorStats:
+    s = TensorStats("t")
+    for a in arrays:
+        s.update(a)
+    return s
+
+
+def test_ranges_by_method_against_hand_computed_references():
+    x = np.linspace(-1.0, 1.0, 200_001, dtype=np.float32)  # |x| uniform on [0, 1]
+    s = _stats(x)
+    assert amax(s, "max") == pytest.approx(1.0)
+    assert amax(s, "percentile", 99.0) == pytest.approx(0.99, abs=2 / s.bins)
+    assert amax(s, "mse") > 0.95  # clipping a uniform distribution only hurts: the threshold stays near the max
+    rng = np.random.default_rng(0)
+    g = np.concatenate([rng.standard_normal(200_000), [60.0, -55.0]]).astype(np.float32)  # two outliers
+    sg = _stats(g)
+    assert amax(sg, "max") == pytest.approx(60.0)
+    assert 3.0 < amax(sg, "entropy") < 30.0  # the KL search clips the outliers, keeps the body
+    assert 3.0 < amax(sg, "percentile", 99.99) < 10.0
+
+
+def test_the_histogram_rebins_as_the_range_grows_and_keeps_every_count():
+    s = _stats(np.full(1000, 0.5, np.float32))
+    before = s.hist_max
+    s.update(np.array([100.0], np.float32))
+    assert s.rebins >= 7 and s.hist_max >= 100.0 and s.hist_max / before == 2 ** s.rebins
+    assert int(s.hist.sum()) == s.count == 1001
+    assert s.hist.size == s.bins  # fixed size: re-binned, not rebuilt
+
+
+def test_attention_mask_sentinels_inf_and_nan_are_counted_apart():
+    a = np.array([0.5, -0.25, -3.4e38, np.inf, np.nan, 1.0], dtype=np.float32)
+    s = _stats(a)
+    assert s.sentinels == 1 and s.nonfinite == 2 and s.absmax == pytest.approx(1.0) and s.count == 3
+    assert amax(s, "entropy") <= 1.0
+
+
+def _cnn(path: Path) -> Path:
+    """A small CNN with real (random) weights and a residual add, as exporters write it."""
+    rng = np.random.default_rng(1)
+    w1 = numpy_helper.from_array(rng.standard_normal((8, 3, 3, 3)).astype(np.float32) * 0.3, "w1")
+    w2 = numpy_helper.from_array(rng.standard_normal((8, 8, 3, 3)).astype(np.float32) * 0.3, "w2")
+    fc = numpy_helper.from_array(rng.standard_normal((8, 4)).astype(np.float32), "fc")
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+             helper.make_node("Conv", ["r1", "w2"], ["c2"], name="conv2", pads=[1, 1, 1, 1]),
+             helper.make_node("Add", ["c2", "r1"], ["a"], name="residual"),
+             helper.make_node("GlobalAveragePool", ["a"], ["p"], name="pool"),
+             helper.make_node("Flatten", ["p"], ["f"], name="flat"),
+             helper.make_node("MatMul", ["f", "fc"], ["y"], name="fc")]
+    g = helper.make_graph(nodes, "cnn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])], [w1, w2, fc])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def test_qdq_structure_follows_tensorrts_placement(tmp_path):
+    model = _cnn(tmp_path / "cnn.onnx")
+    out = tmp_path / "cnn.int8.onnx"
+    res = run_to_end(calibrate(model, out, method="max", samples=4))
+    m = onnx.load(out)
+    nodes = {n.name: n for n in m.graph.node}
+    inits = {i.name: i for i in m.graph.initializer}
+    # Every quantized op reads its activation and its weight through a DequantizeLinear named after them.
+    for name, act, w, axis in (("conv1", "x", "w1", 0), ("conv2", "r1", "w2", 0), ("fc", "f", "fc", 1)):
+        n = nodes[name]
+        assert n.input[0] == f"{act}_dequantized" and n.input[1] == f"{w}_dequantized"
+        dq = nodes[f"{w}_DequantizeLinear"]
+        assert next(a.i for a in dq.attribute if a.name == "axis") == axis
+        zp = numpy_helper.to_array(inits[f"{w}_zero_point"])
+        assert zp.dtype == np.int8 and not zp.any() and zp.size == numpy_helper.to_array(inits[w]).shape[axis]
+        act_zp = numpy_helper.to_array(inits[f"{act}_zero_point"])
+        assert act_zp.shape == () and act_zp == 0  # symmetric, per tensor
+    # The residual add reads its skip input quantized (TensorRT fuses it into conv2); the pool its input.
+    assert "r1_dequantized" in nodes["residual"].input and nodes["pool"].input[0] == "a_dequantized"
+    assert res["tensors"] == 4 and res["weights"] == 3 and res["random_data"]
+    assert "plumbing only" in res["notes"][0]
+    onnx.checker.check_model(m)
+
+
+@pytest.mark.parametrize("precision", ["int8", "fp8"])
+def test_tensorrt_rtx_parses_and_builds_every_output(tmp_path, precision):
+    pytest.importorskip("tensorrt_rtx", reason="the test extra installs tensorrt-rtx")
+    from splitscope.engine.runtime.trt import build_engine
+
+    for model in (_cnn(tmp_path / "cnn.onnx"), TRANSFORMER):
+        out = tmp_path / f"{model.stem}.{precision}.onnx"
+        res = run_to_end(calibrate(model, out, method="entropy", precision=precision, samples=4, dims=DIMS))
+        assert res["accuracy"] and all(a["cosine"] > 0.9 for a in res["accuracy"].values())
+        assert len(build_engine(out, "rtx", DIMS)) > 10_000
+
+
+def test_switching_method_reuses_the_statistics(tmp_path):
+    out = tmp_path / "t.onnx"
+    first = run_to_end(calibrate(TRANSFORMER, out, method="max", samples=4, dims=DIMS))
+    second = run_to_end(calibrate(TRANSFORMER, out, method="mse", samples=4, dims=DIMS))
+    assert not first["stats_cached"] and second["stats_cached"]
+    assert first["ranges"].keys() == second["ranges"].keys() and first["ranges"] != second["ranges"]
+
+
+def test_cancel_leaves_nothing_behind(tmp_path):
+    from splitscope.engine.paths import cache_dir
+
+    token = CancelToken()
+    out = tmp_path / "t.onnx"
+    job = calibrate(TRANSFORMER, out, method="max", samples=50, dims={"batch": 4, "seq": 16}, cancel=token)
+    before = set((cache_dir() / "calib").glob("*")) if (cache_dir() / "calib").exists() else set()
+    with pytest.raises(JobCancelledError):
+        for ev in job:
+            if isinstance(ev, Progress) and ev.stage == "calibrate" and ev.done == 3:
+                token.cancel()
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+    after = set((cache_dir() / "calib").glob("*")) if (cache_dir() / "calib").exists() else set()
+    assert after == before  # no statistics saved from a cancelled pass
+
+
+def test_bad_calibration_data_says_what_to_do(tmp_path):
+    model = _cnn(tmp_path / "cnn.onnx")
+    data = tmp_path / "data"
+    data.mkdir()
+    np.save(data / "a.npy", np.zeros((3, 8, 8), np.float32))  # wrong spatial size
+    with pytest.raises(CalibDataError, match=r"shape \[1, 3, 8, 8\].*wants \[1, 3, 16, 16\]"):
+        run_to_end(calibrate(model, tmp_path / "o.onnx", data=str(data)))
+    for f in data.iterdir():
+        f.unlink()
+    np.save(data / "a.npy", np.random.default_rng(0).standard_normal((3, 16, 16)))  # float64, one sample
+    (data / "b.npy").write_bytes(b"garbage")
+    res = run_to_end(calibrate(model, tmp_path / "o.onnx", data=str(data)))
+    assert res["samples"] == 2 and any("skipped: b.npy" in n for n in res["notes"]) and not res["random_data"]
+    assert cli(["calibrate", str(model), "--data", str(tmp_path / "none"), "--out", str(tmp_path / "x.onnx")]) == 2
+    assert cli(["calibrate", str(model), "--keep", "nope", "--out", str(tmp_path / "x.onnx")]) == 2
+
+
+def test_cli_calibrate_json(tmp_path):
+    out, js = tmp_path / "q.onnx", tmp_path / "q.json"
+    assert cli(["calibrate", str(TRANSFORMER), "--method", "percentile", "--samples", "4", "--dim", "batch=4",
+                "--dim", "seq=16", "--keep", "/head/Gemm", "--out", str(out), "--json", str(js), "-q"]) == 0
+    j = json.loads(js.read_text())
+    for key in ("method", "precision", "samples", "seconds", "tensors", "excluded", "accuracy"):
+        assert key in j
+    assert j["excluded"] == ["/head/Gemm"] and set(j["accuracy"]["logits"]) >= {"snr_db", "cosine", "max_abs"}
