@@ -101,6 +101,8 @@ class EnginePanel(QWidget):
         split.addWidget(self.table)
         split.addWidget(self.lint)
         split.setSizes([300, 120])
+        self.table.setMinimumHeight(48)  # a short bottom dock squeezes these, never the canvas
+        self.lint.setMinimumHeight(28)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 4, 4, 4)
         lay.addWidget(self.title)
