@@ -43,7 +43,8 @@ elif kind == "ours":
     from splitscope.engine.calib.calibrate import calibrate
     run_to_end(calibrate(model, out, method=method, samples=samples, dims=dims, heldout=1))
 else:
-    from onnxruntime.quantization import CalibrationDataReader, CalibrationMethod, QuantFormat, QuantType, quantize_static
+    from onnxruntime.quantization import (CalibrationDataReader, CalibrationMethod, QuantFormat, QuantType,
+                                          quantize_static)
     class R(CalibrationDataReader):
         def __init__(self): self.it = iter(feeds)
         def get_next(self): return next(self.it, None)
