@@ -100,6 +100,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--samples", type=int, default=32)
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "calib.json")
+    ap.add_argument("--extra", type=Path, nargs="*", default=[], help="more models (e.g. export_llms.py --resnet18)")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="splitscope-calib-bench-"))
     sys.path.insert(0, str(ROOT))
@@ -107,6 +108,8 @@ def main() -> None:
 
     models = {"cnn (tests)": (_cnn(tmp / "cnn.onnx"), {}),
               "TorchScript transformer": (ROOT / "tests" / "data" / "torch_transformer.onnx", {"batch": 4, "seq": 16})}
+    for extra in args.extra:
+        models[extra.stem] = (extra, {})
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     for k in ("XDG_CACHE_HOME", "SPLITSCOPE_CACHE_DIR"):
         env[k] = str(tmp / "cache")

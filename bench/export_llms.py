@@ -133,6 +133,36 @@ def llama(layers: int) -> torch.nn.Module:
     return LlamaForCausalLM(layers).eval()
 
 
+class _Block(torch.nn.Module):
+    def __init__(self, cin: int, cout: int, stride: int) -> None:
+        super().__init__()
+        nn = torch.nn
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.down = (nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+                     if stride != 1 or cin != cout else None)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.relu(self.bn1(self.conv1(x)))
+        y = self.bn2(self.conv2(y))
+        return torch.relu(y + (self.down(x) if self.down is not None else x))
+
+
+def resnet18() -> torch.nn.Module:
+    """ResNet-18 (torchvision's layout, written out), random weights, for the calibration benchmark."""
+    nn = torch.nn
+    layers: list[nn.Module] = [nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(),
+                               nn.MaxPool2d(3, 2, 1)]
+    cin = 64
+    for cout, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
+        layers += [_Block(cin, cout, stride), _Block(cout, cout, 1)]
+        cin = cout
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(512, 1000)]
+    return nn.Sequential(*layers).eval()
+
+
 def gpt2() -> torch.nn.Module:
     from transformers import GPT2Config, GPT2LMHeadModel
 
@@ -167,11 +197,17 @@ def main() -> None:
     ap.add_argument("--llama-layers", type=int, nargs="*", default=[66, 410, 1650])
     ap.add_argument("--gpt2", action="store_true")
     ap.add_argument("--gzip", action="store_true")
+    ap.add_argument("--resnet18", action="store_true", help="also ResNet-18 (for the calibration benchmark)")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     ids = torch.randint(0, 64, (1, 8))
     jobs: list[tuple[str, torch.nn.Module, bool]] = [("gpt2_dynamo_raw", gpt2(), True)] if args.gpt2 else []
     jobs += [(f"llama_ts_{n}", llama(n), False) for n in args.llama_layers]
+    if args.resnet18:
+        path = args.out / "resnet18.onnx"
+        torch.onnx.export(resnet18(), (torch.randn(1, 3, 224, 224),), str(path), dynamo=False, opset_version=17,
+                          input_names=["x"], output_names=["y"])
+        print(f"resnet18: {path}", flush=True)
     for name, model, dynamo in jobs:
         path = args.out / f"{name}.onnx"
         t0 = time.perf_counter()
