@@ -27,6 +27,7 @@ from splitscope.engine.report.files import atomic_path
 from splitscope.engine.sample import SAMPLE_MODEL
 from splitscope.engine.text import model_title
 from splitscope.engine.view.layout import View
+from splitscope.gui.calib_ui import CalibUi
 from splitscope.gui.canvas import GraphCanvas, Minimap
 from splitscope.gui.engine_ui import EngineUi
 from splitscope.gui.menus import show_canvas_menu
@@ -92,6 +93,7 @@ class MainWindow(QMainWindow):
         d3 = self._dock("Ops", self.ops, Qt.DockWidgetArea.BottomDockWidgetArea)
         self.profiling = ProfilingUi(self)  # its Jobs and Profile panels are tabbed with Ops
         self.engine_ui = EngineUi(self)
+        self.calib_ui = CalibUi(self)
         self.resizeDocks([d1, d2], [300, 460], Qt.Orientation.Vertical)
         self.resizeDocks([d1], [520], Qt.Orientation.Horizontal)
         self.resizeDocks([d3], [210], Qt.Orientation.Vertical)
@@ -236,9 +238,7 @@ class MainWindow(QMainWindow):
         self._action(v, "Theme Follows the &System", self._follow_system)
         self.fold_action = self._action(v, "Fold &Constants and Shape Arithmetic", self.session.set_folding,
                                         checkable=True)
-        self.fold_action.setChecked(True)
-        self.fold_action.setToolTip("Weight aliases, Constant nodes, cast weights and Shape → Gather → Concat runs "
-                                    "shown inside their consumers, as a +N badge")
+        self.fold_action.setChecked(True)  # weight aliases, Constant nodes, Shape → Gather → Concat: a +N badge
         panels = v.addMenu("&Panels")  # a closed panel comes back from here
         for dock in self.findChildren(QDockWidget):
             panels.addAction(dock.toggleViewAction())
@@ -249,8 +249,8 @@ class MainWindow(QMainWindow):
         t = mb.addMenu("&Tools")
         self._action(t, "&Optimize Export…", self.optimize_tool.choose_and_run).setToolTip(
             "Run an ONNX optimizer on a copy, check it with ONNX Runtime, and compare the split before and after")
-        self.profiling.add_actions(t, v)
-        self.engine_ui.add_tool_actions(t)
+        for part in (self.profiling, self.engine_ui, self.calib_ui):  # Profile, engine data, Calibrate
+            part.add_actions(t, v)
         h = mb.addMenu("&Help")
         self._action(h, "&About Splitscope", self.show_about)
         esc = QAction("Cancel job", self)

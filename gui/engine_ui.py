@@ -162,7 +162,7 @@ class EngineUi(QObject):
             "trtexec's --exportLayerInfo, --exportProfile and --exportTimes files of one engine (TensorRT 8 to 11)")
         w._action(file_menu, "Compare With Engine Data…", self.ask_compare)
 
-    def add_tool_actions(self, tools: Any) -> None:
+    def add_actions(self, tools: Any, _view: Any = None) -> None:
         """Tools › Build with TensorRT-RTX…, and the engine's colour modes (after the profiling ones)."""
         w = self.window
         w._action(tools, "&Build with TensorRT-RTX and Read Its Layers", self.build_rtx).setToolTip(

@@ -26,8 +26,10 @@ PRECISIONS = ("int8", "fp8")
 def calibrate(model: str | Path, out: str | Path, *, data: str = "random", method: str = "entropy",
               precision: str = "int8", samples: int = 32, keep: list[str] | None = None,
               dims: dict[str, int] | None = None, percentile: float = 99.99, heldout: int = 8,
-              backend: str = "ort-cpu", cancel: CancelToken | None = None) -> Generator[JobEvent, None, dict[str, Any]]:
-    """Calibrate ``model`` and write the Q/DQ model to ``out``; returns the result document."""
+              backend: str = "ort-cpu", cancel: CancelToken | None = None,
+              details: bool = False) -> Generator[JobEvent, None, dict[str, Any]]:
+    """Calibrate ``model`` and write the Q/DQ model to ``out``; returns the result document (with ``details``:
+    each tensor's histogram, 256 bins, and every method's threshold on it, for the calibration view)."""
     cancel = cancel or CancelToken()
     t0 = time.perf_counter()
     model, out = Path(model), Path(out)
@@ -94,9 +96,22 @@ def calibrate(model: str | Path, out: str | Path, *, data: str = "random", metho
         notes.append("no samples beyond the calibration set: accuracy was measured on calibration samples")
     if cdata.skipped:
         notes.append(f"skipped: {'; '.join(cdata.skipped[:5])}")
-    return {"model": str(model), "out": str(out), "method": method, "precision": precision,
+    doc: dict[str, Any] = {"model": str(model), "out": str(out), "method": method, "precision": precision,
             "samples": cdata.samples if cdata.random else len(cdata.files), "random_data": cdata.random,
             "seconds": round(time.perf_counter() - t0, 3), "stats_cached": cached,
             "tensors": counts["activations"], "weights": counts["weights"], "quantized_nodes": counts["nodes"],
             "excluded": qplan.excluded, "accuracy": accuracy, "wide_range": wide,
-            "ranges": {t: round(v, 6) for t, v in ranges.items()}, "notes": notes}
+            "ranges": {t: round(v, 6) for t, v in ranges.items()}, "notes": notes,
+            "quantized": qplan.nodes}
+    if details:
+        hists = {}
+        for t in qplan.activations:
+            st = stats.get(t)
+            if st is None or not st.hist.size:
+                continue
+            counts = st.hist.reshape(256, -1).sum(axis=1) if st.hist.size % 256 == 0 else st.hist
+            hists[t] = {"max": st.hist_max, "counts": counts.tolist(), "absmax": st.absmax,
+                        "sentinels": st.sentinels, "nonfinite": st.nonfinite,
+                        "thresholds": {m: round(amax(st, m, percentile, precision), 6) for m in METHODS}}
+        doc["histograms"] = hists
+    return doc

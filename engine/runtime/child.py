@@ -155,6 +155,13 @@ def _run(kind: str, args: dict[str, Any]) -> Generator[JobEvent, None, Any]:
                                  profiled=int(args.get("profiled", 20)), dims=dims, input_file=args.get("input"),
                                  custom_ops=args.get("custom_ops"))
         return res.to_json()
+    if kind == "calibrate":
+        from splitscope.engine.calib.calibrate import calibrate
+
+        return (yield from calibrate(args["model"], args["out"], data=args.get("data", "random"),
+                                     method=args.get("method", "entropy"), precision=args.get("precision", "int8"),
+                                     samples=int(args.get("samples", 32)), keep=list(args.get("keep") or []),
+                                     dims={k: int(v) for k, v in (args.get("dims") or {}).items()}, details=True))
     if kind == "test-sleep":  # for the tests of the machinery: a child that hangs
         import time
 
@@ -171,6 +178,12 @@ def main(argv: list[str] | None = None) -> int:
     """Child entry point: run the job in ``argv[0]`` (a JSON file), streaming events to stdout."""
     argv = list(sys.argv[1:] if argv is None else argv)
     spec = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
+    import signal
+
+    def _stop(*_: object) -> None:  # Cancel sends SIGTERM: unwind, so half-written files are removed
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, _stop)
     if hasattr(os, "nice"):
         # A CPU backend takes every core; a slightly lower priority leaves the window's thread its frame
         # when it needs one (the measured latency is only touched while the window is busy).
@@ -194,6 +207,8 @@ def main(argv: list[str] | None = None) -> int:
     except SplitscopeError as e:
         _emit({"event": "error", "message": e.message})
         return 2
+    except KeyboardInterrupt:
+        return 130
     except Exception as e:  # noqa: BLE001 - anything else reaches the parent as one line, the traceback on stderr
         traceback.print_exc()
         _emit({"event": "error", "message": f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"})

@@ -1,0 +1,226 @@
+"""Calibration in the window: Tools › Calibrate… (data, method, precision, samples, the nodes to keep in
+float: those selected or highlighted on the canvas), run on the GPU lane in a child process; the Calibration
+panel shows the accuracy, each tensor's histogram with every method's threshold on it, and the canvas
+colours the plan by precision."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Generator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QObject, QSettings, Qt
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QDockWidget,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QPushButton,
+    QSpinBox,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
+from splitscope.engine.jobs import CancelToken, JobEvent
+from splitscope.engine.runtime.child import JobProcess
+from splitscope.engine.view.layout import View
+from splitscope.gui.render import Heat
+
+if TYPE_CHECKING:
+    from splitscope.gui.app import MainWindow
+
+METHOD_COLOURS = {"max": "#D55E00", "percentile": "#009E73", "entropy": "#0072B2", "mse": "#CC79A7"}
+PLAN_COLOURS = {"INT8": "#E69F00", "FP8": "#D55E00", "FP32": "#56B4E9"}
+
+
+class CalibDialog(QDialog):
+    def __init__(self, window: MainWindow, keep: list[str]) -> None:
+        super().__init__(window)
+        self.setWindowTitle("Calibrate")
+        s = QSettings()
+        form = QFormLayout(self)
+        self.data = QLineEdit(str(s.value("calib/data", "random")))
+        pick = QPushButton("Folder…")
+        pick.clicked.connect(self._pick)
+        row = QHBoxLayout()
+        row.addWidget(self.data, 1)
+        row.addWidget(pick)
+        form.addRow("Samples from", row)
+        self.method = QComboBox()
+        self.method.addItems(["entropy", "max", "percentile", "mse"])
+        self.method.setCurrentText(str(s.value("calib/method", "entropy")))
+        form.addRow("Method", self.method)
+        self.precision = QComboBox()
+        self.precision.addItems(["int8", "fp8"])
+        form.addRow("Precision", self.precision)
+        self.samples = QSpinBox()
+        self.samples.setRange(1, 100_000)
+        self.samples.setValue(int(s.value("calib/samples", 32)))
+        form.addRow("Samples", self.samples)
+        self.keep = QLineEdit(", ".join(keep))
+        self.keep.setPlaceholderText("node names kept in float (select or search nodes first)")
+        form.addRow("Keep in FP32", self.keep)
+        gm = window.graph_model
+        assert gm is not None and gm.path is not None
+        self.out = QLineEdit(str(gm.path.with_name(f"{gm.path.stem}.int8.onnx")))
+        form.addRow("Write to", self.out)
+        self.precision.currentTextChanged.connect(
+            lambda p: self.out.setText(str(gm.path.with_name(f"{gm.path.stem}.{p}.onnx"))))  # type: ignore[union-attr]
+        b = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        b.button(QDialogButtonBox.StandardButton.Ok).setText("Calibrate")
+        b.accepted.connect(self.accept)
+        b.rejected.connect(self.reject)
+        form.addRow(b)
+
+    def _pick(self) -> None:
+        d = QFileDialog.getExistingDirectory(self, "Calibration samples (.npy / .npz)")
+        if d:
+            self.data.setText(d)
+
+    def args(self, model: Path, dims: dict[str, int]) -> dict[str, Any]:
+        s = QSettings()
+        s.setValue("calib/data", self.data.text())
+        s.setValue("calib/method", self.method.currentText())
+        s.setValue("calib/samples", self.samples.value())
+        return {"model": str(model), "out": self.out.text(), "data": self.data.text().strip() or "random",
+                "method": self.method.currentText(), "precision": self.precision.currentText(),
+                "samples": self.samples.value(), "keep": [k.strip() for k in self.keep.text().split(",") if k.strip()],
+                "dims": dims}
+
+
+class CalibPanel(QWidget):
+    """The result of a calibration: accuracy, and a tensor's histogram with each method's threshold."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.title = QLabel("No calibration yet. Tools › Calibrate… writes a Q/DQ model as TensorRT 11 wants it.")
+        self.title.setWordWrap(True)
+        self.tensors = QListWidget()
+        self.tensors.setMinimumHeight(40)
+        self.tensors.currentTextChanged.connect(self._show)
+        self.plot = pg.PlotWidget()
+        self.plot.setMinimumHeight(60)
+        self.plot.setLabel("bottom", "|activation|")
+        self.plot.setLabel("left", "values (log10)")
+        self.plot.addLegend(offset=(-10, 10))
+        split = QSplitter(Qt.Orientation.Horizontal)
+        split.addWidget(self.tensors)
+        split.addWidget(self.plot)
+        split.setSizes([260, 700])
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(4, 4, 4, 4)
+        lay.addWidget(self.title)
+        lay.addWidget(split, 1)
+        self.result: dict[str, Any] | None = None
+
+    def set_result(self, res: dict[str, Any]) -> None:
+        self.result = res
+        acc = "; ".join(f"{html.escape(o)}: SNR {a['snr_db']:.1f} dB, cosine {a['cosine']:.4f}"
+                        + (f", top-1 {a['top1_agreement']:.0%}" if "top1_agreement" in a else "")
+                        for o, a in res["accuracy"].items())
+        self.title.setText(f"<b>{res['precision'].upper()} by {res['method']}</b> on {res['samples']} samples: "
+                           f"{res['tensors']} activations, {res['weights']} weights, {len(res['excluded'])} nodes "
+                           f"kept in float → {html.escape(Path(res['out']).name)}. {acc}.<br><i>"
+                           + html.escape(" ".join(res["notes"])) + "</i>")
+        self.tensors.clear()
+        hists = res.get("histograms", {})
+        # Tensors whose methods disagree most first: where the choice matters.
+        def spread(t: str) -> float:
+            th = hists[t]["thresholds"]
+            vals = [v for v in th.values() if v > 0]
+            return (max(vals) / min(vals)) if vals else 1.0
+        for t in sorted(hists, key=lambda t: -spread(t)):
+            self.tensors.addItem(t)
+        if self.tensors.count():
+            self.tensors.setCurrentRow(0)
+
+    def _show(self, name: str) -> None:
+        self.plot.clear()
+        if self.result is None or not name:
+            return
+        h = self.result.get("histograms", {}).get(name)
+        if h is None:
+            return
+        counts = np.asarray(h["counts"], dtype=float)
+        edges = np.linspace(0, h["max"], counts.size + 1)
+        self.plot.plot(edges, np.log10(counts + 1), stepMode="center", fillLevel=0,
+                       brush=(86, 180, 233, 120), pen=pg.mkPen("#0072B2"))
+        for m, v in h["thresholds"].items():
+            line = pg.InfiniteLine(pos=v, angle=90, pen=pg.mkPen(METHOD_COLOURS[m], width=2,
+                                                                  style=Qt.PenStyle.DashLine))
+            self.plot.addItem(line)
+            self.plot.plot([v, v], [0, 0], pen=pg.mkPen(METHOD_COLOURS[m], width=2), name=f"{m}: {v:.4g}")
+        self.plot.setTitle(f"{name}" + (f" · {h['sentinels']} sentinel values left out" if h["sentinels"] else ""))
+
+
+class CalibUi(QObject):
+    """Builds and wires calibration in the window."""
+
+    def __init__(self, window: MainWindow) -> None:
+        super().__init__(window)
+        self.window = window
+        self.panel = CalibPanel()
+        self.dock = window._dock("Calibration", self.panel, Qt.DockWidgetArea.BottomDockWidgetArea)
+        ops = window.findChild(QDockWidget, "dock_Ops")
+        if ops is not None:
+            window.tabifyDockWidget(ops, self.dock)
+            ops.raise_()
+        self.result: dict[str, Any] | None = None
+        window.profiling.queue.finished.connect(self._finished)
+
+    def add_actions(self, tools: Any, _view: Any = None) -> None:
+        self.window._action(tools, "&Calibrate…", self.ask).setToolTip(
+            "Calibrate the model and write INT8 or FP8 Q/DQ as TensorRT 11 wants it, with its accuracy")
+        self.window.profiling.add_colour_mode("plan", "Precision (&calibration plan)", self.plan_heat)
+
+    def ask(self) -> None:
+        w = self.window
+        gm = w.graph_model
+        if gm is None or gm.path is None:
+            w.statusBar().showMessage("Open a model first.", 5000)
+            return
+        keep = [gm.nodes[i].name for i in sorted(w.canvas.highlight_nodes or (
+            {w.canvas.selected_node} if w.canvas.selected_node >= 0 else set())) if gm.nodes[i].name]
+        dlg = CalibDialog(w, keep)
+        if dlg.exec() == QDialog.DialogCode.Accepted:
+            self.submit(dlg.args(gm.path, dict(gm.dims)))
+
+    def submit(self, args: dict[str, Any]) -> int:
+        def job(token: CancelToken) -> Generator[JobEvent, None, Any]:
+            return (yield from JobProcess("calibrate", args).events(token))
+        return self.window.profiling.queue.submit(f"Calibrate {Path(args['model']).name} ({args['precision']}, "
+                                                  f"{args['method']})", job, lane="gpu", kind="calibrate")
+
+    def _finished(self, jid: int) -> None:
+        rec = self.window.profiling.queue.jobs.get(jid)
+        if rec is None or rec.kind != "calibrate" or not isinstance(rec.result, dict):
+            return
+        self.result = rec.result
+        self.panel.set_result(rec.result)
+        self.dock.raise_()
+        self.window.profiling.set_colour("plan")
+        a = next(iter(rec.result["accuracy"].values()), {})
+        self.window.statusBar().showMessage(f"Calibrated: wrote {Path(rec.result['out']).name}"
+                                            + (f", SNR {a['snr_db']:.1f} dB" if a else ""), 10000)
+
+    def plan_heat(self, view: View) -> Heat | None:
+        """Nodes by the precision the calibration plan gives them: quantized, or kept in FP32."""
+        if self.result is None:
+            return None
+        gm = view.gm
+        prec = self.result["precision"].upper()
+        by = {n.name: n.index for n in gm.nodes if n.name}
+        keys = list(PLAN_COLOURS)
+        nodes = {by[n]: float(keys.index(prec)) for n in self.result.get("quantized", []) if n in by}
+        nodes.update({by[n]: float(keys.index("FP32")) for n in self.result.get("excluded", []) if n in by})
+        return Heat(nodes, {}, "calibration plan (grey: no Q/DQ)", palette=tuple(PLAN_COLOURS.values()),
+                    items=((prec, PLAN_COLOURS[prec]), ("kept in FP32", PLAN_COLOURS["FP32"])))

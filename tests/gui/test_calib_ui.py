@@ -1,0 +1,51 @@
+"""Calibration from the window (pytest-qt, offscreen): a job on the GPU lane in a child process, the
+Calibration panel's histogram with each method's threshold, the plan's precision colouring, and a cancel
+that leaves nothing behind."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from splitscope.profiler.queue import CANCELLED, DONE
+
+from tests.engine.test_calib import _cnn
+from tests.gui.conftest import wait_idle
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_calibrate_from_the_window(qtbot, window, tmp_path):
+    model = _cnn(tmp_path / "cnn.onnx")
+    window.open_model(model)
+    wait_idle(qtbot, window)
+    ui = window.calib_ui
+    out = tmp_path / "cnn.int8.onnx"
+    jid = ui.submit({"model": str(model), "out": str(out), "data": "random", "method": "entropy",
+                     "precision": "int8", "samples": 4, "keep": ["fc"], "dims": {}})
+    q = window.profiling.queue
+    qtbot.waitUntil(lambda: q.jobs[jid].state == DONE and ui.result is not None, timeout=90000)
+    assert out.exists() and ui.result["excluded"] == ["fc"]
+    assert ui.panel.tensors.count() >= 3 and "SNR" in ui.panel.title.text()
+    lines = [i for i in ui.panel.plot.getPlotItem().items if type(i).__name__ == "InfiniteLine"]
+    assert len(lines) == 4  # max, percentile, entropy, MSE thresholds on the selected tensor's histogram
+    heat = window.canvas.heat
+    assert heat is not None and window.profiling.colour_actions["plan"].isChecked()
+    by = {n.name: n.index for n in window.graph_model.nodes}
+    assert heat.nodes[by["fc"]] != heat.nodes[by["conv1"]]  # kept in FP32 vs INT8
+
+
+def test_cancelled_calibration_writes_nothing(qtbot, window, tmp_path):
+    window.open_model(ROOT / "tests" / "data" / "torch_transformer.onnx")
+    wait_idle(qtbot, window)
+    (tmp_path / "o").mkdir()
+    out = tmp_path / "o" / "t.int8.onnx"
+    ui = window.calib_ui
+    jid = ui.submit({"model": str(ROOT / "tests" / "data" / "torch_transformer.onnx"), "out": str(out),
+                     "data": "random", "method": "max", "precision": "int8", "samples": 100000, "keep": [],
+                     "dims": {"batch": 4, "seq": 16}})
+    q = window.profiling.queue
+    qtbot.waitUntil(lambda: q.jobs[jid].done > 3, timeout=60000)
+    q.cancel(jid)
+    qtbot.waitUntil(lambda: q.jobs[jid].state == CANCELLED, timeout=3000)
+    qtbot.wait(700)  # the child unwinds
+    assert not out.exists() and not list((tmp_path / "o").iterdir())
