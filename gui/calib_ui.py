@@ -111,7 +111,6 @@ class CalibPanel(QWidget):
         self.plot.setMinimumHeight(60)
         self.plot.setLabel("bottom", "|activation|")
         self.plot.setLabel("left", "values (log10)")
-        self.plot.addLegend(offset=(-10, 10))
         split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(self.tensors)
         split.addWidget(self.plot)
@@ -158,8 +157,10 @@ class CalibPanel(QWidget):
             line = pg.InfiniteLine(pos=v, angle=90, pen=pg.mkPen(METHOD_COLOURS[m], width=2,
                                                                   style=Qt.PenStyle.DashLine))
             self.plot.addItem(line)
-            self.plot.plot([v, v], [0, 0], pen=pg.mkPen(METHOD_COLOURS[m], width=2), name=f"{m}: {v:.4g}")
-        self.plot.setTitle(f"{name}" + (f" · {h['sentinels']} sentinel values left out" if h["sentinels"] else ""))
+        key = " · ".join(f"<span style='color:{METHOD_COLOURS[m]}'>{m} {v:.4g}</span>"
+                         for m, v in h["thresholds"].items())
+        extra = f" · {h['sentinels']} sentinel values left out" if h["sentinels"] else ""
+        self.plot.setTitle(f"{html.escape(name)}: {key}{extra}", size="9pt")
 
 
 class CalibUi(QObject):
@@ -222,5 +223,8 @@ class CalibUi(QObject):
         keys = list(PLAN_COLOURS)
         nodes = {by[n]: float(keys.index(prec)) for n in self.result.get("quantized", []) if n in by}
         nodes.update({by[n]: float(keys.index("FP32")) for n in self.result.get("excluded", []) if n in by})
-        return Heat(nodes, {}, "calibration plan (grey: no Q/DQ)", palette=tuple(PLAN_COLOURS.values()),
+        from splitscope.gui.engine_ui import _groups_up
+
+        groups = {g: next(iter(v)) for g, v in _groups_up(view, nodes).items() if len(v) == 1}
+        return Heat(nodes, groups, "calibration plan (grey: no Q/DQ)", palette=tuple(PLAN_COLOURS.values()),
                     items=((prec, PLAN_COLOURS[prec]), ("kept in FP32", PLAN_COLOURS["FP32"])))
