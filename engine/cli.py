@@ -244,14 +244,12 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     from splitscope.engine.jobs import Progress
     from splitscope.engine.report.files import write_text_atomic
     from splitscope.engine.sample import SAMPLE_MODEL
+    from splitscope.engine.text import plural
 
-    if args.budget:
-        raise SplitscopeError("--budget (the automatic precision search) is not in this version: pin layers with "
-                              "--keep NODE instead.")
     bar = _Bar()
     job = calibrate(args.model or SAMPLE_MODEL, args.out, data=args.data, method=args.method,
                     precision=args.precision, samples=args.samples, keep=args.keep, dims=_dims(args.dim),
-                    percentile=args.percentile)
+                    percentile=args.percentile, budget=args.budget, sensitivity=args.sensitivity)
     try:
         while True:
             try:
@@ -271,6 +269,14 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
             extra = f", top-1 agreement {a['top1_agreement']:.1%}" if "top1_agreement" in a else ""
             print(f"  {name}: SNR {a['snr_db']:.1f} dB, cosine {a['cosine']:.5f}, max |error| {a['max_abs']:.4g}"
                   + extra)
+        if "search" in res:
+            s = res["search"]
+            worst = sorted(s["sensitivity"], key=lambda r: -r["gain_db"])[:5]
+            print("  most sensitive: " + ", ".join(f"{r['node']} (+{r['gain_db']:.1f} dB in float)" for r in worst))
+            if "met" in s:
+                print(f"  search: {plural(len(s['keep']), 'node')} kept in float, {s['metric']} "
+                      f"{s['final'][s['metric']]:.4g} "
+                      f"({'meets' if s['met'] else 'misses'} {s['target']:g})")
         for note in res["notes"]:
             print(f"  note: {note}")
     if args.json:
@@ -339,7 +345,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--precision", choices=["int8", "fp8", "fp16", "bf16"], default="int8")
     c.add_argument("--samples", type=int, default=32)
     c.add_argument("--keep", action="append", default=[], metavar="NODE", help="a node left in float")
-    c.add_argument("--budget", metavar="snr=30", help="the automatic precision search (not in this version)")
+    c.add_argument("--budget", metavar="snr=30", help="keep the most sensitive nodes in float until this is met "
+                   "(snr=DB or cosine=VALUE)")
+    c.add_argument("--sensitivity", action="store_true", help="measure each quantized node's sensitivity")
     c.add_argument("--dim", action="append", default=[], metavar="NAME=INT")
     c.add_argument("--out", required=True, metavar="OUT.onnx")
     c.add_argument("--json", metavar="PATH")

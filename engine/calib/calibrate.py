@@ -23,11 +23,36 @@ from splitscope.engine.runtime.ort import OrtBackend
 PRECISIONS = ("int8", "fp8")
 
 
+def _sensitivity_and_search(model: Path, ranges: dict[str, float], qplan: qdq.QdqPlan, precision: str,
+                            specs: Any, dims: dict[str, int] | None, heldout: int, budget: str | None, backend: str,
+                            cancel: CancelToken) -> Generator[JobEvent, None, dict[str, Any]]:
+    from splitscope.engine.calib.search import Evaluator, parse_budget, search, sensitivity
+
+    target = parse_budget(budget) if budget else None
+    held = CalibData(specs, None, heldout, dict(dims or {}), seed=20_000)
+    feeds = list(batches(held))
+    ref = OrtBackend(model, backend).session()
+    outs = [o.name for o in ref.get_outputs()]
+    refs: dict[str, list[np.ndarray]] = {o: [] for o in outs}
+    for f in feeds:
+        for o, a in zip(outs, ref.run(outs, f), strict=True):
+            refs[o].append(a)
+    ev = Evaluator(onnx.load(str(model)), ranges, precision, feeds, refs, model)
+    base = ev.score(set())
+    sens = yield from sensitivity(ev, list(qplan.nodes), cancel, base)
+    doc: dict[str, Any] = {"all_quantized": base, "sensitivity": sens}
+    if target is not None:
+        doc.update((yield from search(ev, sens, target[0], target[1], base, cancel)))
+    doc["evaluations"] = ev.runs
+    return doc
+
+
 def calibrate(model: str | Path, out: str | Path, *, data: str = "random", method: str = "entropy",
               precision: str = "int8", samples: int = 32, keep: list[str] | None = None,
               dims: dict[str, int] | None = None, percentile: float = 99.99, heldout: int = 8,
               backend: str = "ort-cpu", cancel: CancelToken | None = None,
-              details: bool = False) -> Generator[JobEvent, None, dict[str, Any]]:
+              details: bool = False, budget: str | None = None,
+              sensitivity: bool = False) -> Generator[JobEvent, None, dict[str, Any]]:
     """Calibrate ``model`` and write the Q/DQ model to ``out``; returns the result document (with ``details``:
     each tensor's histogram, 256 bins, and every method's threshold on it, for the calibration view)."""
     cancel = cancel or CancelToken()
@@ -62,6 +87,12 @@ def calibrate(model: str | Path, out: str | Path, *, data: str = "random", metho
     assert stats is not None
     ranges = {t: amax(stats[t], method, percentile, precision) for t in qplan.activations if t in stats}
     cancel.raise_if_cancelled()
+    searched = None
+    if budget or sensitivity:
+        searched = yield from _sensitivity_and_search(model, ranges, qplan, precision, specs, dims, heldout, budget,
+                                                      backend, cancel)
+        keep = sorted(set(keep or []) | set(searched.get("keep", [])))
+        qplan = qdq.plan(onnx.load(str(model), load_external_data=False), set(keep))
     yield Progress("write", 0, 0, f"Writing {out.name}")
     counts = qdq.write(model, out, ranges, qplan, precision)
     # Accuracy on held-out samples (other seeds, or the files past the calibration set).
@@ -103,6 +134,8 @@ def calibrate(model: str | Path, out: str | Path, *, data: str = "random", metho
             "excluded": qplan.excluded, "accuracy": accuracy, "wide_range": wide,
             "ranges": {t: round(v, 6) for t, v in ranges.items()}, "notes": notes,
             "quantized": qplan.nodes}
+    if searched is not None:
+        doc["search"] = searched
     if details:
         hists = {}
         for t in qplan.activations:

@@ -100,7 +100,20 @@ def write(model_path: str | os.PathLike[str], out_path: str | os.PathLike[str], 
     (atomically; a model with external data keeps it external, beside the output). Returns counts."""
     from splitscope.engine.report.files import atomic_path
 
-    m = onnx.load(str(model_path))
+    m, counts = apply(onnx.load(str(model_path)), amax, qplan, precision)
+    out = Path(out_path)
+    big = m.ByteSize() > 1_900_000_000
+    with atomic_path(out) as tmp:
+        if big:
+            onnx.save(m, str(tmp), save_as_external_data=True, location=f"{out.name}.data")
+        else:
+            onnx.save(m, str(tmp))
+    return counts
+
+
+def apply(m: onnx.ModelProto, amax: dict[str, float], qplan: QdqPlan,
+          precision: str = "int8") -> tuple[onnx.ModelProto, dict[str, int]]:
+    """The model with Q/DQ inserted (``m`` is changed and returned, or a converted copy for FP8), and counts."""
     qmax = QMAX[precision]
     zp_type = TensorProto.INT8 if precision == "int8" else TensorProto.FLOAT8E4M3FN
     m = _at_least(m, 19 if precision == "fp8" else 13)
@@ -160,14 +173,7 @@ def write(model_path: str | os.PathLike[str], out_path: str | os.PathLike[str], 
     del g.node[:]
     g.node.extend(merged)
     g.initializer.extend(new_inits)
-    out = Path(out_path)
-    big = m.ByteSize() > 1_900_000_000
-    with atomic_path(out) as tmp:
-        if big:
-            onnx.save(m, str(tmp), save_as_external_data=True, location=f"{out.name}.data")
-        else:
-            onnx.save(m, str(tmp))
-    return {"activations": done_acts, "weights": done_w, "nodes": len(qplan.nodes)}
+    return m, {"activations": done_acts, "weights": done_w, "nodes": len(qplan.nodes)}
 
 
 def _qdq(name: str, scale: onnx.TensorProto, zp: onnx.TensorProto, axis: int | None,

@@ -165,3 +165,19 @@ def test_cli_calibrate_json(tmp_path):
     for key in ("method", "precision", "samples", "seconds", "tensors", "excluded", "accuracy"):
         assert key in j
     assert j["excluded"] == ["/head/Gemm"] and set(j["accuracy"]["logits"]) >= {"snr_db", "cosine", "max_abs"}
+
+
+def test_sensitivity_and_a_search_that_meets_its_budget(tmp_path):
+    model = _cnn(tmp_path / "cnn.onnx")
+    out = tmp_path / "q.onnx"
+    loose = run_to_end(calibrate(model, out, method="max", samples=4, sensitivity=True))
+    s = loose["search"]
+    assert {r["node"] for r in s["sensitivity"]} == set(loose["quantized"]) and s["evaluations"] >= 1 + 4
+    base = s["all_quantized"]["snr_db"]
+    # A budget above the fully quantized model's SNR: the search keeps nodes in float until it is met.
+    res = run_to_end(calibrate(model, out, method="max", samples=4, budget=f"snr={base + 3:.1f}"))
+    sr = res["search"]
+    assert sr["path"][0]["kept"] == 0 and sr["path"][-1]["kept"] == len(sr["keep"])
+    assert sr["met"] and sr["keep"] and set(sr["keep"]) <= set(res["excluded"])
+    assert res["accuracy"]["y"]["snr_db"] >= base + 3 - 0.5
+    assert cli(["calibrate", str(model), "--budget", "snr", "--out", str(out)]) == 2
