@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
     QPushButton,
     QSpinBox,
     QSplitter,
+    QTabWidget,
     QVBoxLayout,
     QWidget,
 )
@@ -69,6 +70,9 @@ class CalibDialog(QDialog):
         self.keep = QLineEdit(", ".join(keep))
         self.keep.setPlaceholderText("node names kept in float (select or search nodes first)")
         form.addRow("Keep in FP32", self.keep)
+        self.budget = QLineEdit(str(s.value("calib/budget", "")))
+        self.budget.setPlaceholderText("optional: snr=35 or cosine=0.999 (search the layers to keep in FP32)")
+        form.addRow("Accuracy budget", self.budget)
         gm = window.graph_model
         assert gm is not None and gm.path is not None
         self.out = QLineEdit(str(gm.path.with_name(f"{gm.path.stem}.int8.onnx")))
@@ -91,10 +95,11 @@ class CalibDialog(QDialog):
         s.setValue("calib/data", self.data.text())
         s.setValue("calib/method", self.method.currentText())
         s.setValue("calib/samples", self.samples.value())
+        s.setValue("calib/budget", self.budget.text())
         return {"model": str(model), "out": self.out.text(), "data": self.data.text().strip() or "random",
                 "method": self.method.currentText(), "precision": self.precision.currentText(),
                 "samples": self.samples.value(), "keep": [k.strip() for k in self.keep.text().split(",") if k.strip()],
-                "dims": dims}
+                "dims": dims, "budget": self.budget.text().strip() or None}
 
 
 class CalibPanel(QWidget):
@@ -115,11 +120,60 @@ class CalibPanel(QWidget):
         split.addWidget(self.tensors)
         split.addWidget(self.plot)
         split.setSizes([260, 700])
+        self.sens_plot = pg.PlotWidget()
+        self.sens_plot.setMinimumHeight(60)
+        self.sens_plot.setLabel("bottom", "SNR gain with the node alone in float", units="dB")
+        self.sens_bars = pg.BarGraphItem(x0=[], y=[], height=0.7, width=[], brush="#E69F00")
+        self.sens_plot.addItem(self.sens_bars)
+        self.sens_plot.getAxis("left").setWidth(200)
+        self.search_plot = pg.PlotWidget()
+        self.search_plot.setMinimumHeight(60)
+        self.search_plot.setLabel("bottom", "nodes kept in float")
+        self.search_plot.setLabel("left", "accuracy of the worst output")
+        self.search_curve = self.search_plot.plot(pen=pg.mkPen("#0072B2", width=2), symbol="o", symbolSize=6)
+        self.budget_line = pg.InfiniteLine(angle=0, pen=pg.mkPen("#D55E00", style=Qt.PenStyle.DashLine))
+        self.search_plot.addItem(self.budget_line)
+        self.tabs = QTabWidget()
+        self.tabs.addTab(split, "Histogram and thresholds")
+        self.tabs.addTab(self.sens_plot, "Sensitivity")
+        self.tabs.addTab(self.search_plot, "Search")
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 4, 4, 4)
         lay.addWidget(self.title)
-        lay.addWidget(split, 1)
+        lay.addWidget(self.tabs, 1)
         self.result: dict[str, Any] | None = None
+        self.sens: dict[str, float] = {}
+        self.path: list[tuple[float, float]] = []
+
+    def start(self) -> None:
+        """A new run: the live plots start empty."""
+        self.sens, self.path = {}, []
+        self._draw_live()
+
+    def add_sample(self, s: Any) -> None:
+        """Sensitivity and search samples as each layer or step finishes."""
+        if s.series == "sensitivity":
+            self.sens.update(s.values)
+            self.tabs.setCurrentIndex(1)
+        elif s.series == "search":
+            v = [x for k, x in s.values.items() if k != "kept"]
+            if v:
+                self.path.append((s.values["kept"], v[0]))
+            self.tabs.setCurrentIndex(2)
+        else:
+            return
+        self._draw_live()
+
+    def _draw_live(self, gains: dict[str, float] | None = None) -> None:
+        vals = gains if gains is not None else self.sens
+        top = sorted(vals.items(), key=lambda kv: kv[1])[-25:]
+        self.sens_bars.setOpts(x0=np.zeros(len(top)), y=np.arange(len(top)), width=[v for _, v in top])
+        self.sens_plot.getAxis("left").setTicks([[(i, n[-32:]) for i, (n, _) in enumerate(top)]])
+        if self.path:
+            xs, ys = zip(*self.path, strict=True)
+            self.search_curve.setData(list(xs), list(ys))
+        else:
+            self.search_curve.setData([], [])
 
     def set_result(self, res: dict[str, Any]) -> None:
         self.result = res
@@ -141,6 +195,17 @@ class CalibPanel(QWidget):
             self.tensors.addItem(t)
         if self.tensors.count():
             self.tensors.setCurrentRow(0)
+        search = res.get("search")
+        if search:
+            gains = {r["node"]: r["gain_db"] for r in search["sensitivity"]}
+            metric = search.get("metric", "snr_db")
+            self.path = [(float(p["kept"]), float(p[metric])) for p in search.get("path", [])]
+            if "target" in search:
+                self.budget_line.setPos(search["target"])
+            self._draw_live(gains)
+            self.tabs.setCurrentIndex(2 if self.path else 1)
+        else:
+            self.tabs.setCurrentIndex(0)
 
     def _show(self, name: str) -> None:
         self.plot.clear()
@@ -177,6 +242,20 @@ class CalibUi(QObject):
             ops.raise_()
         self.result: dict[str, Any] | None = None
         window.profiling.queue.finished.connect(self._finished)
+        window.profiling.queue.sample.connect(self._sample)
+        window.profiling.queue.changed.connect(self._changed)
+
+    def _sample(self, jid: int, s: Any) -> None:
+        rec = self.window.profiling.queue.jobs.get(jid)
+        if rec is not None and rec.kind == "calibrate":
+            self.panel.add_sample(s)
+
+    def _changed(self, jid: int) -> None:
+        rec = self.window.profiling.queue.jobs.get(jid)
+        if rec is not None and rec.kind == "calibrate" and rec.state == "running" and not rec.meta.get("started"):
+            rec.meta["started"] = True
+            self.panel.start()
+            self.dock.raise_()
 
     def add_actions(self, tools: Any, _view: Any = None) -> None:
         self.window._action(tools, "&Calibrate…", self.ask).setToolTip(

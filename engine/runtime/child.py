@@ -161,7 +161,8 @@ def _run(kind: str, args: dict[str, Any]) -> Generator[JobEvent, None, Any]:
         return (yield from calibrate(args["model"], args["out"], data=args.get("data", "random"),
                                      method=args.get("method", "entropy"), precision=args.get("precision", "int8"),
                                      samples=int(args.get("samples", 32)), keep=list(args.get("keep") or []),
-                                     dims={k: int(v) for k, v in (args.get("dims") or {}).items()}, details=True))
+                                     dims={k: int(v) for k, v in (args.get("dims") or {}).items()}, details=True,
+                                     budget=args.get("budget")))
     if kind == "test-sleep":  # for the tests of the machinery: a child that hangs
         import time
 

@@ -21,10 +21,13 @@ def test_calibrate_from_the_window(qtbot, window, tmp_path):
     ui = window.calib_ui
     out = tmp_path / "cnn.int8.onnx"
     jid = ui.submit({"model": str(model), "out": str(out), "data": "random", "method": "entropy",
-                     "precision": "int8", "samples": 4, "keep": ["fc"], "dims": {}})
+                     "precision": "int8", "samples": 4, "keep": ["fc"], "dims": {}, "budget": "snr=10"})
     q = window.profiling.queue
     qtbot.waitUntil(lambda: q.jobs[jid].state == DONE and ui.result is not None, timeout=90000)
-    assert out.exists() and ui.result["excluded"] == ["fc"]
+    assert out.exists() and "fc" in ui.result["excluded"]
+    # The sensitivity bars and the search path, live and then from the result.
+    search = ui.result["search"]
+    assert ui.panel.sens_bars.opts["width"] is not None and len(ui.panel.path) == len(search["path"])
     assert ui.panel.tensors.count() >= 3 and "SNR" in ui.panel.title.text()
     lines = [i for i in ui.panel.plot.getPlotItem().items if type(i).__name__ == "InfiniteLine"]
     assert len(lines) == 4  # max, percentile, entropy, MSE thresholds on the selected tensor's histogram
