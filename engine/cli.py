@@ -249,7 +249,8 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     bar = _Bar()
     job = calibrate(args.model or SAMPLE_MODEL, args.out, data=args.data, method=args.method,
                     precision=args.precision, samples=args.samples, keep=args.keep, dims=_dims(args.dim),
-                    percentile=args.percentile, budget=args.budget, sensitivity=args.sensitivity)
+                    percentile=args.percentile, budget=args.budget, sensitivity=args.sensitivity,
+                    backend=args.backend)
     try:
         while True:
             try:
@@ -348,6 +349,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--budget", metavar="snr=30", help="keep the most sensitive nodes in float until this is met "
                    "(snr=DB or cosine=VALUE)")
     c.add_argument("--sensitivity", action="store_true", help="measure each quantized node's sensitivity")
+    c.add_argument("--backend", choices=["ort-cpu", "ort-cuda"], default="ort-cpu",
+                   help="what runs the FP32 statistics pass")
     c.add_argument("--dim", action="append", default=[], metavar="NAME=INT")
     c.add_argument("--out", required=True, metavar="OUT.onnx")
     c.add_argument("--json", metavar="PATH")

@@ -58,6 +58,9 @@ def calibrate(model: str | Path, out: str | Path, *, data: str = "random", metho
     cancel = cancel or CancelToken()
     t0 = time.perf_counter()
     model, out = Path(model), Path(out)
+    from splitscope.engine.runtime.ort import check_backend
+
+    check_backend(backend)
     if method not in METHODS:
         raise SplitscopeError(f"--method {method}: use one of {', '.join(METHODS)}.")
     if precision not in PRECISIONS:
@@ -81,8 +84,11 @@ def calibrate(model: str | Path, out: str | Path, *, data: str = "random", metho
     cache = cache_dir() / "calib" / f"{model_key(model)}-{cdata.key()}.npz"
     stats = load_stats(cache)
     cached = stats is not None and set(qplan.activations) <= set(stats)
+    stats_s = 0.0
     if not cached:
+        c0 = time.perf_counter()
         stats = yield from collect(model, qplan.activations, cdata, backend, cancel)
+        stats_s = time.perf_counter() - c0
         save_stats(stats, cache)
     assert stats is not None
     ranges = {t: amax(stats[t], method, percentile, precision) for t in qplan.activations if t in stats}
@@ -102,7 +108,7 @@ def calibrate(model: str | Path, out: str | Path, *, data: str = "random", metho
     else:
         rest = sorted(p for p in cdata.folder.iterdir() if p.suffix.lower() in (".npy", ".npz"))[samples:]  # type: ignore[union-attr]
         held = CalibData(specs, cdata.folder, heldout, files=(rest or cdata.files)[:heldout])
-    ref_be, q_be = OrtBackend(model, backend), OrtBackend(out, backend)
+    ref_be, q_be = OrtBackend(model, "ort-cpu"), OrtBackend(out, "ort-cpu")  # Q/DQ as written: CPU runs them all
     ref_s, q_s = ref_be.session(), q_be.session(plain=True)  # Q/DQ run as written, none fused or dropped
     outs = [o.name for o in ref_s.get_outputs()]
     refs: dict[str, list[np.ndarray]] = {o: [] for o in outs}
@@ -129,7 +135,8 @@ def calibrate(model: str | Path, out: str | Path, *, data: str = "random", metho
         notes.append(f"skipped: {'; '.join(cdata.skipped[:5])}")
     doc: dict[str, Any] = {"model": str(model), "out": str(out), "method": method, "precision": precision,
             "samples": cdata.samples if cdata.random else len(cdata.files), "random_data": cdata.random,
-            "seconds": round(time.perf_counter() - t0, 3), "stats_cached": cached,
+            "seconds": round(time.perf_counter() - t0, 3), "stats_cached": cached, "stats_seconds": round(stats_s, 3),
+            "backend": backend,
             "tensors": counts["activations"], "weights": counts["weights"], "quantized_nodes": counts["nodes"],
             "excluded": qplan.excluded, "accuracy": accuracy, "wide_range": wide,
             "ranges": {t: round(v, 6) for t, v in ranges.items()}, "notes": notes,
