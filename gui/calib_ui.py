@@ -31,8 +31,8 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+from splitscope.engine.child import JobProcess
 from splitscope.engine.jobs import CancelToken, JobEvent
-from splitscope.engine.runtime.child import JobProcess
 from splitscope.engine.view.layout import View
 from splitscope.gui.render import Heat
 

@@ -2,6 +2,6 @@
 
 ``inputs`` makes or reads the feeds, ``ort`` runs ONNX Runtime (CPU or CUDA), ``trt`` builds and runs
 TensorRT / TensorRT-RTX engines, ``device`` reads the GPU's peaks and measures copies, ``telemetry``
-samples NVML, ``roofline`` and ``verdict`` turn times into an answer, ``profile`` is the job that ties
-them together and ``child`` runs it in a process of its own for the window.
+samples NVML, ``roofline`` and ``verdict`` turn times into an answer, and ``profile`` is the job that ties
+them together (:mod:`splitscope.engine.child` runs it, and calibration, in a process of their own).
 """

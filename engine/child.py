@@ -2,7 +2,7 @@
 driver ends the job with a message, never the app.
 
 The parent (:class:`JobProcess`) writes the job's arguments to a JSON file and starts
-``python -m splitscope.engine.runtime.child ARGS.json``; the child writes one JSON object per line to
+``python -m splitscope.engine.child ARGS.json``; the child writes one JSON object per line to
 stdout: ``progress``, ``sample``, ``log``, and at the end ``result`` or ``error``. A reader thread in
 the parent queues the lines, so :meth:`JobProcess.events` notices Cancel within a poll interval even
 while the child is silent; Cancel terminates the child, then kills it.
@@ -44,7 +44,7 @@ class JobProcess:
         self._args_file = Path(name)
         self._stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")  # noqa: SIM115
         env, root = child_env()
-        self.proc = subprocess.Popen(child_command("splitscope.engine.runtime.child", name), stdout=subprocess.PIPE,
+        self.proc = subprocess.Popen(child_command("splitscope.engine.child", name), stdout=subprocess.PIPE,
                                      stderr=self._stderr, stdin=subprocess.DEVNULL, env=env, text=True, cwd=root,
                                      start_new_session=True)
         self._lines: queue.Queue[str | None] = queue.Queue()
