@@ -250,7 +250,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     job = calibrate(args.model or SAMPLE_MODEL, args.out, data=args.data, method=args.method,
                     precision=args.precision, samples=args.samples, keep=args.keep, dims=_dims(args.dim),
                     percentile=args.percentile, budget=args.budget, sensitivity=args.sensitivity,
-                    backend=args.backend)
+                    backend=args.backend, recipe=args.recipe)
     try:
         while True:
             try:
@@ -341,6 +341,8 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("calibrate", help="calibrate and write a Q/DQ model as TensorRT 11 wants it")
     c.add_argument("model", nargs="?", help="ONNX model (default: the bundled sample)")
     c.add_argument("--data", default="random", help="a folder of .npy/.npz samples, or 'random' (plumbing only)")
+    c.add_argument("--recipe", help="for a folder of images: resize=256,mean=0.485/0.456/0.406,"
+                   "std=0.229/0.224/0.225,layout=nchw (these are the defaults)")
     c.add_argument("--method", choices=["max", "percentile", "entropy", "mse"], default="entropy")
     c.add_argument("--percentile", type=float, default=99.99)
     c.add_argument("--precision", choices=["int8", "fp8", "fp16", "bf16"], default="int8")

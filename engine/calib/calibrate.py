@@ -13,7 +13,7 @@ import onnx
 from splitscope.engine.calib import qdq
 from splitscope.engine.calib.accuracy import compare_outputs
 from splitscope.engine.calib.collect import collect, load_stats, save_stats
-from splitscope.engine.calib.data import CalibData, batches, open_data
+from splitscope.engine.calib.data import IMAGE_SUFFIXES, CalibData, batches, open_data
 from splitscope.engine.calib.methods import METHODS, amax
 from splitscope.engine.errors import SplitscopeError
 from splitscope.engine.jobs import CancelToken, JobEvent, Progress
@@ -52,7 +52,7 @@ def calibrate(model: str | Path, out: str | Path, *, data: str = "random", metho
               dims: dict[str, int] | None = None, percentile: float = 99.99, heldout: int = 8,
               backend: str = "ort-cpu", cancel: CancelToken | None = None,
               details: bool = False, budget: str | None = None,
-              sensitivity: bool = False) -> Generator[JobEvent, None, dict[str, Any]]:
+              sensitivity: bool = False, recipe: str | None = None) -> Generator[JobEvent, None, dict[str, Any]]:
     """Calibrate ``model`` and write the Q/DQ model to ``out``; returns the result document (with ``details``:
     each tensor's histogram, 256 bins, and every method's threshold on it, for the calibration view)."""
     cancel = cancel or CancelToken()
@@ -71,7 +71,7 @@ def calibrate(model: str | Path, out: str | Path, *, data: str = "random", metho
     yield Progress("calibrate", 0, 0, "Reading the model")
     proto = onnx.load(str(model), load_external_data=False)
     specs = input_specs(proto)
-    cdata = open_data(data, specs, samples, dims)
+    cdata = open_data(data, specs, samples, dims, recipe=recipe)
     qplan = qdq.plan(proto, set(keep or []))
     unknown = sorted(set(keep or []) - {n.name for n in proto.graph.node})
     if unknown:
@@ -106,8 +106,9 @@ def calibrate(model: str | Path, out: str | Path, *, data: str = "random", metho
     if cdata.random:
         held = CalibData(specs, None, heldout, dict(dims or {}), seed=10_000)
     else:
-        rest = sorted(p for p in cdata.folder.iterdir() if p.suffix.lower() in (".npy", ".npz"))[samples:]  # type: ignore[union-attr]
-        held = CalibData(specs, cdata.folder, heldout, files=(rest or cdata.files)[:heldout])
+        kinds = IMAGE_SUFFIXES if cdata.recipe is not None else (".npy", ".npz")
+        rest = sorted(p for p in cdata.folder.iterdir() if p.suffix.lower() in kinds)[samples:]  # type: ignore[union-attr]
+        held = CalibData(specs, cdata.folder, heldout, files=(rest or cdata.files)[:heldout], recipe=cdata.recipe)
     ref_be, q_be = OrtBackend(model, "ort-cpu"), OrtBackend(out, "ort-cpu")  # Q/DQ as written: CPU runs them all
     ref_s, q_s = ref_be.session(), q_be.session(plain=True)  # Q/DQ run as written, none fused or dropped
     outs = [o.name for o in ref_s.get_outputs()]
@@ -128,8 +129,7 @@ def calibrate(model: str | Path, out: str | Path, *, data: str = "random", metho
     if wide:
         notes.append(f"{len(wide)} tensors hold values no {precision.upper()} range covers (attention-mask "
                      "sentinels, inf or NaN): counted apart and left out of their ranges")
-    if not held.random and not cdata.random and not sorted(
-            p for p in cdata.folder.iterdir() if p.suffix.lower() in (".npy", ".npz"))[samples:]:  # type: ignore[union-attr]
+    if not cdata.random and held.files and held.files[0] in cdata.files:
         notes.append("no samples beyond the calibration set: accuracy was measured on calibration samples")
     if cdata.skipped:
         notes.append(f"skipped: {'; '.join(cdata.skipped[:5])}")

@@ -1,5 +1,6 @@
-"""Calibration samples: a folder of ``.npy``/``.npz`` files (one sample or a batch per file), or seeded
-random data (for plumbing only: every result that used it says so).
+"""Calibration samples: a folder of ``.npy``/``.npz`` files (one sample or a batch per file), a folder of
+images with a pre-processing recipe (:class:`Recipe`: resize, centre crop, mean/std, layout, dtype; Pillow),
+or seeded random data (for plumbing only: every result that used it says so).
 
 Each array is checked against the model's inputs before anything runs; a file that cannot be read is named
 and skipped, never a crash.
@@ -20,6 +21,61 @@ class CalibDataError(ProfileInputError):
     """The calibration data does not fit the model."""
 
 
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".webp", ".ppm")
+
+
+@dataclass(slots=True)
+class Recipe:
+    """How an image becomes an input: shorter side resized to ``resize``, centre-cropped to the input's
+    height and width, scaled to [0, 1], then ``(x - mean) / std`` per channel, in ``layout``."""
+
+    resize: int = 256
+    mean: tuple[float, ...] = (0.485, 0.456, 0.406)
+    std: tuple[float, ...] = (0.229, 0.224, 0.225)
+    layout: str = "nchw"
+
+    @classmethod
+    def parse(cls, text: str) -> Recipe:
+        """``resize=256,mean=0.485/0.456/0.406,std=0.229/0.224/0.225,layout=nchw`` (any subset)."""
+        r = cls()
+        for part in filter(None, (p.strip() for p in text.split(","))):
+            key, _, value = part.partition("=")
+            try:
+                if key == "resize":
+                    r.resize = int(value)
+                elif key in ("mean", "std"):
+                    setattr(r, key, tuple(float(v) for v in value.split("/")))
+                elif key == "layout" and value.lower() in ("nchw", "nhwc"):
+                    r.layout = value.lower()
+                else:
+                    raise ValueError
+            except ValueError:
+                raise CalibDataError(f"--recipe {part!r}: use resize=INT, mean=A/B/C, std=A/B/C, layout=nchw|nhwc."
+                                     ) from None
+        return r
+
+
+def _image(path: Path, spec: InputSpec, recipe: Recipe) -> np.ndarray:
+    from PIL import Image
+
+    dims = spec.dims
+    if len(dims) != 4:
+        raise CalibDataError(f"input '{spec.name}' has {len(dims)} dims: images feed a 4-D input (NCHW or NHWC).")
+    h, w = (dims[2], dims[3]) if recipe.layout == "nchw" else (dims[1], dims[2])
+    h = h if isinstance(h, int) else recipe.resize
+    w = w if isinstance(w, int) else recipe.resize
+    with Image.open(path) as im:
+        im = im.convert("RGB")
+        scale = recipe.resize / min(im.size)
+        im = im.resize((max(round(im.size[0] * scale), w), max(round(im.size[1] * scale), h)), Image.BILINEAR)
+        left, top = (im.size[0] - w) // 2, (im.size[1] - h) // 2
+        a = np.asarray(im.crop((left, top, left + w, top + h)), dtype=np.float32) / 255.0
+    a = (a - np.asarray(recipe.mean, np.float32)) / np.asarray(recipe.std, np.float32)
+    if recipe.layout == "nchw":
+        a = a.transpose(2, 0, 1)
+    return a[None].astype(spec.dtype if spec.dtype.kind == "f" else np.float32)
+
+
 @dataclass(slots=True)
 class CalibData:
     """Where the samples come from, and what was skipped."""
@@ -31,6 +87,8 @@ class CalibData:
     seed: int = 0
     skipped: list[str] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
+    recipe: Recipe | None = None
+    """Set for a folder of images."""
 
     @property
     def random(self) -> bool:
@@ -59,16 +117,22 @@ class CalibData:
 
 
 def open_data(source: str, specs: list[InputSpec], samples: int = 32, dims: dict[str, int] | None = None,
-              seed: int = 0) -> CalibData:
-    """``source`` is ``random`` or a folder of ``.npy``/``.npz`` files."""
+              seed: int = 0, recipe: str | None = None) -> CalibData:
+    """``source`` is ``random``, a folder of ``.npy``/``.npz`` files, or a folder of images (with ``recipe``)."""
     if source == "random":
         return CalibData(specs, None, samples, dict(dims or {}), seed)
     folder = Path(source)
     if not folder.is_dir():
         raise CalibDataError(f"--data {source}: not a folder; give a folder of .npy/.npz samples, or 'random'.")
     files = sorted(p for p in folder.iterdir() if p.suffix.lower() in (".npy", ".npz") and p.is_file())
+    images = sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES and p.is_file())
+    if not files and images:
+        if len(specs) != 1:
+            raise CalibDataError(f"{folder} holds images but the model has {len(specs)} inputs: give .npz files.")
+        return CalibData(specs, folder, samples, dict(dims or {}), seed, files=images[: max(samples, 1)],
+                         recipe=Recipe.parse(recipe or ""))
     if not files:
-        raise CalibDataError(f"{folder} has no .npy or .npz files: save the samples with numpy.save/savez.")
+        raise CalibDataError(f"{folder} has no .npy, .npz or image files: save the samples with numpy.save/savez.")
     return CalibData(specs, folder, samples, dict(dims or {}), seed, files=files[: max(samples, 1)])
 
 
@@ -97,6 +161,14 @@ def batches(data: CalibData) -> Iterator[dict[str, np.ndarray]]:
         return
     first = True
     for f in data.files:
+        if data.recipe is not None:
+            try:
+                yield {data.specs[0].name: _image(f, data.specs[0], data.recipe)}
+            except CalibDataError:
+                raise
+            except Exception as e:  # noqa: BLE001 - Pillow raises many kinds for a broken image
+                data.skipped.append(f"{f.name}: {str(e).splitlines()[0][:100] if str(e) else type(e).__name__}")
+            continue
         try:
             if f.suffix.lower() == ".npy":
                 if len(data.specs) != 1:

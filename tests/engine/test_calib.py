@@ -181,3 +181,21 @@ def test_sensitivity_and_a_search_that_meets_its_budget(tmp_path):
     assert sr["met"] and sr["keep"] and set(sr["keep"]) <= set(res["excluded"])
     assert res["accuracy"]["y"]["snr_db"] >= base + 3 - 0.5
     assert cli(["calibrate", str(model), "--budget", "snr", "--out", str(out)]) == 2
+
+
+def test_a_folder_of_images_with_a_preprocessing_recipe(tmp_path):
+    from PIL import Image
+
+    model = _cnn(tmp_path / "cnn.onnx")
+    imgs = tmp_path / "imgs"
+    imgs.mkdir()
+    rng = np.random.default_rng(0)
+    for k in range(5):
+        Image.fromarray(rng.integers(0, 255, (40 + k, 50, 3), dtype=np.uint8)).save(imgs / f"{k}.png")
+    (imgs / "broken.jpg").write_bytes(b"not an image")
+    res = run_to_end(calibrate(model, tmp_path / "q.onnx", data=str(imgs), method="max", samples=4,
+                               recipe="resize=20,layout=nchw"))
+    assert not res["random_data"] and res["tensors"] == 4 and res["accuracy"]["y"]["cosine"] > 0.9
+    assert any("broken.jpg" in n for n in res["notes"]) or res["samples"] == 4
+    with pytest.raises(CalibDataError, match="--recipe"):
+        run_to_end(calibrate(model, tmp_path / "q.onnx", data=str(imgs), recipe="size=3"))
