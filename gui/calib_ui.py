@@ -133,7 +133,13 @@ class CalibPanel(QWidget):
         self.search_curve = self.search_plot.plot(pen=pg.mkPen("#0072B2", width=2), symbol="o", symbolSize=6)
         self.budget_line = pg.InfiniteLine(angle=0, pen=pg.mkPen("#D55E00", style=Qt.PenStyle.DashLine))
         self.search_plot.addItem(self.budget_line)
+        self.range_plot = pg.PlotWidget()
+        self.range_plot.setMinimumHeight(60)
+        self.range_plot.setLabel("bottom", "calibration samples")
+        self.range_plot.setLabel("left", "running max |activation|")
+        self.range_curves: dict[str, Any] = {}
         self.tabs = QTabWidget()
+        self.tabs.addTab(self.range_plot, "Range convergence")
         self.tabs.addTab(split, "Histogram and thresholds")
         self.tabs.addTab(self.sens_plot, "Sensitivity")
         self.tabs.addTab(self.search_plot, "Search")
@@ -142,24 +148,41 @@ class CalibPanel(QWidget):
         lay.addWidget(self.title)
         lay.addWidget(self.tabs, 1)
         self.result: dict[str, Any] | None = None
+        self.ranges: dict[str, list[tuple[float, float]]] = {}
         self.sens: dict[str, float] = {}
         self.path: list[tuple[float, float]] = []
 
     def start(self) -> None:
         """A new run: the live plots start empty."""
         self.sens, self.path = {}, []
+        self.ranges: dict[str, list[tuple[float, float]]] = {}
+        for c in self.range_curves.values():
+            self.range_plot.removeItem(c)
+        self.range_curves = {}
+        self.tabs.setCurrentIndex(0)
         self._draw_live()
 
     def add_sample(self, s: Any) -> None:
         """Sensitivity and search samples as each layer or step finishes."""
+        if s.series == "range":  # the first tensors' running ranges, one point a sample: do they settle?
+            colours = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
+            for k, (name, v) in enumerate(s.values.items()):
+                pts = self.ranges.setdefault(name, [])
+                pts.append((s.x, v))
+                curve = self.range_curves.get(name)
+                if curve is None:
+                    curve = self.range_curves[name] = self.range_plot.plot(pen=pg.mkPen(colours[k % 8], width=1.5))
+                xs, ys = zip(*pts, strict=True)
+                curve.setData(list(xs), list(ys))
+            return
         if s.series == "sensitivity":
             self.sens.update(s.values)
-            self.tabs.setCurrentIndex(1)
+            self.tabs.setCurrentIndex(2)
         elif s.series == "search":
             v = [x for k, x in s.values.items() if k != "kept"]
             if v:
                 self.path.append((s.values["kept"], v[0]))
-            self.tabs.setCurrentIndex(2)
+            self.tabs.setCurrentIndex(3)
         else:
             return
         self._draw_live()
@@ -203,9 +226,9 @@ class CalibPanel(QWidget):
             if "target" in search:
                 self.budget_line.setPos(search["target"])
             self._draw_live(gains)
-            self.tabs.setCurrentIndex(2 if self.path else 1)
+            self.tabs.setCurrentIndex(3 if self.path else 2)
         else:
-            self.tabs.setCurrentIndex(0)
+            self.tabs.setCurrentIndex(1)
 
     def _show(self, name: str) -> None:
         self.plot.clear()

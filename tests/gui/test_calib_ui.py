@@ -27,6 +27,7 @@ def test_calibrate_from_the_window(qtbot, window, tmp_path):
     assert out.exists() and "fc" in ui.result["excluded"]
     # The sensitivity bars and the search path, live and then from the result.
     search = ui.result["search"]
+    assert ui.panel.ranges and all(len(p) == 4 for p in ui.panel.ranges.values())  # one point a sample
     assert ui.panel.sens_bars.opts["width"] is not None and len(ui.panel.path) == len(search["path"])
     assert ui.panel.tensors.count() >= 3 and "SNR" in ui.panel.title.text()
     lines = [i for i in ui.panel.plot.getPlotItem().items if type(i).__name__ == "InfiniteLine"]
