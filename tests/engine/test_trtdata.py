@@ -20,9 +20,9 @@ from splitscope.engine.trtdata.readers import EngineDataError, read_file
 from tests.engine import trt_files
 
 ROOT = Path(__file__).resolve().parents[2]
-SAMPLES = ROOT.parent / "shared" / "reference" / "trex-samples"
+SAMPLES = ROOT / "tests" / "data" / "trex"  # TREx's TensorRT 8 samples (Apache-2.0; README.md there says where from)
 TRANSFORMER = ROOT / "tests" / "data" / "torch_transformer.onnx"
-needs_samples = pytest.mark.skipif(not SAMPLES.is_dir(), reason="the TREx sample files are in ../shared/reference")
+needs_samples = pytest.mark.skipif(not SAMPLES.is_dir(), reason="the TREx sample files are missing from tests/data/trex")
 
 
 def _pair(stem: str) -> list[Path]:

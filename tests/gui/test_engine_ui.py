@@ -15,7 +15,7 @@ from tests.gui.conftest import wait_idle
 
 ROOT = Path(__file__).resolve().parents[2]
 TRANSFORMER = ROOT / "tests" / "data" / "torch_transformer.onnx"
-SAMPLES = ROOT.parent / "shared" / "reference" / "trex-samples"
+SAMPLES = ROOT / "tests" / "data" / "trex"  # TREx's TensorRT 8 samples (Apache-2.0; README.md there says where from)
 
 
 def _wait_engine(qtbot, window, jid):  # type: ignore[no-untyped-def]
@@ -56,7 +56,7 @@ def test_import_onto_the_open_model_colours_and_inspects(qtbot, window, tmp_path
     ui.compare_dialog.close()
 
 
-@pytest.mark.skipif(not SAMPLES.is_dir(), reason="the TREx sample files are in ../shared/reference")
+@pytest.mark.skipif(not SAMPLES.is_dir(), reason="the TREx sample files are missing from tests/data/trex")
 def test_an_engine_without_its_model_is_drawn_as_its_own_graph(qtbot, window):
     stem = "pytorch__resnet__A100__fp16__resnet.onnx.engine"
     window.engine_ui.import_files([str(SAMPLES / f"{stem}.graph.json"), str(SAMPLES / f"{stem}.profile.json")])
