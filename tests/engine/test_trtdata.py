@@ -22,7 +22,7 @@ from tests.engine import trt_files
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "tests" / "data" / "trex"  # TREx's TensorRT 8 samples (Apache-2.0; README.md there says where from)
 TRANSFORMER = ROOT / "tests" / "data" / "torch_transformer.onnx"
-needs_samples = pytest.mark.skipif(not SAMPLES.is_dir(), reason="the TREx sample files are missing from tests/data/trex")
+needs_samples = pytest.mark.skipif(not SAMPLES.is_dir(), reason="the TREx sample files are missing here")
 
 
 def _pair(stem: str) -> list[Path]:
