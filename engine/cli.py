@@ -278,6 +278,12 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
                 print(f"  search: {plural(len(s['keep']), 'node')} kept in float, {s['metric']} "
                       f"{s['final'][s['metric']]:.4g} "
                       f"({'meets' if s['met'] else 'misses'} {s['target']:g})")
+                c = s.get("kept_cost", {})
+                if c.get("extra_ms_at_peak") is not None:
+                    extra = c["extra_ms_at_peak"]
+                    t = f"{extra * 1000:.3f} µs" if extra < 0.01 else f"{extra:.4f} ms"
+                    print(f"  the kept nodes: {c['flops']:,} FLOPs, {t} more per inference at the peaks of "
+                          f"{c['gpu']} than in {res['precision'].upper()}")
         for note in res["notes"]:
             print(f"  note: {note}")
     if args.json:

@@ -43,8 +43,31 @@ def _sensitivity_and_search(model: Path, ranges: dict[str, float], qplan: qdq.Qd
     doc: dict[str, Any] = {"all_quantized": base, "sensitivity": sens}
     if target is not None:
         doc.update((yield from search(ev, sens, target[0], target[1], base, cancel)))
+        doc["kept_cost"] = kept_cost(model, doc.get("keep", []), precision, dims)
     doc["evaluations"] = ev.runs
     return doc
+
+
+def kept_cost(model: Path, keep: list[str], precision: str, dims: dict[str, int] | None) -> dict[str, Any]:
+    """What keeping ``keep`` in FP32 costs at the GPU's peaks: their FLOPs at FP32 against the reduced type
+    (this GPU's own peaks, or an H200's where there is none)."""
+    from splitscope.engine.runtime.device import FLOP_PER_CLK_PER_SM, NoGpu, gpu_info
+    from splitscope.engine.split.analyze import analyze_model
+
+    try:
+        g = gpu_info()
+        peaks, gpu = g.peak_flops, g.name
+    except NoGpu:
+        per_sm = FLOP_PER_CLK_PER_SM[(9, 0)]
+        peaks = {k: float(v) * 132 * 1980e6 for k, v in per_sm.items()}
+        gpu = "an H200 (no GPU here: its peaks from the whitepaper table)"
+    gm = analyze_model(model, parser="table", dims=dims)
+    flops = sum(n.flops or 0 for n in gm.nodes if n.name in set(keep))
+    low = peaks.get(precision) or peaks.get("int8", 0.0)
+    fp32 = peaks.get("tf32") or peaks.get("fp32", 0.0)
+    return {"flops": flops, "gpu": gpu, "fp32_ms_at_peak": flops / fp32 * 1000 if fp32 else None,
+            f"{precision}_ms_at_peak": flops / low * 1000 if low else None,
+            "extra_ms_at_peak": flops / fp32 * 1000 - flops / low * 1000 if fp32 and low else None}
 
 
 def calibrate(model: str | Path, out: str | Path, *, data: str = "random", method: str = "entropy",

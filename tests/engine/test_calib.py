@@ -179,6 +179,8 @@ def test_sensitivity_and_a_search_that_meets_its_budget(tmp_path):
     sr = res["search"]
     assert sr["path"][0]["kept"] == 0 and sr["path"][-1]["kept"] == len(sr["keep"])
     assert sr["met"] and sr["keep"] and set(sr["keep"]) <= set(res["excluded"])
+    cost = sr["kept_cost"]  # what keeping them in float costs at the GPU's peaks
+    assert cost["flops"] > 0 and cost["fp32_ms_at_peak"] > cost["int8_ms_at_peak"] > 0
     assert res["accuracy"]["y"]["snr_db"] >= base + 3 - 0.5
     assert cli(["calibrate", str(model), "--budget", "snr", "--out", str(out)]) == 2
 
