@@ -213,7 +213,9 @@ def _cmd_engine(args: argparse.Namespace) -> int:
         doc["comparison"] = compare(data, other)
     if not args.quiet:
         n = len(doc["layers"])
-        print(f"{n} engine layers ({doc['layout']} layout{'' if doc['detailed'] else ', names only'})"
+        layout = {"bindings": "TensorRT 8.2-10 layout", "io_tensors": "TensorRT 11 layout"}.get(doc["layout"],
+                                                                                               "no I/O list")
+        print(f"{n} engine layers ({layout}{'' if doc['detailed'] or not n else ', names only'})"
               + (f", {doc['total_layer_ms']:.4f} ms of layer time per inference" if data.profile else ""))
         if gm is not None:
             print(f"  mapped onto {gm.path.name if gm.path else 'the model'}: {doc['mapped_data_node_share']:.0%} "
@@ -225,6 +227,9 @@ def _cmd_engine(args: argparse.Namespace) -> int:
             print(f"  {ms}  {row['precision'] or '?':<16} {row['type'][:22]:<22} {row['name'][:70]}")
         for f in doc["lint"]:
             print(f"  lint {f['kind']}: {f['advice']} ({plural(len(f['layers']), 'layer')}, {f['ms']:.4f} ms)")
+        for phase, st in (doc.get("times") or {}).items():
+            print(f"  {phase}: mean {st['mean']:.4f} ms, p50 {st['p50']:.4f}, p99 {st['p99']:.4f}, max {st['max']:.4f} "
+                  f"({len(data.times.records) if data.times else 0} iterations)")
         if "comparison" in doc:
             c = doc["comparison"]
             print(f"  compare: A {c['a_total_ms']:.4f} ms, B {c['b_total_ms']:.4f} ms of layer time")
@@ -268,8 +273,8 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
               + (" (statistics from the cache)" if res["stats_cached"] else ""))
         for name, a in res["accuracy"].items():
             extra = f", top-1 agreement {a['top1_agreement']:.1%}" if "top1_agreement" in a else ""
-            print(f"  {name}: SNR {a['snr_db']:.1f} dB, cosine {a['cosine']:.5f}, max |error| {a['max_abs']:.4g}"
-                  + extra)
+            snr = "identical to FP32" if a["snr_db"] >= 999 else f"SNR {a['snr_db']:.1f} dB"
+            print(f"  {name}: {snr}, cosine {a['cosine']:.5f}, max |error| {a['max_abs']:.4g}" + extra)
         if "search" in res:
             s = res["search"]
             worst = sorted(s["sensitivity"], key=lambda r: -r["gain_db"])[:5]

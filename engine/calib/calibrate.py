@@ -29,7 +29,7 @@ def _sensitivity_and_search(model: Path, ranges: dict[str, float], qplan: qdq.Qd
     from splitscope.engine.calib.search import Evaluator, parse_budget, search, sensitivity
 
     target = parse_budget(budget) if budget else None
-    held = CalibData(specs, None, heldout, dict(dims or {}), seed=20_000)
+    held = CalibData(specs, None, heldout, dict(dims or {}), seed=10_000)  # the same held-out samples as the result
     feeds = list(batches(held))
     ref = OrtBackend(model, backend).session()
     outs = [o.name for o in ref.get_outputs()]
@@ -89,6 +89,10 @@ def calibrate(model: str | Path, out: str | Path, *, data: str = "random", metho
     if precision not in PRECISIONS:
         raise SplitscopeError(f"--precision {precision}: this version writes Q/DQ for int8 and fp8; FP16/BF16 "
                               "casts are not written yet.")
+    if samples < 1:
+        raise SplitscopeError("--samples must be 1 or more.")
+    if not out.parent.is_dir():
+        raise SplitscopeError(f"--out {out}: the folder {out.parent} does not exist; create it or write elsewhere.")
     if out.resolve() == model.resolve():
         raise SplitscopeError("--out is the model itself: write the quantized copy somewhere else.")
     yield Progress("calibrate", 0, 0, "Reading the model")
@@ -154,6 +158,11 @@ def calibrate(model: str | Path, out: str | Path, *, data: str = "random", metho
                      "sentinels, inf or NaN): counted apart and left out of their ranges")
     if not cdata.random and held.files and held.files[0] in cdata.files:
         notes.append("no samples beyond the calibration set: accuracy was measured on calibration samples")
+    if searched is not None and "met" in searched and not searched["met"]:
+        notes.append(f"the budget {budget} was not met even with {len(searched['keep'])} nodes kept in float: "
+                     "the written model is mostly or wholly unquantized")
+    if counts["activations"] == 0 and counts["weights"] == 0:
+        notes.append("no Q/DQ were written (every quantizable node kept in float, or no range found)")
     if cdata.skipped:
         notes.append(f"skipped: {'; '.join(cdata.skipped[:5])}")
     doc: dict[str, Any] = {"model": str(model), "out": str(out), "method": method, "precision": precision,

@@ -55,8 +55,9 @@ def collect(path: str | os.PathLike[str], tensors: list[str], data: CalibData, b
             try:
                 outs = sess.run(want, feeds)
             except Exception as e:  # noqa: BLE001 - ORT's own error types
-                raise InferenceError(f"ONNX Runtime failed on calibration sample {done + 1}: "
-                                     f"{str(e).splitlines()[0][:200]}") from None
+                from splitscope.engine.runtime.ort import _run_message
+
+                raise InferenceError(f"Calibration sample {done + 1}: {_run_message(e)}") from None
             for n, a in zip(want, outs, strict=True):
                 stats[n].update(a)
             done += 1

@@ -143,7 +143,7 @@ class OrtBackend:
             if "is not a registered function/op" in text:
                 op = text.split("Fatal error: ", 1)[-1].split(" is not a registered", 1)[0]
                 raise InferenceError(f"ONNX Runtime has no kernel for {op}: register its custom-op library "
-                                     "(--custom-op-library PATH) to time it, or profile an export without it."
+                                     "(--custom-op-library PATH) to run it, or use an export without it."
                                      ) from None
             raise InferenceError(f"ONNX Runtime could not load the model: {text[:300]}") from None
 

@@ -71,13 +71,15 @@ def lint(data: EngineData) -> list[dict[str, Any]]:
                               "their inputs to the reduced type in the ONNX (TensorRT 11 is strongly typed), or "
                               "keep them in FP32 on purpose if accuracy needs it"})
     # 3. Reformat layers.
-    reformats = [k for k, x in enumerate(rows) if is_reformat(x) or (x.type == "Reformat" and x.origin != "QDQ")]
+    reformats = [k for k, x in enumerate(rows) if x.type != "NoOp"
+                 and (is_reformat(x) or (x.type == "Reformat" and x.origin != "QDQ"))
+                 and (not ms or ms.get(x.name, 0.0) > 0)]
     if reformats:
         share = t(reformats) / total if total else 0.0
         out.append({"kind": "reformat", "layers": [rows[k].name for k in reformats], "nodes": [],
                     "ms": t(reformats),
-                    "advice": f"{plural(len(reformats), 'reformat layer')} ({share:.1%} of the layer time) "
-                              "convert between "
+                    "advice": f"{plural(len(reformats), 'reformat layer')}"
+                              + (f" ({share:.1%} of the layer time)" if total else "") + " convert between "
                               "layouts or types: align the precision of neighbouring layers and the I/O formats "
                               "(--inputIOFormats/--outputIOFormats) so fewer copies are needed"})
     # 4. Precision that differs from what the model asks.

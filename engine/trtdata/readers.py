@@ -126,7 +126,7 @@ def load_json(path: str | os.PathLike[str]) -> Any:
     try:
         return json.loads(text, strict=False)  # strict=False: \x1e/\x1f separators inside strings
     except json.JSONDecodeError as e:
-        raise EngineDataError(f"{p.name} is not valid JSON ({e.msg} at line {e.lineno}, column {e.colno}): "
+        raise EngineDataError(f"{p.name} is not valid JSON ({e.msg}; line {e.lineno}, column {e.colno}): "
                               "the file is truncated or not a trtexec export.") from None
     except RecursionError:
         raise EngineDataError(f"{p.name}: JSON nested too deeply to be a trtexec export.") from None

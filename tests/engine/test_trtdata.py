@@ -39,7 +39,7 @@ def test_tensorrt8_samples_read_with_precision_and_lint():
     assert by["Conv_0 + Relu_1"]["precision"] == "FP16"
     assert by["Reformatting CopyNode for Input Tensor 0 to Conv_0 + Relu_1"]["reformat"]
     kinds = {f["kind"]: f for f in lint(fp16)}
-    assert kinds["reformat"]["ms"] > 0 and len(kinds["reformat"]["layers"]) == 12
+    assert kinds["reformat"]["ms"] > 0 and len(kinds["reformat"]["layers"]) == 2  # the 10 NoOp CopyNodes cost 0 ms
     qat = import_files(_pair("pytorch__resnet__A100__qat__resnet-qat"))
     prec = {x["name"]: x["precision"] for x in qat.to_json()["layers"]}
     assert prec["layer1.0.conv1.weight + QuantizeLinear_20 + Conv_22"] == "INT8"
