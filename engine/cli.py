@@ -162,9 +162,9 @@ def _cmd_profile(args: argparse.Namespace) -> int:
               f"p99 {lat['p99']:.3f}  min {lat['min']:.3f}  max {lat['max']:.3f}  std {lat['std']:.3f}")
         print(f"  throughput: {j['throughput']['inferences_per_s']:.1f} inferences/s"
               + (f", {j['throughput']['items_per_s']:.1f} items/s" if "items_per_s" in j["throughput"] else ""))
-        for row in j["per_node"][:8]:
-            print(f"  {row['ms']:9.4f} ms {row['share']:6.1%}  {row['op_type']:<18} {row['name'][:60]}  "
-                  f"{row['class']}")
+        for row in j["per_node"][:8]:  # the roofline class needs the GPU's peaks: shown where known
+            cls = row["class"] if row["class"] != "unknown" else ""
+            print(f"  {row['ms']:9.4f} ms {row['share']:6.1%}  {row['op_type']:<18} {row['name'][:60]}  {cls}".rstrip())
         sc = j["split_cost"]
         if sc["plugin_nodes"]:
             print(f"  the custom part: {sc['plugin_ms']:.3f} ms in plugin nodes + {sc['boundary_copy_ms']:.3f} ms of "
