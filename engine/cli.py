@@ -14,6 +14,7 @@ import argparse
 import sys
 from collections import Counter
 from collections.abc import Sequence
+from typing import Any
 
 from splitscope.engine.errors import SplitscopeError
 from splitscope.engine.jobs import run_to_end
@@ -124,11 +125,37 @@ class _Bar:
             sys.stderr.flush()
 
 
-def _cmd_profile(args: argparse.Namespace) -> int:
+def _run_with_bar(job: Any) -> Any:
+    """Drive a job generator to its end with a progress bar on a terminal; its return value."""
+    from splitscope.engine.jobs import Progress
+
+    bar = _Bar()
+    try:
+        while True:
+            try:
+                ev = next(job)
+            except StopIteration as stop:
+                return stop.value
+            if isinstance(ev, Progress):
+                bar(ev.done, ev.total, ev.message)
+    finally:
+        bar.end()  # an interrupted job writes nothing: its files are written atomically at its end
+
+
+def _write_json(args: argparse.Namespace, doc: Any) -> None:
+    """``--json PATH``: the document, written atomically."""
     import json
 
-    from splitscope.engine.jobs import Progress
     from splitscope.engine.report.files import write_text_atomic
+
+    if args.json:
+        write_text_atomic(args.json, json.dumps(doc, indent=1))
+        if not args.quiet:
+            print(f"wrote {args.json}")
+
+
+def _cmd_profile(args: argparse.Namespace) -> int:
+
     from splitscope.engine.runtime.ort import check_backend
     from splitscope.engine.runtime.profile import profile
     from splitscope.engine.split.analyze import analyze
@@ -139,20 +166,9 @@ def _cmd_profile(args: argparse.Namespace) -> int:
     check_backend(args.backend)  # before the analysis: say at once that the backend cannot run here
     dims = _dims(args.dim)
     gm = run_to_end(analyze(args.model, parser=args.parser, dims=dims))
-    bar = _Bar()
-    job = profile(gm.path, gm, backend=args.backend, iterations=args.iterations, warmup=args.warmup,
-                  profiled=args.profiled, dims=dims, input_file=args.input, custom_ops=args.custom_op_library)
-    try:
-        while True:
-            try:
-                ev = next(job)
-            except StopIteration as stop:
-                res = stop.value
-                break
-            if isinstance(ev, Progress):
-                bar(ev.done, ev.total, ev.message)
-    finally:
-        bar.end()
+    res = _run_with_bar(profile(gm.path, gm, backend=args.backend, iterations=args.iterations, warmup=args.warmup,
+                                profiled=args.profiled, dims=dims, input_file=args.input,
+                                custom_ops=args.custom_op_library))
     j = res.to_json()
     if not args.quiet:
         lat, v = j["latency_ms"], j["verdict"]
@@ -173,17 +189,12 @@ def _cmd_profile(args: argparse.Namespace) -> int:
         print(f"  fix: {v['fix']}")
         for note in j["notes"]:
             print(f"  note: {note}")
-    if args.json:
-        write_text_atomic(args.json, json.dumps(j, indent=1))
-        if not args.quiet:
-            print(f"wrote {args.json}")
+    _write_json(args, j)
     return 0
 
 
 def _cmd_engine(args: argparse.Namespace) -> int:
-    import json
 
-    from splitscope.engine.report.files import write_text_atomic
     from splitscope.engine.text import plural
     from splitscope.engine.trtdata.compare import compare
     from splitscope.engine.trtdata.importer import import_files
@@ -235,38 +246,20 @@ def _cmd_engine(args: argparse.Namespace) -> int:
             print(f"  compare: A {c['a_total_ms']:.4f} ms, B {c['b_total_ms']:.4f} ms of layer time")
         for note in doc["notes"]:
             print(f"  note: {note}")
-    if args.json:
-        write_text_atomic(args.json, json.dumps(doc, indent=1))
-        if not args.quiet:
-            print(f"wrote {args.json}")
+    _write_json(args, doc)
     return 0
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
-    import json
 
     from splitscope.engine.calib.calibrate import calibrate
-    from splitscope.engine.jobs import Progress
-    from splitscope.engine.report.files import write_text_atomic
     from splitscope.engine.sample import SAMPLE_MODEL
     from splitscope.engine.text import plural
 
-    bar = _Bar()
-    job = calibrate(args.model or SAMPLE_MODEL, args.out, data=args.data, method=args.method,
-                    precision=args.precision, samples=args.samples, keep=args.keep, dims=_dims(args.dim),
-                    percentile=args.percentile, budget=args.budget, sensitivity=args.sensitivity,
-                    backend=args.backend, recipe=args.recipe)
-    try:
-        while True:
-            try:
-                ev = next(job)
-            except StopIteration as stop:
-                res = stop.value
-                break
-            if isinstance(ev, Progress):
-                bar(ev.done, ev.total, ev.message)
-    finally:
-        bar.end()  # an interrupted run writes nothing: the model is written atomically at the end
+    res = _run_with_bar(calibrate(args.model or SAMPLE_MODEL, args.out, data=args.data, method=args.method,
+                                  precision=args.precision, samples=args.samples, keep=args.keep,
+                                  dims=_dims(args.dim), percentile=args.percentile, budget=args.budget,
+                                  sensitivity=args.sensitivity, backend=args.backend, recipe=args.recipe))
     if not args.quiet:
         print(f"{res['model']} -> {res['out']}: {res['precision']} Q/DQ by {res['method']} on {res['samples']} "
               f"samples, {res['tensors']} activations and {res['weights']} weights, {res['seconds']:.2f} s"
@@ -291,8 +284,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
                           f"{c['gpu']} than in {res['precision'].upper()}")
         for note in res["notes"]:
             print(f"  note: {note}")
-    if args.json:
-        write_text_atomic(args.json, json.dumps(res, indent=1))
+    _write_json(args, res)
     return 0
 
 

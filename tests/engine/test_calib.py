@@ -106,7 +106,7 @@ def test_qdq_structure_follows_tensorrts_placement(tmp_path):
 
 @pytest.mark.parametrize("precision", ["int8", "fp8"])
 def test_tensorrt_rtx_parses_and_builds_every_output(tmp_path, precision):
-    pytest.importorskip("tensorrt_rtx", reason="the test extra installs tensorrt-rtx")
+    pytest.importorskip("tensorrt_rtx", reason="tensorrt_rtx is not installed (the test extra installs it)")
     from splitscope.engine.runtime.trt import build_engine
 
     for model in (_cnn(tmp_path / "cnn.onnx"), TRANSFORMER):

@@ -13,7 +13,7 @@ from splitscope.engine.split.analyze import analyze_model
 from tests.engine.fake_trt import FAKES, fake_session_factory
 from tests.engine.models import LIGHT_DIR
 
-trt = pytest.importorskip("tensorrt_rtx", reason="the test extra installs tensorrt-rtx; without it nothing to check")
+trt = pytest.importorskip("tensorrt_rtx", reason="tensorrt_rtx is not installed (the test extra installs it)")
 MODEL = LIGHT_DIR / "light_squeezenet.onnx"
 
 

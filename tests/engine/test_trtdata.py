@@ -22,14 +22,12 @@ from tests.engine import trt_files
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "tests" / "data" / "trex"  # TREx's TensorRT 8 samples (Apache-2.0; README.md there says where from)
 TRANSFORMER = ROOT / "tests" / "data" / "torch_transformer.onnx"
-needs_samples = pytest.mark.skipif(not SAMPLES.is_dir(), reason="the TREx sample files are missing here")
 
 
 def _pair(stem: str) -> list[Path]:
     return [SAMPLES / f"{stem}.onnx.engine.graph.json", SAMPLES / f"{stem}.onnx.engine.profile.json"]
 
 
-@needs_samples
 def test_tensorrt8_samples_read_with_precision_and_lint():
     fp16 = import_files(_pair("pytorch__resnet__A100__fp16__resnet"))
     j = fp16.to_json()
@@ -113,7 +111,6 @@ def _msg(p: Path) -> str:
     return ""
 
 
-@needs_samples
 def test_cli_engine(tmp_path, capsys):
     out = tmp_path / "e.json"
     lp, pp = _pair("pytorch__resnet__A100__fp16__resnet")
@@ -148,7 +145,7 @@ def test_cli_engine_maps_onto_a_model(tmp_path):
 
 def test_our_own_rtx_build_lists_its_layers_and_maps_them():
     """TensorRT-RTX builds on the CPU; its verbose log lists the engine's layers with ONNX metadata."""
-    pytest.importorskip("tensorrt_rtx", reason="the test extra installs tensorrt-rtx")
+    pytest.importorskip("tensorrt_rtx", reason="tensorrt_rtx is not installed (the test extra installs it)")
     from splitscope.engine.runtime.trt import from_build
 
     from tests.engine.models import LIGHT_DIR

@@ -56,7 +56,6 @@ def test_import_onto_the_open_model_colours_and_inspects(qtbot, window, tmp_path
     ui.compare_dialog.close()
 
 
-@pytest.mark.skipif(not SAMPLES.is_dir(), reason="the TREx sample files are missing from tests/data/trex")
 def test_an_engine_without_its_model_is_drawn_as_its_own_graph(qtbot, window):
     stem = "pytorch__resnet__A100__fp16__resnet.onnx.engine"
     window.engine_ui.import_files([str(SAMPLES / f"{stem}.graph.json"), str(SAMPLES / f"{stem}.profile.json")])
@@ -71,7 +70,7 @@ def test_an_engine_without_its_model_is_drawn_as_its_own_graph(qtbot, window):
 
 
 def test_our_own_rtx_build_shows_its_layers(qtbot, window):
-    pytest.importorskip("tensorrt_rtx", reason="the test extra installs tensorrt-rtx")
+    pytest.importorskip("tensorrt_rtx", reason="tensorrt_rtx is not installed (the test extra installs it)")
     window.open_model(LIGHT_DIR / "light_squeezenet.onnx")
     wait_idle(qtbot, window)
     jid = window.engine_ui.build_rtx()
