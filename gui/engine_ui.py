@@ -276,33 +276,29 @@ class EngineUi(QObject):
                if res["doc"].get("mapped_data_node_share") is not None else ""), 8000)
 
     def _open_engine_graph(self, paths: list[str]) -> int | None:
-        """No model open: draw the engine's own graph from its layer info, then import onto it."""
-        import onnx
+        """No model open: draw the engine's own graph from its layer info (read and written in a worker), then
+        import onto it."""
         from splitscope.engine.paths import cache_dir
-        from splitscope.engine.runtime.store import model_key
-        from splitscope.engine.trtdata.engine_graph import to_onnx
-        from splitscope.engine.trtdata.readers import EngineDataError, LayerInfo, read_file
+        from splitscope.engine.trtdata.engine_graph import write_engine_graph
 
-        try:
-            infos = [x for x in (read_file(p) for p in paths) if isinstance(x, LayerInfo)]
-        except EngineDataError as e:
-            self.window._on_failed(e.message, "")
-            return None
-        if not infos:
-            self.window._on_failed("A profile alone has no graph to draw: open the ONNX model first, or add the "
-                                   "engine's --exportLayerInfo file.", "")
-            return None
-        folder = cache_dir() / "engine-graphs"
-        folder.mkdir(parents=True, exist_ok=True)
-        out = folder / f"{Path(paths[0]).stem}-{model_key(paths[0])[:8]}.onnx"
-        from splitscope.engine.report.files import atomic_path
+        def job(token: CancelToken) -> Generator[JobEvent, None, Any]:
+            yield Progress("engine", 0, 0, "Drawing the engine's own graph")
+            return write_engine_graph(paths, cache_dir() / "engine-graphs")
 
-        with atomic_path(out) as tmp:
-            onnx.save(to_onnx(infos[0], Path(paths[0]).stem), str(tmp))
-        self.pending = list(paths)
+        queue = self.window.profiling.queue
+        jid = queue.submit(f"Draw the engine of {Path(paths[0]).name}", job, lane="engine", kind="engine-graph",
+                           meta={"paths": list(paths)})
+        queue.finished.connect(self._graph_written)
+        return jid
+
+    def _graph_written(self, jid: int) -> None:
+        rec = self.window.profiling.queue.jobs.get(jid)
+        if rec is None or rec.kind != "engine-graph" or rec.meta.get("shown"):
+            return
+        rec.meta["shown"] = True
+        self.pending = list(rec.meta["paths"])
         self.window.session.model_ready.connect(self._pending_ready, Qt.ConnectionType.SingleShotConnection)
-        self.window.open_model(out)
-        return None
+        self.window.open_model(rec.result)
 
     def _pending_ready(self, *_: Any) -> None:
         if self.pending:

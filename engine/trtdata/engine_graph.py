@@ -9,6 +9,7 @@ treats every layer as what it is, already inside TensorRT (a plugin layer as a p
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import onnx
 from onnx import helper
@@ -51,3 +52,30 @@ def to_onnx(info: LayerInfo, title: str = "engine") -> onnx.ModelProto:
                           producer_name="splitscope (engine layers)")
     m.metadata_props.add(key=MARK, value="1")
     return m
+
+
+def write_engine_graph(paths: list[str], folder: Path) -> Path:
+    """Read the layer info among ``paths`` and write the engine's own graph to ``folder`` (atomically, named by
+    the file's content); its path. A profile alone is an :class:`EngineDataError`."""
+    import hashlib
+    import os
+    import tempfile
+
+    from splitscope.engine.trtdata.readers import EngineDataError, read_file
+
+    infos = [x for x in (read_file(p) for p in paths) if isinstance(x, LayerInfo)]
+    if not infos:
+        raise EngineDataError("A profile alone has no graph to draw: open the ONNX model first, or add the "
+                              "engine's --exportLayerInfo file.")
+    folder.mkdir(parents=True, exist_ok=True)
+    src = Path(str(infos[0].path))
+    out = folder / f"{src.stem}-{hashlib.blake2b(src.read_bytes(), digest_size=4).hexdigest()}.onnx"
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=folder)
+    os.close(fd)
+    try:
+        onnx.save(to_onnx(infos[0], src.stem), tmp)
+        os.replace(tmp, out)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return out
