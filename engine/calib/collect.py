@@ -57,7 +57,9 @@ def collect(path: str | os.PathLike[str], tensors: list[str], data: CalibData, b
             except Exception as e:  # noqa: BLE001 - ORT's own error types
                 from splitscope.engine.runtime.ort import _run_message
 
-                raise InferenceError(f"Calibration sample {done + 1}: {_run_message(e)}") from None
+                hint = _run_message(e).replace("give real inputs with --input FILE.npz",
+                                               "give real samples with --data DIR")
+                raise InferenceError(f"Calibration sample {done + 1}: {hint}") from None
             for n, a in zip(want, outs, strict=True):
                 stats[n].update(a)
             done += 1
