@@ -261,9 +261,16 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
                                   dims=_dims(args.dim), percentile=args.percentile, budget=args.budget,
                                   sensitivity=args.sensitivity, backend=args.backend, recipe=args.recipe))
     if not args.quiet:
-        print(f"{res['model']} -> {res['out']}: {res['precision']} Q/DQ by {res['method']} on {res['samples']} "
-              f"samples, {res['tensors']} activations and {res['weights']} weights, {res['seconds']:.2f} s"
-              + (" (statistics from the cache)" if res["stats_cached"] else ""))
+        cached = " (statistics from the cache)" if res["stats_cached"] else ""
+        if "casts" in res:
+            low = res["precision"].upper()
+            print(f"{res['model']} -> {res['out']}: {plural(res['quantized_nodes'], 'node')} in {low}, "
+                  f"{plural(res['casts'], 'Cast')}, {plural(res['weights'], 'weight')} stored in {low}, "
+                  f"{len(res['excluded'])} kept in FP32, {res['seconds']:.2f} s" + cached)
+        else:
+            print(f"{res['model']} -> {res['out']}: {res['precision']} Q/DQ by {res['method']} on {res['samples']} "
+                  f"samples, {res['tensors']} activations and {res['weights']} weights, {res['seconds']:.2f} s"
+                  + cached)
         for name, a in res["accuracy"].items():
             extra = f", top-1 agreement {a['top1_agreement']:.1%}" if "top1_agreement" in a else ""
             snr = "identical to FP32" if a["snr_db"] >= 999 else f"SNR {a['snr_db']:.1f} dB"
@@ -341,7 +348,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--json", metavar="PATH", help="write layers, mapping, lint and comparison as JSON")
     e.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
     e.set_defaults(func=_cmd_engine)
-    c = sub.add_parser("calibrate", help="calibrate and write a Q/DQ model as TensorRT 11 wants it")
+    c = sub.add_parser("calibrate", help="calibrate and write a Q/DQ (INT8/FP8) or Cast (FP16/BF16) model as "
+                       "TensorRT 11 wants it")
     c.add_argument("model", nargs="?", help="ONNX model (default: the bundled sample)")
     c.add_argument("--data", default="random", help="a folder of .npy/.npz samples, or 'random' (plumbing only)")
     c.add_argument("--recipe", help="for a folder of images: resize=256,mean=0.485/0.456/0.406,"

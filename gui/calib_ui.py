@@ -40,7 +40,14 @@ if TYPE_CHECKING:
     from splitscope.gui.app import MainWindow
 
 METHOD_COLOURS = {"max": "#D55E00", "percentile": "#009E73", "entropy": "#0072B2", "mse": "#CC79A7"}
-PLAN_COLOURS = {"INT8": "#E69F00", "FP8": "#D55E00", "FP32": "#56B4E9"}
+def _plan_colours() -> dict[str, str]:
+    from splitscope.gui.engine_ui import PRECISION_COLOURS
+
+    return {k: PRECISION_COLOURS[k] for k in ("FP32", "FP16", "BF16", "FP8", "INT8")}
+
+
+PLAN_COLOURS = _plan_colours()
+"""The engine explorer's precision colours, so a plan and the engine built from it read alike."""
 
 
 class CalibDialog(QDialog):
@@ -61,7 +68,10 @@ class CalibDialog(QDialog):
         self.method.setCurrentText(str(s.value("calib/method", "entropy")))
         form.addRow("Method", self.method)
         self.precision = QComboBox()
-        self.precision.addItems(["int8", "fp8"])
+        self.precision.addItems(["int8", "fp8", "fp16", "bf16"])
+        self.precision.setToolTip("INT8/FP8: Q/DQ from calibrated ranges. FP16/BF16: Casts around the nodes kept "
+                                  "in FP32 (normalisations and reductions by default; with data, what overflows).")
+        self.precision.currentTextChanged.connect(lambda p: self.method.setEnabled(p in ("int8", "fp8")))
         form.addRow("Precision", self.precision)
         self.samples = QSpinBox()
         self.samples.setRange(1, 100_000)
@@ -107,7 +117,8 @@ class CalibPanel(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.title = QLabel("No calibration yet. Tools › Calibrate… writes a Q/DQ model as TensorRT 11 wants it.")
+        self.title = QLabel("No calibration yet. Tools › Calibrate… writes Q/DQ (INT8/FP8) or Cast (FP16/BF16) "
+                            "models as TensorRT 11 wants them.")
         self.title.setWordWrap(True)
         self.tensors = QListWidget()
         self.tensors.setMinimumHeight(40)
@@ -203,9 +214,14 @@ class CalibPanel(QWidget):
         acc = "; ".join(f"{html.escape(o)}: SNR {a['snr_db']:.1f} dB, cosine {a['cosine']:.4f}"
                         + (f", top-1 {a['top1_agreement']:.0%}" if "top1_agreement" in a else "")
                         for o, a in res["accuracy"].items())
-        self.title.setText(f"<b>{res['precision'].upper()} by {res['method']}</b> on {res['samples']} samples: "
-                           f"{res['tensors']} activations, {res['weights']} weights, {len(res['excluded'])} nodes "
-                           f"kept in float → {html.escape(Path(res['out']).name)}. {acc}.<br><i>"
+        if "casts" in res:
+            what = (f"<b>{res['precision'].upper()}</b> with casts: {res['quantized_nodes']} nodes reduced, "
+                    f"{res['casts']} casts, {res['weights']} weights stored reduced")
+        else:
+            what = (f"<b>{res['precision'].upper()} by {res['method']}</b> on {res['samples']} samples: "
+                    f"{res['tensors']} activations, {res['weights']} weights")
+        self.title.setText(f"{what}, {len(res['excluded'])} nodes kept in float → "
+                           f"{html.escape(Path(res['out']).name)}. {acc}.<br><i>"
                            + html.escape(" ".join(res["notes"])) + "</i>")
         self.tensors.clear()
         hists = res.get("histograms", {})
@@ -282,7 +298,8 @@ class CalibUi(QObject):
 
     def add_actions(self, tools: Any, _view: Any = None) -> None:
         self.window._action(tools, "&Calibrate…", self.ask).setToolTip(
-            "Calibrate the model and write INT8 or FP8 Q/DQ as TensorRT 11 wants it, with its accuracy")
+            "Calibrate the model and write INT8/FP8 Q/DQ or FP16/BF16 casts as TensorRT 11 wants them, with its "
+            "accuracy")
         self.window.profiling.add_colour_mode("plan", "Precision (&calibration plan)", self.plan_heat)
 
     def ask(self) -> None:
@@ -328,5 +345,5 @@ class CalibUi(QObject):
         from splitscope.gui.engine_ui import _groups_up
 
         groups = {g: next(iter(v)) for g, v in _groups_up(view, nodes).items() if len(v) == 1}
-        return Heat(nodes, groups, "calibration plan (grey: no Q/DQ)", palette=tuple(PLAN_COLOURS.values()),
+        return Heat(nodes, groups, "calibration plan (grey: left as written)", palette=tuple(PLAN_COLOURS.values()),
                     items=((prec, PLAN_COLOURS[prec]), ("kept in FP32", PLAN_COLOURS["FP32"])))

@@ -3,6 +3,7 @@ accuracy against the original on held-out samples."""
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Generator
 from pathlib import Path
@@ -10,21 +11,51 @@ from typing import Any
 
 import numpy as np
 import onnx
-from splitscope.engine.calib import qdq
+from splitscope.engine.calib import casts, qdq
 from splitscope.engine.calib.accuracy import compare_outputs
 from splitscope.engine.calib.collect import collect, load_stats, save_stats
 from splitscope.engine.calib.data import IMAGE_SUFFIXES, CalibData, batches, open_data
 from splitscope.engine.calib.methods import METHODS, amax
+from splitscope.engine.calib.search import qdq_builder
 from splitscope.engine.errors import SplitscopeError
 from splitscope.engine.jobs import CancelToken, JobEvent, Progress
 from splitscope.engine.runtime.inputs import input_specs
 from splitscope.engine.runtime.ort import OrtBackend
 
-PRECISIONS = ("int8", "fp8")
+
+def _for_casts(proto: onnx.ModelProto, precision: str, notes: list[str]) -> tuple[onnx.ModelProto, bool]:
+    """The model at an opset whose schemas allow ``precision`` on its ops (BF16 Conv, Gemm, pools need opset
+    22; FP16 is allowed everywhere): converted when needed, or as it is with a note when the converter fails."""
+    if precision != "bf16":
+        return proto, False
+    try:
+        conv = qdq._at_least(proto, 22)
+        return conv, conv is not proto
+    except SplitscopeError as e:
+        try:
+            conv = qdq._at_least(proto, 13)
+        except SplitscopeError:
+            conv = proto
+        notes.append(f"BF16 on fewer ops: {e} (Conv, Gemm and pooling allow BF16 from opset 22)")
+        return conv, conv is not proto
 
 
-def _sensitivity_and_search(model: Path, ranges: dict[str, float], qplan: qdq.QdqPlan, precision: str,
-                            specs: Any, dims: dict[str, int] | None, heldout: int, budget: str | None, backend: str,
+def _full_model(model: Path, converted: onnx.ModelProto | None) -> onnx.ModelProto:
+    """The model with its weights loaded (``converted``'s graph when the opset was raised)."""
+    if converted is None:
+        return onnx.load(str(model))
+    from onnx.external_data_helper import load_external_data_for_model
+
+    full = copy.deepcopy(converted)
+    if any(i.data_location == onnx.TensorProto.EXTERNAL for i in full.graph.initializer):
+        load_external_data_for_model(full, str(model.parent))
+    return full
+
+PRECISIONS = ("int8", "fp8", "fp16", "bf16")
+
+
+def _sensitivity_and_search(model: Path, build: Any, nodes: list[str], precision: str, specs: Any,
+                            dims: dict[str, int] | None, heldout: int, budget: str | None, backend: str,
                             cancel: CancelToken) -> Generator[JobEvent, None, dict[str, Any]]:
     from splitscope.engine.calib.search import Evaluator, parse_budget, search, sensitivity
 
@@ -37,9 +68,9 @@ def _sensitivity_and_search(model: Path, ranges: dict[str, float], qplan: qdq.Qd
     for f in feeds:
         for o, a in zip(outs, ref.run(outs, f), strict=True):
             refs[o].append(a)
-    ev = Evaluator(onnx.load(str(model)), ranges, precision, feeds, refs, model)
+    ev = Evaluator(build, feeds, refs, model)
     base = ev.score(set())
-    sens = yield from sensitivity(ev, list(qplan.nodes), cancel, base)
+    sens = yield from sensitivity(ev, nodes, cancel, base)
     doc: dict[str, Any] = {"all_quantized": base, "sensitivity": sens}
     if target is not None:
         doc.update((yield from search(ev, sens, target[0], target[1], base, cancel)))
@@ -87,8 +118,7 @@ def calibrate(model: str | Path, out: str | Path, *, data: str = "random", metho
     if method not in METHODS:
         raise SplitscopeError(f"--method {method}: use one of {', '.join(METHODS)}.")
     if precision not in PRECISIONS:
-        raise SplitscopeError(f"--precision {precision}: this version writes Q/DQ for int8 and fp8; FP16/BF16 "
-                              "casts are not written yet.")
+        raise SplitscopeError(f"--precision {precision}: use one of {', '.join(PRECISIONS)}.")
     if samples < 1:
         raise SplitscopeError("--samples must be 1 or more.")
     if not out.parent.is_dir():
@@ -99,35 +129,77 @@ def calibrate(model: str | Path, out: str | Path, *, data: str = "random", metho
     proto = onnx.load(str(model), load_external_data=False)
     specs = input_specs(proto)
     cdata = open_data(data, specs, samples, dims, recipe=recipe)
-    qplan = qdq.plan(proto, set(keep or []))
     unknown = sorted(set(keep or []) - {n.name for n in proto.graph.node})
     if unknown:
         raise SplitscopeError(f"--keep {unknown[0]!r}: no node of that name in the model (names are shown in the "
                               "inspector and by 'splitscope analyze --json').")
-    del proto
+    low = precision in casts.LOW
+    notes: list[str] = []
+    if low:
+        proto, converted = _for_casts(proto, precision, notes)
+        types = casts.infer_types(proto)
+        cplan = casts.plan(proto, precision, set(keep or []), types=types)
+        outputs = {n.name or n.output[0]: list(n.output) for n in proto.graph.node}
+        tensors = [t for lbl in cplan.low for t in outputs.get(lbl, [])] if precision == "fp16" else []
+    else:
+        qplan = qdq.plan(proto, set(keep or []))
+        tensors = qplan.activations
     from splitscope.engine.paths import cache_dir
     from splitscope.engine.runtime.store import model_key
 
     cache = cache_dir() / "calib" / f"{model_key(model)}-{cdata.key()}.npz"
-    stats = load_stats(cache)
-    cached = stats is not None and set(qplan.activations) <= set(stats)
+    stats = load_stats(cache) or {}
+    cached = set(tensors) <= set(stats)
     stats_s = 0.0
     if not cached:
         c0 = time.perf_counter()
-        stats = yield from collect(model, qplan.activations, cdata, backend, cancel)
+        fresh = yield from collect(model, tensors, cdata, backend, cancel)
         stats_s = time.perf_counter() - c0
+        stats = {**stats, **fresh}
         save_stats(stats, cache)
-    assert stats is not None
-    ranges = {t: amax(stats[t], method, percentile, precision) for t in qplan.activations if t in stats}
     cancel.raise_if_cancelled()
     searched = None
-    if budget or sensitivity:
-        searched = yield from _sensitivity_and_search(model, ranges, qplan, precision, specs, dims, heldout, budget,
-                                                      backend, cancel)
-        keep = sorted(set(keep or []) | set(searched.get("keep", [])))
-        qplan = qdq.plan(onnx.load(str(model), load_external_data=False), set(keep))
-    yield Progress("write", 0, 0, f"Writing {out.name}")
-    counts = qdq.write(model, out, ranges, qplan, precision)
+    if low:
+        absmax = {t: stats[t].absmax for t in tensors if t in stats}
+        full = _full_model(model, proto if converted else None)
+        cplan = casts.plan(proto, precision, set(keep or []), absmax=absmax, types=types)
+
+        def build(more: set[str]) -> onnx.ModelProto:
+            return casts.emulate(full, casts.plan(full, precision, set(keep or []) | more, absmax=absmax,
+                                                  types=types))
+
+        if budget or sensitivity:
+            searched = yield from _sensitivity_and_search(model, build, cplan.compute(), precision, specs, dims,
+                                                          heldout, budget, backend, cancel)
+            keep = sorted(set(keep or []) | set(searched.get("keep", [])))
+            cplan = casts.plan(proto, precision, set(keep), absmax=absmax, types=types)
+        yield Progress("write", 0, 0, f"Writing {out.name}")
+        written, counts = casts.apply(copy.deepcopy(full), cplan)
+        qdq.save_model(written, out)
+        del written
+        candidate: bytes | Path = casts.emulate(full, cplan).SerializeToString()
+        ranges: dict[str, float] = {}
+        excluded, quantized = cplan.excluded, cplan.low
+        notes.append(f"{precision.upper()} needs no ranges (--method is not used); accuracy is of an emulation: "
+                     f"every tensor of the {precision.upper()} part rounded to it, arithmetic in FP32 (ONNX Runtime's "
+                     "CPU provider has no kernels for most FP16 and all BF16 ops)")
+        if precision == "fp16":
+            over = [lbl for lbl, r in cplan.reasons.items() if "calibration data" in r]
+            if over:
+                notes.append(f"{len(over)} nodes kept in FP32 because their outputs exceed FP16's safe range on "
+                             "the calibration data")
+    else:
+        ranges = {t: amax(stats[t], method, percentile, precision) for t in qplan.activations if t in stats}
+        if budget or sensitivity:
+            build_q = qdq_builder(onnx.load(str(model)), ranges, precision)
+            searched = yield from _sensitivity_and_search(model, build_q, list(qplan.nodes), precision, specs, dims,
+                                                          heldout, budget, backend, cancel)
+            keep = sorted(set(keep or []) | set(searched.get("keep", [])))
+            qplan = qdq.plan(onnx.load(str(model), load_external_data=False), set(keep))
+        yield Progress("write", 0, 0, f"Writing {out.name}")
+        counts = qdq.write(model, out, ranges, qplan, precision)
+        candidate = out
+        excluded, quantized = qplan.excluded, qplan.nodes
     # Accuracy on held-out samples (other seeds, or the files past the calibration set).
     yield Progress("accuracy", 0, heldout, "Comparing with the FP32 model")
     if cdata.random:
@@ -137,7 +209,8 @@ def calibrate(model: str | Path, out: str | Path, *, data: str = "random", metho
         rest = sorted(p for p in cdata.folder.iterdir() if p.suffix.lower() in kinds)[samples:]  # type: ignore[union-attr]
         held = CalibData(specs, cdata.folder, heldout, files=(rest or cdata.files)[:heldout], recipe=cdata.recipe)
     ref_be, q_be = OrtBackend(model, "ort-cpu"), OrtBackend(out, "ort-cpu")  # Q/DQ as written: CPU runs them all
-    ref_s, q_s = ref_be.session(), q_be.session(plain=True)  # Q/DQ run as written, none fused or dropped
+    ref_s = ref_be.session()
+    q_s = q_be.session(model=candidate if isinstance(candidate, bytes) else None, plain=True)  # run as written
     outs = [o.name for o in ref_s.get_outputs()]
     refs: dict[str, list[np.ndarray]] = {o: [] for o in outs}
     gots: dict[str, list[np.ndarray]] = {o: [] for o in outs}
@@ -152,7 +225,7 @@ def calibrate(model: str | Path, out: str | Path, *, data: str = "random", metho
     accuracy = {o: compare_outputs(refs[o], gots[o]) for o in outs if refs[o]}
     wide = [{"tensor": t, "sentinels": s.sentinels, "nonfinite": s.nonfinite}
             for t, s in stats.items() if s.sentinels or s.nonfinite]
-    notes = [cdata.describe()]
+    notes.insert(0, cdata.describe())
     if wide:
         notes.append(f"{len(wide)} tensors hold values no {precision.upper()} range covers (attention-mask "
                      "sentinels, inf or NaN): counted apart and left out of their ranges")
@@ -161,23 +234,24 @@ def calibrate(model: str | Path, out: str | Path, *, data: str = "random", metho
     if searched is not None and "met" in searched and not searched["met"]:
         notes.append(f"the budget {budget} was not met even with {len(searched['keep'])} nodes kept in float: "
                      "the written model is mostly or wholly unquantized")
-    if counts["activations"] == 0 and counts["weights"] == 0:
-        notes.append("no Q/DQ were written (every quantizable node kept in float, or no range found)")
+    if not counts["nodes"]:
+        notes.append(f"nothing was made {precision.upper()} (every candidate node kept in float, or no range found)")
     if cdata.skipped:
         notes.append(f"skipped: {'; '.join(cdata.skipped[:5])}")
     doc: dict[str, Any] = {"model": str(model), "out": str(out), "method": method, "precision": precision,
             "samples": cdata.samples if cdata.random else len(cdata.files), "random_data": cdata.random,
             "seconds": round(time.perf_counter() - t0, 3), "stats_cached": cached, "stats_seconds": round(stats_s, 3),
             "backend": backend,
-            "tensors": counts["activations"], "weights": counts["weights"], "quantized_nodes": counts["nodes"],
-            "excluded": qplan.excluded, "accuracy": accuracy, "wide_range": wide,
-            "ranges": {t: round(v, 6) for t, v in ranges.items()}, "notes": notes,
-            "quantized": qplan.nodes}
+            "tensors": counts.get("activations", len(tensors)), "weights": counts["weights"],
+            "quantized_nodes": counts["nodes"], "excluded": excluded, "accuracy": accuracy, "wide_range": wide,
+            "ranges": {t: round(v, 6) for t, v in ranges.items()}, "notes": notes, "quantized": quantized}
+    if low:
+        doc.update({"casts": counts["casts"], "kept_reasons": cplan.reasons, "emulated": True})
     if searched is not None:
         doc["search"] = searched
     if details:
         hists = {}
-        for t in qplan.activations:
+        for t in tensors:
             st = stats.get(t)
             if st is None or not st.hist.size:
                 continue

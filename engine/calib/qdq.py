@@ -98,9 +98,15 @@ def write(model_path: str | os.PathLike[str], out_path: str | os.PathLike[str], 
           qplan: QdqPlan, precision: str = "int8") -> dict[str, int]:
     """Write ``model_path`` with Q/DQ per ``qplan`` and the activation ranges ``amax`` to ``out_path``
     (atomically; a model with external data keeps it external, beside the output). Returns counts."""
+    m, counts = apply(onnx.load(str(model_path)), amax, qplan, precision)
+    save_model(m, out_path)
+    return counts
+
+
+def save_model(m: onnx.ModelProto, out_path: str | os.PathLike[str]) -> None:
+    """Write ``m`` atomically; a model over 2 GB keeps its weights external, in ``<out>.data`` beside it."""
     from splitscope.engine.report.files import atomic_path
 
-    m, counts = apply(onnx.load(str(model_path)), amax, qplan, precision)
     out = Path(out_path)
     big = m.ByteSize() > 1_900_000_000
     with atomic_path(out) as tmp:
@@ -108,7 +114,6 @@ def write(model_path: str | os.PathLike[str], out_path: str | os.PathLike[str], 
             onnx.save(m, str(tmp), save_as_external_data=True, location=f"{out.name}.data")
         else:
             onnx.save(m, str(tmp))
-    return counts
 
 
 def apply(m: onnx.ModelProto, amax: dict[str, float], qplan: QdqPlan,

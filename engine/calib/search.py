@@ -9,7 +9,7 @@ or a cosine), and records the path it took (accuracy against the number of nodes
 from __future__ import annotations
 
 import copy
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import Any
 
 import numpy as np
@@ -35,21 +35,19 @@ def parse_budget(text: str) -> tuple[str, float]:
 
 
 class Evaluator:
-    """Accuracy of the model quantized with some nodes kept in float, on fixed held-out feeds."""
+    """Accuracy of the model with some nodes kept in float, on fixed held-out feeds: ``build(keep)`` gives the
+    model to run (Q/DQ inserted, or the reduced-precision emulation) with the nodes of ``keep`` in FP32."""
 
-    def __init__(self, proto: onnx.ModelProto, ranges: dict[str, float], precision: str,
-                 feeds: list[dict[str, np.ndarray]], refs: dict[str, list[np.ndarray]], path: Any) -> None:
-        self.proto, self.ranges, self.precision = proto, ranges, precision
+    def __init__(self, build: Callable[[set[str]], onnx.ModelProto], feeds: list[dict[str, np.ndarray]],
+                 refs: dict[str, list[np.ndarray]], path: Any) -> None:
+        self.build = build
         self.feeds, self.refs = feeds, refs
         self.backend = OrtBackend(path, "ort-cpu")
         self.runs = 0
 
     def score(self, keep: set[str]) -> dict[str, float]:
         """The worst output's figures with ``keep`` in float."""
-        m = copy.deepcopy(self.proto)
-        plan = qdq.plan(m, keep)
-        m, _ = qdq.apply(m, self.ranges, plan, self.precision)
-        sess = self.backend.session(model=m.SerializeToString(), plain=True)
+        sess = self.backend.session(model=self.build(keep).SerializeToString(), plain=True)
         names = list(self.refs)
         got: dict[str, list[np.ndarray]] = {n: [] for n in names}
         for f in self.feeds:
@@ -58,6 +56,15 @@ class Evaluator:
         self.runs += 1
         per = [compare_outputs(self.refs[n], got[n]) for n in names]
         return {"snr_db": min(p["snr_db"] for p in per), "cosine": min(p["cosine"] for p in per)}
+
+
+def qdq_builder(proto: onnx.ModelProto, ranges: dict[str, float],
+                precision: str) -> Callable[[set[str]], onnx.ModelProto]:
+    """``build(keep)`` for Q/DQ: the model quantized with ``keep`` left in float."""
+    def build(keep: set[str]) -> onnx.ModelProto:
+        m = copy.deepcopy(proto)
+        return qdq.apply(m, ranges, qdq.plan(m, keep), precision)[0]
+    return build
 
 
 def sensitivity(ev: Evaluator, nodes: list[str], cancel: CancelToken,

@@ -104,7 +104,7 @@ def test_qdq_structure_follows_tensorrts_placement(tmp_path):
     onnx.checker.check_model(m)
 
 
-@pytest.mark.parametrize("precision", ["int8", "fp8"])
+@pytest.mark.parametrize("precision", ["int8", "fp8", "fp16", "bf16"])
 def test_tensorrt_rtx_parses_and_builds_every_output(tmp_path, precision):
     pytest.importorskip("tensorrt_rtx", reason="tensorrt_rtx is not installed (the test extra installs it)")
     from splitscope.engine.runtime.trt import build_engine

@@ -53,3 +53,27 @@ def test_cancelled_calibration_writes_nothing(qtbot, window, tmp_path):
     qtbot.waitUntil(lambda: q.jobs[jid].state == CANCELLED, timeout=3000)
     qtbot.wait(700)  # the child unwinds
     assert not out.exists() and not list((tmp_path / "o").iterdir())
+
+
+def test_fp16_plan_in_the_window_uses_the_engine_explorers_colours(qtbot, window, tmp_path):
+    from splitscope.gui.calib_ui import CalibDialog
+    from splitscope.gui.engine_ui import PRECISION_COLOURS
+
+    model = _cnn(tmp_path / "cnn.onnx")
+    window.open_model(model)
+    wait_idle(qtbot, window)
+    dlg = CalibDialog(window, [])
+    dlg.precision.setCurrentText("fp16")
+    assert not dlg.method.isEnabled() and dlg.out.text().endswith("cnn.fp16.onnx")  # FP16 needs no ranges
+    dlg.precision.setCurrentText("int8")
+    assert dlg.method.isEnabled()
+    ui = window.calib_ui
+    jid = ui.submit({"model": str(model), "out": str(tmp_path / "cnn.fp16.onnx"), "data": "random",
+                     "method": "max", "precision": "fp16", "samples": 2, "keep": ["fc"], "dims": {}})
+    qtbot.waitUntil(lambda: window.profiling.queue.jobs[jid].state == DONE and ui.result is not None, timeout=90000)
+    assert "casts" in ui.panel.title.text() and "FP16" in ui.panel.title.text()
+    heat = window.canvas.heat
+    by = {n.name: n.index for n in window.graph_model.nodes}
+    keys = list(heat.palette)
+    assert keys[int(heat.nodes[by["conv1"]])] == PRECISION_COLOURS["FP16"]
+    assert keys[int(heat.nodes[by["fc"]])] == PRECISION_COLOURS["FP32"]

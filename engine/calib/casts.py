@@ -1,0 +1,333 @@
+"""FP16 / BF16 mixed precision the TensorRT 11 way: the reduced type lives in the ONNX model, with Cast nodes
+at the borders of the part kept in FP32 (TensorRT 11 has no FP16/BF16 builder flags; a strongly typed
+network runs each tensor in the type the model gives it).
+
+What runs in the reduced type: every node of the default domain whose float inputs and outputs the ONNX
+schema lets be FP16/BF16 (checked per input against the operator's type constraints at the model's opset:
+``Resize``'s scales, for one, stay FP32), except
+
+- the nodes the user keeps, and the op types of :data:`KEEP_OPS` (normalisations, reductions, ``Pow``,
+  ``Exp``, ``Softmax``: the sums of squares and exponentials that overflow FP16's 65504 or lose too much
+  of BF16's 8-bit mantissa), unless ``default_keep=False``;
+- nodes whose output exceeded :data:`FP16_SAFE` on the calibration data (FP16 only: their values would
+  overflow or sit too close to it for the sums that follow);
+- control flow (``If``, ``Loop``, ``Scan``), ``Cast``, Q/DQ, constants and nodes of other domains, which
+  stay as written.
+
+Weights used only by reduced nodes are stored in the reduced type (half the bytes); a tensor crossing a
+border gets one ``Cast`` named after it (``<tensor>_Cast_fp16`` making ``<tensor>_fp16``), so the graph view
+shows what it converts. Graph inputs and outputs keep their FP32 type.
+
+Accuracy is measured on an *emulation*: the FP32 model with every tensor of the reduced part rounded to the
+reduced type (a Cast there and back), products and sums in FP32. ONNX Runtime's CPU provider has no FP16
+kernels for most ops and none for BF16, so the written model itself is not what is run for accuracy.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+LOW = {"fp16": TensorProto.FLOAT16, "bf16": TensorProto.BFLOAT16}
+LOW_TYPE_STR = {"fp16": "tensor(float16)", "bf16": "tensor(bfloat16)"}
+KEEP_OPS = frozenset({
+    "LayerNormalization", "SimplifiedLayerNormalization", "SkipLayerNormalization", "RMSNormalization",
+    "GroupNormalization", "InstanceNormalization", "LpNormalization", "MeanVarianceNormalization",
+    "ReduceMean", "ReduceSum", "ReduceSumSquare", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp",
+    "ReduceProd", "CumSum", "Pow", "Exp", "Log", "Softmax", "LogSoftmax",
+})
+NEUTRAL_OPS = frozenset({"Cast", "CastLike", "Constant", "ConstantOfShape", "QuantizeLinear", "DequantizeLinear",
+                         "If", "Loop", "Scan", "Identity", "Shape", "Size"})
+FOLLOWERS = frozenset({"Identity"})
+"""Ops that take the type their readers want (an exporter's shared weights come through Identity)."""
+FP16_SAFE = 16384.0
+"""A quarter of FP16's largest value: an activation above it on the calibration data stays in FP32."""
+
+
+@dataclass(slots=True)
+class CastPlan:
+    """Which nodes run in the reduced type, and which inputs of each are made reduced."""
+
+    precision: str
+    low: list[str] = field(default_factory=list)
+    """Names of the nodes that run in the reduced type."""
+    excluded: list[str] = field(default_factory=list)
+    """Nodes that could run reduced but are kept in FP32 (by the user, by default, or by the data)."""
+    reasons: dict[str, str] = field(default_factory=dict)
+    low_inputs: dict[str, list[int]] = field(default_factory=dict)
+    """Node name → the positions of its inputs made reduced."""
+    followers: list[str] = field(default_factory=list)
+    """Nodes of :data:`FOLLOWERS` made reduced because their readers are (no arithmetic of their own)."""
+
+    def compute(self) -> list[str]:
+        """The reduced nodes that do arithmetic (the ones worth a sensitivity run)."""
+        skip = set(self.followers)
+        return [n for n in self.low if n not in skip]
+
+
+def _label(n: onnx.NodeProto) -> str:
+    return n.name or (n.output[0] if n.output else n.op_type)
+
+
+def infer_types(m: onnx.ModelProto) -> dict[str, int]:
+    """Element type of every tensor ONNX's shape inference can type."""
+    try:
+        inferred = onnx.shape_inference.infer_shapes(m, check_type=False, strict_mode=False, data_prop=False)
+    except Exception:  # noqa: BLE001 - inference failure only makes the plan more conservative
+        inferred = m
+    g = inferred.graph
+    types = {v.name: v.type.tensor_type.elem_type for v in [*g.input, *g.value_info, *g.output]
+             if v.type.HasField("tensor_type")}
+    types.update({i.name: i.data_type for i in g.initializer})
+    return types
+
+
+def _allowed(schema: onnx.defs.OpSchema, formals: list[onnx.defs.OpSchema.FormalParameter], k: int,
+             type_str: str) -> tuple[str | None, bool]:
+    """The type parameter of input/output ``k`` and whether it allows ``type_str``."""
+    if not formals:
+        return None, False
+    f = formals[min(k, len(formals) - 1)]
+    if k >= len(formals) and f.option != onnx.defs.OpSchema.FormalParameterOption.Variadic:
+        return None, False
+    cons = {c.type_param_str: c.allowed_type_strs for c in schema.type_constraints}
+    if f.type_str in cons:
+        return f.type_str, type_str in cons[f.type_str]
+    return None, f.type_str == type_str
+
+
+def plan(model: onnx.ModelProto, precision: str, keep: set[str] | None = None, default_keep: bool = True,
+         absmax: dict[str, float] | None = None, types: dict[str, int] | None = None) -> CastPlan:
+    """Which nodes of ``model`` run in ``precision`` (``fp16`` or ``bf16``); see the module docstring."""
+    if precision not in LOW:
+        raise ValueError(precision)
+    keep = keep or set()
+    low_str = LOW_TYPE_STR[precision]
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 13)
+    types = types if types is not None else infer_types(model)
+    p = CastPlan(precision)
+    for n in model.graph.node:
+        label = _label(n)
+        if n.domain not in ("", "ai.onnx") or n.op_type in NEUTRAL_OPS:
+            continue
+        if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in n.attribute):
+            continue
+        try:
+            schema = onnx.defs.get_schema(n.op_type, opset, "")
+        except onnx.defs.SchemaError:
+            continue
+        params_low: set[str] = set()
+        low_inputs: list[int] = []
+        for k, name in enumerate(n.input):
+            if not name or types.get(name) != TensorProto.FLOAT:
+                continue
+            param, ok = _allowed(schema, list(schema.inputs), k, low_str)
+            if ok:
+                low_inputs.append(k)
+                if param:
+                    params_low.add(param)
+        if not low_inputs:
+            continue
+        outs_ok = True
+        for k, name in enumerate(n.output):
+            if not name or types.get(name, TensorProto.FLOAT) != TensorProto.FLOAT:
+                continue
+            param, ok = _allowed(schema, list(schema.outputs), k, low_str)
+            if not ok or param not in params_low:
+                outs_ok = False
+        if not outs_ok:
+            continue
+        # Inputs that share a type parameter with a reduced one must be reduced too (or the node stays FP32).
+        shared = {k for k, name in enumerate(n.input) if name and types.get(name) == TensorProto.FLOAT
+                  and _allowed(schema, list(schema.inputs), k, low_str)[0] in params_low}
+        if not shared <= set(low_inputs):
+            continue
+        reason = None
+        if label in keep:
+            reason = "kept by the user"
+        elif default_keep and n.op_type in KEEP_OPS:
+            reason = f"{n.op_type} is kept in FP32 by default (it overflows or loses precision)"
+        elif precision == "fp16" and absmax:
+            big = max((absmax.get(o, 0.0) for o in n.output), default=0.0)
+            if big > FP16_SAFE:
+                reason = f"its output reached {big:.3g} on the calibration data (FP16 tops out at 65504)"
+        if reason:
+            p.excluded.append(label)
+            p.reasons[label] = reason
+            continue
+        p.low.append(label)
+        p.low_inputs[label] = low_inputs
+    _followers(model.graph, p, types)
+    return p
+
+
+def _followers(g: onnx.GraphProto, p: CastPlan, types: dict[str, int]) -> None:
+    """An Identity runs reduced when every reader of its output reads it in the reduced type."""
+    readers: dict[str, list[tuple[str, int]]] = {}
+    for n in g.node:
+        for k, name in enumerate(n.input):
+            readers.setdefault(name, []).append((_label(n), k))
+    outputs = {o.name for o in g.output}
+    low = set(p.low)
+    for n in reversed(g.node):
+        if n.op_type not in FOLLOWERS or not n.input or types.get(n.input[0]) != TensorProto.FLOAT:
+            continue
+        r = readers.get(n.output[0], [])
+        if r and n.output[0] not in outputs and all(lbl in low and k in p.low_inputs[lbl] for lbl, k in r):
+            label = _label(n)
+            p.low.append(label)
+            p.low_inputs[label] = [0]
+            p.followers.append(label)
+            low.add(label)
+
+
+def _low_array(a: np.ndarray, precision: str) -> np.ndarray:
+    """``a`` rounded to the reduced type, as float32 (for the emulation)."""
+    if precision == "fp16":
+        return np.clip(a, -65504, 65504).astype(np.float16).astype(np.float32)
+    bits = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000  # round to nearest even
+    return rounded.astype(np.uint32).view(np.float32)
+
+
+def _low_initializer(t: onnx.TensorProto, precision: str) -> onnx.TensorProto:
+    a = numpy_helper.to_array(t).astype(np.float32)
+    if precision == "fp16":
+        return numpy_helper.from_array(np.clip(a, -65504, 65504).astype(np.float16), t.name)
+    bits = np.ascontiguousarray(a).view(np.uint32)
+    hi = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+    out = onnx.TensorProto()
+    out.name, out.data_type = t.name, TensorProto.BFLOAT16
+    out.dims.extend(a.shape)
+    out.raw_data = hi.tobytes()
+    return out
+
+
+def _rename_outputs(g: onnx.GraphProto, names: set[str], suffix: str) -> dict[str, str]:
+    """Graph outputs in ``names`` produced under ``<name>_<suffix>`` instead (producer and readers); inner → outer."""
+    inner = {o.name: f"{o.name}_{suffix}" for o in g.output if o.name in names}
+    for n in g.node:
+        for j, x in enumerate(n.output):
+            if x in inner:
+                n.output[j] = inner[x]
+        for i, x in enumerate(n.input):
+            if x in inner:
+                n.input[i] = inner[x]
+    return {v: k for k, v in inner.items()}
+
+
+def _low_outputs(g: onnx.GraphProto, low_nodes: set[str]) -> set[str]:
+    return {o for n in g.node if _label(n) in low_nodes for o in n.output if o}
+
+
+def apply(m: onnx.ModelProto, cplan: CastPlan) -> tuple[onnx.ModelProto, dict[str, int]]:
+    """The model with the plan's nodes in the reduced type and Casts at the borders (``m`` is changed)."""
+    precision, low_t = cplan.precision, LOW[cplan.precision]
+    g = m.graph
+    low_nodes = set(cplan.low)
+    inits = {i.name: i for i in g.initializer}
+    finals = _rename_outputs(g, _low_outputs(g, low_nodes), precision)  # graph outputs keep FP32
+    low_out = _low_outputs(g, low_nodes)
+    wants_low: dict[str, None] = {}
+    wants_f32: dict[str, None] = dict.fromkeys(finals)
+    read_f32: set[str] = set()
+    for n in g.node:
+        lbl = _label(n)
+        lows = set(cplan.low_inputs.get(lbl, [])) if lbl in low_nodes else set()
+        for k, name in enumerate(n.input):
+            if name and k in lows:
+                wants_low.setdefault(name)
+            elif name in low_out:
+                wants_f32.setdefault(name)
+            elif name:
+                read_f32.add(name)
+    converted = 0
+    stored_low: set[str] = set()
+    for name in wants_low:  # weights used only in the reduced type are stored in it
+        if name in inits and name not in read_f32 and inits[name].data_type == TensorProto.FLOAT:
+            inits[name].CopyFrom(_low_initializer(inits[name], precision))
+            stored_low.add(name)
+            converted += 1
+    position = {o: k for k, n in enumerate(g.node) for o in n.output}
+    casts: list[tuple[int, onnx.NodeProto]] = []
+    to_low: dict[str, str] = {}
+    to_f32: dict[str, str] = {}
+    for name in wants_low:
+        if name not in stored_low and name not in low_out:
+            to_low[name] = f"{name}_{precision}"
+            casts.append((position.get(name, -1), helper.make_node(
+                "Cast", [name], [to_low[name]], name=f"{name}_Cast_{precision}", to=low_t)))
+    for name in wants_f32:
+        to_f32[name] = finals.get(name, f"{name}_fp32")
+        casts.append((position.get(name, -1), helper.make_node(
+            "Cast", [name], [to_f32[name]], name=f"{to_f32[name]}_Cast_fp32" if name in finals
+            else f"{name}_Cast_fp32", to=TensorProto.FLOAT)))
+    for n in g.node:
+        lbl = _label(n)
+        lows = set(cplan.low_inputs.get(lbl, [])) if lbl in low_nodes else set()
+        for k, name in enumerate(n.input):
+            if k in lows and name in to_low:
+                n.input[k] = to_low[name]
+            elif k not in lows and name in to_f32:
+                n.input[k] = to_f32[name]
+    _insert(g, casts)
+    del g.value_info[:]  # types changed; TensorRT and ONNX Runtime infer them again
+    return m, {"nodes": len(low_nodes), "casts": len(casts), "weights": converted}
+
+
+def _insert(g: onnx.GraphProto, casts: list[tuple[int, onnx.NodeProto]]) -> None:
+    after: dict[int, list[onnx.NodeProto]] = {}
+    for pos, c in casts:
+        after.setdefault(pos, []).append(c)
+    merged = list(after.pop(-1, []))
+    for k, n in enumerate(g.node):
+        merged.append(n)
+        merged.extend(after.pop(k, []))
+    del g.node[:]
+    g.node.extend(merged)
+
+
+def emulate(m: onnx.ModelProto, cplan: CastPlan) -> onnx.ModelProto:
+    """An FP32 copy of ``m`` with every tensor of the reduced part rounded to the reduced type (for accuracy
+    on ONNX Runtime's CPU provider, which has no FP16/BF16 kernels for most ops)."""
+    m = copy.deepcopy(m)
+    g = m.graph
+    low_nodes = set(cplan.low)
+    inits = {i.name: i for i in g.initializer}
+    round_t = LOW[cplan.precision]
+    finals = _rename_outputs(g, _low_outputs(g, low_nodes), "unrounded")
+    low_out = _low_outputs(g, low_nodes)
+    position = {o: k for k, n in enumerate(g.node) for o in n.output}
+    rounded: dict[str, str] = {}
+    casts: list[tuple[int, onnx.NodeProto]] = []
+
+    def rounder(name: str, out: str | None = None) -> str:
+        if name not in rounded:
+            r = out or f"{name}_rounded"
+            if name in inits:
+                arr = _low_array(numpy_helper.to_array(inits[name]).astype(np.float32), cplan.precision)
+                g.initializer.append(numpy_helper.from_array(arr, r))
+            else:
+                pos = position.get(name, -1)
+                casts.append((pos, helper.make_node("Cast", [name], [f"{name}_rounded_low"],
+                                                    name=f"{name}_round_down", to=round_t)))
+                casts.append((pos, helper.make_node("Cast", [f"{name}_rounded_low"], [r],
+                                                    name=f"{name}_round_up", to=TensorProto.FLOAT)))
+            rounded[name] = r
+        return rounded[name]
+
+    for name in low_out:
+        rounder(name, finals.get(name))
+    for n in g.node:
+        lbl = _label(n)
+        lows = set(cplan.low_inputs.get(lbl, [])) if lbl in low_nodes else set()
+        for k, name in enumerate(n.input):
+            if name in low_out or (k in lows and name):
+                n.input[k] = rounder(name)
+    _insert(g, casts)
+    del g.value_info[:]
+    return m

@@ -1,0 +1,122 @@
+"""FP16 / BF16 mixed precision with casts, as TensorRT 11 wants it: where the casts go and what they are named,
+what stays FP32 (by default, by the user, by the data), the emulated accuracy, and the CLI's JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+from splitscope.engine.calib import casts
+from splitscope.engine.calib.calibrate import calibrate
+from splitscope.engine.cli import main as cli
+from splitscope.engine.jobs import run_to_end
+
+from tests.engine.test_calib import DIMS, TRANSFORMER, _cnn
+
+
+def _mixed(path: Path, opset: int = 17) -> Path:
+    """Conv → Relu → Resize (its scales are FP32 by the schema) → LayerNormalization → Conv, weights real."""
+    rng = np.random.default_rng(2)
+    inits = [numpy_helper.from_array(rng.standard_normal((4, 3, 3, 3)).astype(np.float32) * 0.3, "w1"),
+             numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales"),
+             numpy_helper.from_array(np.ones(16, np.float32), "gamma"),
+             numpy_helper.from_array(np.zeros(16, np.float32), "beta"),
+             numpy_helper.from_array(rng.standard_normal((2, 4, 1, 1)).astype(np.float32), "w2")]
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+             helper.make_node("Resize", ["r1", "", "scales"], ["up"], name="resize", mode="nearest"),
+             helper.make_node("LayerNormalization", ["up", "gamma", "beta"], ["ln"], name="norm", axis=-1),
+             helper.make_node("Conv", ["ln", "w2"], ["y"], name="conv2")]
+    g = helper.make_graph(nodes, "mixed", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 16, 16])], inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]), path)
+    return path
+
+
+def test_fp16_casts_sit_at_the_borders_and_carry_the_tensor_names(tmp_path):
+    model = _mixed(tmp_path / "m.onnx")
+    out = tmp_path / "m.fp16.onnx"
+    res = run_to_end(calibrate(model, out, precision="fp16", samples=2))
+    m = onnx.load(out)
+    onnx.checker.check_model(m, full_check=True)
+    nodes = {n.name: n for n in m.graph.node}
+    inits = {i.name: i for i in m.graph.initializer}
+    # The graph's inputs and outputs keep FP32; the first conv reads x through a Cast named after it.
+    assert m.graph.input[0].type.tensor_type.elem_type == TensorProto.FLOAT
+    assert m.graph.output[0].type.tensor_type.elem_type == TensorProto.FLOAT
+    assert nodes["conv1"].input[0] == "x_fp16" and nodes["x_Cast_fp16"].input[0] == "x"
+    # Weights read only in FP16 are stored in FP16; Resize's scales stay FP32 (its schema says so).
+    assert inits["w1"].data_type == TensorProto.FLOAT16 and inits["w2"].data_type == TensorProto.FLOAT16
+    assert inits["scales"].data_type == TensorProto.FLOAT and nodes["resize"].input[2] == "scales"
+    # LayerNormalization stays FP32 by default: its input is cast back, its own weights untouched.
+    assert "norm" in res["excluded"] and "LayerNormalization" in res["kept_reasons"]["norm"]
+    assert nodes["norm"].input[0] == "up_fp32" and nodes["up_Cast_fp32"].input[0] == "up"
+    assert inits["gamma"].data_type == TensorProto.FLOAT
+    # conv2 runs FP16 again; the graph output is made by a Cast that keeps the output's name.
+    assert nodes["conv2"].input[0] == "ln_fp16" and nodes["conv2"].output[0] == "y_fp16"
+    assert nodes["y_Cast_fp32"].output[0] == "y"
+    assert set(res["quantized"]) == {"conv1", "relu1", "resize", "conv2"}
+    assert res["casts"] == 4 and res["emulated"] and res["precision"] == "fp16"
+    assert res["accuracy"]["y"]["snr_db"] > 40
+
+
+def test_fp16_keeps_in_fp32_what_overflows_on_the_data(tmp_path):
+    big = numpy_helper.from_array(np.array(1e5, np.float32), "big")
+    nodes = [helper.make_node("Mul", ["x", "big"], ["scaled"], name="scale"),
+             helper.make_node("Relu", ["scaled"], ["r"], name="relu"),
+             helper.make_node("Sigmoid", ["x"], ["s"], name="sig"),
+             helper.make_node("Add", ["r", "s"], ["y"], name="add")]
+    g = helper.make_graph(nodes, "big", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64])], [big])
+    model = tmp_path / "big.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), model)
+    res = run_to_end(calibrate(model, tmp_path / "big.fp16.onnx", precision="fp16", samples=4))
+    assert {"scale", "relu", "add"} <= set(res["excluded"]) and "sig" in res["quantized"]
+    assert "calibration data" in res["kept_reasons"]["scale"]
+    assert any("FP16's safe range" in n for n in res["notes"])
+    assert res["accuracy"]["y"]["snr_db"] > 60  # what would overflow stayed FP32
+
+
+def test_bf16_raises_the_opset_so_convolutions_run_in_bf16(tmp_path):
+    out = tmp_path / "cnn.bf16.onnx"
+    res = run_to_end(calibrate(_cnn(tmp_path / "cnn.onnx"), out, precision="bf16", samples=2))
+    m = onnx.load(out)
+    onnx.checker.check_model(m, full_check=True)
+    assert next(o.version for o in m.opset_import if o.domain in ("", "ai.onnx")) >= 22
+    assert {"conv1", "conv2", "fc"} <= set(res["quantized"])
+    inits = {i.name: i for i in m.graph.initializer}
+    assert inits["w1"].data_type == TensorProto.BFLOAT16
+    w = numpy_helper.to_array(onnx.load(tmp_path / "cnn.onnx").graph.initializer[0])
+    bits = np.frombuffer(inits["w1"].raw_data, np.uint16).astype(np.uint32) << 16
+    assert np.allclose(bits.view(np.float32).reshape(w.shape), w, rtol=2 ** -8)  # round to nearest, 8-bit mantissa
+
+
+def test_transformer_accuracy_fp16_beats_bf16_and_the_user_keep_holds(tmp_path):
+    mm = next(n.name for n in onnx.load(TRANSFORMER).graph.node if n.op_type == "MatMul")
+    r16 = run_to_end(calibrate(TRANSFORMER, tmp_path / "t16.onnx", precision="fp16", samples=2, dims=DIMS,
+                               keep=[mm]))
+    rbf = run_to_end(calibrate(TRANSFORMER, tmp_path / "tbf.onnx", precision="bf16", samples=2, dims=DIMS))
+    a16, abf = r16["accuracy"]["logits"], rbf["accuracy"]["logits"]
+    assert a16["snr_db"] > 45 and abf["snr_db"] > 30 and a16["snr_db"] > abf["snr_db"] + 6
+    assert mm in r16["excluded"] and r16["kept_reasons"][mm] == "kept by the user" and mm in rbf["quantized"]
+    assert all("Softmax" in r or "Normalization" in r or "Reduce" in r for r in rbf["kept_reasons"].values())
+
+
+def test_emulation_rounds_like_numpy():
+    a = np.array([1.0, 1 + 2 ** -9, 1 + 3 * 2 ** -9, 70000.0, -3.14159], np.float32)
+    assert np.array_equal(casts._low_array(a, "fp16"), np.clip(a, -65504, 65504).astype(np.float16).astype(np.float32))
+    b = casts._low_array(a, "bf16")
+    assert b[0] == 1.0 and b[1] == 1.0 and b[2] == 1 + 2 ** -7  # ties to even, 7 stored mantissa bits
+    assert abs(b[4] - a[4]) < 2 ** -6
+
+
+def test_cli_fp16_json(tmp_path):
+    out, js = tmp_path / "t.fp16.onnx", tmp_path / "r.json"
+    assert cli(["calibrate", str(TRANSFORMER), "--precision", "fp16", "--samples", "2", "--dim", "batch=4",
+                "--dim", "seq=16", "--out", str(out), "--json", str(js), "--quiet"]) == 0
+    doc = json.loads(js.read_text())
+    assert doc["precision"] == "fp16" and doc["casts"] > 0 and doc["excluded"] and doc["tensors"] > 0
+    assert {"snr_db", "cosine", "max_abs"} <= set(doc["accuracy"]["logits"])
