@@ -7,7 +7,7 @@ samples (ONNX Runtime with no graph optimisation, so the Q/DQ run as written).
 
 Usage::
 
-    python bench/bench_calib.py [--samples 32] [--models cnn transformer]
+    python bench/bench_calib.py [--samples 32] [--extra resnet18.onnx] [--modelopt PYTHON]
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -56,6 +57,17 @@ else:
 print(json.dumps({"seconds": time.perf_counter() - t}))
 """
 
+MODELOPT = r"""
+import json, sys, time, numpy as np
+model, out, method, feeds_file = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+data = dict(np.load(feeds_file))
+t = time.perf_counter()
+from modelopt.onnx.quantization import quantize
+quantize(model, quantize_mode="int8", calibration_data=data, calibration_method=method, calibration_eps=["cpu"],
+         high_precision_dtype="fp32", output_path=out, log_level="ERROR")
+print(json.dumps({"seconds": time.perf_counter() - t}))
+"""
+
 SNR = r"""
 import json, sys, numpy as np
 sys.path.insert(0, sys.argv[1])
@@ -83,8 +95,8 @@ def _rss(pid: int) -> int:
         return 0
 
 
-def run(args: list[str], env: dict[str, str]) -> tuple[dict, int]:
-    p = subprocess.Popen([sys.executable, "-c", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+def run(args: list[str], env: dict[str, str], python: str = sys.executable) -> tuple[dict, int]:
+    p = subprocess.Popen([python, "-c", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          env=env)
     peak = 0
     while p.poll() is None:
@@ -96,11 +108,24 @@ def run(args: list[str], env: dict[str, str]) -> tuple[dict, int]:
     return json.loads(out.strip().splitlines()[-1]), peak // 1024
 
 
+def _write_feeds(model: Path, dims: dict, samples: int, file: Path) -> None:
+    """The same seeded samples as the other tools, stacked per input (ModelOpt takes arrays, not a reader)."""
+    import numpy as np
+    import onnx
+    from splitscope.engine.runtime.inputs import input_specs, random_feeds
+
+    specs = input_specs(onnx.load(str(model), load_external_data=False))
+    feeds = [random_feeds(specs, dims, k) for k in range(samples)]
+    np.savez(file, **{name: np.concatenate([f[name] for f in feeds]) for name in feeds[0]})
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--samples", type=int, default=32)
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "calib.json")
     ap.add_argument("--extra", type=Path, nargs="*", default=[], help="more models (e.g. export_llms.py --resnet18)")
+    ap.add_argument("--modelopt", metavar="PYTHON", help="an interpreter with nvidia-modelopt[onnx] installed: "
+                    "also run ModelOpt's ONNX PTQ (max and entropy, on the CPU)")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="splitscope-calib-bench-"))
     sys.path.insert(0, str(ROOT))
@@ -117,13 +142,22 @@ def main() -> None:
     for label, (model, dims) in models.items():
         d = json.dumps(dims)
         plain, plain_mb = run([CHILD, str(ROOT), "plain", str(model), "-", "-", str(args.samples), d], env)
-        for tool, methods in (("ours", ("max", "percentile", "entropy", "mse")),
-                              ("ort", ("max", "percentile", "entropy"))):
+        tools = [("ours", ("max", "percentile", "entropy", "mse")), ("ort", ("max", "percentile", "entropy"))]
+        if args.modelopt:
+            tools.append(("modelopt", ("max", "entropy")))
+            feeds_file = tmp / f"feeds-{model.stem}.npz"
+            _write_feeds(model, dims, args.samples, feeds_file)
+        for tool, methods in tools:
             for method in methods:
                 q = tmp / f"{tool}-{method}-{model.stem}.onnx"
                 for f in (tmp / "cache").glob("**/*.npz"):
                     f.unlink()  # every run starts cold: no statistics from the last one
-                res, mb = run([CHILD, str(ROOT), tool, str(model), str(q), method, str(args.samples), d], env)
+                if tool == "modelopt":  # on a copy: ModelOpt writes its shape-inferred model over its input
+                    copy = tmp / f"modelopt-input-{model.name}"
+                    shutil.copyfile(model, copy)
+                    res, mb = run([MODELOPT, str(copy), str(q), method, str(feeds_file)], env, args.modelopt)
+                else:
+                    res, mb = run([CHILD, str(ROOT), tool, str(model), str(q), method, str(args.samples), d], env)
                 snr = run([SNR, str(ROOT), str(model), str(q), d], env)[0] if "error" not in res else {}
                 row = {"model": label, "tool": tool, "method": method, "seconds": round(res.get("seconds", 0), 3),
                        "over_plain": round(res.get("seconds", 0) / plain["seconds"], 2) if "seconds" in res else None,

@@ -154,9 +154,21 @@ class CalibPanel(QWidget):
         self.tabs.addTab(split, "Histogram and thresholds")
         self.tabs.addTab(self.sens_plot, "Sensitivity")
         self.tabs.addTab(self.search_plot, "Search")
+        self.pin_fp32 = QPushButton("Pin Selection to FP32")
+        self.pin_low = QPushButton("Pin Selection to INT8")
+        for b, tip in ((self.pin_fp32, "keep the selected node, block or search matches in FP32"),
+                       (self.pin_low, "let the selected node, block or search matches run in the reduced type")):
+            b.setToolTip(tip + ", and measure the accuracy again in the background (the statistics are cached)")
+            b.setEnabled(False)
+        self.pins = QLabel("")
+        pins = QHBoxLayout()
+        pins.addWidget(self.pin_fp32)
+        pins.addWidget(self.pin_low)
+        pins.addWidget(self.pins, 1)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 4, 4, 4)
         lay.addWidget(self.title)
+        lay.addLayout(pins)
         lay.addWidget(self.tabs, 1)
         self.result: dict[str, Any] | None = None
         self.ranges: dict[str, list[tuple[float, float]]] = {}
@@ -211,6 +223,11 @@ class CalibPanel(QWidget):
 
     def set_result(self, res: dict[str, Any]) -> None:
         self.result = res
+        low = res["precision"].upper()
+        self.pin_low.setText(f"Pin Selection to {low}")
+        self.pin_fp32.setEnabled(True)
+        self.pin_low.setEnabled(True)
+        self.pins.setText(f"{len(res['excluded'])} nodes in FP32, {len(res['quantized'])} in {low}")
         acc = "; ".join(f"{html.escape(o)}: SNR {a['snr_db']:.1f} dB, cosine {a['cosine']:.4f}"
                         + (f", top-1 {a['top1_agreement']:.0%}" if "top1_agreement" in a else "")
                         for o, a in res["accuracy"].items())
@@ -267,6 +284,16 @@ class CalibPanel(QWidget):
         self.plot.setTitle(f"{html.escape(name)}: {key}{extra}", size="9pt")
 
 
+def nodes_under(view: View, gid: int) -> set[int]:
+    """The nodes inside group ``gid`` at any depth."""
+    groups = view.hier.groups
+    inside = {gid}
+    for g in sorted(groups, key=lambda g: g.depth):
+        if g.parent in inside:
+            inside.add(g.id)
+    return {i for i, g in enumerate(view.hier.node_group) if g in inside}
+
+
 class CalibUi(QObject):
     """Builds and wires calibration in the window."""
 
@@ -280,6 +307,10 @@ class CalibUi(QObject):
             window.tabifyDockWidget(ops, self.dock)
             ops.raise_()
         self.result: dict[str, Any] | None = None
+        self.last_args: dict[str, Any] | None = None
+        self.pending: int | None = None
+        self.panel.pin_fp32.clicked.connect(lambda: self.pin(True))
+        self.panel.pin_low.clicked.connect(lambda: self.pin(False))
         window.profiling.queue.finished.connect(self._finished)
         window.profiling.queue.sample.connect(self._sample)
         window.profiling.queue.changed.connect(self._changed)
@@ -314,7 +345,43 @@ class CalibUi(QObject):
         if dlg.exec() == QDialog.DialogCode.Accepted:
             self.submit(dlg.args(gm.path, dict(gm.dims)))
 
+    def chosen(self) -> list[str]:
+        """Names of what the user points at: the search matches, else the selected node, else the nodes of the
+        selected block (an op type or a scope searched, one node, one block)."""
+        w = self.window
+        gm, view = w.graph_model, w.view
+        if gm is None:
+            return []
+        idx = set(w.canvas.highlight_nodes)
+        if not idx and w.canvas.selected_node >= 0:
+            idx = {w.canvas.selected_node}
+        if not idx and w.canvas.selected_group >= 0 and view is not None:
+            idx = nodes_under(view, w.canvas.selected_group)
+        return [gm.nodes[i].name for i in sorted(idx) if gm.nodes[i].name]
+
+    def pin(self, fp32: bool) -> int | None:
+        """Pin the chosen nodes to FP32 (or back to the reduced type) and measure again: the same run with the
+        new keep list, no search (the statistics come from the cache, so this takes seconds)."""
+        names = self.chosen()
+        if self.last_args is None or not names:
+            self.window.statusBar().showMessage("Select a node or a block, or search an op type or scope, first.",
+                                                5000)
+            return None
+        args = dict(self.last_args)
+        keep = set(args.get("keep") or []) | set((self.result or {}).get("excluded", []))
+        keep = keep | set(names) if fp32 else keep - set(names)
+        args.update(keep=sorted(keep), budget=None, sensitivity=False)
+        q = self.window.profiling.queue
+        if self.pending is not None and self.pending in q.jobs and q.jobs[self.pending].state in ("queued", "running"):
+            q.cancel(self.pending)  # the newest pins win
+        where = "FP32" if fp32 else args["precision"].upper()
+        self.panel.pins.setText(f"Measuring with {len(names)} more pinned to {where}…")
+        self.pending = self.submit(args)
+        return self.pending
+
     def submit(self, args: dict[str, Any]) -> int:
+        self.last_args = dict(args)
+
         def job(token: CancelToken) -> Generator[JobEvent, None, Any]:
             return (yield from JobProcess("calibrate", args).events(token))
         return self.window.profiling.queue.submit(f"Calibrate {Path(args['model']).name} ({args['precision']}, "

@@ -8,6 +8,7 @@ import contextlib
 import os
 import tempfile
 from collections.abc import Generator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -50,23 +51,41 @@ def collect(path: str | os.PathLike[str], tensors: list[str], data: CalibData, b
         want = [n for n in names if n in stats]
         total = data.samples if data.random else len(data.files)
         done = 0
-        for feeds in batches(data):
-            cancel.raise_if_cancelled()
-            try:
-                outs = sess.run(want, feeds)
-            except Exception as e:  # noqa: BLE001 - ORT's own error types
-                from splitscope.engine.runtime.ort import _run_message
+        # Each batch's statistics are folded in on a helper thread while ONNX Runtime runs the next batch (both
+        # release the GIL): the pass costs little more than the inference itself. One batch in flight at most.
+        pool = ThreadPoolExecutor(1, thread_name_prefix="splitscope-stats")
+        pending: Future[None] | None = None
 
-                hint = _run_message(e).replace("give real inputs with --input FILE.npz",
-                                               "give real samples with --data DIR")
-                raise InferenceError(f"Calibration sample {done + 1}: {hint}") from None
+        def fold(outs: list[np.ndarray]) -> None:
             for n, a in zip(want, outs, strict=True):
                 stats[n].update(a)
-            done += 1
-            if want:
-                sample = {n: stats[n].absmax for n in want[:8]}
-                yield Sample("range", float(done), sample)
-            yield Progress("calibrate", done, total, f"Calibration sample {done}/{total}")
+
+        try:
+            for feeds in batches(data):
+                cancel.raise_if_cancelled()
+                try:
+                    outs = sess.run(want, feeds)
+                except Exception as e:  # noqa: BLE001 - ORT's own error types
+                    from splitscope.engine.runtime.ort import _run_message
+
+                    hint = _run_message(e).replace("give real inputs with --input FILE.npz",
+                                                   "give real samples with --data DIR")
+                    raise InferenceError(f"Calibration sample {done + 1}: {hint}") from None
+                if pending is not None:
+                    pending.result()
+                pending = pool.submit(fold, outs)
+                del outs
+                done += 1
+                if want and done > 1:
+                    sample = {n: stats[n].absmax for n in want[:8]}
+                    yield Sample("range", float(done - 1), sample)
+                yield Progress("calibrate", done, total, f"Calibration sample {done}/{total}")
+            if pending is not None:
+                pending.result()
+                if want:
+                    yield Sample("range", float(done), {n: stats[n].absmax for n in want[:8]})
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
         if done == 0:
             raise InferenceError("No calibration sample could be read: see the skipped files.")
         be.close()

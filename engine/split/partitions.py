@@ -12,7 +12,8 @@ from __future__ import annotations
 from splitscope.engine.model import BoundaryTensor, Graph, Partition, Status
 
 
-def find_partitions(graph: Graph, order: list[int], dims: dict[str, int] | None = None) -> list[Partition]:
+def find_partitions(graph: Graph, order: list[int], dims: dict[str, int] | None = None,
+                    inside: list[bool] | None = None) -> list[Partition]:
     """Group the delegate nodes of ``graph`` into engine partitions, with boundary tensors.
 
     Parameters
@@ -23,6 +24,9 @@ def find_partitions(graph: Graph, order: list[int], dims: dict[str, int] | None 
         A topological order of its nodes.
     dims
         Values for symbolic dimensions when sizing boundary tensors (default 1).
+    inside
+        Per node, whether it runs inside an engine, in place of its status (the planner's what-if: a plugin
+        node given a TensorRT plugin runs inside; a node moved to the host runs outside).
 
     Returns
     -------
@@ -36,7 +40,7 @@ def find_partitions(graph: Graph, order: list[int], dims: dict[str, int] | None 
     n = len(nodes)
     preds = graph.adj.preds
 
-    delegate = [nd.status is Status.DELEGATE for nd in nodes]
+    delegate = list(inside) if inside is not None else [nd.status is Status.DELEGATE for nd in nodes]
     # stage: how many plugin nodes lie on the longest path from a delegate node.
     # A plugin fed only by inputs and constants (SOURCE) splits nothing: its
     # result enters the engine as an input, like a model input.

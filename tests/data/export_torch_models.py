@@ -15,6 +15,11 @@ Run by hand (needs torch; the tests only read the .onnx files it writes)::
   data-dependent branch (``torch.jit.script``): when any score passes the threshold, the If's
   then-branch gathers the kept boxes with NonZero, else it returns an empty set; as detectors
   export NMS inside If bodies.
+- ``torch_two_stage.onnx``: a tiny two-stage detector: a conv backbone, box proposals from a head,
+  ONNX ``RoiAlign`` over them (written by a symbolic, as torchvision's ``roi_align`` exports),
+  a classifier on the pooled crops, and TensorRT's ``TRT::EfficientNMS_TRT`` at the end (the
+  custom op YOLO-style "end2end" exporters write, through a symbolic of the same form).
+- ``torch_two_stage_ort.onnx``: the same detector without the NMS, so ONNX Runtime can run it.
 """
 
 from __future__ import annotations
@@ -66,6 +71,53 @@ class TinyDetector(nn.Module):
         return self.post(boxes, scores)
 
 
+class RoiAlignFn(torch.autograd.Function):
+    """torchvision.ops.roi_align's export, without torchvision: ONNX RoiAlign (opset 16)."""
+
+    @staticmethod
+    def forward(ctx, x, rois, batch_indices):
+        return x.new_zeros((rois.shape[0], x.shape[1], 4, 4))
+
+    @staticmethod
+    def symbolic(g, x, rois, batch_indices):
+        return g.op("RoiAlign", x, rois, batch_indices, output_height_i=4, output_width_i=4, sampling_ratio_i=2,
+                    spatial_scale_f=0.25, coordinate_transformation_mode_s="half_pixel", mode_s="avg")
+
+
+class EfficientNmsFn(torch.autograd.Function):
+    """The TRT::EfficientNMS_TRT node end2end detector exporters write (its outputs are placeholders)."""
+
+    @staticmethod
+    def forward(ctx, boxes, scores):
+        b = boxes.shape[0]
+        return (torch.zeros(b, 1, dtype=torch.int32), torch.zeros(b, 100, 4), torch.zeros(b, 100),
+                torch.zeros(b, 100, dtype=torch.int32))
+
+    @staticmethod
+    def symbolic(g, boxes, scores):
+        return g.op("TRT::EfficientNMS_TRT", boxes, scores, outputs=4, background_class_i=-1, box_coding_i=0,
+                    iou_threshold_f=0.45, max_output_boxes_i=100, plugin_version_s="1", score_activation_i=0,
+                    score_threshold_f=0.25)
+
+
+class TwoStage(nn.Module):
+    def __init__(self, nms: bool) -> None:
+        super().__init__()
+        self.nms = nms
+        self.backbone = nn.Sequential(nn.Conv2d(3, 16, 3, 2, 1), nn.ReLU(), nn.Conv2d(16, 32, 3, 2, 1), nn.ReLU())
+        self.proposals = nn.Conv2d(32, 4, 1)
+        self.cls = nn.Sequential(nn.Flatten(), nn.Linear(32 * 16, 64), nn.ReLU(), nn.Linear(64, 5))
+
+    def forward(self, image: torch.Tensor):
+        f = self.backbone(image)
+        boxes = torch.sigmoid(self.proposals(f)).flatten(2).transpose(1, 2)[0] * 64  # [N, 4]
+        crops = RoiAlignFn.apply(f, boxes, torch.zeros(boxes.shape[0], dtype=torch.int64))
+        scores = torch.softmax(self.cls(crops), -1)[None]  # [1, N, 5]
+        if not self.nms:
+            return boxes[None], scores
+        return EfficientNmsFn.apply(boxes[None], scores)
+
+
 def main() -> None:
     torch.manual_seed(0)
     m = TinyTransformer().eval()
@@ -77,6 +129,10 @@ def main() -> None:
     d = torch.jit.script(TinyDetector().eval())  # scripted, so the branch stays a branch (If)
     torch.onnx.export(d, (torch.rand(1, 3, 32, 32),), HERE / "torch_detector_if.onnx", dynamo=False,
                       input_names=["image"], output_names=["boxes"], opset_version=17)
+    for nms, name in ((True, "torch_two_stage.onnx"), (False, "torch_two_stage_ort.onnx")):
+        outs = ["num_dets", "det_boxes", "det_scores", "det_classes"] if nms else ["boxes", "scores"]
+        torch.onnx.export(TwoStage(nms).eval(), (torch.rand(1, 3, 32, 32),), HERE / name, dynamo=False,
+                          input_names=["image"], output_names=outs, opset_version=17)
     print("wrote", sorted(p.name for p in HERE.glob("*.onnx")))
 
 

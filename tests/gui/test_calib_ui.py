@@ -77,3 +77,29 @@ def test_fp16_plan_in_the_window_uses_the_engine_explorers_colours(qtbot, window
     keys = list(heat.palette)
     assert keys[int(heat.nodes[by["conv1"]])] == PRECISION_COLOURS["FP16"]
     assert keys[int(heat.nodes[by["fc"]])] == PRECISION_COLOURS["FP32"]
+
+
+def test_pinning_nodes_measures_again_with_the_cached_statistics(qtbot, window, tmp_path):
+    model = _cnn(tmp_path / "cnn.onnx")
+    window.open_model(model)
+    wait_idle(qtbot, window)
+    ui, q = window.calib_ui, window.profiling.queue
+    assert ui.pin(True) is None  # nothing calibrated yet: a status message, no job
+    jid = ui.submit({"model": str(model), "out": str(tmp_path / "cnn.int8.onnx"), "data": "random",
+                     "method": "max", "precision": "int8", "samples": 4, "keep": [], "dims": {}})
+    qtbot.waitUntil(lambda: q.jobs[jid].state == DONE and ui.result is not None, timeout=90000)
+    assert ui.panel.pin_fp32.isEnabled() and ui.panel.pin_low.text() == "Pin Selection to INT8"
+    by = {n.name: n.index for n in window.graph_model.nodes}
+    window.canvas.highlight_nodes = set()
+    window.canvas.selected_node = by["conv2"]
+    first = ui.result
+    jid = ui.pin(True)
+    qtbot.waitUntil(lambda: q.jobs[jid].state == DONE and ui.result is not first, timeout=90000)
+    assert "conv2" in ui.result["excluded"] and ui.result["stats_cached"]  # seconds: no second pass
+    assert "1 nodes in FP32" in ui.panel.pins.text() or "1 node" in ui.panel.pins.text()
+    heat = window.canvas.heat
+    assert heat.nodes[by["conv2"]] != heat.nodes[by["conv1"]]
+    second = ui.result
+    jid = ui.pin(False)
+    qtbot.waitUntil(lambda: q.jobs[jid].state == DONE and ui.result is not second, timeout=90000)
+    assert "conv2" not in ui.result["excluded"] and "conv2" in ui.result["quantized"]

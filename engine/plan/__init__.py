@@ -1,0 +1,1 @@
+"""The what-if planner: plans for the custom nodes, scenarios, and what they cost."""

@@ -1,0 +1,248 @@
+"""What-if scenarios: a plan for every custom node (and every pre/post-processing run at the graph's ends),
+and what the split and the latency become.
+
+Plans:
+
+- ``write-plugin``: write a TensorRT plugin (IPluginV3); it runs inside the engine;
+- ``shipped-plugin``: use a plugin TensorRT ships (:mod:`.catalog`), inside the engine;
+- ``replace``: replace the node with ops TensorRT supports, inside the engine;
+- ``outside-gpu``: run it outside the engine on the GPU (CUDA, DALI); the engine splits around it. This is
+  *today* for a plugin node (ONNX Runtime's TensorRT provider hands it to CUDA);
+- ``host``: run it on the host; the engine splits and its tensors cross PCIe both ways;
+- ``engine``: (pre/post-processing runs only) leave it in the engine, *today* for a run TensorRT takes.
+
+Partitions and boundary bytes are recomputed exactly (the same partitioning as the analysis, with the new
+inside/outside of each node). Latency needs a profile and is a range, each figure with its source: a node
+brought into the engine costs between its speed-of-light bound at the GPU's peaks (a perfect kernel) and its
+measured time (a kernel no better than today's); a node left outside costs its measured time; host copies
+cost their bytes over the measured pinned copy bandwidth (or the link's nominal peak, said so). Engine-switch
+overheads beyond the copies are not priced, and are said not to be.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from splitscope.engine.model import GraphModel, Role, Status
+from splitscope.engine.plan.catalog import match
+from splitscope.engine.split.partitions import find_partitions
+
+PLANS = {
+    "outside-gpu": "run outside the engine on the GPU (CUDA / DALI)",
+    "write-plugin": "write a TensorRT plugin",
+    "shipped-plugin": "use a plugin TensorRT ships",
+    "replace": "replace with supported ops",
+    "host": "run on the host",
+    "engine": "leave it in the engine",
+}
+IN_ENGINE = frozenset({"write-plugin", "shipped-plugin", "replace", "engine"})
+ASSUMED_PCIE_GBPS = 25.0
+"""Host copy bandwidth when nothing was measured and the GPU is unknown: PCIe 4.0 x16's practical pinned rate."""
+
+
+@dataclass(slots=True)
+class Item:
+    """Something the user plans for: one plugin node, or a pre/post-processing run at the graph's ends."""
+
+    key: str
+    """The node's name, or ``pre:<first node>`` / ``post:<first node>`` for a run."""
+    label: str
+    nodes: list[int]
+    kind: str
+    """``plugin``, ``pre-processing`` or ``post-processing``."""
+    reason: str
+    options: list[str]
+    today: str
+    matches: list[dict[str, Any]] = field(default_factory=list)
+    flops: int = 0
+    bytes: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"key": self.key, "label": self.label, "kind": self.kind, "reason": self.reason,
+                "options": self.options, "today": self.today, "matches": self.matches, "nodes": len(self.nodes),
+                "flops": self.flops, "bytes": self.bytes}
+
+
+@dataclass(slots=True)
+class Scenario:
+    name: str
+    plans: dict[str, str] = field(default_factory=dict)
+    """Item key → plan; items not named keep today's."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "plans": dict(self.plans)}
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> Scenario:
+        return cls(str(doc["name"]), {str(k): str(v) for k, v in dict(doc.get("plans", {})).items()})
+
+
+def items(gm: GraphModel) -> list[Item]:
+    """The plugin nodes of the main graph, and its pre/post-processing runs that touch a graph input or
+    output (maximal connected runs of nodes with that role)."""
+    nodes = gm.nodes
+    out: list[Item] = []
+    pos = {i: k for k, i in enumerate(gm.order)}
+    for role, kind in ((Role.PRE_PROCESSING, "pre-processing"), (Role.POST_PROCESSING, "post-processing")):
+        members = {n.index for n in nodes if n.role is role}
+        for run in _runs(gm, members):
+            if not _touches_ends(gm, run):
+                continue
+            first = nodes[min(run, key=lambda i: pos.get(i, i))]
+            if any(nodes[i].status is Status.PLUGIN for i in run):  # its custom nodes are planned one by one
+                continue
+            out.append(Item(f"{kind.split('-')[0]}:{first.name or first.index}",
+                            f"{kind} ({len(run)} nodes from {first.label})", sorted(run), kind,
+                            f"{kind} TensorRT takes today; it could move out to DALI or the host",
+                            ["engine", "outside-gpu", "host"], "engine",
+                            flops=sum(nodes[i].flops or 0 for i in run), bytes=sum(nodes[i].bytes or 0 for i in run)))
+    for n in nodes:
+        if n.status is not Status.PLUGIN:
+            continue
+        found = [m.to_json() for m in match(n.op_type, n.domain)]
+        opts = ["outside-gpu", "write-plugin"] + (["shipped-plugin"] if found else []) + ["replace", "host"]
+        out.append(Item(n.name or str(n.index), f"{n.op_type} {n.name}".strip(), [n.index], "plugin",
+                        n.cause or n.reason, opts, "outside-gpu", found, n.flops or 0, n.bytes or 0))
+    return out
+
+
+def _runs(gm: GraphModel, members: set[int]) -> list[set[int]]:
+    preds, succs = gm.graph.adj.preds, gm.graph.adj.succs
+    seen: set[int] = set()
+    runs = []
+    for start in sorted(members):
+        if start in seen:
+            continue
+        run, stack = set(), [start]
+        while stack:
+            i = stack.pop()
+            if i in run:
+                continue
+            run.add(i)
+            stack.extend(j for j in (*preds[i], *succs[i]) if j in members and j not in run)
+        seen |= run
+        runs.append(run)
+    return runs
+
+
+def _touches_ends(gm: GraphModel, run: set[int]) -> bool:
+    g = gm.graph
+    ends = {t for t in g.inputs} | {t for t in g.outputs}
+    return any(t in ends for i in run for t in (*g.nodes[i].inputs, *g.nodes[i].outputs))
+
+
+def evaluate(gm: GraphModel, scenario: Scenario, profile: dict[str, Any] | None = None,
+             all_items: list[Item] | None = None) -> dict[str, Any]:
+    """The split and the cost under ``scenario``: partitions, boundary bytes, host copies and (with a profile,
+    the JSON of :class:`splitscope.engine.runtime.profile.ProfileResult`) the estimated latency range."""
+    its = all_items if all_items is not None else items(gm)
+    nodes = gm.nodes
+    inside = [n.status is Status.DELEGATE for n in nodes]
+    host: set[int] = set()
+    chosen: dict[str, str] = {}
+    for it in its:
+        plan = scenario.plans.get(it.key, it.today)
+        if plan not in it.options:
+            plan = it.today
+        chosen[it.key] = plan
+        for i in it.nodes:
+            inside[i] = plan in IN_ENGINE
+            if plan == "host":
+                host.add(i)
+    parts = find_partitions(gm.graph, gm.order, gm.dims, inside)
+    seen: dict[str, int] = {}
+    for p in parts:
+        for t in p.boundary_tensors:
+            seen[t.name] = t.bytes or 0
+    host_bytes = _host_bytes(gm, host)
+    gbps, gbps_source = _copy_rate(profile)
+    doc: dict[str, Any] = {
+        "name": scenario.name, "plans": chosen, "partitions": len(parts), "boundary_bytes": sum(seen.values()),
+        "boundary_tensors": len(seen), "host_bytes": host_bytes,
+        "host_copy_ms": round(host_bytes / (gbps * 1e9) * 1e3, 6), "copy_gbps": gbps, "copy_source": gbps_source,
+        "custom_work": sorted(k for k, v in chosen.items() if v == "write-plugin"),
+        "delegated_flops_share": _share(gm, inside),
+    }
+    if profile:
+        doc["latency"] = _latency(gm, its, chosen, profile, doc["host_copy_ms"])
+    return doc
+
+
+def _share(gm: GraphModel, inside: list[bool]) -> float:
+    total = sum(n.flops or 0 for n in gm.nodes)
+    return round(sum(n.flops or 0 for n, ok in zip(gm.nodes, inside, strict=True) if ok) / total, 4) if total else 0.0
+
+
+def _host_bytes(gm: GraphModel, host: set[int]) -> int:
+    """Bytes per inference crossing between host nodes and everything else, each tensor once."""
+    if not host:
+        return 0
+    tensors = gm.graph.tensors
+    total = 0
+    seen: set[str] = set()
+    for i in host:
+        n = gm.nodes[i]
+        for name in n.inputs:
+            t = tensors.get(name) if name else None
+            if t is None or name in seen or t.is_initializer:
+                continue
+            if t.producer is None or t.producer not in host:
+                seen.add(name)
+                total += t.nbytes(gm.dims) or 0
+        for name in n.outputs:
+            t = tensors.get(name) if name else None
+            if t is None or name in seen:
+                continue
+            if any(c not in host for c in t.consumers) or name in gm.graph.outputs:
+                seen.add(name)
+                total += t.nbytes(gm.dims) or 0
+    return total
+
+
+def _copy_rate(profile: dict[str, Any] | None) -> tuple[float, str]:
+    if profile:
+        measured = (profile.get("copies") or {}).get("measured") or []
+        rates = [m.get("h2d_pinned_gbps", 0) for m in measured if m.get("h2d_pinned_gbps")]
+        if rates:
+            return float(max(rates)), f"measured pinned host-to-device copies on {profile.get('device', 'the GPU')}"
+        gpu = profile.get("gpu") or {}
+        if gpu.get("pcie_peak"):
+            name = gpu.get("name", "the GPU")
+            return round(gpu["pcie_peak"] / 1e9, 2), f"estimate: the nominal peak of {name}'s link"
+    return ASSUMED_PCIE_GBPS, "estimate: 25 GB/s assumed (PCIe 4.0 x16, pinned; no copy was measured)"
+
+
+def _latency(gm: GraphModel, its: list[Item], chosen: dict[str, str], profile: dict[str, Any],
+             host_copy_ms: float) -> dict[str, Any]:
+    """Today's measured latency, less what each item's plan changes: a range with the source of each part."""
+    today = float(profile["latency_ms"]["mean"])
+    by_name = {r["name"]: r for r in profile.get("per_node", [])}
+    low = high = today
+    parts = []
+    for it in its:
+        plan = chosen[it.key]
+        rows = [by_name.get(gm.nodes[i].name) for i in it.nodes]
+        measured = sum(r["ms"] for r in rows if r)
+        sol = sum(r["sol_ms"] for r in rows if r and r.get("sol_ms") is not None)
+        has_sol = all(r and r.get("sol_ms") is not None for r in rows)
+        if plan == it.today or plan == "outside-gpu" or not any(rows):
+            continue
+        if plan in IN_ENGINE:
+            lo_ms = sol if has_sol else 0.0
+            low -= measured - lo_ms
+            parts.append({"item": it.key, "plan": plan, "measured_ms": round(measured, 4),
+                          "low_ms": round(lo_ms, 4), "high_ms": round(measured, 4),
+                          "source": "measured node time; the low end is the speed-of-light bound at the GPU's peaks"
+                          if has_sol else "measured node time; no GPU peaks known, so the low end assumes it is free"})
+        elif plan == "host":
+            on_cpu = profile.get("backend") == "ort-cpu"
+            parts.append({"item": it.key, "plan": plan, "measured_ms": round(measured, 4),
+                          "source": "measured on the CPU" if on_cpu else
+                          "its time on the host is not measured (profile with ort-cpu to price it)"})
+    low += host_copy_ms
+    high += host_copy_ms
+    return {"today_ms": round(today, 4), "low_ms": round(max(low, 0.0), 4), "high_ms": round(high, 4),
+            "saves_at_most_ms": round(today - max(low, 0.0), 4), "parts": parts,
+            "source": f"measured mean latency of {profile.get('backend', '?')} on {profile.get('device', '?')}",
+            "not_priced": "engine switches beyond the copies, and kernel launches saved by fusion"}
