@@ -295,6 +295,39 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_report(args: argparse.Namespace) -> int:
+    from splitscope.engine.present.report import make_report
+
+    if not args.out and not args.node_data:
+        raise SplitscopeError("Give --out report.html|report.pdf, or --node-data DIR, or both.")
+    res = None
+    if args.out:
+        res = _run_with_bar(make_report(args.model, args.out, profiles=args.profile, engine=args.engine,
+                                        calibration=args.calibration, scenario=args.scenario, parser=args.parser,
+                                        dims=_dims(args.dim)))
+        if not args.quiet:
+            print(f"wrote {res['out']} ({res['bytes'] / 1e6:.2f} MB): {res['headline']}")
+    if args.node_data:
+        from splitscope.engine.present.node_data import write_node_data
+        from splitscope.engine.present.report import check_same_model, load_doc
+        from splitscope.engine.split.analyze import analyze
+
+        gm = run_to_end(analyze(args.model, parser=args.parser, dims=_dims(args.dim)))
+        docs = {k: load_doc(v, k) if v else None for k, v in (("profile", (args.profile or [None])[0]),
+                                                                ("engine", args.engine),
+                                                                ("calibration", args.calibration))}
+        for k, v in (("profile", (args.profile or [None])[0]), ("engine", args.engine),
+                     ("calibration", args.calibration)):
+            if v:
+                check_same_model(gm, docs[k], k, v)  # type: ignore[arg-type]
+        files = write_node_data(gm, args.node_data, docs["profile"], docs["engine"], docs["calibration"])
+        if not args.quiet:
+            print("wrote Model Explorer node data: " + ", ".join(str(f) for f in files))
+    if res is not None:
+        _write_json(args, {k: v for k, v in res.items() if k != "figures"})
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for tests and docs)."""
     ap = argparse.ArgumentParser(prog="splitscope", description="What TensorRT takes, and what needs custom CUDA.")
@@ -369,6 +402,22 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--json", metavar="PATH")
     c.add_argument("-q", "--quiet", action="store_true")
     c.set_defaults(func=_cmd_calibrate)
+    r = sub.add_parser("report", help="write the stakeholder report (self-contained HTML, or PDF) and Model "
+                       "Explorer node data")
+    r.add_argument("model", nargs="?", help="ONNX model (default: the bundled sample)")
+    r.add_argument("--profile", action="append", metavar="P.json", help="a 'splitscope profile --json' file "
+                   "(repeat for ONNX Runtime and TensorRT side by side)")
+    r.add_argument("--engine", metavar="L.json", help="a 'splitscope engine --json' file")
+    r.add_argument("--calibration", metavar="C.json", help="a 'splitscope calibrate --json' file")
+    r.add_argument("--scenario", metavar="NAME", help="the planner scenario to present (saved with the model)")
+    r.add_argument("--out", metavar="report.html|report.pdf")
+    r.add_argument("--node-data", metavar="DIR", help="also write Model Explorer node data (split, time, "
+                   "precision) into DIR")
+    r.add_argument("--parser", choices=["auto", "tensorrt", "rtx", "table"], default="auto")
+    r.add_argument("--dim", action="append", default=[], metavar="NAME=INT")
+    r.add_argument("--json", metavar="PATH", help="write every figure of the report as JSON")
+    r.add_argument("-q", "--quiet", action="store_true")
+    r.set_defaults(func=_cmd_report)
     return ap
 
 

@@ -57,9 +57,23 @@ class Item:
     matches: list[dict[str, Any]] = field(default_factory=list)
     flops: int = 0
     bytes: int = 0
+    remedy: str = ""
+
+    @property
+    def suggested(self) -> str:
+        """The plan to start from: a shipped plugin that serves it exactly, a rewrite where the remedy says so,
+        else a plugin of our own (pre/post-processing runs: leave them where they are)."""
+        if self.kind != "plugin":
+            return self.today
+        if self.matches and self.matches[0]["kind"] in ("exact", "op"):
+            return "shipped-plugin"
+        if self.remedy.startswith(("rewrite", "cast", "convert", "fix", "fold", "run an ONNX optimizer", "take ")):
+            return "replace"
+        return "write-plugin"
 
     def to_json(self) -> dict[str, Any]:
         return {"key": self.key, "label": self.label, "kind": self.kind, "reason": self.reason,
+                "remedy": self.remedy, "suggested": self.suggested,
                 "options": self.options, "today": self.today, "matches": self.matches, "nodes": len(self.nodes),
                 "flops": self.flops, "bytes": self.bytes}
 
@@ -103,7 +117,7 @@ def items(gm: GraphModel) -> list[Item]:
         found = [m.to_json() for m in match(n.op_type, n.domain)]
         opts = ["outside-gpu", "write-plugin"] + (["shipped-plugin"] if found else []) + ["replace", "host"]
         out.append(Item(n.name or str(n.index), f"{n.op_type} {n.name}".strip(), [n.index], "plugin",
-                        n.cause or n.reason, opts, "outside-gpu", found, n.flops or 0, n.bytes or 0))
+                        n.cause or n.reason, opts, "outside-gpu", found, n.flops or 0, n.bytes or 0, n.remedy))
     return out
 
 

@@ -1,0 +1,295 @@
+"""The stakeholder report: one self-contained HTML file (styles and SVG figures inline, nothing fetched when
+opened) and a paginated PDF of the same content (WeasyPrint renders that HTML with print styles: it is made
+for paginated output from HTML and CSS, so the PDF cannot drift from the HTML; BSD-licensed).
+
+:func:`report_data` gathers every figure into one JSON-ready document, each with how it was obtained;
+:func:`render_html` fills the Jinja2 template (``resources/report.html.j2``) from it, so the HTML shows exactly
+the document's figures; :func:`write_report` writes either form atomically. A profile, engine or calibration
+file of another model is refused with one line naming the mismatch.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Generator
+from pathlib import Path
+from typing import Any
+
+from splitscope.engine.errors import SplitscopeError
+from splitscope.engine.jobs import CancelToken, JobEvent, Progress
+from splitscope.engine.model import GraphModel, Status
+from splitscope.engine.plan.scenario import PLANS, Scenario, evaluate, items
+from splitscope.engine.present import figures
+from splitscope.engine.text import format_bytes as fmt_bytes
+
+TITLE = "Splitscope report"
+
+
+def load_doc(path: str | os.PathLike[str], what: str) -> dict[str, Any]:
+    """A JSON file given to the report (a saved session file's ``result`` is unwrapped)."""
+    p = Path(path)
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SplitscopeError(f"--{what} {p}: no such file.") from None
+    except (OSError, ValueError, UnicodeDecodeError) as e:
+        raise SplitscopeError(f"--{what} {p}: not a JSON file ({str(e)[:80]}); give the file "
+                              f"'splitscope {what if what != 'calibration' else 'calibrate'} --json' wrote.") from None
+    if isinstance(doc, dict) and isinstance(doc.get("result"), dict) and "kind" in doc:
+        doc = doc["result"]
+    if not isinstance(doc, dict):
+        raise SplitscopeError(f"--{what} {p}: not a Splitscope {what} document.")
+    keys = {"profile": "latency_ms", "engine": "layers", "calibration": "accuracy"}[what]
+    if keys not in doc:
+        raise SplitscopeError(f"--{what} {p}: no '{keys}' in it: is it the JSON of 'splitscope "
+                              f"{what if what != 'calibration' else 'calibrate'}'?")
+    return doc
+
+
+def check_same_model(gm: GraphModel, doc: dict[str, Any], what: str, path: str | os.PathLike[str]) -> None:
+    """Refuse ``doc`` when it was made for another model: by the node names it speaks of."""
+    names: set[str] = set()
+    if what == "profile":
+        names = {r["name"] for r in doc.get("per_node", []) if r.get("name")}
+    elif what == "calibration":
+        names = set(doc.get("quantized", [])) | set(doc.get("excluded", []))
+    elif what == "engine":
+        names = {n for r in doc.get("layers", []) for n in r.get("onnx_nodes", [])}
+    if not names:
+        return
+    ours = {n.name for n in gm.nodes}
+    hit = len(names & ours)
+    if hit < 0.5 * len(names):
+        other = Path(str(doc.get("model") or "another model")).name
+        raise SplitscopeError(f"--{what} {Path(path).name} is of another model ({other}: {hit} of its {len(names)} "
+                              f"nodes are in {gm.path.name if gm.path else 'this model'}); give this model's {what}.")
+
+
+def report_data(gm: GraphModel, view: Any, profiles: list[dict[str, Any]] | None = None,
+                engine: dict[str, Any] | None = None, calibration: dict[str, Any] | None = None,
+                scenarios: list[Scenario] | None = None, chosen: str | None = None) -> dict[str, Any]:
+    """Every figure of the report, with its source (JSON-ready)."""
+    from splitscope.engine.report.stats import headline, split_summary
+
+    profiles = profiles or []
+    summary = split_summary(gm)
+    its = items(gm)
+    prof = next((p for p in profiles if p.get("backend") in ("tensorrt", "rtx")), profiles[0] if profiles else None)
+    scen = [Scenario("today")] + list(scenarios or [])
+    evaluated = [evaluate(gm, s, prof, its) for s in scen]
+    if chosen is not None and chosen not in {s.name for s in scen}:
+        raise SplitscopeError(f"--scenario {chosen!r}: no scenario of that name is saved for this model "
+                              f"({', '.join(s.name for s in scen[1:]) or 'none saved yet'}); make it in the "
+                              "planner (View › Planner) first.")
+    pick = next((e for e in evaluated if e["name"] == chosen), evaluated[-1])
+    plugins = [n for n in gm.nodes if n.status is Status.PLUGIN]
+    dele = summary.get("delegate", {})
+    gpu = next((p.get("gpu") for p in profiles if p.get("gpu")), None)
+    data: dict[str, Any] = {
+        "title": TITLE, "model": gm.path.name if gm.path else "model", "model_path": str(gm.path or ""),
+        "date": time.strftime("%Y-%m-%d %H:%M"), "producer": gm.producer,
+        "parser": f"{gm.parser.name} {gm.parser.version}".strip(),
+        "gpu": (gpu or {}).get("name") or next((p.get("device") for p in profiles if p.get("device")), None),
+        "tensorrt": _trt_version(gm, engine),
+        "headline": headline(gm, summary),
+        "numbers": {"delegated_flops_share": dele.get("flops_share"), "delegated_node_share": dele.get("node_share"),
+                    "nodes": len(gm.nodes), "plugin_nodes": len(plugins), "partitions": len(gm.partitions),
+                    "boundary_bytes": gm.boundary_bytes},
+        "scenarios": evaluated, "chosen": pick["name"],
+        "custom": [_custom_row(it, pick) for it in its],
+        "partitions": [{"index": p.index, "nodes": len(p.nodes), "flops": p.flops,
+                        "boundary_bytes": p.boundary_bytes, "boundary_tensors": len(p.boundary_tensors)}
+                       for p in gm.partitions],
+        "figures": {"overview": figures.overview(view)},
+        "sources": _sources(gm, prof, engine, calibration),
+    }
+    lat = [e for e in evaluated if "latency" in e]
+    if lat:
+        data["figures"]["scenarios"] = figures.bars(
+            [{"name": e["name"], "ms": e["latency"]["high_ms"], "low": e["latency"]["low_ms"],
+              "high": e["latency"]["high_ms"]} for e in lat], "ms", "estimated latency per inference (range)", "ms",
+            "low", "high")
+    else:
+        data["figures"]["scenarios"] = figures.bars(
+            [{"name": e["name"], "kb": e["boundary_bytes"] / 1e3} for e in evaluated], "kb",
+            "bytes crossing engine boundaries per inference", "kB")
+    if prof:
+        data["time"] = _time(prof)
+        data["figures"]["roofline"] = figures.roofline(prof)
+        data["figures"]["time"] = figures.time_split(data["time"]["split"])
+    data["commitment"] = _commitment(gm, profiles, engine)
+    if calibration:
+        data["calibration"] = _calibration(calibration)
+    if engine:
+        data["engine"] = _engine(engine)
+    data["numbers"]["boundary"] = fmt_bytes(gm.boundary_bytes)
+    for key in ("time", "calibration", "engine"):
+        data.setdefault(key, None)
+    data["figures"].setdefault("roofline", "")
+    for e in evaluated:
+        e.setdefault("latency", None)
+    return data
+
+
+def _trt_version(gm: GraphModel, engine: dict[str, Any] | None) -> str:
+    if gm.parser.name in ("tensorrt", "tensorrt-rtx"):
+        return f"{gm.parser.name} {gm.parser.version} (its ONNX parser decided the split)"
+    return "none here: the split is the support table's prediction"
+
+
+def _custom_row(it: Any, pick: dict[str, Any]) -> dict[str, Any]:
+    best = it.matches[0] if it.matches else None
+    return {"key": it.key, "label": it.label, "kind": it.kind, "reason": it.reason, "remedy": it.remedy,
+            "plan": PLANS[pick["plans"].get(it.key, it.today)], "suggested": PLANS[it.suggested],
+            "shipped": f"{best['plugin']} ({best['kind']})" if best else "", "flops": it.flops, "bytes": it.bytes}
+
+
+def _time(prof: dict[str, Any]) -> dict[str, Any]:
+    v = prof.get("verdict") or {}
+    num = v.get("numbers") or {}
+    node_ms = float(num.get("node_ms") or 0.0)
+    launch = float(num.get("launch_bound_ms") or 0.0)
+    copies = float(num.get("io_copy_ms") or 0.0) + float(num.get("boundary_copy_ms") or 0.0)
+    split = [("graph (launch-bound nodes)", launch, "#CC79A7"), ("kernels", max(node_ms - launch, 0.0), "#0072B2"),
+             ("data movement", copies, "#E69F00")]
+    top = sorted(prof.get("per_node", []), key=lambda r: -(r.get("ms") or 0))[:10]
+    return {"backend": prof.get("backend"), "device": prof.get("device"), "latency_ms": prof.get("latency_ms"),
+            "verdict": v.get("verdict"), "why": v.get("why"), "fix": v.get("fix"),
+            "split": [(a, round(b, 4), c) for a, b, c in split],
+            "top": [{"name": r["name"], "op_type": r["op_type"], "ms": r["ms"], "share": r.get("share"),
+                     "status": r["status"], "class": r.get("class")} for r in top],
+            "node_cover": prof.get("node_cover")}
+
+
+def _commitment(gm: GraphModel, profiles: list[dict[str, Any]], engine: dict[str, Any] | None) -> dict[str, Any]:
+    gpu = next((p.get("gpu") for p in profiles if p.get("gpu")), None) or {}
+    ort = next((p for p in profiles if str(p.get("backend", "")).startswith("ort")), None)
+    trt = next((p for p in profiles if p.get("backend") in ("tensorrt", "rtx")), None)
+    return {"architecture": f"compute capability {gpu['compute_capability']} ({gpu.get('name')})"
+            if gpu.get("compute_capability") else "the GPU it is built on (none profiled here)",
+            "tensorrt": _trt_version(gm, engine),
+            "ort_ms": ort["latency_ms"]["mean"] if ort else None, "ort_backend": ort.get("backend") if ort else None,
+            "trt_ms": trt["latency_ms"]["mean"] if trt else None}
+
+
+def _calibration(c: dict[str, Any]) -> dict[str, Any]:
+    return {"precision": c.get("precision"), "method": c.get("method"), "samples": c.get("samples"),
+            "random_data": c.get("random_data"), "quantized": len(c.get("quantized", [])),
+            "excluded": len(c.get("excluded", [])),
+            "accuracy": [{"output": o, **{k: a.get(k) for k in ("snr_db", "cosine", "max_abs", "top1_agreement")}}
+                         for o, a in c.get("accuracy", {}).items()],
+            "search": {k: c["search"].get(k) for k in ("metric", "target", "met", "final")} if c.get("search")
+            and "met" in c["search"] else None, "notes": c.get("notes", [])}
+
+
+def _engine(e: dict[str, Any]) -> dict[str, Any]:
+    layers = e.get("layers", [])
+    top = sorted((r for r in layers if r.get("ms") is not None), key=lambda r: -r["ms"])[:10]
+    precisions: dict[str, int] = {}
+    for r in layers:
+        precisions[r.get("precision") or "?"] = precisions.get(r.get("precision") or "?", 0) + 1
+    return {"layers": len(layers), "layout": e.get("layout"), "total_ms": e.get("total_layer_ms"),
+            "mapped_node_share": e.get("mapped_node_share"), "precisions": precisions,
+            "top": [{"name": r["name"], "type": r["type"], "precision": r["precision"], "ms": r["ms"],
+                     "share": r["share"]} for r in top],
+            "lint": [{"kind": f["kind"], "advice": f["advice"], "layers": len(f["layers"]), "ms": f["ms"]}
+                     for f in e.get("lint", [])]}
+
+
+def _sources(gm: GraphModel, prof: dict[str, Any] | None, engine: dict[str, Any] | None,
+             calibration: dict[str, Any] | None) -> list[str]:
+    from splitscope.engine.plan.catalog import source
+
+    out = [f"The split: {gm.parser.name} {gm.parser.version}".strip()
+           + (" (the real ONNX parser, asked about this model)" if gm.parser.name != "table" else
+              " (TensorRT's published operator support table and static checks; no parser was run)"),
+           "FLOPs and bytes: counted from the ONNX shapes (symbolic dims at 1 unless set)",
+           "Partitions and boundary bytes: recomputed from the split for each scenario (the same partitioning "
+           "as the analysis); bytes at the model's dtypes",
+           "Shipped plugins: " + source()]
+    if prof:
+        out.append(f"Latency and node times: measured with {prof.get('backend')} on {prof.get('device')}, "
+                   f"{prof.get('iterations')} iterations after {prof.get('warmup')} warm-up, {prof.get('started')}")
+        out.append("Scenario latencies: estimates: a node brought into the engine between its speed-of-light bound "
+                   "and its measured time; host copies at the measured (or stated) copy rate; engine switches "
+                   "beyond the copies are not priced")
+    if engine:
+        out.append("Engine layers: trtexec's layer information and profile (or TensorRT-RTX's build log), read "
+                   "and mapped onto the model's nodes")
+    if calibration:
+        out.append("Accuracy: ONNX Runtime (CPU), the quantized model against FP32 on held-out samples"
+                   + (" (random data: plumbing only)" if calibration.get("random_data") else ""))
+    return out
+
+
+def render_html(data: dict[str, Any]) -> str:
+    """The report as one HTML document (Jinja2, autoescaped; the SVG figures are ours and inserted as is)."""
+    from importlib import resources
+
+    import jinja2
+
+    text = resources.files("splitscope.resources").joinpath("report.html.j2").read_text("utf-8")
+    env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters["pct"] = lambda v: "—" if v is None else f"{v:.0%}"
+    env.filters["ms"] = lambda v: "—" if v is None else f"{v:.4g} ms"
+    env.filters["num"] = lambda v: "—" if v is None else f"{v:,}"
+    env.filters["bytes"] = lambda v: "—" if v is None else fmt_bytes(int(v))
+    return env.from_string(text).render(d=data, svg=lambda k: jinja2.utils.markupsafe.Markup(
+        data["figures"].get(k) or ""))
+
+
+def write_report(data: dict[str, Any], out: str | os.PathLike[str]) -> Path:
+    """Write the report to ``out`` (``.html`` or ``.pdf``), atomically."""
+    from splitscope.engine.report.files import write_bytes_atomic, write_text_atomic
+
+    out = Path(out)
+    html = render_html(data)
+    if out.suffix.lower() == ".html":
+        return write_text_atomic(out, html)
+    if out.suffix.lower() != ".pdf":
+        raise SplitscopeError(f"--out {out.name}: write .html or .pdf.")
+    try:
+        import weasyprint
+    except (ImportError, OSError) as e:  # OSError: the Pango library it needs is missing
+        raise SplitscopeError(f"PDF needs WeasyPrint and the Pango library ({str(e).splitlines()[0][:100]}): "
+                              "install them (packaging/system-deps.sh), or write .html.") from None
+    return write_bytes_atomic(out, weasyprint.HTML(string=html).write_pdf())
+
+
+def make_report(model: str | os.PathLike[str] | None, out: str | os.PathLike[str], *,
+                profiles: list[str] | None = None, engine: str | None = None, calibration: str | None = None,
+                scenario: str | None = None, parser: str = "auto", dims: dict[str, int] | None = None,
+                cancel: CancelToken | None = None) -> Generator[JobEvent, None, dict[str, Any]]:
+    """The report job: analyse, lay out the overview, gather the files given, write ``out``."""
+    from splitscope.engine.plan.store import load_scenarios
+    from splitscope.engine.split.analyze import analyze
+    from splitscope.engine.view.layout import prepare_view
+
+    cancel = cancel or CancelToken()
+    out = Path(out)
+    if out.suffix.lower() not in (".html", ".pdf"):
+        raise SplitscopeError(f"--out {out.name}: write .html or .pdf.")
+    if not out.parent.is_dir():
+        raise SplitscopeError(f"--out {out}: the folder {out.parent} does not exist.")
+    gm = yield from analyze(model, parser=parser, dims=dims)
+    cancel.raise_if_cancelled()
+    docs = {"profile": [load_doc(p, "profile") for p in profiles or []],
+            "engine": load_doc(engine, "engine") if engine else None,
+            "calibration": load_doc(calibration, "calibration") if calibration else None}
+    for p, d in zip(profiles or [], docs["profile"], strict=True):
+        check_same_model(gm, d, "profile", p)
+    if engine:
+        check_same_model(gm, docs["engine"], "engine", engine)  # type: ignore[arg-type]
+    if calibration:
+        check_same_model(gm, docs["calibration"], "calibration", calibration)  # type: ignore[arg-type]
+    view = yield from prepare_view(gm, viewport=(1600, 1000), cancel=cancel)
+    yield Progress("report", 0, 0, "Writing the report")
+    saved = load_scenarios(gm.path) if gm.path else []
+    data = report_data(gm, view, docs["profile"], docs["engine"], docs["calibration"], saved, scenario)
+    cancel.raise_if_cancelled()
+    write_report(data, out)
+    data["out"] = str(out)
+    data["bytes"] = out.stat().st_size
+    return data
