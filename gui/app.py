@@ -23,10 +23,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 from splitscope.engine.model import GraphModel
-from splitscope.engine.report.files import atomic_path
 from splitscope.engine.sample import SAMPLE_MODEL
 from splitscope.engine.text import model_title
 from splitscope.engine.view.layout import View
+from splitscope.gui import exports
 from splitscope.gui.calib_ui import CalibUi
 from splitscope.gui.canvas import GraphCanvas, Minimap
 from splitscope.gui.engine_ui import EngineUi
@@ -34,6 +34,7 @@ from splitscope.gui.menus import show_canvas_menu
 from splitscope.gui.palette import apply_app_palette, make_palette, system_is_dark
 from splitscope.gui.panels import Inspector, OpsPanel, SummaryPanel
 from splitscope.gui.profiling import ProfilingUi
+from splitscope.gui.show_ui import ShowUi
 from splitscope.gui.tools import NetronTool, OptimizeTool
 from splitscope.profiler.jobs import JobRunner
 from splitscope.profiler.session import ModelSession
@@ -94,6 +95,7 @@ class MainWindow(QMainWindow):
         self.profiling = ProfilingUi(self)  # its Jobs and Profile panels are tabbed with Ops
         self.engine_ui = EngineUi(self)
         self.calib_ui = CalibUi(self)
+        self.show_ui = ShowUi(self)  # planner, present mode, report
         self.resizeDocks([d1, d2], [300, 460], Qt.Orientation.Vertical)
         self.resizeDocks([d1], [520], Qt.Orientation.Horizontal)
         self.resizeDocks([d3], [210], Qt.Orientation.Vertical)
@@ -218,6 +220,7 @@ class MainWindow(QMainWindow):
         self.recent_menu = f.addMenu("Open &Recent")
         self._action(f, "Open &Sample", lambda: self.open_model(SAMPLE_MODEL))
         self.engine_ui.add_file_actions(f)
+        self.show_ui.add_file_actions(f)
         f.addSeparator()
         self._action(f, "Export Graph as &PNG…", lambda: self.export_graph("png"))
         self._action(f, "Export Graph as S&VG…", lambda: self.export_graph("svg"))
@@ -227,6 +230,7 @@ class MainWindow(QMainWindow):
         e = mb.addMenu("&Edit")
         self._action(e, "&Undo View Change", self.session.undo, QKeySequence.StandardKey.Undo)
         self._action(e, "&Redo View Change", self.session.redo, QKeySequence.StandardKey.Redo)
+        self.show_ui.add_edit_actions(e)
         v = mb.addMenu("&View")
         self._action(v, "&Fit", self.canvas.fit, Qt.Key.Key_F)
         self._action(v, "Zoom &In", lambda: self.canvas.zoom_by(1.25), QKeySequence.StandardKey.ZoomIn)
@@ -249,7 +253,7 @@ class MainWindow(QMainWindow):
         t = mb.addMenu("&Tools")
         self._action(t, "&Optimize Export…", self.optimize_tool.choose_and_run).setToolTip(
             "Run an ONNX optimizer on a copy, check it with ONNX Runtime, and compare the split before and after")
-        for part in (self.profiling, self.engine_ui, self.calib_ui):  # Profile, engine data, Calibrate
+        for part in (self.profiling, self.engine_ui, self.calib_ui, self.show_ui):  # Profile … Calibrate, Present
             part.add_actions(t, v)
         h = mb.addMenu("&Help")
         self._action(h, "&About Splitscope", self.show_about)
@@ -413,6 +417,7 @@ class MainWindow(QMainWindow):
         self.summary.set_stats(gm, view.stats, make_palette(self._is_dark()))
         self.setWindowTitle(f"Splitscope — {model_title(gm)}")
         self.profiling.model_changed(gm)
+        self.show_ui.model_changed(gm)
         self._search_changed(self.search.text())
         for w in gm.warnings:
             self.statusBar().showMessage(w, 8000)
@@ -527,43 +532,11 @@ class MainWindow(QMainWindow):
     # ----------------------------------------------------------- export
     def export_graph(self, fmt: str) -> None:
         """Save the whole graph as PNG or SVG (written atomically)."""
-        if self.view is None:
-            return
-        settings = QSettings()
-        start = str(Path(str(settings.value("main/last_dir", str(Path.home())))) / f"graph.{fmt}")
-        path, _ = QFileDialog.getSaveFileName(self, f"Export graph as {fmt.upper()}", start, f"{fmt.upper()} (*.{fmt})")
-        if path:
-            self.save_graph(Path(path), fmt)
+        exports.ask_and_save_graph(self, fmt)
 
     def save_graph(self, path: Path, fmt: str) -> None:
-        """Write the graph image to ``path`` in a worker, through a temporary file and a rename.
-
-        A fully expanded 50k-node graph takes seconds to draw at full size: never on the UI thread
-        (QPainter on a QImage or QSvgGenerator works in any thread).
-        """
-        from superqt.utils import create_worker
-
-        snap = self.canvas.snapshot(plain=True)  # what is on screen now; the canvas may move on meanwhile
-        gm = self.graph_model
-        title = f"{model_title(gm)} — Splitscope" if gm is not None else "Splitscope"
-        subtitle = (self.view.stats or {}).get("headline", "") if self.view is not None else ""
-
-        def write() -> Path:
-            with atomic_path(path) as tmp:
-                if fmt == "svg":
-                    snap.render_svg(str(tmp), title, subtitle)
-                elif not snap.render_image(title=title, subtitle=subtitle).save(str(tmp), "PNG"):
-                    raise OSError(f"could not write {path}")
-            return path
-
-        worker = create_worker(write, _start_thread=False, _ignore_errors=True)  # shown below, not re-raised
-        worker.returned.connect(lambda p: (self.statusBar().showMessage(f"Saved {p}", 5000),
-                                           self.export_finished.emit(str(p))))
-        worker.errored.connect(lambda e: (self._on_failed(
-            f"Could not export the graph: {e}. Choose another folder.", ""), self.export_finished.emit("")))
-        self.statusBar().showMessage(f"Exporting {path.name}…")
-        self._export_worker = worker
-        worker.start()
+        """Write the graph image in a worker (:func:`splitscope.gui.exports.save_graph`)."""
+        exports.save_graph(self, path, fmt)
 
     # ----------------------------------------------------------- netron
     def open_in_netron(self) -> None:

@@ -38,6 +38,7 @@ def show_canvas_menu(window: MainWindow, item: int, pos: Any) -> QMenu | None:
             menu.addAction("Copy Name", lambda: QGuiApplication.clipboard().setText(label))
             menu.addAction("Expand" if kind == KIND_BLOCK else "Collapse", lambda: window.toggle_group(ref))
         menu.addSeparator()
+    menu.addAction("Copy Canvas as Image", window.show_ui.copy_canvas)
     menu.addAction("Fit", window.canvas.fit)
     menu.addAction("Expand All", window.expand_all)
     menu.addAction("Collapse All", window.collapse_all)

@@ -27,6 +27,7 @@ from typing import Any
 from splitscope.engine.model import GraphModel, Role, Status
 from splitscope.engine.plan.catalog import match
 from splitscope.engine.split.partitions import find_partitions
+from splitscope.engine.text import plural
 
 PLANS = {
     "outside-gpu": "run outside the engine on the GPU (CUDA / DALI)",
@@ -107,7 +108,7 @@ def items(gm: GraphModel) -> list[Item]:
             if any(nodes[i].status is Status.PLUGIN for i in run):  # its custom nodes are planned one by one
                 continue
             out.append(Item(f"{kind.split('-')[0]}:{first.name or first.index}",
-                            f"{kind} ({len(run)} nodes from {first.label})", sorted(run), kind,
+                            f"{kind} ({plural(len(run), 'node')} from {first.label})", sorted(run), kind,
                             f"{kind} TensorRT takes today; it could move out to DALI or the host",
                             ["engine", "outside-gpu", "host"], "engine",
                             flops=sum(nodes[i].flops or 0 for i in run), bytes=sum(nodes[i].bytes or 0 for i in run)))
@@ -260,3 +261,42 @@ def _latency(gm: GraphModel, its: list[Item], chosen: dict[str, str], profile: d
             "saves_at_most_ms": round(today - max(low, 0.0), 4), "parts": parts,
             "source": f"measured mean latency of {profile.get('backend', '?')} on {profile.get('device', '?')}",
             "not_priced": "engine switches beyond the copies, and kernel launches saved by fusion"}
+
+
+def decision(its: list[Item], today: dict[str, Any] | None, mine: dict[str, Any] | None = None) -> str:
+    """The decision in one sentence, for people who will not read a graph: how many ops need custom CUDA,
+    whether TensorRT ships plugins for them, and what the chosen scenario changes against today."""
+    plugins = [it for it in its if it.kind == "plugin"]
+    if not plugins:
+        return "TensorRT takes every node: no custom CUDA is needed."
+    n = len(plugins)
+    parts = [f"{n} ops need custom CUDA" if n > 1 else "1 op needs custom CUDA"]
+    ships = sum(1 for it in plugins if it.matches and it.matches[0]["kind"] in ("exact", "op"))
+    related = sum(1 for it in plugins if it.matches and it.matches[0]["kind"] == "related")
+    if ships:
+        parts.append("TensorRT already ships a plugin for " + ("it" if n == 1 else "all of them" if ships == n
+                                                                 else f"{ships}"))
+    elif related:
+        parts.append(f"TensorRT ships a related plugin for {'it' if n == 1 else related}")
+    if mine is not None and today is not None and mine["name"] != today["name"]:
+        effects = []
+        gone = today["partitions"] - mine["partitions"]
+        if gone > 0:
+            effects.append(f"removes {gone} partition boundar{'y' if gone == 1 else 'ies'}")
+        elif gone < 0:
+            effects.append(f"adds {-gone} partition{'s' if gone < -1 else ''}")
+        lat = mine.get("latency")
+        if lat:
+            effects.append(f"saves at most {lat['saves_at_most_ms']:.2g} ms of {lat['today_ms']:.2g} ms")
+        elif mine["boundary_bytes"] != today["boundary_bytes"]:
+            from splitscope.engine.text import format_bytes
+
+            effects.append(f"takes the bytes crossing engines from {format_bytes(today['boundary_bytes'])} to "
+                           f"{format_bytes(mine['boundary_bytes'])} per inference")
+        work = len(mine["custom_work"])
+        if work:
+            effects.insert(0, f"writes {work} plugin{'s' if work > 1 else ''}")
+        if effects:
+            parts.append(f"{mine['name']} " + ", ".join(effects[:-1]) + (" and " if len(effects) > 1 else "")
+                         + effects[-1])
+    return "; ".join(parts) + "."

@@ -192,7 +192,7 @@ def time_split(parts: list[tuple[str, float, str]], width: int = 640) -> str:
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} 64" width="100%" role="img" '
            f'aria-label="Where the time goes" style="{FONT}">']
     x = 0.0
-    for label, ms, colour in parts:
+    for _label, ms, colour in parts:
         w = width * ms / total
         out.append(f'<rect x="{_n(x)}" y="4" width="{_n(w)}" height="28" fill="{colour}"/>')
         if w > 60:

@@ -20,7 +20,7 @@ from typing import Any
 from splitscope.engine.errors import SplitscopeError
 from splitscope.engine.jobs import CancelToken, JobEvent, Progress
 from splitscope.engine.model import GraphModel, Status
-from splitscope.engine.plan.scenario import PLANS, Scenario, evaluate, items
+from splitscope.engine.plan.scenario import PLANS, Scenario, decision, evaluate, items
 from splitscope.engine.present import figures
 from splitscope.engine.text import format_bytes as fmt_bytes
 
@@ -77,7 +77,7 @@ def report_data(gm: GraphModel, view: Any, profiles: list[dict[str, Any]] | None
     summary = split_summary(gm)
     its = items(gm)
     prof = next((p for p in profiles if p.get("backend") in ("tensorrt", "rtx")), profiles[0] if profiles else None)
-    scen = [Scenario("today")] + list(scenarios or [])
+    scen = [Scenario("today"), *(scenarios or [])]
     evaluated = [evaluate(gm, s, prof, its) for s in scen]
     if chosen is not None and chosen not in {s.name for s in scen}:
         raise SplitscopeError(f"--scenario {chosen!r}: no scenario of that name is saved for this model "
@@ -91,9 +91,11 @@ def report_data(gm: GraphModel, view: Any, profiles: list[dict[str, Any]] | None
         "title": TITLE, "model": gm.path.name if gm.path else "model", "model_path": str(gm.path or ""),
         "date": time.strftime("%Y-%m-%d %H:%M"), "producer": gm.producer,
         "parser": f"{gm.parser.name} {gm.parser.version}".strip(),
-        "gpu": (gpu or {}).get("name") or next((p.get("device") for p in profiles if p.get("device")), None),
+        "gpu": (gpu or {}).get("name") or (f"none: profiled with {profiles[0].get('backend')} on the CPU"
+                                           if profiles else None),
         "tensorrt": _trt_version(gm, engine),
         "headline": headline(gm, summary),
+        "decision": decision(its, evaluated[0], pick),
         "numbers": {"delegated_flops_share": dele.get("flops_share"), "delegated_node_share": dele.get("node_share"),
                     "nodes": len(gm.nodes), "plugin_nodes": len(plugins), "partitions": len(gm.partitions),
                     "boundary_bytes": gm.boundary_bytes},
@@ -265,7 +267,6 @@ def make_report(model: str | os.PathLike[str] | None, out: str | os.PathLike[str
     """The report job: analyse, lay out the overview, gather the files given, write ``out``."""
     from splitscope.engine.plan.store import load_scenarios
     from splitscope.engine.split.analyze import analyze
-    from splitscope.engine.view.layout import prepare_view
 
     cancel = cancel or CancelToken()
     out = Path(out)
@@ -284,10 +285,24 @@ def make_report(model: str | os.PathLike[str] | None, out: str | os.PathLike[str
         check_same_model(gm, docs["engine"], "engine", engine)  # type: ignore[arg-type]
     if calibration:
         check_same_model(gm, docs["calibration"], "calibration", calibration)  # type: ignore[arg-type]
+    saved = load_scenarios(gm.path) if gm.path else []
+    return (yield from report_job(gm, out, docs["profile"], docs["engine"], docs["calibration"], saved, scenario,
+                                  cancel))
+
+
+def report_job(gm: GraphModel, out: str | os.PathLike[str], profiles: list[dict[str, Any]] | None = None,
+               engine: dict[str, Any] | None = None, calibration: dict[str, Any] | None = None,
+               scenarios: list[Scenario] | None = None, chosen: str | None = None,
+               cancel: CancelToken | None = None) -> Generator[JobEvent, None, dict[str, Any]]:
+    """Lay out the overview of an analysed model and write the report of the documents given to ``out``
+    (the window's File › Export Report…, with what it has open)."""
+    from splitscope.engine.view.layout import prepare_view
+
+    cancel = cancel or CancelToken()
+    out = Path(out)
     view = yield from prepare_view(gm, viewport=(1600, 1000), cancel=cancel)
     yield Progress("report", 0, 0, "Writing the report")
-    saved = load_scenarios(gm.path) if gm.path else []
-    data = report_data(gm, view, docs["profile"], docs["engine"], docs["calibration"], saved, scenario)
+    data = report_data(gm, view, profiles, engine, calibration, scenarios, chosen)
     cancel.raise_if_cancelled()
     write_report(data, out)
     data["out"] = str(out)

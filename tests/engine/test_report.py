@@ -117,7 +117,7 @@ def test_pdf_has_the_title_page_and_sections(tmp_path, detector_files):
 def test_files_of_another_model_are_refused(tmp_path, detector_files):
     with pytest.raises(SplitscopeError, match=r"--profile p.json is of another model \(torch_two_stage_ort"):
         run_to_end(make_report(SAMPLE_MODEL, tmp_path / "r.html", profiles=[str(detector_files / "p.json")]))
-    with pytest.raises(SplitscopeError, match="--calibration c.json is of another model"):
+    with pytest.raises(SplitscopeError, match=r"--calibration c\.json is of another model"):
         run_to_end(make_report(TRANSFORMER, tmp_path / "r.html", calibration=str(detector_files / "c.json")))
     (tmp_path / "bad.json").write_text("{not json")
     assert cli(["report", "--profile", str(tmp_path / "bad.json"), "--out", str(tmp_path / "r.html")]) == 2
@@ -128,9 +128,9 @@ def test_files_of_another_model_are_refused(tmp_path, detector_files):
 
 def test_a_large_models_report_draws_blocks_and_stays_small(tmp_path):
     sys.path.insert(0, str(ROOT))
-    from bench.make_models import make_transformer
-
     import onnx
+
+    from bench.make_models import make_transformer
 
     model = tmp_path / "big.onnx"
     onnx.save(make_transformer(12_000, break_every=400), model)

@@ -1,0 +1,107 @@
+"""Exports that travel: the graph as PNG/SVG (written in a worker, atomically), the canvas or any widget
+copied to the clipboard as an image for slides, and any table as CSV."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtCore import QSettings
+from PySide6.QtGui import QGuiApplication, QImage
+from PySide6.QtWidgets import QFileDialog, QTableWidget, QWidget
+from splitscope.engine.report.files import atomic_path, write_text_atomic
+from splitscope.engine.text import model_title
+
+if TYPE_CHECKING:
+    from splitscope.gui.app import MainWindow
+
+
+def last_dir() -> Path:
+    return Path(str(QSettings().value("main/last_dir", str(Path.home()))))
+
+
+def ask_and_save_graph(window: MainWindow, fmt: str) -> None:
+    """File › Export Graph as PNG/SVG…"""
+    if window.view is None:
+        return
+    start = str(last_dir() / f"graph.{fmt}")
+    path, _ = QFileDialog.getSaveFileName(window, f"Export graph as {fmt.upper()}", start, f"{fmt.upper()} (*.{fmt})")
+    if path:
+        save_graph(window, Path(path), fmt)
+
+
+def save_graph(window: MainWindow, path: Path, fmt: str) -> None:
+    """Write the graph image to ``path`` in a worker, through a temporary file and a rename.
+
+    A fully expanded 50k-node graph takes seconds to draw at full size: never on the UI thread
+    (QPainter on a QImage or QSvgGenerator works in any thread).
+    """
+    from superqt.utils import create_worker
+
+    snap = window.canvas.snapshot(plain=True)  # what is on screen now; the canvas may move on meanwhile
+    gm = window.graph_model
+    title = f"{model_title(gm)} — Splitscope" if gm is not None else "Splitscope"
+    subtitle = (window.view.stats or {}).get("headline", "") if window.view is not None else ""
+
+    def write() -> Path:
+        with atomic_path(path) as tmp:
+            if fmt == "svg":
+                snap.render_svg(str(tmp), title, subtitle)
+            elif not snap.render_image(title=title, subtitle=subtitle).save(str(tmp), "PNG"):
+                raise OSError(f"could not write {path}")
+        return path
+
+    worker = create_worker(write, _start_thread=False, _ignore_errors=True)  # shown below, not re-raised
+    worker.returned.connect(lambda p: (window.statusBar().showMessage(f"Saved {p}", 5000),
+                                       window.export_finished.emit(str(p))))
+    worker.errored.connect(lambda e: (window._on_failed(
+        f"Could not export the graph: {e}. Choose another folder.", ""), window.export_finished.emit("")))
+    window.statusBar().showMessage(f"Exporting {path.name}…")
+    window._export_worker = worker
+    worker.start()
+
+
+def widget_image(widget: QWidget, scale: float = 2.0) -> QImage:
+    """``widget`` drawn into an image at ``scale`` (crisp when pasted into slides)."""
+    img = QImage(int(widget.width() * scale), int(widget.height() * scale), QImage.Format.Format_ARGB32)
+    img.setDevicePixelRatio(scale)
+    img.fill(widget.palette().window().color())
+    widget.render(img)
+    return img
+
+
+def copy_image(image: QImage) -> None:
+    """Put ``image`` on the clipboard."""
+    QGuiApplication.clipboard().setImage(image)
+
+
+def canvas_image(window: MainWindow) -> QImage:
+    """What the canvas shows, with its legend (Edit › Copy Canvas as Image)."""
+    return widget_image(window.canvas)
+
+
+def table_csv(table: QTableWidget) -> str:
+    """A table's visible text as CSV (header row first)."""
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    cols = range(table.columnCount())
+    w.writerow([table.horizontalHeaderItem(c).text() if table.horizontalHeaderItem(c) else "" for c in cols])
+    for r in range(table.rowCount()):
+        row: list[Any] = []
+        for c in cols:
+            widget = table.cellWidget(r, c)
+            item = table.item(r, c)
+            row.append(widget.currentText() if hasattr(widget, "currentText") else item.text() if item else "")
+        w.writerow(row)
+    return buf.getvalue()
+
+
+def ask_and_save_csv(parent: QWidget, table: QTableWidget, name: str) -> Path | None:
+    """Export ``table`` as CSV, atomically."""
+    path, _ = QFileDialog.getSaveFileName(parent, "Export table as CSV", str(last_dir() / f"{name}.csv"),
+                                          "CSV (*.csv)")
+    if not path:
+        return None
+    return write_text_atomic(Path(path), table_csv(table))

@@ -1,0 +1,351 @@
+"""The what-if planner (View › Planner): a plan for every custom node and pre/post-processing run, named
+scenarios saved with the model's session, and today against each scenario in a table and a bar chart.
+Partitions, boundary bytes, copies and (with a profile) the latency range are recomputed in a worker on
+every change, so a 50k-node model never stalls the window; the newest change wins."""
+
+from __future__ import annotations
+
+import html
+from typing import TYPE_CHECKING, Any
+
+import pyqtgraph as pg
+from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QHBoxLayout,
+    QHeaderView,
+    QInputDialog,
+    QLabel,
+    QPushButton,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+from splitscope.engine.plan.scenario import PLANS, Item, Scenario, evaluate, items
+from splitscope.engine.text import format_bytes, plural
+from splitscope.gui import exports
+
+if TYPE_CHECKING:
+    from splitscope.engine.model import GraphModel
+    from splitscope.gui.app import MainWindow
+
+TODAY = "today"
+COMPARE_COLUMNS = ("scenario", "partitions", "boundary bytes", "host copies", "estimated latency", "custom work")
+
+
+def latency_text(doc: dict[str, Any]) -> str:
+    lat = doc.get("latency")
+    if not lat:
+        return "profile to estimate"
+    if abs(lat["high_ms"] - lat["low_ms"]) < 1e-9:
+        return f"{lat['high_ms']:.4g} ms (measured)"
+    return f"{lat['low_ms']:.4g} – {lat['high_ms']:.4g} ms"
+
+
+class PlannerPanel(QWidget):
+    """The planner's widgets: the scenario row, the plans table, today against the scenario, the comparison."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.scenario = QComboBox()
+        self.scenario.setMinimumWidth(180)
+        self.new_btn = QPushButton("New Scenario…")
+        self.rename_btn = QPushButton("Rename…")
+        self.delete_btn = QPushButton("Delete")
+        row = QHBoxLayout()
+        row.addWidget(QLabel("Scenario"))
+        row.addWidget(self.scenario)
+        for b in (self.new_btn, self.rename_btn, self.delete_btn):
+            row.addWidget(b)
+        row.addStretch(1)
+        self.table = QTableWidget(0, 5)
+        self.table.setHorizontalHeaderLabels(["custom work", "why", "TensorRT ships", "plan", "measured"])
+        self.table.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+        self.table.verticalHeader().setVisible(False)
+        self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.summary = QLabel("Open a model: its custom nodes get a plan here.")
+        self.summary.setWordWrap(True)
+        self.summary.setTextFormat(Qt.TextFormat.RichText)
+        self.compare = QTableWidget(0, len(COMPARE_COLUMNS))
+        self.compare.setHorizontalHeaderLabels(list(COMPARE_COLUMNS))
+        self.compare.horizontalHeader().setSectionResizeMode(5, QHeaderView.ResizeMode.Stretch)
+        self.compare.verticalHeader().setVisible(False)
+        self.compare.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.chart = pg.PlotWidget()
+        self.chart.setMinimumHeight(80)
+        self.bars = pg.BarGraphItem(x0=[], y=[], height=0.6, width=[], brush="#0072B2")
+        self.chart.addItem(self.bars)
+        self.chart.getAxis("left").setWidth(110)
+        self.csv_plans = QPushButton("Export Plans CSV…")
+        self.csv_compare = QPushButton("Export Comparison CSV…")
+        left = QWidget()
+        lv = QVBoxLayout(left)
+        lv.setContentsMargins(0, 0, 0, 0)
+        lv.addLayout(row)
+        lv.addWidget(self.table, 1)
+        lv.addWidget(self.summary)
+        right = QTabWidget()
+        cmp_box = QWidget()
+        cv = QVBoxLayout(cmp_box)
+        cv.setContentsMargins(0, 0, 0, 0)
+        cv.addWidget(self.compare, 1)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.csv_plans)
+        buttons.addWidget(self.csv_compare)
+        buttons.addStretch(1)
+        cv.addLayout(buttons)
+        right.addTab(cmp_box, "Today against the scenarios")
+        right.addTab(self.chart, "Chart")
+        split = QSplitter(Qt.Orientation.Horizontal)
+        split.addWidget(left)
+        split.addWidget(right)
+        split.setSizes([620, 480])
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(4, 4, 4, 4)
+        lay.addWidget(split)
+
+
+class PlannerUi(QObject):
+    """Builds and runs the planner."""
+
+    evaluated = Signal()
+    """New figures are shown (tests wait on it)."""
+
+    def __init__(self, window: MainWindow) -> None:
+        super().__init__(window)
+        self.window = window
+        self.panel = PlannerPanel()
+        self.dock = window._dock("Planner", self.panel, Qt.DockWidgetArea.BottomDockWidgetArea)
+        from PySide6.QtWidgets import QDockWidget
+
+        ops = window.findChild(QDockWidget, "dock_Ops")
+        if ops is not None:  # a tab beside Ops, as the other panels: the full width for the plans
+            window.tabifyDockWidget(ops, self.dock)
+            ops.raise_()
+        self.gm: GraphModel | None = None
+        self.items: list[Item] = []
+        self.scenarios: list[Scenario] = []
+        self.results: list[dict[str, Any]] = []
+        self._generation = 0
+        self._workers: list[Any] = []
+        p = self.panel
+        p.scenario.currentIndexChanged.connect(lambda _i: self._show_plans())
+        p.new_btn.clicked.connect(lambda: self.new_scenario())
+        p.rename_btn.clicked.connect(self._rename)
+        p.delete_btn.clicked.connect(self._delete)
+        p.csv_plans.clicked.connect(lambda: exports.ask_and_save_csv(self.window, p.table, "plans"))
+        p.csv_compare.clicked.connect(lambda: exports.ask_and_save_csv(self.window, p.compare, "scenarios"))
+
+    # ------------------------------------------------------------ model
+    def model_changed(self, gm: GraphModel) -> None:
+        """A model was analysed: its items, and its saved scenarios."""
+        from splitscope.engine.plan.store import load_scenarios
+
+        self.gm = gm
+        self.items = sorted(items(gm), key=lambda it: it.kind != "plugin")  # the custom nodes first
+        self.scenarios = load_scenarios(gm.path) if gm.path is not None else []
+        self._fill_scenarios(0)
+        self.recompute()
+
+    def profile(self) -> dict[str, Any] | None:
+        """The profile shown in the Profile panel, when it is of this model."""
+        prof = self.window.profiling
+        doc = prof.results.get(prof.shown) if prof.shown is not None else None
+        if doc is None or self.gm is None:
+            return None
+        from splitscope.engine.errors import SplitscopeError
+        from splitscope.engine.present.report import check_same_model
+
+        try:
+            check_same_model(self.gm, doc, "profile", "the shown profile")
+        except SplitscopeError:
+            return None
+        return doc
+
+    def current(self) -> Scenario | None:
+        k = self.panel.scenario.currentIndex()
+        return self.scenarios[k - 1] if k >= 1 and k - 1 < len(self.scenarios) else None
+
+    # -------------------------------------------------------- scenarios
+    def new_scenario(self, name: str | None = None) -> Scenario | None:
+        """A new scenario starting from the suggested plans (a shipped plugin where one serves exactly)."""
+        if self.gm is None:
+            return None
+        if name is None:
+            name, ok = QInputDialog.getText(self.window, "New scenario", "Name:",
+                                            text=f"plan {chr(ord('A') + len(self.scenarios) % 26)}")
+            if not ok or not name.strip():
+                return None
+        name = self._unique(name.strip())
+        s = Scenario(name, {it.key: it.suggested for it in self.items if it.suggested != it.today})
+        self.scenarios.append(s)
+        self._save()
+        self._fill_scenarios(len(self.scenarios))
+        self.recompute()
+        return s
+
+    def set_plan(self, key: str, plan: str) -> None:
+        """Choose ``plan`` for item ``key`` in the current scenario, and recompute."""
+        s = self.current()
+        if s is None or plan not in PLANS:
+            return
+        it = next((i for i in self.items if i.key == key), None)
+        if it is None or plan not in it.options:
+            return
+        if plan == it.today:
+            s.plans.pop(key, None)
+        else:
+            s.plans[key] = plan
+        self._save()
+        self.recompute()
+
+    def _unique(self, name: str) -> str:
+        taken = {s.name for s in self.scenarios} | {TODAY}
+        base, k = name, 2
+        while name in taken:
+            name, k = f"{base} ({k})", k + 1
+        return name
+
+    def _rename(self) -> None:
+        s = self.current()
+        if s is None:
+            return
+        name, ok = QInputDialog.getText(self.window, "Rename scenario", "Name:", text=s.name)
+        if ok and name.strip() and name.strip() != s.name:
+            s.name = self._unique(name.strip())
+            self._save()
+            self._fill_scenarios(self.scenarios.index(s) + 1)
+            self.recompute()
+
+    def _delete(self) -> None:
+        s = self.current()
+        if s is not None:
+            self.scenarios.remove(s)
+            self._save()
+            self._fill_scenarios(0)
+            self.recompute()
+
+    def _save(self) -> None:
+        if self.gm is not None and self.gm.path is not None:
+            from splitscope.engine.plan.store import save_scenarios
+
+            try:
+                save_scenarios(self.gm.path, self.scenarios)
+            except OSError as e:
+                self.window.statusBar().showMessage(f"Could not save the scenarios: {e.strerror or e}", 8000)
+
+    def _fill_scenarios(self, index: int) -> None:
+        box = self.panel.scenario
+        box.blockSignals(True)
+        box.clear()
+        box.addItem(f"{TODAY} (as exported)")
+        for s in self.scenarios:
+            box.addItem(s.name)
+        box.setCurrentIndex(min(index, box.count() - 1))
+        box.blockSignals(False)
+        self._show_plans()
+
+    # ------------------------------------------------------------ table
+    def _show_plans(self) -> None:
+        p, s = self.panel, self.current()
+        editable = s is not None
+        p.rename_btn.setEnabled(editable)
+        p.delete_btn.setEnabled(editable)
+        prof = self.profile()
+        ms = {r["name"]: r["ms"] for r in (prof or {}).get("per_node", [])}
+        p.table.setRowCount(len(self.items))
+        for r, it in enumerate(self.items):
+            best = it.matches[0] if it.matches else None
+            cells = [it.label, it.reason, f"{best['plugin']} ({best['kind']})" if best else "—"]
+            for c, text in enumerate(cells):
+                item = QTableWidgetItem(text)
+                item.setToolTip(best["note"] if c == 2 and best else text)
+                p.table.setItem(r, c, item)
+            combo = QComboBox()
+            for opt in it.options:
+                combo.addItem(PLANS[opt], opt)
+            chosen = (s.plans.get(it.key, it.today) if s else it.today)
+            combo.setCurrentIndex(max(it.options.index(chosen) if chosen in it.options else 0, 0))
+            combo.setEnabled(editable)
+            combo.setToolTip("today's plan: make or pick a scenario to change it" if not editable else
+                             "what to do with it in this scenario")
+            combo.currentIndexChanged.connect(lambda _i, key=it.key, cb=combo: self.set_plan(key, cb.currentData()))
+            p.table.setCellWidget(r, 3, combo)
+            t = sum(ms.get(self.gm.nodes[i].name, 0.0) for i in it.nodes) if self.gm is not None and ms else None
+            p.table.setItem(r, 4, QTableWidgetItem(f"{t:.4g} ms" if t else "—"))
+        p.table.resizeColumnToContents(0)
+        p.table.resizeColumnToContents(3)
+
+    # -------------------------------------------------------- recompute
+    def recompute(self) -> None:
+        """Evaluate today and every scenario in a worker; the newest request wins."""
+        if self.gm is None:
+            return
+        from superqt.utils import create_worker
+
+        self._generation += 1
+        gen, gm, its, prof = self._generation, self.gm, list(self.items), self.profile()
+        scen = [Scenario(TODAY)] + [Scenario(s.name, dict(s.plans)) for s in self.scenarios]
+
+        def work() -> tuple[int, list[dict[str, Any]]]:
+            return gen, [evaluate(gm, s, prof, its) for s in scen]
+
+        worker = create_worker(work, _start_thread=False, _ignore_errors=True)
+        worker.returned.connect(self._evaluated)
+        worker.errored.connect(lambda e: self.window.statusBar().showMessage(f"Planner: {e}", 8000))
+        worker.finished.connect(lambda w=worker: self._workers.remove(w) if w in self._workers else None)
+        self._workers.append(worker)
+        worker.start()
+
+    def _evaluated(self, res: tuple[int, list[dict[str, Any]]]) -> None:
+        gen, docs = res
+        if gen != self._generation:
+            return
+        self.results = docs
+        p = self.panel
+        p.compare.setRowCount(len(docs))
+        for r, d in enumerate(docs):
+            cells = [d["name"], str(d["partitions"]), format_bytes(d["boundary_bytes"]),
+                     f"{d['host_copy_ms']:.4g} ms", latency_text(d), ", ".join(d["custom_work"]) or "none"]
+            for c, text in enumerate(cells):
+                p.compare.setItem(r, c, QTableWidgetItem(text))
+        p.compare.resizeColumnsToContents()
+        self._chart(docs)
+        s = self.current()
+        today = docs[0]
+        mine = next((d for d in docs if s is not None and d["name"] == s.name), today)
+        p.summary.setText(self.summary_html(today, mine))
+        self.evaluated.emit()
+
+    def summary_html(self, today: dict[str, Any], mine: dict[str, Any]) -> str:
+        def line(d: dict[str, Any]) -> str:
+            return (f"<b>{html.escape(d['name'])}</b>: {plural(d['partitions'], 'partition')}, "
+                    f"{format_bytes(d['boundary_bytes'])} crossing them, host copies {d['host_copy_ms']:.3g} ms, "
+                    f"latency {latency_text(d)}")
+        out = line(today)
+        if mine is not today:
+            out += "<br>" + line(mine)
+            lat = mine.get("latency")
+            if lat:
+                out += f"<br>saves at most <b>{lat['saves_at_most_ms']:.3g} ms</b> of {lat['today_ms']:.3g} ms"
+        src = mine.get("latency", {}) or {}
+        note = f"copies at {mine['copy_gbps']:g} GB/s ({mine['copy_source']})"
+        if src:
+            note += f"; latency: {src['source']}; not priced: {src['not_priced']}"
+        return out + f"<br><i>{html.escape(note)}</i>"
+
+    def _chart(self, docs: list[dict[str, Any]]) -> None:
+        p = self.panel
+        lat = all(d.get("latency") for d in docs)
+        vals = [d["latency"]["high_ms"] if lat else d["boundary_bytes"] / 1e3 for d in docs]
+        colours = ["#999999"] + ["#0072B2"] * (len(docs) - 1)
+        p.bars.setOpts(x0=[0] * len(docs), y=list(range(len(docs))), width=vals, height=0.6,
+                       brushes=[pg.mkBrush(c) for c in colours])
+        p.chart.getAxis("left").setTicks([[(k, d["name"]) for k, d in enumerate(docs)]])
+        p.chart.setLabel("bottom", "estimated latency (upper end)" if lat else "bytes crossing engine boundaries",
+                         units="ms" if lat else "kB")
+        p.chart.getPlotItem().invertY(True)
+        p.chart.autoRange()
