@@ -27,7 +27,7 @@ def _clip(text: str, width: float, size: float) -> str:
     return text if len(text) <= most else text[: most - 1] + "…"
 
 
-def overview(view: View, width: int = 1000, height: int = 540) -> str:
+def overview(view: View, width: int = 1000, height: int = 470) -> str:
     """The split at the level the canvas first shows: frames of expanded scopes, blocks (with their share
     bar: delegate blue, plugin orange), nodes (plugin nodes labelled with their op and name), edges (partition
     boundaries in magenta) and each item's engine partition as a coloured outline."""

@@ -113,7 +113,7 @@ def report_data(gm: GraphModel, view: Any, profiles: list[dict[str, Any]] | None
             [{"name": e["name"], "ms": e["latency"]["high_ms"], "low": e["latency"]["low_ms"],
               "high": e["latency"]["high_ms"]} for e in lat], "ms", "estimated latency per inference (range)", "ms",
             "low", "high")
-    else:
+    elif len(evaluated) > 1:  # nothing to compare with today alone
         data["figures"]["scenarios"] = figures.bars(
             [{"name": e["name"], "kb": e["boundary_bytes"] / 1e3} for e in evaluated], "kb",
             "bytes crossing engine boundaries per inference", "kB")
@@ -130,6 +130,7 @@ def report_data(gm: GraphModel, view: Any, profiles: list[dict[str, Any]] | None
     for key in ("time", "calibration", "engine"):
         data.setdefault(key, None)
     data["figures"].setdefault("roofline", "")
+    data["figures"].setdefault("scenarios", "")
     for e in evaluated:
         e.setdefault("latency", None)
     return data
