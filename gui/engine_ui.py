@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QDialog, QDockWidget, QFileDialog, QTableWidget, Q
 from splitscope.engine.jobs import CancelToken, JobEvent, Progress
 from splitscope.engine.view.layout import View
 from splitscope.gui.engine_panel import EnginePanel
+from splitscope.gui.exports import add_csv_menu
 from splitscope.gui.render import Heat
 
 if TYPE_CHECKING:
@@ -328,6 +329,7 @@ class EngineUi(QObject):
         rows = cmp.get("largest_changes", [])
         t = QTableWidget(len(rows) + len(cmp["by_layer_type"]), 5)
         t.setHorizontalHeaderLabels(["Node / layer type", "A ms", "B ms", "A precision", "B precision"])
+        add_csv_menu(t, "engine-comparison")
         r = 0
         for row in cmp["by_layer_type"]:
             for c, v in enumerate((f"[type] {row['type']}", f"{row['a_ms']:.4f}", f"{row['b_ms']:.4f}", "", "")):

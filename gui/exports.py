@@ -8,9 +8,9 @@ import io
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QSettings
+from PySide6.QtCore import QSettings, Qt
 from PySide6.QtGui import QGuiApplication, QImage
-from PySide6.QtWidgets import QFileDialog, QTableWidget, QWidget
+from PySide6.QtWidgets import QAbstractItemView, QFileDialog, QWidget
 from splitscope.engine.report.files import atomic_path, write_text_atomic
 from splitscope.engine.text import model_title
 
@@ -82,23 +82,40 @@ def canvas_image(window: MainWindow) -> QImage:
     return widget_image(window.canvas)
 
 
-def table_csv(table: QTableWidget) -> str:
-    """A table's visible text as CSV (header row first)."""
+def table_csv(view: QAbstractItemView) -> str:
+    """A table's rows as shown (sorted and filtered as the view shows them) as CSV, header row first; a
+    combo box in a cell gives its current choice."""
+    m = view.model()
     buf = io.StringIO()
     w = csv.writer(buf)
-    cols = range(table.columnCount())
-    w.writerow([table.horizontalHeaderItem(c).text() if table.horizontalHeaderItem(c) else "" for c in cols])
-    for r in range(table.rowCount()):
+    cols = range(m.columnCount())
+    w.writerow([str(m.headerData(c, Qt.Orientation.Horizontal) or "") for c in cols])
+    for r in range(m.rowCount()):
         row: list[Any] = []
         for c in cols:
-            widget = table.cellWidget(r, c)
-            item = table.item(r, c)
-            row.append(widget.currentText() if hasattr(widget, "currentText") else item.text() if item else "")
+            idx = m.index(r, c)
+            widget = view.indexWidget(idx)
+            value = widget.currentText() if hasattr(widget, "currentText") else m.data(idx)
+            row.append("" if value is None else str(value))
         w.writerow(row)
     return buf.getvalue()
 
 
-def ask_and_save_csv(parent: QWidget, table: QTableWidget, name: str) -> Path | None:
+def add_csv_menu(view: QAbstractItemView, name: str) -> None:
+    """Right-click on ``view``: Copy as CSV, Export as CSV… (every table of the app travels)."""
+    from PySide6.QtWidgets import QMenu
+
+    def menu(pos: Any) -> None:
+        m = QMenu(view)
+        m.addAction("Copy as CSV", lambda: QGuiApplication.clipboard().setText(table_csv(view)))
+        m.addAction("Export as CSV…", lambda: ask_and_save_csv(view, view, name))
+        m.exec(view.viewport().mapToGlobal(pos))
+
+    view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+    view.customContextMenuRequested.connect(menu)
+
+
+def ask_and_save_csv(parent: QWidget, table: QAbstractItemView, name: str) -> Path | None:
     """Export ``table`` as CSV, atomically."""
     path, _ = QFileDialog.getSaveFileName(parent, "Export table as CSV", str(last_dir() / f"{name}.csv"),
                                           "CSV (*.csv)")

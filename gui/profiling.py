@@ -13,6 +13,7 @@ from PySide6.QtGui import QAction, QActionGroup
 from PySide6.QtWidgets import QDialog, QDockWidget, QTableWidget, QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget
 from splitscope.engine.model import GraphModel
 from splitscope.engine.view.layout import View
+from splitscope.gui.exports import add_csv_menu
 from splitscope.gui.jobs_panel import JobsPanel
 from splitscope.gui.profile_dialog import ProfileDialog
 from splitscope.gui.profile_panel import ProfilePanel
@@ -84,6 +85,7 @@ class CompareDialog(QDialog):
             rows = compare_rows(a, b, key)
             t = QTableWidget(len(rows) + 1, 4)
             t.setHorizontalHeaderLabels([label[3:], "A ms", "B ms", "B / A"])
+            add_csv_menu(t, "profile-comparison")
             la, lb = a.get("latency_ms", {}).get("mean", 0.0), b.get("latency_ms", {}).get("mean", 0.0)
             for r, (name, x, y) in enumerate([("latency (mean)", la, lb), *rows]):
                 t.setItem(r, 0, QTableWidgetItem(name))

@@ -8,7 +8,7 @@ from collections.abc import Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QObject, QSettings
+from PySide6.QtCore import QObject, QSettings, Qt
 from PySide6.QtWidgets import QFileDialog
 from splitscope.engine.jobs import CancelToken, JobEvent
 from splitscope.gui import exports
@@ -29,6 +29,11 @@ class ShowUi(QObject):
         self.planner = PlannerUi(window)
         self.board: PresentBoard | None = None
         window.profiling.queue.finished.connect(self._job_finished)
+        from PySide6.QtWidgets import QTableView
+
+        for view in window.findChildren(QTableView):  # ops, engine layers, plans, scenarios: all travel as CSV
+            if view.contextMenuPolicy() != Qt.ContextMenuPolicy.CustomContextMenu:
+                exports.add_csv_menu(view, view.objectName() or "table")
 
     # ------------------------------------------------------------ menus
     def add_file_actions(self, f: Any) -> None:

@@ -102,3 +102,16 @@ def test_copy_canvas_and_node_data(qtbot, window, tmp_path):
     assert [f.name for f in files] == ["sample.split.json"]
     doc = json.loads(files[0].read_text())
     assert doc["main_graph"]["results"]["/neck/dcn/DCNv4"]["value"] == "plugin"
+
+
+def test_every_table_travels_as_csv(qtbot, window):
+    from PySide6.QtCore import Qt as _Qt
+    from PySide6.QtWidgets import QTableView
+    from splitscope.gui.exports import table_csv
+
+    _open(qtbot, window, SAMPLE_MODEL)
+    views = window.findChildren(QTableView)
+    assert views and all(v.contextMenuPolicy() == _Qt.ContextMenuPolicy.CustomContextMenu for v in views)
+    rows = table_csv(window.ops.table).strip().splitlines()
+    assert rows[0].startswith("Op type,Count,Status") and len(rows) == window.ops.table.model().rowCount() + 1
+    assert any(r.startswith("com.example.vision::DCNv4,1,") for r in rows)
