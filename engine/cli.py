@@ -259,7 +259,8 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     res = _run_with_bar(calibrate(args.model or SAMPLE_MODEL, args.out, data=args.data, method=args.method,
                                   precision=args.precision, samples=args.samples, keep=args.keep,
                                   dims=_dims(args.dim), percentile=args.percentile, budget=args.budget,
-                                  sensitivity=args.sensitivity, backend=args.backend, recipe=args.recipe))
+                                  sensitivity=args.sensitivity, backend=args.backend, recipe=args.recipe,
+                                  half=args.fp16 or args.bf16, half_precision="bf16" if args.bf16 else "fp16"))
     if not args.quiet:
         cached = " (statistics from the cache)" if res["stats_cached"] else ""
         if "casts" in res:
@@ -289,6 +290,10 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
                     t = f"{extra * 1000:.3f} µs" if extra < 0.01 else f"{extra:.4f} ms"
                     print(f"  the kept nodes: {c['flops']:,} FLOPs, {t} more per inference at the peaks of "
                           f"{c['gpu']} than in {res['precision'].upper()}")
+        if res.get("half"):
+            h = res["half"]
+            print(f"  pinned to {h['precision'].upper()}: {plural(len(h['nodes']), 'node')}, "
+                  f"{plural(h['casts'], 'Cast')}")
         for note in res["notes"]:
             print(f"  note: {note}")
     _write_json(args, res)
@@ -395,6 +400,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--budget", metavar="snr=30", help="keep the most sensitive nodes in float until this is met "
                    "(snr=DB or cosine=VALUE)")
     c.add_argument("--sensitivity", action="store_true", help="measure each quantized node's sensitivity")
+    half = c.add_mutually_exclusive_group()
+    half.add_argument("--fp16", action="append", default=[], metavar="NODE",
+                      help="with int8/fp8: run this node in FP16 (casts) instead of quantizing it (repeat)")
+    half.add_argument("--bf16", action="append", default=[], metavar="NODE", help="the same in BF16")
     c.add_argument("--backend", choices=["ort-cpu", "ort-cuda"], default="ort-cpu",
                    help="what runs the FP32 statistics pass")
     c.add_argument("--dim", action="append", default=[], metavar="NAME=INT")

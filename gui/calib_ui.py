@@ -156,14 +156,18 @@ class CalibPanel(QWidget):
         self.tabs.addTab(self.search_plot, "Search")
         self.pin_fp32 = QPushButton("Pin Selection to FP32")
         self.pin_low = QPushButton("Pin Selection to INT8")
+        self.pin_half = QPushButton("Pin Selection to FP16")
         for b, tip in ((self.pin_fp32, "keep the selected node, block or search matches in FP32"),
-                       (self.pin_low, "let the selected node, block or search matches run in the reduced type")):
+                       (self.pin_low, "let the selected node, block or search matches run in the reduced type"),
+                       (self.pin_half, "run the selected node, block or search matches in FP16 (casts) inside the "
+                                       "INT8/FP8 model")):
             b.setToolTip(tip + ", and measure the accuracy again in the background (the statistics are cached)")
             b.setEnabled(False)
         self.pins = QLabel("")
         pins = QHBoxLayout()
         pins.addWidget(self.pin_fp32)
         pins.addWidget(self.pin_low)
+        pins.addWidget(self.pin_half)
         pins.addWidget(self.pins, 1)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 4, 4, 4)
@@ -227,7 +231,10 @@ class CalibPanel(QWidget):
         self.pin_low.setText(f"Pin Selection to {low}")
         self.pin_fp32.setEnabled(True)
         self.pin_low.setEnabled(True)
-        self.pins.setText(f"{len(res['excluded'])} nodes in FP32, {len(res['quantized'])} in {low}")
+        self.pin_half.setEnabled(res["precision"] in ("int8", "fp8"))
+        half = res.get("half") or {}
+        self.pins.setText(f"{len(res['excluded'])} nodes in FP32, {len(res['quantized'])} in {low}"
+                          + (f", {len(half['nodes'])} in {half['precision'].upper()}" if half else ""))
         acc = "; ".join(f"{html.escape(o)}: SNR {a['snr_db']:.1f} dB, cosine {a['cosine']:.4f}"
                         + (f", top-1 {a['top1_agreement']:.0%}" if "top1_agreement" in a else "")
                         for o, a in res["accuracy"].items())
@@ -309,8 +316,9 @@ class CalibUi(QObject):
         self.result: dict[str, Any] | None = None
         self.last_args: dict[str, Any] | None = None
         self.pending: int | None = None
-        self.panel.pin_fp32.clicked.connect(lambda: self.pin(True))
-        self.panel.pin_low.clicked.connect(lambda: self.pin(False))
+        self.panel.pin_fp32.clicked.connect(lambda: self.pin("fp32"))
+        self.panel.pin_low.clicked.connect(lambda: self.pin("low"))
+        self.panel.pin_half.clicked.connect(lambda: self.pin("half"))
         window.profiling.queue.finished.connect(self._finished)
         window.profiling.queue.sample.connect(self._sample)
         window.profiling.queue.changed.connect(self._changed)
@@ -359,9 +367,11 @@ class CalibUi(QObject):
             idx = nodes_under(view, w.canvas.selected_group)
         return [gm.nodes[i].name for i in sorted(idx) if gm.nodes[i].name]
 
-    def pin(self, fp32: bool) -> int | None:
-        """Pin the chosen nodes to FP32 (or back to the reduced type) and measure again: the same run with the
-        new keep list, no search (the statistics come from the cache, so this takes seconds)."""
+    def pin(self, to: str | bool) -> int | None:
+        """Pin the chosen nodes to FP32 (``fp32``), back to the reduced type (``low``) or, in an INT8/FP8 run,
+        to FP16 (``half``), and measure again: the same run with the new pins, no search (the statistics come
+        from the cache, so this takes seconds)."""
+        to = {True: "fp32", False: "low"}.get(to, to) if isinstance(to, bool) else to
         names = self.chosen()
         if self.last_args is None or not names:
             self.window.statusBar().showMessage("Select a node or a block, or search an op type or scope, first.",
@@ -369,12 +379,19 @@ class CalibUi(QObject):
             return None
         args = dict(self.last_args)
         keep = set(args.get("keep") or []) | set((self.result or {}).get("excluded", []))
-        keep = keep | set(names) if fp32 else keep - set(names)
-        args.update(keep=sorted(keep), budget=None, sensitivity=False)
+        half = set(args.get("half") or [])
+        chosen = set(names)
+        if to == "fp32":
+            keep, half = keep | chosen, half - chosen
+        elif to == "half":
+            keep, half = keep - chosen, half | chosen
+        else:
+            keep, half = keep - chosen, half - chosen
+        args.update(keep=sorted(keep), half=sorted(half), budget=None, sensitivity=False)
         q = self.window.profiling.queue
         if self.pending is not None and self.pending in q.jobs and q.jobs[self.pending].state in ("queued", "running"):
             q.cancel(self.pending)  # the newest pins win
-        where = "FP32" if fp32 else args["precision"].upper()
+        where = {"fp32": "FP32", "half": "FP16"}.get(to, args["precision"].upper())
         self.panel.pins.setText(f"Measuring with {len(names)} more pinned to {where}…")
         self.pending = self.submit(args)
         return self.pending
@@ -409,8 +426,14 @@ class CalibUi(QObject):
         keys = list(PLAN_COLOURS)
         nodes = {by[n]: float(keys.index(prec)) for n in self.result.get("quantized", []) if n in by}
         nodes.update({by[n]: float(keys.index("FP32")) for n in self.result.get("excluded", []) if n in by})
+        half = self.result.get("half") or {}
+        if half:
+            nodes.update({by[n]: float(keys.index(half["precision"].upper())) for n in half["nodes"] if n in by})
         from splitscope.gui.engine_ui import _groups_up
 
         groups = {g: next(iter(v)) for g, v in _groups_up(view, nodes).items() if len(v) == 1}
+        legend = [(prec, PLAN_COLOURS[prec]), ("kept in FP32", PLAN_COLOURS["FP32"])]
+        if half:
+            legend.insert(1, (f"pinned to {half['precision'].upper()}", PLAN_COLOURS[half["precision"].upper()]))
         return Heat(nodes, groups, "calibration plan (grey: left as written)", palette=tuple(PLAN_COLOURS.values()),
-                    items=((prec, PLAN_COLOURS[prec]), ("kept in FP32", PLAN_COLOURS["FP32"])))
+                    items=tuple(legend))

@@ -40,6 +40,28 @@ def _for_casts(proto: onnx.ModelProto, precision: str, notes: list[str]) -> tupl
         return conv, conv is not proto
 
 
+def _qdq_with_half(model: Path, out: Path, ranges: dict[str, float], qplan: qdq.QdqPlan, precision: str,
+                   half: set[str], half_precision: str,
+                   notes: list[str]) -> tuple[dict[str, int], bytes, dict[str, Any]]:
+    """Write Q/DQ for the quantized nodes and casts for the nodes pinned to FP16/BF16; return the counts, the
+    emulation to measure (the Q/DQ as written, the pinned nodes' tensors rounded) and the pins' record."""
+    m, counts = qdq.apply(onnx.load(str(model)), ranges, qplan, precision)
+    if half_precision == "bf16":
+        m = qdq._at_least(m, 22)
+    hplan = casts.plan(m, half_precision, default_keep=False, only=half)
+    emulation = casts.emulate(m, hplan).SerializeToString()
+    written, hc = casts.apply(m, hplan)
+    qdq.save_model(written, out)
+    missed = sorted(half - set(hplan.low))
+    if missed:
+        notes.append(f"{len(missed)} nodes pinned to {half_precision.upper()} cannot run in it (their ONNX schema "
+                     f"does not allow it, or they compute nothing): left in FP32: {', '.join(missed[:5])}")
+    notes.append(f"accuracy of the {half_precision.upper()} pins is emulated (their tensors rounded), the Q/DQ "
+                 "run as written")
+    return counts, emulation, {"precision": half_precision, "nodes": hplan.low, "casts": hc["casts"],
+                               "not_reduced": missed}
+
+
 def _full_model(model: Path, converted: onnx.ModelProto | None) -> onnx.ModelProto:
     """The model with its weights loaded (``converted``'s graph when the opset was raised)."""
     if converted is None:
@@ -106,9 +128,12 @@ def calibrate(model: str | Path, out: str | Path, *, data: str = "random", metho
               dims: dict[str, int] | None = None, percentile: float = 99.99, heldout: int = 8,
               backend: str = "ort-cpu", cancel: CancelToken | None = None,
               details: bool = False, budget: str | None = None,
-              sensitivity: bool = False, recipe: str | None = None) -> Generator[JobEvent, None, dict[str, Any]]:
+              sensitivity: bool = False, recipe: str | None = None, half: list[str] | None = None,
+              half_precision: str = "fp16") -> Generator[JobEvent, None, dict[str, Any]]:
     """Calibrate ``model`` and write the Q/DQ model to ``out``; returns the result document (with ``details``:
-    each tensor's histogram, 256 bins, and every method's threshold on it, for the calibration view)."""
+    each tensor's histogram, 256 bins, and every method's threshold on it, for the calibration view).
+    ``half``: in an INT8/FP8 run, nodes pinned to ``half_precision`` (FP16 or BF16): left out of the Q/DQ and
+    given casts instead, so one model mixes INT8, FP16 and FP32 as TensorRT 11's strong typing runs it."""
     cancel = cancel or CancelToken()
     t0 = time.perf_counter()
     model, out = Path(model), Path(out)
@@ -129,7 +154,12 @@ def calibrate(model: str | Path, out: str | Path, *, data: str = "random", metho
     proto = onnx.load(str(model), load_external_data=False)
     specs = input_specs(proto)
     cdata = open_data(data, specs, samples, dims, recipe=recipe)
-    unknown = sorted(set(keep or []) - {n.name for n in proto.graph.node})
+    if half and precision not in ("int8", "fp8"):
+        raise SplitscopeError(f"--{half_precision} pins go with --precision int8 or fp8 (with --precision "
+                              f"{precision} every node that can is already reduced; use --keep for FP32).")
+    if half_precision not in casts.LOW:
+        raise SplitscopeError(f"half precision {half_precision}: use fp16 or bf16.")
+    unknown = sorted((set(keep or []) | set(half or [])) - {n.name for n in proto.graph.node})
     if unknown:
         raise SplitscopeError(f"--keep {unknown[0]!r}: no node of that name in the model (names are shown in the "
                               "inspector and by 'splitscope analyze --json').")
@@ -142,7 +172,7 @@ def calibrate(model: str | Path, out: str | Path, *, data: str = "random", metho
         outputs = {n.name or n.output[0]: list(n.output) for n in proto.graph.node}
         tensors = [t for lbl in cplan.low for t in outputs.get(lbl, [])] if precision == "fp16" else []
     else:
-        qplan = qdq.plan(proto, set(keep or []))
+        qplan = qdq.plan(proto, set(keep or []) | set(half or []))
         tensors = qplan.activations
     from splitscope.engine.paths import cache_dir
     from splitscope.engine.runtime.store import model_key
@@ -159,6 +189,7 @@ def calibrate(model: str | Path, out: str | Path, *, data: str = "random", metho
         save_stats(stats, cache)
     cancel.raise_if_cancelled()
     searched = None
+    half_doc: dict[str, Any] | None = None
     if low:
         absmax = {t: stats[t].absmax for t in tensors if t in stats}
         full = _full_model(model, proto if converted else None)
@@ -195,11 +226,15 @@ def calibrate(model: str | Path, out: str | Path, *, data: str = "random", metho
             searched = yield from _sensitivity_and_search(model, build_q, list(qplan.nodes), precision, specs, dims,
                                                           heldout, budget, backend, cancel)
             keep = sorted(set(keep or []) | set(searched.get("keep", [])))
-            qplan = qdq.plan(onnx.load(str(model), load_external_data=False), set(keep))
+            qplan = qdq.plan(onnx.load(str(model), load_external_data=False), set(keep) | set(half or []))
         yield Progress("write", 0, 0, f"Writing {out.name}")
-        counts = qdq.write(model, out, ranges, qplan, precision)
-        candidate = out
-        excluded, quantized = qplan.excluded, qplan.nodes
+        if half:
+            counts, candidate, half_doc = _qdq_with_half(model, out, ranges, qplan, precision, set(half),
+                                                         half_precision, notes)
+        else:
+            counts = qdq.write(model, out, ranges, qplan, precision)
+            candidate, half_doc = out, None
+        excluded, quantized = [x for x in qplan.excluded if x not in set(half or [])], qplan.nodes
     # Accuracy on held-out samples (other seeds, or the files past the calibration set).
     yield Progress("accuracy", 0, heldout, "Comparing with the FP32 model")
     if cdata.random:
@@ -247,6 +282,8 @@ def calibrate(model: str | Path, out: str | Path, *, data: str = "random", metho
             "ranges": {t: round(v, 6) for t, v in ranges.items()}, "notes": notes, "quantized": quantized}
     if low:
         doc.update({"casts": counts["casts"], "kept_reasons": cplan.reasons, "emulated": True})
+    elif half_doc is not None:
+        doc["half"] = half_doc
     if searched is not None:
         doc["search"] = searched
     if details:

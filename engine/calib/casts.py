@@ -101,8 +101,10 @@ def _allowed(schema: onnx.defs.OpSchema, formals: list[onnx.defs.OpSchema.Formal
 
 
 def plan(model: onnx.ModelProto, precision: str, keep: set[str] | None = None, default_keep: bool = True,
-         absmax: dict[str, float] | None = None, types: dict[str, int] | None = None) -> CastPlan:
-    """Which nodes of ``model`` run in ``precision`` (``fp16`` or ``bf16``); see the module docstring."""
+         absmax: dict[str, float] | None = None, types: dict[str, int] | None = None,
+         only: set[str] | None = None) -> CastPlan:
+    """Which nodes of ``model`` run in ``precision`` (``fp16`` or ``bf16``); see the module docstring.
+    ``only``: the candidates are these nodes alone (nodes pinned to FP16 in an INT8/FP8 model)."""
     if precision not in LOW:
         raise ValueError(precision)
     keep = keep or set()
@@ -112,6 +114,8 @@ def plan(model: onnx.ModelProto, precision: str, keep: set[str] | None = None, d
     p = CastPlan(precision)
     for n in model.graph.node:
         label = _label(n)
+        if only is not None and label not in only:
+            continue
         if n.domain not in ("", "ai.onnx") or n.op_type in NEUTRAL_OPS:
             continue
         if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in n.attribute):
@@ -161,7 +165,8 @@ def plan(model: onnx.ModelProto, precision: str, keep: set[str] | None = None, d
             continue
         p.low.append(label)
         p.low_inputs[label] = low_inputs
-    _followers(model.graph, p, types)
+    if only is None:
+        _followers(model.graph, p, types)
     return p
 
 

@@ -8,10 +8,12 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+import pytest
 from onnx import TensorProto, helper, numpy_helper
 from splitscope.engine.calib import casts
 from splitscope.engine.calib.calibrate import calibrate
 from splitscope.engine.cli import main as cli
+from splitscope.engine.errors import SplitscopeError
 from splitscope.engine.jobs import run_to_end
 
 from tests.engine.test_calib import DIMS, TRANSFORMER, _cnn
@@ -120,3 +122,25 @@ def test_cli_fp16_json(tmp_path):
     doc = json.loads(js.read_text())
     assert doc["precision"] == "fp16" and doc["casts"] > 0 and doc["excluded"] and doc["tensors"] > 0
     assert {"snr_db", "cosine", "max_abs"} <= set(doc["accuracy"]["logits"])
+
+
+def test_int8_with_nodes_pinned_to_fp16_builds_in_tensorrt_rtx(tmp_path):
+    """One model mixing INT8 (Q/DQ), FP16 (casts) and FP32, as TensorRT 11's strong typing runs it."""
+    model = _cnn(tmp_path / "cnn.onnx")
+    out = tmp_path / "cnn.mixed.onnx"
+    res = run_to_end(calibrate(model, out, precision="int8", samples=4, half=["conv2"]))
+    m = onnx.load(out)
+    onnx.checker.check_model(m, full_check=True)
+    nodes = {n.name: n for n in m.graph.node}
+    inits = {i.name: i for i in m.graph.initializer}
+    assert res["half"]["nodes"] == ["conv2"] and res["half"]["precision"] == "fp16"
+    assert "conv2" not in res["quantized"] and "conv2" not in res["excluded"] and "conv1" in res["quantized"]
+    assert nodes["conv2"].input[0] == "r1_fp16" and inits["w2"].data_type == TensorProto.FLOAT16
+    assert nodes["conv1"].input[1] == "w1_dequantized"  # conv1 stays INT8
+    assert res["accuracy"]["y"]["snr_db"] > 20
+    with pytest.raises(SplitscopeError, match="go with --precision int8"):
+        run_to_end(calibrate(model, tmp_path / "x.onnx", precision="fp16", half=["conv2"]))
+    pytest.importorskip("tensorrt_rtx", reason="tensorrt_rtx is not installed (the test extra installs it)")
+    from splitscope.engine.runtime.trt import build_engine
+
+    assert len(build_engine(out, "rtx", {})) > 10_000

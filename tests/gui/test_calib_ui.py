@@ -103,3 +103,25 @@ def test_pinning_nodes_measures_again_with_the_cached_statistics(qtbot, window, 
     jid = ui.pin(False)
     qtbot.waitUntil(lambda: q.jobs[jid].state == DONE and ui.result is not second, timeout=90000)
     assert "conv2" not in ui.result["excluded"] and "conv2" in ui.result["quantized"]
+
+
+def test_pinning_a_node_to_fp16_inside_an_int8_model(qtbot, window, tmp_path):
+    from splitscope.gui.engine_ui import PRECISION_COLOURS
+
+    model = _cnn(tmp_path / "cnn.onnx")
+    window.open_model(model)
+    wait_idle(qtbot, window)
+    ui, q = window.calib_ui, window.profiling.queue
+    jid = ui.submit({"model": str(model), "out": str(tmp_path / "cnn.int8.onnx"), "data": "random",
+                     "method": "max", "precision": "int8", "samples": 2, "keep": [], "dims": {}})
+    qtbot.waitUntil(lambda: q.jobs[jid].state == DONE and ui.result is not None, timeout=90000)
+    assert ui.panel.pin_half.isEnabled()
+    by = {n.name: n.index for n in window.graph_model.nodes}
+    window.canvas.highlight_nodes = set()
+    window.canvas.selected_node = by["conv2"]
+    first = ui.result
+    jid = ui.pin("half")
+    qtbot.waitUntil(lambda: q.jobs[jid].state == DONE and ui.result is not first, timeout=90000)
+    assert ui.result["half"]["nodes"] == ["conv2"] and "1 in FP16" in ui.panel.pins.text()
+    heat = window.canvas.heat
+    assert list(heat.palette)[int(heat.nodes[by["conv2"]])] == PRECISION_COLOURS["FP16"]
