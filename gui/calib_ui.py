@@ -381,9 +381,10 @@ class CalibUi(QObject):
         keep = set(args.get("keep") or []) | set((self.result or {}).get("excluded", []))
         half = set(args.get("half") or [])
         chosen = set(names)
+        casts_run = args.get("precision") in ("fp16", "bf16")  # there ``half`` forces nodes into the reduced type
         if to == "fp32":
             keep, half = keep | chosen, half - chosen
-        elif to == "half":
+        elif to == "half" or (to == "low" and casts_run):
             keep, half = keep - chosen, half | chosen
         else:
             keep, half = keep - chosen, half - chosen

@@ -20,7 +20,7 @@ from splitscope.engine.calib.search import qdq_builder
 from splitscope.engine.errors import SplitscopeError
 from splitscope.engine.jobs import CancelToken, JobEvent, Progress
 from splitscope.engine.runtime.inputs import input_specs
-from splitscope.engine.runtime.ort import OrtBackend
+from splitscope.engine.runtime.ort import InferenceError, OrtBackend
 
 
 def _for_casts(proto: onnx.ModelProto, precision: str, notes: list[str]) -> tuple[onnx.ModelProto, bool]:
@@ -51,6 +51,7 @@ def _qdq_with_half(model: Path, out: Path, ranges: dict[str, float], qplan: qdq.
     hplan = casts.plan(m, half_precision, default_keep=False, only=half)
     emulation = casts.emulate(m, hplan).SerializeToString()
     written, hc = casts.apply(m, hplan)
+    _check_written(written, half_precision)
     qdq.save_model(written, out)
     missed = sorted(half - set(hplan.low))
     if missed:
@@ -60,6 +61,18 @@ def _qdq_with_half(model: Path, out: Path, ranges: dict[str, float], qplan: qdq.
                  "run as written")
     return counts, emulation, {"precision": half_precision, "nodes": hplan.low, "casts": hc["casts"],
                                "not_reduced": missed}
+
+
+def _check_written(m: onnx.ModelProto, precision: str) -> None:
+    """Refuse to write a model ONNX's checker rejects (nothing is written then)."""
+    if m.ByteSize() > 1_900_000_000:
+        return  # the checker needs the file for a model over 2 GB; TensorRT's parser checks it on import
+    try:
+        onnx.checker.check_model(m, full_check=True)
+    except Exception as e:  # noqa: BLE001 - the checker's ValidationError / InferenceError
+        why = str(e).splitlines()[0][:160]
+        raise SplitscopeError(f"The {precision.upper()} model would not be valid ONNX ({why}): nothing was "
+                              "written; keep the node it names in FP32 with --keep, and report it.") from None
 
 
 def _full_model(model: Path, converted: onnx.ModelProto | None) -> onnx.ModelProto:
@@ -154,12 +167,10 @@ def calibrate(model: str | Path, out: str | Path, *, data: str = "random", metho
     proto = onnx.load(str(model), load_external_data=False)
     specs = input_specs(proto)
     cdata = open_data(data, specs, samples, dims, recipe=recipe)
-    if half and precision not in ("int8", "fp8"):
-        raise SplitscopeError(f"--{half_precision} pins go with --precision int8 or fp8 (with --precision "
-                              f"{precision} every node that can is already reduced; use --keep for FP32).")
     if half_precision not in casts.LOW:
         raise SplitscopeError(f"half precision {half_precision}: use fp16 or bf16.")
-    unknown = sorted((set(keep or []) | set(half or [])) - {n.name for n in proto.graph.node})
+    labels = {n.name for n in proto.graph.node} | {n.output[0] for n in proto.graph.node if not n.name and n.output}
+    unknown = sorted((set(keep or []) | set(half or [])) - labels)
     if unknown:
         raise SplitscopeError(f"--keep {unknown[0]!r}: no node of that name in the model (names are shown in the "
                               "inspector and by 'splitscope analyze --json').")
@@ -168,7 +179,8 @@ def calibrate(model: str | Path, out: str | Path, *, data: str = "random", metho
     if low:
         proto, converted = _for_casts(proto, precision, notes)
         types = casts.infer_types(proto)
-        cplan = casts.plan(proto, precision, set(keep or []), types=types)
+        force = set(half or [])  # with --precision fp16/bf16, pins to it override the default keeps and the data
+        cplan = casts.plan(proto, precision, set(keep or []), types=types, force=force)
         outputs = {n.name or n.output[0]: list(n.output) for n in proto.graph.node}
         tensors = [t for lbl in cplan.low for t in outputs.get(lbl, [])] if precision == "fp16" else []
     else:
@@ -179,9 +191,9 @@ def calibrate(model: str | Path, out: str | Path, *, data: str = "random", metho
 
     cache = cache_dir() / "calib" / f"{model_key(model)}-{cdata.key()}.npz"
     stats = load_stats(cache) or {}
-    cached = set(tensors) <= set(stats)
+    cached = bool(tensors) and set(tensors) <= set(stats)
     stats_s = 0.0
-    if not cached:
+    if tensors and not cached:
         c0 = time.perf_counter()
         fresh = yield from collect(model, tensors, cdata, backend, cancel)
         stats_s = time.perf_counter() - c0
@@ -193,11 +205,21 @@ def calibrate(model: str | Path, out: str | Path, *, data: str = "random", metho
     if low:
         absmax = {t: stats[t].absmax for t in tensors if t in stats}
         full = _full_model(model, proto if converted else None)
-        cplan = casts.plan(proto, precision, set(keep or []), absmax=absmax, types=types)
+        original = onnx.load(str(model)) if converted else full
+        cplan = casts.plan(proto, precision, set(keep or []), absmax=absmax, types=types, force=force)
+
+        def emulation(p: casts.CastPlan) -> onnx.ModelProto:
+            """The emulation runs the model at its own opset (ONNX Runtime may lack kernels of the raised one,
+            such as RoiAlign-22): the same nodes, their positions read from the schema there."""
+            if not converted:
+                return casts.emulate(full, p)
+            there = casts.plan(original, "fp16", default_keep=False, only=set(p.low))
+            there.precision = p.precision
+            return casts.emulate(original, there)
 
         def build(more: set[str]) -> onnx.ModelProto:
-            return casts.emulate(full, casts.plan(full, precision, set(keep or []) | more, absmax=absmax,
-                                                  types=types))
+            return emulation(casts.plan(full, precision, set(keep or []) | more, absmax=absmax, types=types,
+                                        force=force - more))
 
         if budget or sensitivity:
             searched = yield from _sensitivity_and_search(model, build, cplan.compute(), precision, specs, dims,
@@ -205,15 +227,19 @@ def calibrate(model: str | Path, out: str | Path, *, data: str = "random", metho
             keep = sorted(set(keep or []) | set(searched.get("keep", [])))
             cplan = casts.plan(proto, precision, set(keep), absmax=absmax, types=types)
         yield Progress("write", 0, 0, f"Writing {out.name}")
+        candidate: bytes | Path = emulation(cplan).SerializeToString()
         written, counts = casts.apply(copy.deepcopy(full), cplan)
+        _check_written(written, precision)
         qdq.save_model(written, out)
         del written
-        candidate: bytes | Path = casts.emulate(full, cplan).SerializeToString()
         ranges: dict[str, float] = {}
         excluded, quantized = cplan.excluded, cplan.low
         notes.append(f"{precision.upper()} needs no ranges (--method is not used); accuracy is of an emulation: "
                      f"every tensor of the {precision.upper()} part rounded to it, arithmetic in FP32 (ONNX Runtime's "
                      "CPU provider has no kernels for most FP16 and all BF16 ops)")
+        if force - set(cplan.low):
+            notes.append(f"pinned to {precision.upper()} but left in FP32 (their ONNX schema does not allow it, or "
+                         f"their types are unknown): {', '.join(sorted(force - set(cplan.low))[:5])}")
         if precision == "fp16":
             over = [lbl for lbl, r in cplan.reasons.items() if "calibration data" in r]
             if over:
@@ -251,7 +277,14 @@ def calibrate(model: str | Path, out: str | Path, *, data: str = "random", metho
     gots: dict[str, list[np.ndarray]] = {o: [] for o in outs}
     for k, feeds in enumerate(batches(held)):
         cancel.raise_if_cancelled()
-        for o, a, b in zip(outs, ref_s.run(outs, feeds), q_s.run(outs, feeds), strict=True):
+        try:
+            pair = zip(outs, ref_s.run(outs, feeds), q_s.run(outs, feeds), strict=True)
+        except Exception as e:  # noqa: BLE001 - ONNX Runtime's own error types
+            from splitscope.engine.runtime.ort import _run_message
+
+            raise InferenceError(f"Held-out sample {k + 1}: " + _run_message(e).replace(
+                "give real inputs with --input FILE.npz", "give real samples with --data DIR")) from None
+        for o, a, b in pair:
             refs[o].append(a)
             gots[o].append(b)
         yield Progress("accuracy", k + 1, heldout, f"Held-out sample {k + 1}")

@@ -62,6 +62,8 @@ class CastPlan:
     """Node name → the positions of its inputs made reduced."""
     followers: list[str] = field(default_factory=list)
     """Nodes of :data:`FOLLOWERS` made reduced because their readers are (no arithmetic of their own)."""
+    low_outputs: dict[str, list[int]] = field(default_factory=dict)
+    """Node name → the positions of its FP32 outputs that become reduced (never its bool or integer ones)."""
 
     def compute(self) -> list[str]:
         """The reduced nodes that do arithmetic (the ones worth a sensitivity run)."""
@@ -102,9 +104,10 @@ def _allowed(schema: onnx.defs.OpSchema, formals: list[onnx.defs.OpSchema.Formal
 
 def plan(model: onnx.ModelProto, precision: str, keep: set[str] | None = None, default_keep: bool = True,
          absmax: dict[str, float] | None = None, types: dict[str, int] | None = None,
-         only: set[str] | None = None) -> CastPlan:
+         only: set[str] | None = None, force: set[str] | None = None) -> CastPlan:
     """Which nodes of ``model`` run in ``precision`` (``fp16`` or ``bf16``); see the module docstring.
-    ``only``: the candidates are these nodes alone (nodes pinned to FP16 in an INT8/FP8 model)."""
+    ``only``: the candidates are these nodes alone (nodes pinned to FP16 in an INT8/FP8 model); ``force``:
+    nodes the user pinned to the reduced type, kept neither by default nor by the data."""
     if precision not in LOW:
         raise ValueError(precision)
     keep = keep or set()
@@ -112,6 +115,8 @@ def plan(model: onnx.ModelProto, precision: str, keep: set[str] | None = None, d
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 13)
     types = types if types is not None else infer_types(model)
     p = CastPlan(precision)
+    body_reads = _subgraph_reads(model.graph)
+    force = force or set()
     for n in model.graph.node:
         label = _label(n)
         if only is not None and label not in only:
@@ -120,6 +125,10 @@ def plan(model: onnx.ModelProto, precision: str, keep: set[str] | None = None, d
             continue
         if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in n.attribute):
             continue
+        if any(o in body_reads for o in n.output):  # an If/Loop body reads it in FP32 by name
+            continue
+        if any(name and name not in types for name in (*n.input, *n.output)):
+            continue  # a type shape inference could not give (after a custom op): leave the node as written
         try:
             schema = onnx.defs.get_schema(n.op_type, opset, "")
         except onnx.defs.SchemaError:
@@ -137,12 +146,14 @@ def plan(model: onnx.ModelProto, precision: str, keep: set[str] | None = None, d
         if not low_inputs:
             continue
         outs_ok = True
+        low_outputs: list[int] = []
         for k, name in enumerate(n.output):
-            if not name or types.get(name, TensorProto.FLOAT) != TensorProto.FLOAT:
+            if not name or types.get(name) != TensorProto.FLOAT:
                 continue
             param, ok = _allowed(schema, list(schema.outputs), k, low_str)
             if not ok or param not in params_low:
                 outs_ok = False
+            low_outputs.append(k)
         if not outs_ok:
             continue
         # Inputs that share a type parameter with a reduced one must be reduced too (or the node stays FP32).
@@ -153,6 +164,8 @@ def plan(model: onnx.ModelProto, precision: str, keep: set[str] | None = None, d
         reason = None
         if label in keep:
             reason = "kept by the user"
+        elif label in force:
+            pass
         elif default_keep and n.op_type in KEEP_OPS:
             reason = f"{n.op_type} is kept in FP32 by default (it overflows or loses precision)"
         elif precision == "fp16" and absmax:
@@ -165,12 +178,36 @@ def plan(model: onnx.ModelProto, precision: str, keep: set[str] | None = None, d
             continue
         p.low.append(label)
         p.low_inputs[label] = low_inputs
+        p.low_outputs[label] = low_outputs
     if only is None:
-        _followers(model.graph, p, types)
+        _followers(model.graph, p, types, body_reads)
     return p
 
 
-def _followers(g: onnx.GraphProto, p: CastPlan, types: dict[str, int]) -> None:
+def _subgraph_reads(g: onnx.GraphProto) -> set[str]:
+    """Outer tensors the bodies of If/Loop/Scan nodes read by name (at any depth)."""
+    out: set[str] = set()
+
+    def walk(body: onnx.GraphProto) -> None:
+        made = {o for n in body.node for o in n.output} | {i.name for i in body.input} | \
+            {i.name for i in body.initializer}
+        for n in body.node:
+            out.update(x for x in n.input if x and x not in made)
+            for a in n.attribute:
+                for sub in ([a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs)):
+                    walk(sub)
+
+    for n in g.node:
+        for a in n.attribute:
+            if a.type == onnx.AttributeProto.GRAPH:
+                walk(a.g)
+            elif a.type == onnx.AttributeProto.GRAPHS:
+                for sub in a.graphs:
+                    walk(sub)
+    return out
+
+
+def _followers(g: onnx.GraphProto, p: CastPlan, types: dict[str, int], body_reads: set[str]) -> None:
     """An Identity runs reduced when every reader of its output reads it in the reduced type."""
     readers: dict[str, list[tuple[str, int]]] = {}
     for n in g.node:
@@ -182,10 +219,12 @@ def _followers(g: onnx.GraphProto, p: CastPlan, types: dict[str, int]) -> None:
         if n.op_type not in FOLLOWERS or not n.input or types.get(n.input[0]) != TensorProto.FLOAT:
             continue
         r = readers.get(n.output[0], [])
-        if r and n.output[0] not in outputs and all(lbl in low and k in p.low_inputs[lbl] for lbl, k in r):
+        if r and n.output[0] not in outputs and n.output[0] not in body_reads and \
+                all(lbl in low and k in p.low_inputs[lbl] for lbl, k in r):
             label = _label(n)
             p.low.append(label)
             p.low_inputs[label] = [0]
+            p.low_outputs[label] = [0]
             p.followers.append(label)
             low.add(label)
 
@@ -212,6 +251,14 @@ def _low_initializer(t: onnx.TensorProto, precision: str) -> onnx.TensorProto:
     return out
 
 
+def _reduced_outputs(g: onnx.GraphProto, labels: list[str], cplan: CastPlan) -> set[str]:
+    """The FP32 outputs of the plan's nodes that become reduced (``labels``: each node's label, taken before
+    any renaming)."""
+    low = set(cplan.low)
+    return {n.output[k] for n, lbl in zip(g.node, labels, strict=True) if lbl in low
+            for k in cplan.low_outputs.get(lbl, []) if k < len(n.output) and n.output[k]}
+
+
 def _rename_outputs(g: onnx.GraphProto, names: set[str], suffix: str) -> dict[str, str]:
     """Graph outputs in ``names`` produced under ``<name>_<suffix>`` instead (producer and readers); inner → outer."""
     inner = {o.name: f"{o.name}_{suffix}" for o in g.output if o.name in names}
@@ -225,23 +272,19 @@ def _rename_outputs(g: onnx.GraphProto, names: set[str], suffix: str) -> dict[st
     return {v: k for k, v in inner.items()}
 
 
-def _low_outputs(g: onnx.GraphProto, low_nodes: set[str]) -> set[str]:
-    return {o for n in g.node if _label(n) in low_nodes for o in n.output if o}
-
-
 def apply(m: onnx.ModelProto, cplan: CastPlan) -> tuple[onnx.ModelProto, dict[str, int]]:
     """The model with the plan's nodes in the reduced type and Casts at the borders (``m`` is changed)."""
     precision, low_t = cplan.precision, LOW[cplan.precision]
     g = m.graph
+    labels = [_label(n) for n in g.node]  # before any output is renamed
     low_nodes = set(cplan.low)
     inits = {i.name: i for i in g.initializer}
-    finals = _rename_outputs(g, _low_outputs(g, low_nodes), precision)  # graph outputs keep FP32
-    low_out = _low_outputs(g, low_nodes)
+    finals = _rename_outputs(g, _reduced_outputs(g, labels, cplan), precision)  # graph outputs keep FP32
+    low_out = _reduced_outputs(g, labels, cplan)
     wants_low: dict[str, None] = {}
     wants_f32: dict[str, None] = dict.fromkeys(finals)
-    read_f32: set[str] = set()
-    for n in g.node:
-        lbl = _label(n)
+    read_f32: set[str] = set(_subgraph_reads(g))
+    for n, lbl in zip(g.node, labels, strict=True):
         lows = set(cplan.low_inputs.get(lbl, [])) if lbl in low_nodes else set()
         for k, name in enumerate(n.input):
             if name and k in lows:
@@ -252,9 +295,12 @@ def apply(m: onnx.ModelProto, cplan: CastPlan) -> tuple[onnx.ModelProto, dict[st
                 read_f32.add(name)
     converted = 0
     stored_low: set[str] = set()
+    graph_inputs = {i.name: i for i in g.input}
     for name in wants_low:  # weights used only in the reduced type are stored in it
         if name in inits and name not in read_f32 and inits[name].data_type == TensorProto.FLOAT:
             inits[name].CopyFrom(_low_initializer(inits[name], precision))
+            if name in graph_inputs:  # IR < 4 lists initializers as graph inputs: their type follows
+                graph_inputs[name].type.tensor_type.elem_type = low_t
             stored_low.add(name)
             converted += 1
     position = {o: k for k, n in enumerate(g.node) for o in n.output}
@@ -271,8 +317,7 @@ def apply(m: onnx.ModelProto, cplan: CastPlan) -> tuple[onnx.ModelProto, dict[st
         casts.append((position.get(name, -1), helper.make_node(
             "Cast", [name], [to_f32[name]], name=f"{to_f32[name]}_Cast_fp32" if name in finals
             else f"{name}_Cast_fp32", to=TensorProto.FLOAT)))
-    for n in g.node:
-        lbl = _label(n)
+    for n, lbl in zip(g.node, labels, strict=True):
         lows = set(cplan.low_inputs.get(lbl, [])) if lbl in low_nodes else set()
         for k, name in enumerate(n.input):
             if k in lows and name in to_low:
@@ -301,14 +346,16 @@ def emulate(m: onnx.ModelProto, cplan: CastPlan) -> onnx.ModelProto:
     on ONNX Runtime's CPU provider, which has no FP16/BF16 kernels for most ops)."""
     m = copy.deepcopy(m)
     g = m.graph
+    labels = [_label(n) for n in g.node]
     low_nodes = set(cplan.low)
     inits = {i.name: i for i in g.initializer}
     round_t = LOW[cplan.precision]
-    finals = _rename_outputs(g, _low_outputs(g, low_nodes), "unrounded")
-    low_out = _low_outputs(g, low_nodes)
+    finals = _rename_outputs(g, _reduced_outputs(g, labels, cplan), "unrounded")
+    low_out = _reduced_outputs(g, labels, cplan)
     position = {o: k for k, n in enumerate(g.node) for o in n.output}
     rounded: dict[str, str] = {}
     casts: list[tuple[int, onnx.NodeProto]] = []
+    old_ir = m.ir_version < 4
 
     def rounder(name: str, out: str | None = None) -> str:
         if name not in rounded:
@@ -316,6 +363,8 @@ def emulate(m: onnx.ModelProto, cplan: CastPlan) -> onnx.ModelProto:
             if name in inits:
                 arr = _low_array(numpy_helper.to_array(inits[name]).astype(np.float32), cplan.precision)
                 g.initializer.append(numpy_helper.from_array(arr, r))
+                if old_ir:  # IR < 4: every initializer is also a graph input
+                    g.input.append(helper.make_tensor_value_info(r, TensorProto.FLOAT, list(arr.shape)))
             else:
                 pos = position.get(name, -1)
                 casts.append((pos, helper.make_node("Cast", [name], [f"{name}_rounded_low"],
@@ -327,8 +376,7 @@ def emulate(m: onnx.ModelProto, cplan: CastPlan) -> onnx.ModelProto:
 
     for name in low_out:
         rounder(name, finals.get(name))
-    for n in g.node:
-        lbl = _label(n)
+    for n, lbl in zip(g.node, labels, strict=True):
         lows = set(cplan.low_inputs.get(lbl, [])) if lbl in low_nodes else set()
         for k, name in enumerate(n.input):
             if name in low_out or (k in lows and name):

@@ -56,9 +56,10 @@ def collect(path: str | os.PathLike[str], tensors: list[str], data: CalibData, b
         pool = ThreadPoolExecutor(1, thread_name_prefix="splitscope-stats")
         pending: Future[None] | None = None
 
-        def fold(outs: list[np.ndarray]) -> None:
+        def fold(outs: list[np.ndarray]) -> dict[str, float]:
             for n, a in zip(want, outs, strict=True):
                 stats[n].update(a)
+            return {n: stats[n].absmax for n in want[:8]}  # the live ranges, taken by the thread that wrote them
 
         try:
             for feeds in batches(data):
@@ -71,19 +72,17 @@ def collect(path: str | os.PathLike[str], tensors: list[str], data: CalibData, b
                     hint = _run_message(e).replace("give real inputs with --input FILE.npz",
                                                    "give real samples with --data DIR")
                     raise InferenceError(f"Calibration sample {done + 1}: {hint}") from None
-                if pending is not None:
-                    pending.result()
+                folded = pending.result() if pending is not None else None
                 pending = pool.submit(fold, outs)
                 del outs
                 done += 1
-                if want and done > 1:
-                    sample = {n: stats[n].absmax for n in want[:8]}
-                    yield Sample("range", float(done - 1), sample)
+                if want and folded is not None:
+                    yield Sample("range", float(done - 1), folded)
                 yield Progress("calibrate", done, total, f"Calibration sample {done}/{total}")
             if pending is not None:
-                pending.result()
+                folded = pending.result()
                 if want:
-                    yield Sample("range", float(done), {n: stats[n].absmax for n in want[:8]})
+                    yield Sample("range", float(done), folded)
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
         if done == 0:

@@ -17,6 +17,16 @@ BINS = 2048
 SENTINEL = 1e30
 
 
+def _stride(size: int) -> int:
+    """A prime stride of about ``size / HIST_VALUES`` that does not divide ``size``: then it shares no factor
+    with any dimension of the tensor (a channel count of 3, a width of 64), so every channel is sampled."""
+    p = max(-(-size // HIST_VALUES), 2)
+    while True:
+        if size % p and all(p % d for d in range(2, int(p ** 0.5) + 1)):
+            return p
+        p += 1
+
+
 HIST_VALUES = 1 << 18
 """At most this many values of one batch go into a tensor's histogram (an evenly strided sample of a larger
 batch: 262,144 values a batch place a 99.99th percentile within a few bins); count, min, max and the absolute
@@ -75,8 +85,8 @@ class TensorStats:
             self.hist = np.concatenate([merged, np.zeros(self.bins - merged.size, dtype=np.int64)])
             self.hist_max *= 2.0
             self.rebins += 1
-        if x.size > HIST_VALUES:  # a fixed odd stride: a spread sample of the batch, not its first rows
-            x = x[:: (x.size // HIST_VALUES) | 1]
+        if x.size > HIST_VALUES:  # an evenly spread sample of the batch, not its first rows
+            x = x[:: _stride(x.size)]
         ax = np.abs(x)  # the one temporary: |x| scaled to bin units in place, then its integer part
         ax *= np.float32(self.bins / self.hist_max)
         np.minimum(ax, np.float32(self.bins - 1), out=ax)

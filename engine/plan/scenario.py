@@ -263,6 +263,15 @@ def _latency(gm: GraphModel, its: list[Item], chosen: dict[str, str], profile: d
             "not_priced": "engine switches beyond the copies, and kernel launches saved by fusion"}
 
 
+def fmt_ms(v: float) -> str:
+    """Milliseconds as people read them: ``0.38 ms``, ``6.1 ms``, ``120 ms`` (never ``1.2e+02``)."""
+    if v >= 100:
+        return f"{v:.0f} ms"
+    if v >= 10:
+        return f"{v:.1f} ms".replace(".0 ms", " ms")
+    return f"{v:.2g} ms" if v >= 0.01 else f"{v * 1000:.2g} µs"
+
+
 def decision(its: list[Item], today: dict[str, Any] | None, mine: dict[str, Any] | None = None) -> str:
     """The decision in one sentence, for people who will not read a graph: how many ops need custom CUDA,
     whether TensorRT ships plugins for them, and what the chosen scenario changes against today."""
@@ -286,8 +295,10 @@ def decision(its: list[Item], today: dict[str, Any] | None, mine: dict[str, Any]
         elif gone < 0:
             effects.append(f"adds {-gone} partition{'s' if gone < -1 else ''}")
         lat = mine.get("latency")
-        if lat:
-            effects.append(f"saves at most {lat['saves_at_most_ms']:.2g} ms of {lat['today_ms']:.2g} ms")
+        if lat and lat["saves_at_most_ms"] >= 0:
+            effects.append(f"saves at most {fmt_ms(lat['saves_at_most_ms'])} of {fmt_ms(lat['today_ms'])}")
+        elif lat:
+            effects.append(f"adds at least {fmt_ms(-lat['saves_at_most_ms'])} to {fmt_ms(lat['today_ms'])}")
         elif mine["boundary_bytes"] != today["boundary_bytes"]:
             from splitscope.engine.text import format_bytes
 

@@ -23,6 +23,14 @@ def load_scenarios(model: str | os.PathLike[str]) -> list[Scenario]:
     try:
         f = session_dir(model) / FILE
         doc = json.loads(f.read_text(encoding="utf-8")) if f.is_file() else {}
-        return [Scenario.from_json(s) for s in doc.get("scenarios", [])]
+        out: list[Scenario] = []
+        for s in doc.get("scenarios", []):
+            sc = Scenario.from_json(s)
+            taken = {x.name for x in out} | {"today"}
+            base, k = sc.name, 2
+            while sc.name in taken:  # "today" is the baseline's name; names stay unique
+                sc.name, k = f"{base} ({k})", k + 1
+            out.append(sc)
+        return out
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return []

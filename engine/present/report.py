@@ -83,7 +83,7 @@ def report_data(gm: GraphModel, view: Any, profiles: list[dict[str, Any]] | None
         raise SplitscopeError(f"--scenario {chosen!r}: no scenario of that name is saved for this model "
                               f"({', '.join(s.name for s in scen[1:]) or 'none saved yet'}); make it in the "
                               "planner (View › Planner) first.")
-    pick = next((e for e in evaluated if e["name"] == chosen), evaluated[-1])
+    pick = next((e for e in evaluated if e["name"] == chosen), evaluated[0])  # none chosen: today
     plugins = [n for n in gm.nodes if n.status is Status.PLUGIN]
     dele = summary.get("delegate", {})
     gpu = next((p.get("gpu") for p in profiles if p.get("gpu")), None)
@@ -239,6 +239,8 @@ def render_html(data: dict[str, Any]) -> str:
     env.filters["ms"] = lambda v: "—" if v is None else f"{v:.4g} ms"
     env.filters["num"] = lambda v: "—" if v is None else f"{v:,}"
     env.filters["bytes"] = lambda v: "—" if v is None else fmt_bytes(int(v))
+    env.filters["css"] = lambda v: jinja2.utils.markupsafe.Markup(  # a CSS string: no HTML entities in it
+        "".join(c if c.isalnum() or c in " ._-:()[]+,/" else f"\\{ord(c):06x}" for c in str(v)))
     return env.from_string(text).render(d=data, svg=lambda k: jinja2.utils.markupsafe.Markup(
         data["figures"].get(k) or ""))
 

@@ -10,13 +10,13 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
-from splitscope.engine.calib import casts
+from splitscope.engine.calib import casts, qdq
 from splitscope.engine.calib.calibrate import calibrate
 from splitscope.engine.cli import main as cli
 from splitscope.engine.errors import SplitscopeError
 from splitscope.engine.jobs import run_to_end
 
-from tests.engine.test_calib import DIMS, TRANSFORMER, _cnn
+from tests.engine.test_calib import DIMS, ROOT, TRANSFORMER, _cnn
 
 
 def _mixed(path: Path, opset: int = 17) -> Path:
@@ -63,6 +63,43 @@ def test_fp16_casts_sit_at_the_borders_and_carry_the_tensor_names(tmp_path):
     assert set(res["quantized"]) == {"conv1", "relu1", "resize", "conv2"}
     assert res["casts"] == 4 and res["emulated"] and res["precision"] == "fp16"
     assert res["accuracy"]["y"]["snr_db"] > 40
+
+
+def test_a_pin_to_fp16_overrides_the_default_keep(tmp_path):
+    model = _mixed(tmp_path / "m.onnx")
+    res = run_to_end(calibrate(model, tmp_path / "m.fp16.onnx", precision="fp16", samples=2, half=["norm"]))
+    assert "norm" in res["quantized"] and "norm" not in res["excluded"]
+    onnx.checker.check_model(onnx.load(tmp_path / "m.fp16.onnx"), full_check=True)
+
+
+def test_what_the_review_found_writes_valid_onnx(tmp_path):
+    """Unnamed nodes producing graph outputs, outputs of custom ops (unknown types), bool and index outputs,
+    old models listing initializers as inputs, and tensors an If body reads."""
+    light = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light" / "light_squeezenet.onnx"
+    cases = [light, ROOT / "tests" / "data" / "torch_detector_if.onnx", ROOT / "resources" / "sample.onnx"]
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["r"]),
+                           helper.make_node("ArgMax", ["r"], ["am"], axis=1, keepdims=0),
+                           helper.make_node("MyOp", ["r"], ["c"], domain="my"),
+                           helper.make_node("MatMul", ["c", "w"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4]),
+                           helper.make_tensor_value_info("am", TensorProto.INT64, [2])],
+                          [numpy_helper.from_array(np.eye(4, dtype=np.float32), "w")])
+    odd = tmp_path / "odd.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("my", 1)]), odd)
+    for path in [*cases, odd]:
+        for precision in ("fp16", "bf16"):
+            m = onnx.load(path)
+            m = m if precision == "fp16" else qdq._at_least(m, 22)
+            out, _ = casts.apply(m, casts.plan(m, precision))
+            onnx.checker.check_model(out, full_check=True)
+    m = onnx.load(odd)
+    p = casts.plan(m, "fp16")
+    assert "r" in p.low and "y" not in p.low  # Relu reduced; the MatMul after the custom op (untyped) not
+    assert "am" not in casts._reduced_outputs(m.graph, [casts._label(n) for n in m.graph.node], p)
+    res = run_to_end(calibrate(ROOT / "tests" / "data" / "torch_two_stage_ort.onnx", tmp_path / "d.bf16.onnx",
+                               precision="bf16", samples=2))
+    assert res["accuracy"] and not res["stats_cached"]  # the emulation runs at the model's own opset
 
 
 def test_fp16_keeps_in_fp32_what_overflows_on_the_data(tmp_path):
@@ -138,8 +175,8 @@ def test_int8_with_nodes_pinned_to_fp16_builds_in_tensorrt_rtx(tmp_path):
     assert nodes["conv2"].input[0] == "r1_fp16" and inits["w2"].data_type == TensorProto.FLOAT16
     assert nodes["conv1"].input[1] == "w1_dequantized"  # conv1 stays INT8
     assert res["accuracy"]["y"]["snr_db"] > 20
-    with pytest.raises(SplitscopeError, match="go with --precision int8"):
-        run_to_end(calibrate(model, tmp_path / "x.onnx", precision="fp16", half=["conv2"]))
+    with pytest.raises(SplitscopeError, match="--keep 'nope': no node of that name"):
+        run_to_end(calibrate(model, tmp_path / "x.onnx", precision="int8", half=["nope"]))
     pytest.importorskip("tensorrt_rtx", reason="tensorrt_rtx is not installed (the test extra installs it)")
     from splitscope.engine.runtime.trt import build_engine
 

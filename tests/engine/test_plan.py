@@ -158,3 +158,9 @@ def test_the_decision_in_one_sentence():
     with_time = evaluate(gm, Scenario("plan A", {"/neck/dcn/DCNv4": "write-plugin"}), prof, its)
     assert with_time["latency"]["saves_at_most_ms"] == pytest.approx(0.8)
     assert decision(its, today, with_time).endswith("saves at most 0.8 ms of 6.1 ms.")
+
+
+def test_milliseconds_read_as_people_write_them():
+    from splitscope.engine.plan.scenario import fmt_ms
+
+    assert [fmt_ms(v) for v in (120.4, 46.0, 6.1, 0.38, 0.004)] == ["120 ms", "46 ms", "6.1 ms", "0.38 ms", "4 µs"]

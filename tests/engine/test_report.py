@@ -154,3 +154,13 @@ def test_model_explorer_node_data(tmp_path, detector_files):
     assert time["results"]["/RoiAlign"]["value"] > 0
     prec = json.loads((tmp_path / "torch_two_stage_ort.precision.json").read_text())["main_graph"]["results"]
     assert prec["/cls/cls.1/Gemm"]["value"] == "INT8"
+
+
+def test_an_odd_model_name_reads_right_in_the_pdf_footer(tmp_path):
+    from pypdf import PdfReader
+
+    odd = tmp_path / "bob's&model.onnx"
+    odd.write_bytes(SAMPLE_MODEL.read_bytes())
+    run_to_end(make_report(odd, tmp_path / "r.pdf", parser="table"))
+    text = PdfReader(tmp_path / "r.pdf").pages[1].extract_text()
+    assert "bob's&model.onnx" in text and "&#39;" not in text and "&amp;" not in text
