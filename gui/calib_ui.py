@@ -6,6 +6,7 @@ colours the plan by precision."""
 from __future__ import annotations
 
 import html
+import json
 from collections.abc import Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -54,6 +55,7 @@ class CalibDialog(QDialog):
     def __init__(self, window: MainWindow, keep: list[str]) -> None:
         super().__init__(window)
         self.setWindowTitle("Calibrate")
+        self.setMinimumWidth(620)
         s = QSettings()
         form = QFormLayout(self)
         self.data = QLineEdit(str(s.value("calib/data", "random")))
@@ -85,6 +87,26 @@ class CalibDialog(QDialog):
         form.addRow("Accuracy budget", self.budget)
         gm = window.graph_model
         assert gm is not None and gm.path is not None
+        from splitscope.gui.profile_dialog import symbolic_inputs
+
+        self.dim_key = ""
+        try:
+            from splitscope.engine.runtime.store import model_key
+
+            self.dim_key = model_key(gm.path)
+        except OSError:
+            pass
+        try:  # the values given to Profile for this model, remembered: the same shapes calibrate
+            saved = json.loads(str(s.value(f"profile/dims/{self.dim_key}", "") or "{}"))
+        except ValueError:
+            saved = {}
+        self.dims: dict[str, QSpinBox] = {}
+        for d in symbolic_inputs(gm):
+            box = QSpinBox()
+            box.setRange(1, 1 << 20)
+            box.setValue(int(saved.get(d, gm.dims.get(d, 1))))
+            self.dims[d] = box
+            form.addRow(f"Dim '{d}'", box)
         self.out = QLineEdit(str(gm.path.with_name(f"{gm.path.stem}.int8.onnx")))
         form.addRow("Write to", self.out)
         self.precision.currentTextChanged.connect(
@@ -102,6 +124,10 @@ class CalibDialog(QDialog):
 
     def args(self, model: Path, dims: dict[str, int]) -> dict[str, Any]:
         s = QSettings()
+        if self.dims:
+            dims = {**dims, **{d: box.value() for d, box in self.dims.items()}}
+            if self.dim_key:
+                s.setValue(f"profile/dims/{self.dim_key}", json.dumps(dims))
         s.setValue("calib/data", self.data.text())
         s.setValue("calib/method", self.method.currentText())
         s.setValue("calib/samples", self.samples.value())
@@ -235,7 +261,8 @@ class CalibPanel(QWidget):
         half = res.get("half") or {}
         self.pins.setText(f"{len(res['excluded'])} nodes in FP32, {len(res['quantized'])} in {low}"
                           + (f", {len(half['nodes'])} in {half['precision'].upper()}" if half else ""))
-        acc = "; ".join(f"{html.escape(o)}: SNR {a['snr_db']:.1f} dB, cosine {a['cosine']:.4f}"
+        acc = "; ".join(f"{html.escape(o)}: " + ("identical to FP32" if a["snr_db"] >= 999 else
+                                                   f"SNR {a['snr_db']:.1f} dB") + f", cosine {a['cosine']:.4f}"
                         + (f", top-1 {a['top1_agreement']:.0%}" if "top1_agreement" in a else "")
                         for o, a in res["accuracy"].items())
         if "casts" in res:
@@ -244,9 +271,11 @@ class CalibPanel(QWidget):
         else:
             what = (f"<b>{res['precision'].upper()} by {res['method']}</b> on {res['samples']} samples: "
                     f"{res['tensors']} activations, {res['weights']} weights")
-        self.title.setText(f"{what}, {len(res['excluded'])} nodes kept in float → "
-                           f"{html.escape(Path(res['out']).name)}. {acc}.<br><i>"
-                           + html.escape(" ".join(res["notes"])) + "</i>")
+        from splitscope.engine.text import plural
+
+        notes = "<br>".join(html.escape(n[:1].upper() + n[1:]) for n in res["notes"])
+        self.title.setText(f"{what}, {plural(len(res['excluded']), 'node')} kept in float → "
+                           f"{html.escape(Path(res['out']).name)}. {acc}.<br><i>{notes}</i>")
         self.tensors.clear()
         hists = res.get("histograms", {})
         # Tensors whose methods disagree most first: where the choice matters.
@@ -254,10 +283,14 @@ class CalibPanel(QWidget):
             th = hists[t]["thresholds"]
             vals = [v for v in th.values() if v > 0]
             return (max(vals) / min(vals)) if vals else 1.0
-        for t in sorted(hists, key=lambda t: -spread(t)):
+        order = sorted(hists, key=lambda t: -hists[t]["absmax"]) if "casts" in res else \
+            sorted(hists, key=lambda t: -spread(t))  # FP16: the largest values first; else where methods differ
+        for t in order:
             self.tensors.addItem(t)
         if self.tensors.count():
             self.tensors.setCurrentRow(0)
+        else:
+            self._show("")
         search = res.get("search")
         if search:
             gains = {r["node"]: r["gain_db"] for r in search["sensitivity"]}
@@ -272,6 +305,7 @@ class CalibPanel(QWidget):
 
     def _show(self, name: str) -> None:
         self.plot.clear()
+        self.plot.setTitle("")
         if self.result is None or not name:
             return
         h = self.result.get("histograms", {}).get(name)
@@ -281,12 +315,21 @@ class CalibPanel(QWidget):
         edges = np.linspace(0, h["max"], counts.size + 1)
         self.plot.plot(edges, np.log10(counts + 1), stepMode="center", fillLevel=0,
                        brush=(86, 180, 233, 120), pen=pg.mkPen("#0072B2"))
-        for m, v in h["thresholds"].items():
-            line = pg.InfiniteLine(pos=v, angle=90, pen=pg.mkPen(METHOD_COLOURS[m], width=2,
-                                                                  style=Qt.PenStyle.DashLine))
+        if "casts" in self.result:  # FP16: what matters is how close the values come to its range
+            from splitscope.engine.calib.casts import FP16_SAFE
+
+            line = pg.InfiniteLine(pos=FP16_SAFE, angle=90, pen=pg.mkPen("#D55E00", width=2,
+                                                                          style=Qt.PenStyle.DashLine))
             self.plot.addItem(line)
-        key = " · ".join(f"<span style='color:{METHOD_COLOURS[m]}'>{m} {v:.4g}</span>"
-                         for m, v in h["thresholds"].items())
+            key = (f"max |x| {h['absmax']:.4g}; above {FP16_SAFE:g} (a quarter of FP16's 65504) the node stays "
+                   "FP32")
+        else:
+            for m, v in h["thresholds"].items():
+                line = pg.InfiniteLine(pos=v, angle=90, pen=pg.mkPen(METHOD_COLOURS[m], width=2,
+                                                                      style=Qt.PenStyle.DashLine))
+                self.plot.addItem(line)
+            key = " · ".join(f"<span style='color:{METHOD_COLOURS[m]}'>{m} {v:.4g}</span>"
+                             for m, v in h["thresholds"].items())
         extra = f" · {h['sentinels']} sentinel values left out" if h["sentinels"] else ""
         self.plot.setTitle(f"{html.escape(name)}: {key}{extra}", size="9pt")
 

@@ -77,9 +77,19 @@ def copy_image(image: QImage) -> None:
     QGuiApplication.clipboard().setImage(image)
 
 
-def canvas_image(window: MainWindow) -> QImage:
-    """What the canvas shows, with its legend (Edit › Copy Canvas as Image)."""
-    return widget_image(window.canvas)
+def canvas_image(window: MainWindow, scale: float = 2.0) -> QImage:
+    """What the canvas shows, with its legend and without the minimap over it (Edit › Copy Canvas as Image)."""
+    from PySide6.QtCore import QRectF
+    from PySide6.QtGui import QPainter
+
+    c = window.canvas
+    img = QImage(int(c.width() * scale), int(c.height() * scale), QImage.Format.Format_ARGB32)
+    img.setDevicePixelRatio(scale)
+    p = QPainter(img)
+    p.setRenderHint(QPainter.RenderHint.Antialiasing)
+    c.render_to(p, QRectF(0, 0, c.width(), c.height()), c.scene_rect(), c.scale, c.show_legend)
+    p.end()
+    return img
 
 
 def table_csv(view: QAbstractItemView) -> str:

@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
-from splitscope.engine.plan.scenario import PLANS, Item, Scenario, evaluate, items
+from splitscope.engine.plan.scenario import PLANS, Item, Scenario, evaluate, fmt_ms, items
 from splitscope.engine.text import format_bytes, plural
 from splitscope.gui import exports
 
@@ -40,9 +40,9 @@ def latency_text(doc: dict[str, Any]) -> str:
     lat = doc.get("latency")
     if not lat:
         return "profile to estimate"
-    if abs(lat["high_ms"] - lat["low_ms"]) < 1e-9:
-        return f"{lat['high_ms']:.4g} ms (measured)"
-    return f"{lat['low_ms']:.4g} – {lat['high_ms']:.4g} ms"
+    if abs(lat["high_ms"] - lat["low_ms"]) < 1e-6:
+        return f"{fmt_ms(lat['high_ms'])}" + (" (measured)" if doc["name"] == TODAY else "")
+    return f"{fmt_ms(lat['low_ms'])} – {fmt_ms(lat['high_ms'])}"
 
 
 class PlannerPanel(QWidget):
@@ -106,6 +106,7 @@ class PlannerPanel(QWidget):
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 4, 4, 4)
         lay.addWidget(split)
+        self.setMinimumHeight(240)  # the scenario row, three plans, the summary
 
 
 class PlannerUi(QObject):
@@ -132,7 +133,7 @@ class PlannerUi(QObject):
         self._generation = 0
         self._workers: list[Any] = []
         p = self.panel
-        p.scenario.currentIndexChanged.connect(lambda _i: self._show_plans())
+        p.scenario.currentIndexChanged.connect(lambda _i: (self._show_plans(), self._summary()))
         p.new_btn.clicked.connect(lambda: self.new_scenario())
         p.rename_btn.clicked.connect(self._rename)
         p.delete_btn.clicked.connect(self._delete)
@@ -309,28 +310,39 @@ class PlannerUi(QObject):
         p.compare.setRowCount(len(docs))
         for r, d in enumerate(docs):
             cells = [d["name"], str(d["partitions"]), format_bytes(d["boundary_bytes"]),
-                     f"{d['host_copy_ms']:.4g} ms", latency_text(d), ", ".join(d["custom_work"]) or "none"]
+                     fmt_ms(d["host_copy_ms"]) if d["host_copy_ms"] else "none", latency_text(d),
+                     ", ".join(d["custom_work"]) or "none"]
             for c, text in enumerate(cells):
                 p.compare.setItem(r, c, QTableWidgetItem(text))
         p.compare.resizeColumnsToContents()
         self._chart(docs)
-        s = self.current()
-        today = docs[0]
-        mine = next((d for d in docs if s is not None and d["name"] == s.name), today)
-        p.summary.setText(self.summary_html(today, mine))
+        self._summary()
         self.evaluated.emit()
+
+    def _summary(self) -> None:
+        """Today against the scenario the combo shows (again whenever the combo changes)."""
+        if not self.results:
+            return
+        s = self.current()
+        today = self.results[0]
+        mine = next((d for d in self.results if s is not None and d["name"] == s.name), today)
+        self.panel.summary.setText(self.summary_html(today, mine))
 
     def summary_html(self, today: dict[str, Any], mine: dict[str, Any]) -> str:
         def line(d: dict[str, Any]) -> str:
+            copies = f"host copies {fmt_ms(d['host_copy_ms'])}" if d["host_copy_ms"] else "no host copies"
             return (f"<b>{html.escape(d['name'])}</b>: {plural(d['partitions'], 'partition')}, "
-                    f"{format_bytes(d['boundary_bytes'])} crossing them, host copies {d['host_copy_ms']:.3g} ms, "
-                    f"latency {latency_text(d)}")
+                    f"{format_bytes(d['boundary_bytes'])} crossing them, {copies}, latency {latency_text(d)}")
         out = line(today)
         if mine is not today:
             out += "<br>" + line(mine)
             lat = mine.get("latency")
-            if lat:
-                out += f"<br>saves at most <b>{lat['saves_at_most_ms']:.3g} ms</b> of {lat['today_ms']:.3g} ms"
+            if lat and lat["saves_at_most_ms"] >= 0:
+                out += f"<br>saves at most <b>{fmt_ms(lat['saves_at_most_ms'])}</b> of {fmt_ms(lat['today_ms'])}"
+            elif lat:
+                out += f"<br>adds at least <b>{fmt_ms(-lat['saves_at_most_ms'])}</b> to {fmt_ms(lat['today_ms'])}"
+        else:
+            out += "<br>Make or pick a scenario to compare it with today."
         src = mine.get("latency", {}) or {}
         note = f"copies at {mine['copy_gbps']:g} GB/s ({mine['copy_source']})"
         if src:

@@ -68,8 +68,13 @@ class PresentBoard(QWidget):
         gm = self.gm
         if gm is None:
             return []
-        out = [(f"{self.share:.0%}" if self.share is not None else "—", "of the work (FLOPs) TensorRT takes"),
-               (str(len(gm.partitions)), f"engine partitions, {format_bytes(gm.boundary_bytes)} crossing them")]
+        from splitscope.engine.plan.scenario import work_share
+        from splitscope.engine.text import plural
+
+        share, caption = work_share(gm, self.profile)
+        parts = plural(len(gm.partitions), "engine partition")
+        out = [(f"{share:.0%}" if share is not None else "—", caption),
+               (str(len(gm.partitions)), f"{parts.split(' ', 1)[1]}, {format_bytes(gm.boundary_bytes)} crossing them")]
         v = (self.profile or {}).get("verdict") or {}
         num = v.get("numbers") or {}
         if v:
@@ -121,6 +126,9 @@ class PresentBoard(QWidget):
             self.update()
         elif k == Qt.Key.Key_D:
             self.dark = not self.dark
+            act = getattr(self.window.show_ui, "dark_board", None)
+            if act is not None:  # the choice is the menu's, remembered for the next board
+                act.setChecked(self.dark)
             self.update()
         elif k == Qt.Key.Key_C and e.modifiers() & Qt.KeyboardModifier.ControlModifier:
             from splitscope.gui.exports import copy_image
@@ -241,21 +249,33 @@ class PresentBoard(QWidget):
             return
         p.setPen(c["text"])
         p.setFont(self._font(26 * u, True))
-        p.drawText(QRectF(area.left(), y + 4 * u, area.width(), 36 * u), Qt.AlignmentFlag.AlignLeft,
-                   "Today against " + (self.mine["name"] if self.mine else "a scenario (make one in the planner)"))
+        if self.mine:
+            title = "Today against " + self.mine["name"]
+        elif self.window.show_ui.planner.scenarios:
+            title = "Today (pick a scenario in the planner to compare)"
+        else:
+            title = "Today (make a scenario in the planner to compare)"
+        title = p.fontMetrics().elidedText(title, Qt.TextElideMode.ElideRight, int(area.width()))
+        p.drawText(QRectF(area.left(), y + 4 * u, area.width(), 36 * u), Qt.AlignmentFlag.AlignLeft, title)
         y += 46 * u
         rows = [("partitions", str(self.today["partitions"]), str(self.mine["partitions"]) if self.mine else "—"),
                 ("bytes crossing", format_bytes(self.today["boundary_bytes"]),
                  format_bytes(self.mine["boundary_bytes"]) if self.mine else "—")]
         if self.today.get("latency"):
             lat = self.mine.get("latency") if self.mine else None
-            rows.append(("latency", f"{self.today['latency']['today_ms']:.3g} ms",
-                         f"{lat['low_ms']:.3g}–{lat['high_ms']:.3g} ms" if lat else "—"))
+            from splitscope.engine.plan.scenario import fmt_ms
+
+            rows.append(("latency", fmt_ms(self.today["latency"]["today_ms"]),
+                         (fmt_ms(lat["high_ms"]) if abs(lat["high_ms"] - lat["low_ms"]) < 1e-6 else
+                          f"{fmt_ms(lat['low_ms'])} – {fmt_ms(lat['high_ms'])}") if lat else "—"))
         if self.mine:
             rows.append(("custom work", "—", ", ".join(self.mine["custom_work"]) or "none"))
         p.setFont(self._font(22 * u))
         col = area.width() / 3
+        fm = p.fontMetrics()
         for label, a, b in rows:
+            a, b = fm.elidedText(a, Qt.TextElideMode.ElideRight, int(col)), \
+                fm.elidedText(b, Qt.TextElideMode.ElideRight, int(col))
             p.setPen(c["muted"])
             p.drawText(QRectF(area.left(), y, col, 32 * u), Qt.AlignmentFlag.AlignLeft, label)
             p.setPen(c["text"])

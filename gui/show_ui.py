@@ -53,7 +53,9 @@ class ShowUi(QObject):
         view.addSeparator()
         w._action(view, "&Present", self.present, "F11").setToolTip(
             "A full-screen board for a meeting: arrows step through the custom nodes, Esc leaves")
-        self.dark_board = w._action(view, "Present on a Dark Board", self._toggle_board_theme, checkable=True)
+        self.dark_board = w._action(view, "Present on a Dark Board", lambda *_: self._toggle_board_theme(),
+                                    checkable=True)
+        self.dark_board.toggled.connect(lambda on: QSettings().setValue("present/dark", on))
         self.dark_board.setChecked(QSettings().value("present/dark", False, type=bool))
 
     # ------------------------------------------------------------ model
@@ -147,7 +149,7 @@ class ShowUi(QObject):
 
         gm = self.window.graph_model
         assert gm is not None
-        if out.suffix.lower() not in (".html", ".pdf"):
+        if not out.suffix:  # a name typed without one: the dialog's default kind
             out = out.with_suffix(".html")
         docs = self.documents()
 

@@ -311,3 +311,21 @@ def decision(its: list[Item], today: dict[str, Any] | None, mine: dict[str, Any]
             parts.append(f"{mine['name']} " + ", ".join(effects[:-1]) + (" and " if len(effects) > 1 else "")
                          + effects[-1])
     return "; ".join(parts) + "."
+
+
+def work_share(gm: GraphModel, profile: dict[str, Any] | None = None) -> tuple[float | None, str]:
+    """The share of the work TensorRT takes, said honestly: of the measured node time when a profile says
+    it, else of the FLOPs, naming the custom nodes whose FLOPs are unknown (then it is an upper bound)."""
+    from splitscope.engine.report.stats import split_summary
+
+    rows = (profile or {}).get("per_node") or []
+    total = sum(float(r.get("ms") or 0.0) for r in rows)
+    if total > 0:
+        mine = sum(float(r.get("ms") or 0.0) for r in rows if r.get("status") == "delegate")
+        return mine / total, f"of the measured node time runs in TensorRT's part ({profile.get('backend')})"
+    share = split_summary(gm)["delegate"]["flops_share"]
+    unknown = sum(1 for n in gm.nodes if n.status is Status.PLUGIN and not n.flops)
+    if unknown:
+        return share, (f"of the known FLOPs TensorRT takes ({plural(unknown, 'custom node')} of unknown cost: "
+                       "profile to weigh them)")
+    return share, "of the work (FLOPs) TensorRT takes"

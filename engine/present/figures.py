@@ -15,7 +15,9 @@ FONT = "font-family:'DejaVu Sans','Segoe UI',Helvetica,Arial,sans-serif"
 DELEGATE_FILL, DELEGATE_LINE = "#d6e9f8", "#0072B2"
 PLUGIN_FILL, PLUGIN_LINE = "#fde0cf", "#D55E00"
 FRAME_FILL, FRAME_LINE, EDGE, BOUNDARY, TEXT, MUTED = "#f1f3f4", "#c4c7cc", "#9aa0a6", "#a4457d", "#1b1b1b", "#5f6368"
-PARTS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#8C564B")
+PARTS = ("#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#8C564B", "#555555")
+"""The canvas's engine-partition colours (gui/render.py PARTITION_COLOURS), so engine 1 is green in both."""
+BARS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00")
 
 
 def _n(v: float) -> str:
@@ -70,8 +72,14 @@ def overview(view: View, width: int = 1000, height: int = 470) -> str:
         x, y, w, h = float(X(L.x[i])), float(Y(L.y[i])), L.w[i] * s, L.h[i] * s
         part = int(part_lo[i]) if part_lo is not None and part_lo[i] >= 0 and len(gm.partitions) > 1 else -1
         if part >= 0:
+            hi = int(a["part_hi"][i])
+            colour = PARTS[part % len(PARTS)]
+            dash = ' stroke-dasharray="4 3"' if hi != part else ""
+            tag = f"engine {part + 1}" if hi == part else f"engines {part + 1}–{hi + 1}"
             out.append(f'<rect x="{_n(x - 3)}" y="{_n(y - 3)}" width="{_n(w + 6)}" height="{_n(h + 6)}" rx="8" '
-                       f'fill="none" stroke="{PARTS[part % len(PARTS)]}" stroke-width="2.5"/>')
+                       f'fill="none" stroke="{colour}" stroke-width="2.5"{dash}/>'
+                       f'<text x="{_n(x + w)}" y="{_n(y - 6)}" font-size="{_n(fs * 0.8)}" text-anchor="end" '
+                       f'fill="{colour}">{tag}</text>')
         if k == KIND_BLOCK:
             g = groups[L.ref[i]]
             share = g.bar_share
@@ -112,23 +120,26 @@ def bars(rows: list[dict[str, Any]], value: str, label: str, unit: str, low: str
         max(max(float(r[value]) for r in rows), 1e-12)
     left, bar_h, gap = 170, 22, 10
     H = len(rows) * (bar_h + gap) + 40
-    plot = width - left - 90
+    plot = width - left - 170  # room for the value written after the bar
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {H}" width="{width}" height="{H}" '
            f'role="img" aria-label="{escape(label)}" style="{FONT}">']
     for k, r in enumerate(rows):
         y = 10 + k * (bar_h + gap)
         v = float(r[value])
-        w = plot * v / top
+        colour = BARS[k % len(BARS)]
         out.append(f'<text x="{left - 8}" y="{y + 15}" font-size="12" text-anchor="end" fill="{TEXT}">'
-                   f'{escape(_clip(str(r["name"]), left - 10, 12))}</text>'
-                   f'<rect x="{left}" y="{y}" width="{_n(w)}" height="{bar_h}" fill="{PARTS[k % len(PARTS)]}"/>')
+                   f'{escape(_clip(str(r["name"]), left - 10, 12))}</text>')
         txt = f"{v:.3g} {unit}"
-        if low and high and r.get(low) is not None and r.get(high) is not None:
+        if low and high and r.get(low) is not None and r.get(high) is not None and \
+                abs(float(r[high]) - float(r[low])) > 1e-9:  # a range: solid to the low end, pale to the high
             lo, hi = float(r[low]), float(r[high])
-            out.append(f'<line x1="{_n(left + plot * lo / top)}" x2="{_n(left + plot * hi / top)}" y1="{y + 11}" '
-                       f'y2="{y + 11}" stroke="{TEXT}" stroke-width="2"/>')
-            if abs(hi - lo) > 1e-9:
-                txt = f"{lo:.3g}–{hi:.3g} {unit}"
+            out.append(f'<rect x="{left}" y="{y}" width="{_n(plot * lo / top)}" height="{bar_h}" fill="{colour}"/>'
+                       f'<rect x="{_n(left + plot * lo / top)}" y="{y}" width="{_n(plot * (hi - lo) / top)}" '
+                       f'height="{bar_h}" fill="{colour}" fill-opacity="0.3"/>')
+            txt = f"{lo:.3g}–{hi:.3g} {unit}"
+        else:
+            out.append(f'<rect x="{left}" y="{y}" width="{_n(plot * v / top)}" height="{bar_h}" fill="{colour}"/>')
+        w = plot * v / top
         out.append(f'<text x="{_n(left + max(w, plot * float(r.get(high) or v) / top) + 6)}" y="{y + 15}" '
                    f'font-size="12" fill="{TEXT}">{escape(txt)}</text>')
     out.append(f'<text x="{left}" y="{H - 8}" font-size="11" fill="{MUTED}">{escape(label)}</text></svg>')

@@ -20,7 +20,7 @@ from typing import Any
 from splitscope.engine.errors import SplitscopeError
 from splitscope.engine.jobs import CancelToken, JobEvent, Progress
 from splitscope.engine.model import GraphModel, Status
-from splitscope.engine.plan.scenario import PLANS, Scenario, decision, evaluate, items
+from splitscope.engine.plan.scenario import PLANS, Scenario, decision, evaluate, items, work_share
 from splitscope.engine.present import figures
 from splitscope.engine.text import format_bytes as fmt_bytes
 
@@ -82,7 +82,7 @@ def report_data(gm: GraphModel, view: Any, profiles: list[dict[str, Any]] | None
     if chosen is not None and chosen not in {s.name for s in scen}:
         raise SplitscopeError(f"--scenario {chosen!r}: no scenario of that name is saved for this model "
                               f"({', '.join(s.name for s in scen[1:]) or 'none saved yet'}); make it in the "
-                              "planner (View › Planner) first.")
+                              "planner (View › Panels › Planner) first.")
     pick = next((e for e in evaluated if e["name"] == chosen), evaluated[0])  # none chosen: today
     plugins = [n for n in gm.nodes if n.status is Status.PLUGIN]
     dele = summary.get("delegate", {})
@@ -97,6 +97,7 @@ def report_data(gm: GraphModel, view: Any, profiles: list[dict[str, Any]] | None
         "headline": headline(gm, summary),
         "decision": decision(its, evaluated[0], pick),
         "numbers": {"delegated_flops_share": dele.get("flops_share"), "delegated_node_share": dele.get("node_share"),
+                    "work_share": work_share(gm, prof)[0], "work_caption": work_share(gm, prof)[1],
                     "nodes": len(gm.nodes), "plugin_nodes": len(plugins), "partitions": len(gm.partitions),
                     "boundary_bytes": gm.boundary_bytes},
         "scenarios": evaluated, "chosen": pick["name"],
@@ -213,8 +214,10 @@ def _sources(gm: GraphModel, prof: dict[str, Any] | None, engine: dict[str, Any]
            "as the analysis); bytes at the model's dtypes",
            "Shipped plugins: " + source()]
     if prof:
+        dims = ", ".join(f"{k}={v}" for k, v in (prof.get("dims") or {}).items()) or "no symbolic dims"
         out.append(f"Latency and node times: measured with {prof.get('backend')} on {prof.get('device')}, "
-                   f"{prof.get('iterations')} iterations after {prof.get('warmup')} warm-up, {prof.get('started')}")
+                   f"{prof.get('iterations')} iterations after {prof.get('warmup')} warm-up, {prof.get('started')}, "
+                   f"on {Path(str(prof.get('model', '?'))).name} ({dims})")
         out.append("Scenario latencies: estimates: a node brought into the engine between its speed-of-light bound "
                    "and its measured time; host copies at the measured (or stated) copy rate; engine switches "
                    "beyond the copies are not priced")
@@ -303,6 +306,10 @@ def report_job(gm: GraphModel, out: str | os.PathLike[str], profiles: list[dict[
 
     cancel = cancel or CancelToken()
     out = Path(out)
+    if out.suffix.lower() not in (".html", ".pdf"):
+        raise SplitscopeError(f"{out.name}: write .html or .pdf.")
+    if not out.parent.is_dir():
+        raise SplitscopeError(f"{out}: the folder {out.parent} does not exist; choose another.")
     view = yield from prepare_view(gm, viewport=(1600, 1000), cancel=cancel)
     yield Progress("report", 0, 0, "Writing the report")
     data = report_data(gm, view, profiles, engine, calibration, scenarios, chosen)
