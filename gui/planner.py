@@ -106,7 +106,6 @@ class PlannerPanel(QWidget):
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 4, 4, 4)
         lay.addWidget(split)
-        self.setMinimumHeight(240)  # the scenario row, three plans, the summary
 
 
 class PlannerUi(QObject):
@@ -126,6 +125,7 @@ class PlannerUi(QObject):
         if ops is not None:  # a tab beside Ops, as the other panels: the full width for the plans
             window.tabifyDockWidget(ops, self.dock)
             ops.raise_()
+        self.dock.visibilityChanged.connect(self._grow)
         self.gm: GraphModel | None = None
         self.items: list[Item] = []
         self.scenarios: list[Scenario] = []
@@ -139,6 +139,12 @@ class PlannerUi(QObject):
         p.delete_btn.clicked.connect(self._delete)
         p.csv_plans.clicked.connect(lambda: exports.ask_and_save_csv(self.window, p.table, "plans"))
         p.csv_compare.clicked.connect(lambda: exports.ask_and_save_csv(self.window, p.compare, "scenarios"))
+
+    def _grow(self, visible: bool) -> None:
+        """Shown, the planner takes the height its scenario row, plans and summary need (the canvas keeps
+        the rest); the Ops tab keeps its own height."""
+        if visible and self.dock.height() < 260:
+            self.window.resizeDocks([self.dock], [300], Qt.Orientation.Vertical)
 
     # ------------------------------------------------------------ model
     def model_changed(self, gm: GraphModel) -> None:
