@@ -163,7 +163,7 @@ def _run(kind: str, args: dict[str, Any]) -> Generator[JobEvent, None, Any]:
                                      samples=int(args.get("samples", 32)), keep=list(args.get("keep") or []),
                                      dims={k: int(v) for k, v in (args.get("dims") or {}).items()}, details=True,
                                      budget=args.get("budget"), half=list(args.get("half") or []),
-                                     half_precision=args.get("half_precision", "fp16")))
+                                     half_precision=args.get("half_precision", "fp16"), labels=args.get("labels")))
     if kind == "test-sleep":  # for the tests of the machinery: a child that hangs
         import time
 

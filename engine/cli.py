@@ -260,7 +260,8 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
                                   precision=args.precision, samples=args.samples, keep=args.keep,
                                   dims=_dims(args.dim), percentile=args.percentile, budget=args.budget,
                                   sensitivity=args.sensitivity, backend=args.backend, recipe=args.recipe,
-                                  half=args.fp16 or args.bf16, half_precision="bf16" if args.bf16 else "fp16"))
+                                  half=args.fp16 or args.bf16, half_precision="bf16" if args.bf16 else "fp16",
+                                  labels=args.labels))
     if not args.quiet:
         cached = " (statistics from the cache)" if res["stats_cached"] else ""
         if "casts" in res:
@@ -274,6 +275,8 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
                   + cached)
         for name, a in res["accuracy"].items():
             extra = f", top-1 agreement {a['top1_agreement']:.1%}" if "top1_agreement" in a else ""
+            if "top1" in a:
+                extra += f", top-1 accuracy {a['top1']:.1%} (FP32 {a['top1_fp32']:.1%})"
             snr = "identical to FP32" if a["snr_db"] >= 999 else f"SNR {a['snr_db']:.1f} dB"
             print(f"  {name}: {snr}, cosine {a['cosine']:.5f}, max |error| {a['max_abs']:.4g}" + extra)
         if "search" in res:
@@ -400,6 +403,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--budget", metavar="snr=30", help="keep the most sensitive nodes in float until this is met "
                    "(snr=DB or cosine=VALUE)")
     c.add_argument("--sensitivity", action="store_true", help="measure each quantized node's sensitivity")
+    c.add_argument("--labels", metavar="FILE", help="the held-out samples' classes ('NAME LABEL' a line): "
+                   "top-1 accuracy as the task metric, and --budget top1=ACCURACY")
     half = c.add_mutually_exclusive_group()
     half.add_argument("--fp16", action="append", default=[], metavar="NODE",
                       help="with int8/fp8: run this node in FP16 (casts) instead of quantizing it (repeat)")

@@ -82,8 +82,12 @@ class CalibDialog(QDialog):
         self.keep = QLineEdit(", ".join(keep))
         self.keep.setPlaceholderText("node names kept in float (select or search nodes first)")
         form.addRow("Keep in FP32", self.keep)
+        self.labels = QLineEdit(str(s.value("calib/labels", "")))
+        self.labels.setPlaceholderText("optional: a file of 'NAME LABEL' lines, the held-out samples' classes")
+        form.addRow("Labels", self.labels)
         self.budget = QLineEdit(str(s.value("calib/budget", "")))
-        self.budget.setPlaceholderText("optional: snr=35 or cosine=0.999 (search the layers to keep in FP32)")
+        self.budget.setPlaceholderText("optional: snr=35, cosine=0.999 or top1=0.75 with labels (search the layers "
+                                       "to keep in FP32)")
         form.addRow("Accuracy budget", self.budget)
         gm = window.graph_model
         assert gm is not None and gm.path is not None
@@ -132,10 +136,12 @@ class CalibDialog(QDialog):
         s.setValue("calib/method", self.method.currentText())
         s.setValue("calib/samples", self.samples.value())
         s.setValue("calib/budget", self.budget.text())
+        s.setValue("calib/labels", self.labels.text())
         return {"model": str(model), "out": self.out.text(), "data": self.data.text().strip() or "random",
                 "method": self.method.currentText(), "precision": self.precision.currentText(),
                 "samples": self.samples.value(), "keep": [k.strip() for k in self.keep.text().split(",") if k.strip()],
-                "dims": dims, "budget": self.budget.text().strip() or None}
+                "dims": dims, "budget": self.budget.text().strip() or None,
+                "labels": self.labels.text().strip() or None}
 
 
 class CalibPanel(QWidget):
@@ -264,6 +270,7 @@ class CalibPanel(QWidget):
         acc = "; ".join(f"{html.escape(o)}: " + ("identical to FP32" if a["snr_db"] >= 999 else
                                                    f"SNR {a['snr_db']:.1f} dB") + f", cosine {a['cosine']:.4f}"
                         + (f", top-1 {a['top1_agreement']:.0%}" if "top1_agreement" in a else "")
+                        + (f", top-1 accuracy {a['top1']:.0%} (FP32 {a['top1_fp32']:.0%})" if "top1" in a else "")
                         for o, a in res["accuracy"].items())
         if "casts" in res:
             what = (f"<b>{res['precision'].upper()}</b> with casts: {res['quantized_nodes']} nodes reduced, "

@@ -4,6 +4,7 @@ classifier's outputs."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -27,3 +28,47 @@ def compare_outputs(ref: list[np.ndarray], got: list[np.ndarray]) -> dict[str, f
         top_g = np.concatenate([np.argmax(a, axis=-1) for a in got])
         out["top1_agreement"] = round(float(np.mean(top_r == top_g)), 4)
     return out
+
+
+def read_labels(path: str | Path) -> dict[str, int]:
+    """A labels file: one ``NAME LABEL`` (or ``NAME,LABEL``) a line, NAME a sample file's name or stem, LABEL
+    its class index; blank lines and ``#`` comments skipped."""
+    from splitscope.engine.errors import SplitscopeError
+
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise SplitscopeError(f"--labels {p}: cannot read it ({getattr(e, 'strerror', None) or e}).") from None
+    out: dict[str, int] = {}
+    for k, line in enumerate(text.splitlines(), 1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        parts = line.replace(",", " ").split()
+        try:
+            out[parts[0]] = int(parts[1])
+        except (IndexError, ValueError):
+            raise SplitscopeError(f"--labels {p.name}, line {k}: write 'NAME LABEL' (a file name and a class "
+                                  f"index), not {line[:40]!r}.") from None
+    return out
+
+
+def labels_for(files: list[Path], labels: dict[str, int]) -> list[int] | None:
+    """The label of each sample file, in order (by name, then stem); None when one has none."""
+    got = []
+    for f in files:
+        v = labels.get(f.name, labels.get(f.stem))
+        if v is None:
+            return None
+        got.append(v)
+    return got
+
+
+def top1(outputs: list[np.ndarray], labels: list[int]) -> float | None:
+    """Top-1 accuracy of a classifier's outputs (one sample a batch) against the labels."""
+    if len(outputs) != len(labels) or not all(np.asarray(a).ndim == 2 and np.asarray(a).shape == (1, a.shape[-1])
+                                               and a.shape[-1] > 1 for a in outputs):
+        return None
+    pred = [int(np.argmax(a[0])) for a in outputs]
+    return round(float(np.mean([p == t for p, t in zip(pred, labels, strict=True)])), 4)

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import onnx
 from splitscope.engine.calib import casts, qdq
-from splitscope.engine.calib.accuracy import compare_outputs
+from splitscope.engine.calib.accuracy import compare_outputs, labels_for, read_labels, top1
 from splitscope.engine.calib.collect import collect, load_stats, save_stats
 from splitscope.engine.calib.data import IMAGE_SUFFIXES, CalibData, batches, open_data
 from splitscope.engine.calib.methods import METHODS, amax
@@ -89,13 +89,25 @@ def _full_model(model: Path, converted: onnx.ModelProto | None) -> onnx.ModelPro
 PRECISIONS = ("int8", "fp8", "fp16", "bf16")
 
 
-def _sensitivity_and_search(model: Path, build: Any, nodes: list[str], precision: str, specs: Any,
-                            dims: dict[str, int] | None, heldout: int, budget: str | None, backend: str,
-                            cancel: CancelToken) -> Generator[JobEvent, None, dict[str, Any]]:
+def _heldout(cdata: CalibData, specs: Any, dims: dict[str, int] | None, samples: int, heldout: int) -> CalibData:
+    """The held-out samples: other seeds of random data, or the files past the calibration set (the same for
+    the search and for the result, so their figures agree)."""
+    if cdata.random:
+        return CalibData(specs, None, heldout, dict(dims or {}), seed=10_000)
+    kinds = IMAGE_SUFFIXES if cdata.recipe is not None else (".npy", ".npz")
+    rest = sorted(p for p in cdata.folder.iterdir() if p.suffix.lower() in kinds)[samples:]  # type: ignore[union-attr]
+    return CalibData(specs, cdata.folder, heldout, files=(rest or cdata.files)[:heldout], recipe=cdata.recipe)
+
+
+def _sensitivity_and_search(model: Path, build: Any, nodes: list[str], precision: str, held: CalibData,
+                            dims: dict[str, int] | None, budget: str | None, backend: str,
+                            cancel: CancelToken, labels: list[int] | None) -> Generator[JobEvent, None, dict[str, Any]]:
     from splitscope.engine.calib.search import Evaluator, parse_budget, search, sensitivity
 
     target = parse_budget(budget) if budget else None
-    held = CalibData(specs, None, heldout, dict(dims or {}), seed=10_000)  # the same held-out samples as the result
+    if target is not None and target[0] == "top1" and labels is None:
+        raise SplitscopeError("--budget top1=… needs the held-out samples' classes: give --labels FILE "
+                              "(a line 'NAME LABEL' a sample file) with --data DIR.")
     feeds = list(batches(held))
     ref = OrtBackend(model, backend).session()
     outs = [o.name for o in ref.get_outputs()]
@@ -103,7 +115,7 @@ def _sensitivity_and_search(model: Path, build: Any, nodes: list[str], precision
     for f in feeds:
         for o, a in zip(outs, ref.run(outs, f), strict=True):
             refs[o].append(a)
-    ev = Evaluator(build, feeds, refs, model)
+    ev = Evaluator(build, feeds, refs, model, labels)
     base = ev.score(set())
     sens = yield from sensitivity(ev, nodes, cancel, base)
     doc: dict[str, Any] = {"all_quantized": base, "sensitivity": sens}
@@ -142,7 +154,7 @@ def calibrate(model: str | Path, out: str | Path, *, data: str = "random", metho
               backend: str = "ort-cpu", cancel: CancelToken | None = None,
               details: bool = False, budget: str | None = None,
               sensitivity: bool = False, recipe: str | None = None, half: list[str] | None = None,
-              half_precision: str = "fp16") -> Generator[JobEvent, None, dict[str, Any]]:
+              half_precision: str = "fp16", labels: str | None = None) -> Generator[JobEvent, None, dict[str, Any]]:
     """Calibrate ``model`` and write the Q/DQ model to ``out``; returns the result document (with ``details``:
     each tensor's histogram, 256 bins, and every method's threshold on it, for the calibration view).
     ``half``: in an INT8/FP8 run, nodes pinned to ``half_precision`` (FP16 or BF16): left out of the Q/DQ and
@@ -169,13 +181,23 @@ def calibrate(model: str | Path, out: str | Path, *, data: str = "random", metho
     cdata = open_data(data, specs, samples, dims, recipe=recipe)
     if half_precision not in casts.LOW:
         raise SplitscopeError(f"half precision {half_precision}: use fp16 or bf16.")
-    labels = {n.name for n in proto.graph.node} | {n.output[0] for n in proto.graph.node if not n.name and n.output}
-    unknown = sorted((set(keep or []) | set(half or [])) - labels)
+    node_labels = {n.name for n in proto.graph.node} | {n.output[0] for n in proto.graph.node
+                                                         if not n.name and n.output}
+    unknown = sorted((set(keep or []) | set(half or [])) - node_labels)
     if unknown:
         raise SplitscopeError(f"--keep {unknown[0]!r}: no node of that name in the model (names are shown in the "
                               "inspector and by 'splitscope analyze --json').")
     low = precision in casts.LOW
     notes: list[str] = []
+    held = _heldout(cdata, specs, dims, samples, heldout)
+    held_labels = None
+    if labels:
+        if cdata.random:
+            raise SplitscopeError("--labels goes with --data DIR (random samples have no classes).")
+        held_labels = labels_for(held.files, read_labels(labels))
+        if held_labels is None:
+            notes.append(f"--labels {Path(labels).name} names no class for some held-out files (by name or stem): "
+                         "no task metric")
     if low:
         proto, converted = _for_casts(proto, precision, notes)
         types = casts.infer_types(proto)
@@ -222,8 +244,8 @@ def calibrate(model: str | Path, out: str | Path, *, data: str = "random", metho
                                         force=force - more))
 
         if budget or sensitivity:
-            searched = yield from _sensitivity_and_search(model, build, cplan.compute(), precision, specs, dims,
-                                                          heldout, budget, backend, cancel)
+            searched = yield from _sensitivity_and_search(model, build, cplan.compute(), precision, held, dims,
+                                                          budget, backend, cancel, held_labels)
             keep = sorted(set(keep or []) | set(searched.get("keep", [])))
             cplan = casts.plan(proto, precision, set(keep), absmax=absmax, types=types)
         yield Progress("write", 0, 0, f"Writing {out.name}")
@@ -249,8 +271,8 @@ def calibrate(model: str | Path, out: str | Path, *, data: str = "random", metho
         ranges = {t: amax(stats[t], method, percentile, precision) for t in qplan.activations if t in stats}
         if budget or sensitivity:
             build_q = qdq_builder(onnx.load(str(model)), ranges, precision)
-            searched = yield from _sensitivity_and_search(model, build_q, list(qplan.nodes), precision, specs, dims,
-                                                          heldout, budget, backend, cancel)
+            searched = yield from _sensitivity_and_search(model, build_q, list(qplan.nodes), precision, held, dims,
+                                                          budget, backend, cancel, held_labels)
             keep = sorted(set(keep or []) | set(searched.get("keep", [])))
             qplan = qdq.plan(onnx.load(str(model), load_external_data=False), set(keep) | set(half or []))
         yield Progress("write", 0, 0, f"Writing {out.name}")
@@ -263,12 +285,6 @@ def calibrate(model: str | Path, out: str | Path, *, data: str = "random", metho
         excluded, quantized = [x for x in qplan.excluded if x not in set(half or [])], qplan.nodes
     # Accuracy on held-out samples (other seeds, or the files past the calibration set).
     yield Progress("accuracy", 0, heldout, "Comparing with the FP32 model")
-    if cdata.random:
-        held = CalibData(specs, None, heldout, dict(dims or {}), seed=10_000)
-    else:
-        kinds = IMAGE_SUFFIXES if cdata.recipe is not None else (".npy", ".npz")
-        rest = sorted(p for p in cdata.folder.iterdir() if p.suffix.lower() in kinds)[samples:]  # type: ignore[union-attr]
-        held = CalibData(specs, cdata.folder, heldout, files=(rest or cdata.files)[:heldout], recipe=cdata.recipe)
     ref_be, q_be = OrtBackend(model, "ort-cpu"), OrtBackend(out, "ort-cpu")  # Q/DQ as written: CPU runs them all
     ref_s = ref_be.session()
     q_s = q_be.session(model=candidate if isinstance(candidate, bytes) else None, plain=True)  # run as written
@@ -291,6 +307,11 @@ def calibrate(model: str | Path, out: str | Path, *, data: str = "random", metho
     ref_be.close()
     q_be.close()
     accuracy = {o: compare_outputs(refs[o], gots[o]) for o in outs if refs[o]}
+    if held_labels is not None:  # the task metric: top-1 against the user's classes, FP32 and reduced
+        for o in accuracy:
+            t_ref, t_got = top1(refs[o], held_labels), top1(gots[o], held_labels)
+            if t_ref is not None and t_got is not None:
+                accuracy[o].update(top1_fp32=t_ref, top1=t_got)
     wide = [{"tensor": t, "sentinels": s.sentinels, "nonfinite": s.nonfinite}
             for t, s in stats.items() if s.sentinels or s.nonfinite]
     notes.insert(0, cdata.describe())

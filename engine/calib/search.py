@@ -22,16 +22,17 @@ from splitscope.engine.runtime.ort import OrtBackend
 
 
 def parse_budget(text: str) -> tuple[str, float]:
-    """``snr=30`` or ``cosine=0.999``."""
+    """``snr=30``, ``cosine=0.999``, or ``top1=0.75`` (with labels: the task metric)."""
     key, sep, value = text.partition("=")
     key = key.strip().lower()
     try:
         v = float(value)
     except ValueError:
         v = float("nan")
-    if not sep or key not in ("snr", "cosine") or not np.isfinite(v):
-        raise SplitscopeError(f"--budget {text!r}: write snr=DB or cosine=VALUE, e.g. snr=30.")
-    return ("snr_db" if key == "snr" else "cosine"), v
+    if not sep or key not in ("snr", "cosine", "top1") or not np.isfinite(v):
+        raise SplitscopeError(f"--budget {text!r}: write snr=DB, cosine=VALUE or top1=ACCURACY (with --labels), "
+                              "e.g. snr=30.")
+    return {"snr": "snr_db", "cosine": "cosine", "top1": "top1"}[key], v
 
 
 class Evaluator:
@@ -39,9 +40,10 @@ class Evaluator:
     model to run (Q/DQ inserted, or the reduced-precision emulation) with the nodes of ``keep`` in FP32."""
 
     def __init__(self, build: Callable[[set[str]], onnx.ModelProto], feeds: list[dict[str, np.ndarray]],
-                 refs: dict[str, list[np.ndarray]], path: Any) -> None:
+                 refs: dict[str, list[np.ndarray]], path: Any, labels: list[int] | None = None) -> None:
         self.build = build
         self.feeds, self.refs = feeds, refs
+        self.labels = labels
         self.backend = OrtBackend(path, "ort-cpu")
         self.runs = 0
 
@@ -55,7 +57,14 @@ class Evaluator:
                 got[n].append(a)
         self.runs += 1
         per = [compare_outputs(self.refs[n], got[n]) for n in names]
-        return {"snr_db": min(p["snr_db"] for p in per), "cosine": min(p["cosine"] for p in per)}
+        score = {"snr_db": min(p["snr_db"] for p in per), "cosine": min(p["cosine"] for p in per)}
+        if self.labels is not None:
+            from splitscope.engine.calib.accuracy import top1
+
+            accs = [a for a in (top1(got[n], self.labels) for n in names) if a is not None]
+            if accs:
+                score["top1"] = min(accs)
+        return score
 
 
 def qdq_builder(proto: onnx.ModelProto, ranges: dict[str, float],

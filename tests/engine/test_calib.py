@@ -16,7 +16,7 @@ from splitscope.engine.calib.data import CalibDataError
 from splitscope.engine.calib.methods import amax
 from splitscope.engine.calib.stats import TensorStats
 from splitscope.engine.cli import main as cli
-from splitscope.engine.errors import JobCancelledError
+from splitscope.engine.errors import JobCancelledError, SplitscopeError
 from splitscope.engine.jobs import CancelToken, Progress, run_to_end
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -212,3 +212,33 @@ def test_a_large_batch_samples_every_channel_for_its_histogram():
     assert x.size % s and s >= x.size // HIST_VALUES
     st = _stats(x)
     assert st.absmax == 100.0 and amax(st, "percentile", 99.99) > 90  # not only channel 0's zeros
+
+
+def test_labels_give_a_task_metric_and_a_top1_budget(tmp_path):
+    """A folder of real .npy samples with their classes: top-1 accuracy for FP32 and INT8 on the held-out
+    files, and a search against a top-1 budget measured on the same files."""
+    import onnxruntime as ort
+
+    model = _cnn(tmp_path / "cnn.onnx")
+    data = tmp_path / "data"
+    data.mkdir()
+    rng = np.random.default_rng(3)
+    sess = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+    lines = []
+    for k in range(12):
+        x = rng.standard_normal((1, 3, 16, 16)).astype(np.float32)
+        np.save(data / f"s{k:02d}.npy", x)
+        cls = int(np.argmax(sess.run(None, {"x": x})[0][0]))
+        lines.append(f"s{k:02d}.npy {cls if k % 4 else (cls + 1) % 4}")  # one held-out sample in 4 mislabelled
+    (tmp_path / "labels.txt").write_text("# name class\n" + "\n".join(lines) + "\n")
+    res = run_to_end(calibrate(model, tmp_path / "q.onnx", data=str(data), method="max", samples=8, heldout=4,
+                               labels=str(tmp_path / "labels.txt"), budget="top1=0.75"))
+    acc = res["accuracy"]["y"]
+    assert acc["top1_fp32"] == 0.75 and 0 <= acc["top1"] <= 1  # 3 of the 4 held-out files are labelled right
+    assert res["search"]["metric"] == "top1" and res["search"]["met"]
+    with pytest.raises(SplitscopeError, match="--labels goes with --data DIR"):
+        run_to_end(calibrate(model, tmp_path / "q2.onnx", labels=str(tmp_path / "labels.txt")))
+    (tmp_path / "bad.txt").write_text("s00.npy cat\n")
+    with pytest.raises(SplitscopeError, match="line 1: write 'NAME LABEL'"):
+        run_to_end(calibrate(model, tmp_path / "q3.onnx", data=str(data), samples=8,
+                             labels=str(tmp_path / "bad.txt")))
