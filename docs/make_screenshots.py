@@ -75,6 +75,47 @@ def board_and_planner(model: Path, tag: str, profile: Path | None) -> None:
     w.close()
 
 
+def calibration_shots(model: Path, tag: str) -> None:
+    """The Calibration panel after an INT8 run with a search: the histogram with each method's threshold,
+    and the search path."""
+    from PySide6.QtCore import QCoreApplication, QSettings, Qt
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication.instance() or QApplication([])
+    QCoreApplication.setOrganizationName("SplitscopeDocs")
+    QSettings.setPath(QSettings.Format.NativeFormat, QSettings.Scope.UserScope, os.environ["SPLITSCOPE_TMP"])
+    from splitscope.gui.app import MainWindow
+
+    w = MainWindow(parser="table")
+    w.dark_override = False
+    w._apply_theme()
+    w.resize(1600, 1000)
+    w.show()
+    w.open_model(model)
+
+    def pump(cond, timeout=300.0):
+        end = time.time() + timeout
+        while time.time() < end and not cond():
+            app.processEvents()
+            time.sleep(0.02)
+
+    pump(lambda: w.view is not None and not w.runner.running and not w.layout_runner.running)
+    tmp = Path(os.environ["SPLITSCOPE_TMP"])
+    ui = w.calib_ui
+    ui.submit({"model": str(model), "out": str(tmp / f"{tag}.int8.onnx"), "data": "random", "method": "entropy",
+               "precision": "int8", "samples": 16, "keep": [], "dims": {}, "budget": "snr=58"})
+    pump(lambda: ui.result is not None)
+    w.resizeDocks([ui.dock], [380], Qt.Orientation.Vertical)
+    ui.dock.raise_()
+    for index, name in ((1, "histogram"), (3, "search")):
+        ui.panel.tabs.setCurrentIndex(index)
+        for _ in range(40):
+            app.processEvents()
+            time.sleep(0.02)
+        w.grab().save(str(DOCS / f"calibration-{name}-{tag}.png"))
+    w.close()
+
+
 def report_shots(model: Path, tag: str, profile: Path | None) -> None:
     tmp = Path(os.environ["SPLITSCOPE_TMP"])
     html, pdf = tmp / f"{tag}.html", tmp / f"{tag}.pdf"
@@ -109,6 +150,8 @@ def main() -> None:
                 profile = None
             board_and_planner(m, tag, profile)  # makes and saves "plan A" with the model's session
             report_shots(m, tag, profile)
+            if profile is not None:  # ONNX Runtime runs it: calibrate it too
+                calibration_shots(m, tag)
     print("wrote", sorted(p.name for p in DOCS.glob("*.png")))
 
 
