@@ -4,6 +4,7 @@ accuracy against the original on held-out samples."""
 from __future__ import annotations
 
 import copy
+import os
 import time
 from collections.abc import Generator
 from pathlib import Path
@@ -52,7 +53,7 @@ def _qdq_with_half(model: Path, out: Path, ranges: dict[str, float], qplan: qdq.
     emulation = casts.emulate(m, hplan).SerializeToString()
     written, hc = casts.apply(m, hplan)
     _check_written(written, half_precision)
-    qdq.save_model(written, out)
+    qdq.save_model(written, out, f"{out.name.removeprefix('.').removesuffix('.partial')}.data")
     missed = sorted(half - set(hplan.low))
     if missed:
         notes.append(f"{len(missed)} nodes pinned to {half_precision.upper()} cannot run in it (their ONNX schema "
@@ -148,7 +149,24 @@ def kept_cost(model: Path, keep: list[str], precision: str, dims: dict[str, int]
             "extra_ms_at_peak": flops / fp32 * 1000 - flops / low * 1000 if fp32 and low else None}
 
 
-def calibrate(model: str | Path, out: str | Path, *, data: str = "random", method: str = "entropy",
+def calibrate(model: str | Path, out: str | Path, **kw: Any) -> Generator[JobEvent, None, dict[str, Any]]:
+    """Calibrate ``model`` and write the quantized model to ``out`` (see :func:`_calibrate` for the options).
+
+    The model is written under a staging name beside ``out`` and moved onto it only when the whole run
+    succeeded (accuracy included): a run that fails or is cancelled midway leaves ``out`` as it was."""
+    out = Path(out)
+    staged = out.parent / f".{out.name}.partial"
+    try:
+        doc = yield from _calibrate(model, out, staged=staged, **kw)
+    except BaseException:
+        staged.unlink(missing_ok=True)
+        raise
+    if staged.exists():
+        os.replace(staged, out)
+    return doc
+
+
+def _calibrate(model: str | Path, out: str | Path, *, staged: Path, data: str = "random", method: str = "entropy",
               precision: str = "int8", samples: int = 32, keep: list[str] | None = None,
               dims: dict[str, int] | None = None, percentile: float = 99.99, heldout: int = 8,
               backend: str = "ort-cpu", cancel: CancelToken | None = None,
@@ -252,7 +270,7 @@ def calibrate(model: str | Path, out: str | Path, *, data: str = "random", metho
         candidate: bytes | Path = emulation(cplan).SerializeToString()
         written, counts = casts.apply(copy.deepcopy(full), cplan)
         _check_written(written, precision)
-        qdq.save_model(written, out)
+        qdq.save_model(written, staged, f"{out.name}.data")
         del written
         ranges: dict[str, float] = {}
         excluded, quantized = cplan.excluded, cplan.low
@@ -277,15 +295,15 @@ def calibrate(model: str | Path, out: str | Path, *, data: str = "random", metho
             qplan = qdq.plan(onnx.load(str(model), load_external_data=False), set(keep) | set(half or []))
         yield Progress("write", 0, 0, f"Writing {out.name}")
         if half:
-            counts, candidate, half_doc = _qdq_with_half(model, out, ranges, qplan, precision, set(half),
+            counts, candidate, half_doc = _qdq_with_half(model, staged, ranges, qplan, precision, set(half),
                                                          half_precision, notes)
         else:
-            counts = qdq.write(model, out, ranges, qplan, precision)
-            candidate, half_doc = out, None
+            counts = qdq.write(model, staged, ranges, qplan, precision, f"{out.name}.data")
+            candidate, half_doc = staged, None
         excluded, quantized = [x for x in qplan.excluded if x not in set(half or [])], qplan.nodes
     # Accuracy on held-out samples (other seeds, or the files past the calibration set).
     yield Progress("accuracy", 0, heldout, "Comparing with the FP32 model")
-    ref_be, q_be = OrtBackend(model, "ort-cpu"), OrtBackend(out, "ort-cpu")  # Q/DQ as written: CPU runs them all
+    ref_be, q_be = OrtBackend(model, "ort-cpu"), OrtBackend(staged, "ort-cpu")  # Q/DQ as written: CPU runs them
     ref_s = ref_be.session()
     q_s = q_be.session(model=candidate if isinstance(candidate, bytes) else None, plain=True)  # run as written
     outs = [o.name for o in ref_s.get_outputs()]

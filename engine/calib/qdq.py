@@ -95,23 +95,24 @@ def _weight_axis(n: onnx.NodeProto) -> int:
 
 
 def write(model_path: str | os.PathLike[str], out_path: str | os.PathLike[str], amax: dict[str, float],
-          qplan: QdqPlan, precision: str = "int8") -> dict[str, int]:
+          qplan: QdqPlan, precision: str = "int8", data_name: str | None = None) -> dict[str, int]:
     """Write ``model_path`` with Q/DQ per ``qplan`` and the activation ranges ``amax`` to ``out_path``
     (atomically; a model with external data keeps it external, beside the output). Returns counts."""
     m, counts = apply(onnx.load(str(model_path)), amax, qplan, precision)
-    save_model(m, out_path)
+    save_model(m, out_path, data_name)
     return counts
 
 
-def save_model(m: onnx.ModelProto, out_path: str | os.PathLike[str]) -> None:
-    """Write ``m`` atomically; a model over 2 GB keeps its weights external, in ``<out>.data`` beside it."""
+def save_model(m: onnx.ModelProto, out_path: str | os.PathLike[str], data_name: str | None = None) -> None:
+    """Write ``m`` atomically; a model over 2 GB keeps its weights external, in ``<out>.data`` beside it (or
+    ``data_name``, when the file is written under a staging name first)."""
     from splitscope.engine.report.files import atomic_path
 
     out = Path(out_path)
     big = m.ByteSize() > 1_900_000_000
     with atomic_path(out) as tmp:
         if big:
-            onnx.save(m, str(tmp), save_as_external_data=True, location=f"{out.name}.data")
+            onnx.save(m, str(tmp), save_as_external_data=True, location=data_name or f"{out.name}.data")
         else:
             onnx.save(m, str(tmp))
 

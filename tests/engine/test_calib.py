@@ -242,3 +242,12 @@ def test_labels_give_a_task_metric_and_a_top1_budget(tmp_path):
     with pytest.raises(SplitscopeError, match="line 1: write 'NAME LABEL'"):
         run_to_end(calibrate(model, tmp_path / "q3.onnx", data=str(data), samples=8,
                              labels=str(tmp_path / "bad.txt")))
+
+
+def test_a_run_that_fails_midway_leaves_the_old_output(tmp_path):
+    """The model is staged and moved onto --out only when the run (accuracy included) succeeded."""
+    out = tmp_path / "t.onnx"
+    out.write_bytes(b"the user's earlier file")
+    with pytest.raises(Exception, match="symbolic dims"):  # the held-out pass fails: dims not given
+        run_to_end(calibrate(TRANSFORMER, out, precision="bf16", samples=2))
+    assert out.read_bytes() == b"the user's earlier file" and sorted(p.name for p in tmp_path.iterdir()) == ["t.onnx"]
