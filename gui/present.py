@@ -41,6 +41,8 @@ class PresentBoard(QWidget):
         self.setWindowTitle("Splitscope: present")
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self.step = -1
+        self.layout_ = None  # the board's own layout, readable from the back of a room (from a worker)
+        self._worker: Any = None
         self.refresh()
 
     # -------------------------------------------------------------- data
@@ -61,6 +63,54 @@ class PresentBoard(QWidget):
         from splitscope.engine.report.stats import split_summary
 
         self.share = split_summary(gm)["delegate"]["flops_share"] if gm is not None else None
+        self.update()
+
+    BOARD_SCALE = 1.15
+    """The scale the board's graph aims at: labels of 14 px or more at 1080p."""
+
+    def showEvent(self, e: Any) -> None:
+        super().showEvent(e)
+        if self.layout_ is None and self._worker is None:
+            self._lay_out()
+
+    def _lay_out(self) -> None:
+        """The shallowest-first expansion whose graph fits the board's graph area at :data:`BOARD_SCALE`
+        (the deepest that does; else the shallowest), laid out in a worker: a 50k-node model never stalls."""
+        view = self.window.view
+        if view is None:
+            return
+        from splitscope.engine.jobs import CancelToken, run_to_end
+        from splitscope.engine.view.layout import compute_layout, expansion_levels, fitted_scale
+        from superqt.utils import create_worker
+
+        ctx = view.ctx
+        size = (int(self.width() * 0.58), int(self.height() * 0.6))
+        self._token = token = CancelToken()
+
+        def work() -> Any:
+            levels = expansion_levels(ctx.h)
+            chosen = None
+            for exp in reversed(levels):
+                lay = run_to_end(compute_layout(ctx, exp, token))
+                chosen = lay
+                if fitted_scale(lay, size, margin=72, top=0) >= self.BOARD_SCALE:
+                    break
+            return chosen
+
+        w = create_worker(work, _start_thread=False, _ignore_errors=True)
+        w.returned.connect(self._laid_out)
+        self._worker = w
+        w.start()
+
+    def closeEvent(self, e: Any) -> None:
+        token = getattr(self, "_token", None)
+        if token is not None:
+            token.cancel()  # a layout still running stops at its next step
+        super().closeEvent(e)
+
+    def _laid_out(self, layout: Any) -> None:
+        self.layout_ = layout
+        self._worker = None
         self.update()
 
     def numbers(self) -> list[tuple[str, str]]:
@@ -95,7 +145,7 @@ class PresentBoard(QWidget):
         it = self.items[self.step % len(self.items)]
         assert self.gm is not None
         ms = sum(self.node_ms.get(self.gm.nodes[i].name, 0.0) for i in it.nodes)
-        cost = f"measured {ms:.3g} ms" if ms else "cost unknown until profiled"
+        cost = f"measured {ms:.3g} ms in the profiled runs" if ms else "cost unknown until profiled"
         plan_key = (self.window.show_ui.planner.current().plans.get(it.key, it.today)
                     if self.window.show_ui.planner.current() else it.today)
         ships = f"; TensorRT ships {it.matches[0]['plugin']} ({it.matches[0]['kind']})" if it.matches else ""
@@ -208,11 +258,20 @@ class PresentBoard(QWidget):
         sel = -1
         if self.step >= 0 and self.items:
             sel = self.items[self.step % len(self.items)].nodes[0]
-        snap = dataclasses.replace(snap, palette_=make_palette(self.dark), heat=None, selected_node=sel)
+        mine: dict[str, Any] = {}
+        if self.layout_ is not None:  # the board's own layout, once laid out (the canvas's until then)
+            import numpy as np
+            from splitscope.engine.view.layout import KIND_FRAME
+
+            kind, depth = self.layout_.arrays["kind"], self.layout_.arrays["depth"]
+            frames = np.flatnonzero(kind == KIND_FRAME)
+            mine = {"layout_": self.layout_, "_arrays": self.layout_.arrays,
+                    "_frames_by_depth": frames[np.argsort(depth[frames], kind="stable")]}
+        snap = dataclasses.replace(snap, palette_=make_palette(self.dark), heat=None, selected_node=sel, **mine)
         x0, y0, x1, y1 = snap.layout_.bounds()
         pad = 36.0  # engine tags, outlines and hooks reach past the items' boxes
         x0, y0, x1, y1 = x0 - pad, y0 - pad, x1 + pad, y1 + pad
-        scale = min(area.width() / max(x1 - x0, 1), area.height() / max(y1 - y0, 1), 1.6)
+        scale = min(area.width() / max(x1 - x0, 1), area.height() / max(y1 - y0, 1), 1.8)
         view = QRectF(x0 - (area.width() / scale - (x1 - x0)) / 2, y0 - (area.height() / scale - (y1 - y0)) / 2,
                       area.width() / scale, area.height() / scale)
         p.save()
@@ -242,8 +301,14 @@ class PresentBoard(QWidget):
             p.drawText(box.adjusted(22 * u, 8 * u, -16 * u, -50 * u), Qt.AlignmentFlag.AlignLeft |
                        Qt.AlignmentFlag.AlignVCenter, big)
             p.setPen(c["text"])
-            p.setFont(self._font(22 * u))
-            p.drawText(box.adjusted(22 * u, 78 * u, -16 * u, -6 * u), Qt.TextFlag.TextWordWrap, caption)
+            cap = box.adjusted(22 * u, 76 * u, -16 * u, -4 * u)
+            size = 22 * u
+            while size > 14 * u:  # a long caption takes a smaller size rather than leaving the card
+                p.setFont(self._font(size))
+                if p.boundingRect(cap, Qt.TextFlag.TextWordWrap, caption).height() <= cap.height():
+                    break
+                size *= 0.92
+            p.drawText(cap, Qt.TextFlag.TextWordWrap, caption)
             y += box_h + 16 * u
         if self.today is None:
             return
