@@ -29,6 +29,8 @@ from onnx import TensorProto, helper, numpy_helper
 from splitscope.engine.calib.methods import QMAX
 
 QUANTIZED_OPS = {"Conv", "ConvTranspose", "Gemm", "MatMul"}
+EXTERNAL_ABOVE = 1_900_000_000
+"""A written model larger than this keeps its weights in an external data file (protobuf's limit is 2 GB)."""
 POOLS = {"MaxPool", "AveragePool", "GlobalAveragePool"}
 
 
@@ -109,7 +111,7 @@ def save_model(m: onnx.ModelProto, out_path: str | os.PathLike[str], data_name: 
     from splitscope.engine.report.files import atomic_path
 
     out = Path(out_path)
-    big = m.ByteSize() > 1_900_000_000
+    big = m.ByteSize() > EXTERNAL_ABOVE
     with atomic_path(out) as tmp:
         if big:
             onnx.save(m, str(tmp), save_as_external_data=True, location=data_name or f"{out.name}.data")

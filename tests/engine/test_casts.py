@@ -181,3 +181,25 @@ def test_int8_with_nodes_pinned_to_fp16_builds_in_tensorrt_rtx(tmp_path):
     from splitscope.engine.runtime.trt import build_engine
 
     assert len(build_engine(out, "rtx", {})) > 10_000
+
+
+def test_models_with_external_data_stay_external(tmp_path, monkeypatch):
+    """A model over the size limit (lowered here, as a 2 GB model is too big for a test) is written with its
+    weights in <out>.data beside it, and a model read with external data is calibrated from it."""
+    import onnxruntime as ort
+
+    src = onnx.load(_cnn(tmp_path / "cnn.onnx"))
+    ext = tmp_path / "ext" / "cnn.onnx"
+    ext.parent.mkdir()
+    onnx.save(src, str(ext), save_as_external_data=True, all_tensors_to_one_file=True, location="cnn.weights",
+              size_threshold=0)
+    monkeypatch.setattr(qdq, "EXTERNAL_ABOVE", 100)
+    for precision in ("int8", "fp16"):
+        out = tmp_path / f"q.{precision}.onnx"
+        res = run_to_end(calibrate(ext, out, precision=precision, samples=2))
+        assert (tmp_path / f"q.{precision}.onnx.data").stat().st_size > 1000 and res["accuracy"]
+        m = onnx.load(str(out), load_external_data=False)
+        assert any(i.data_location == TensorProto.EXTERNAL for i in m.graph.initializer)
+        if precision == "int8":
+            ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])  # its data is found beside it
+        assert not list(tmp_path.glob(".*partial*"))
