@@ -20,8 +20,10 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 
 
-def board_and_planner(model: Path, tag: str, profile: Path | None) -> None:
-    from PySide6.QtCore import QCoreApplication, QSettings, Qt
+def _app_and_window(model: Path, parser: str):
+    """The light-theme window at 1600x1000 with ``model`` open and laid out, settings in the temporary folder,
+    and ``pump(cond)``, which runs the event loop until ``cond()`` holds."""
+    from PySide6.QtCore import QCoreApplication, QSettings
     from PySide6.QtWidgets import QApplication
 
     app = QApplication.instance() or QApplication([])
@@ -29,21 +31,29 @@ def board_and_planner(model: Path, tag: str, profile: Path | None) -> None:
     QSettings.setPath(QSettings.Format.NativeFormat, QSettings.Scope.UserScope, os.environ["SPLITSCOPE_TMP"])
     from splitscope.gui.app import MainWindow
 
-    w = MainWindow(parser="rtx")
+    w = MainWindow(parser=parser)
     w.dark_override = False
     w._apply_theme()
     w.resize(1600, 1000)
     w.show()
     w.open_model(model)
 
-    def wait(cond, timeout=120.0):
+    def pump(cond=lambda: False, timeout: float = 300.0) -> None:
         end = time.time() + timeout
         while time.time() < end and not cond():
             app.processEvents()
             time.sleep(0.02)
 
-    wait(lambda: w.view is not None and not w.runner.running and not w.layout_runner.running
-         and w.show_ui.planner.results)
+    pump(lambda: w.view is not None and not w.runner.running and not w.layout_runner.running)
+    return app, w, pump
+
+
+def board_and_planner(model: Path, tag: str, profile: Path | None) -> None:
+    from PySide6.QtCore import Qt
+
+    app, w, pump = _app_and_window(model, "rtx")
+    wait = pump
+    wait(lambda: bool(w.show_ui.planner.results))
     if profile is not None:
         import json
 
@@ -55,20 +65,14 @@ def board_and_planner(model: Path, tag: str, profile: Path | None) -> None:
     wait(lambda: len(planner.results) == 2)
     w.show_ui.planner.dock.raise_()
     w.resizeDocks([w.show_ui.planner.dock], [330], Qt.Orientation.Vertical)
-    for _ in range(30):
-        app.processEvents()
-        time.sleep(0.02)
+    pump(timeout=0.6)
     w.grab().save(str(DOCS / f"planner-{tag}.png"))
     board = w.show_ui.present()
     from PySide6.QtGui import QKeyEvent
 
-    for _ in range(30):
-        app.processEvents()
-        time.sleep(0.02)
+    pump(timeout=0.6)
     app.sendEvent(board, QKeyEvent(QKeyEvent.Type.KeyPress, Qt.Key.Key_Right, Qt.KeyboardModifier.NoModifier))
-    for _ in range(30):
-        app.processEvents()
-        time.sleep(0.02)
+    pump(timeout=0.6)
     screen = board.screen()
     screen.grabWindow(0).save(str(DOCS / f"present-{tag}.png"))  # the X screen, as a user sees it
     board.close()
@@ -78,28 +82,9 @@ def board_and_planner(model: Path, tag: str, profile: Path | None) -> None:
 def calibration_shots(model: Path, tag: str) -> None:
     """The Calibration panel after an INT8 run with a search: the histogram with each method's threshold,
     and the search path."""
-    from PySide6.QtCore import QCoreApplication, QSettings, Qt
-    from PySide6.QtWidgets import QApplication
+    from PySide6.QtCore import Qt
 
-    app = QApplication.instance() or QApplication([])
-    QCoreApplication.setOrganizationName("SplitscopeDocs")
-    QSettings.setPath(QSettings.Format.NativeFormat, QSettings.Scope.UserScope, os.environ["SPLITSCOPE_TMP"])
-    from splitscope.gui.app import MainWindow
-
-    w = MainWindow(parser="table")
-    w.dark_override = False
-    w._apply_theme()
-    w.resize(1600, 1000)
-    w.show()
-    w.open_model(model)
-
-    def pump(cond, timeout=300.0):
-        end = time.time() + timeout
-        while time.time() < end and not cond():
-            app.processEvents()
-            time.sleep(0.02)
-
-    pump(lambda: w.view is not None and not w.runner.running and not w.layout_runner.running)
+    _app, w, pump = _app_and_window(model, "table")
     tmp = Path(os.environ["SPLITSCOPE_TMP"])
     ui = w.calib_ui
     ui.submit({"model": str(model), "out": str(tmp / f"{tag}.int8.onnx"), "data": "random", "method": "entropy",
@@ -109,9 +94,7 @@ def calibration_shots(model: Path, tag: str) -> None:
     ui.dock.raise_()
     for index, name in ((1, "histogram"), (3, "search")):
         ui.panel.tabs.setCurrentIndex(index)
-        for _ in range(40):
-            app.processEvents()
-            time.sleep(0.02)
+        pump(timeout=0.8)
         w.grab().save(str(DOCS / f"calibration-{name}-{tag}.png"))
     w.close()
 

@@ -6,7 +6,6 @@ colours the plan by precision."""
 from __future__ import annotations
 
 import html
-import json
 from collections.abc import Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -91,19 +90,14 @@ class CalibDialog(QDialog):
         form.addRow("Accuracy budget", self.budget)
         gm = window.graph_model
         assert gm is not None and gm.path is not None
-        from splitscope.gui.profile_dialog import symbolic_inputs
+        from splitscope.engine.runtime.store import model_key
+        from splitscope.gui.profile_dialog import saved_dims, symbolic_inputs
 
-        self.dim_key = ""
         try:
-            from splitscope.engine.runtime.store import model_key
-
             self.dim_key = model_key(gm.path)
-        except OSError:
-            pass
-        try:  # the values given to Profile for this model, remembered: the same shapes calibrate
-            saved = json.loads(str(s.value(f"profile/dims/{self.dim_key}", "") or "{}"))
-        except ValueError:
-            saved = {}
+        except OSError:  # unreadable now: the dims are asked but not remembered
+            self.dim_key = ""
+        saved = saved_dims(self.dim_key) if self.dim_key else {}  # what Profile was given: the same shapes
         self.dims: dict[str, QSpinBox] = {}
         for d in symbolic_inputs(gm):
             box = QSpinBox()
@@ -131,7 +125,9 @@ class CalibDialog(QDialog):
         if self.dims:
             dims = {**dims, **{d: box.value() for d, box in self.dims.items()}}
             if self.dim_key:
-                s.setValue(f"profile/dims/{self.dim_key}", json.dumps(dims))
+                from splitscope.gui.profile_dialog import remember_dims
+
+                remember_dims(self.dim_key, dims)
         s.setValue("calib/data", self.data.text())
         s.setValue("calib/method", self.method.currentText())
         s.setValue("calib/samples", self.samples.value())

@@ -60,9 +60,7 @@ class PresentBoard(QWidget):
         prof = w.show_ui.planner.profile()
         self.profile = prof
         self.node_ms = {r["name"]: r["ms"] for r in (prof or {}).get("per_node", [])}
-        from splitscope.engine.report.stats import split_summary
-
-        self.share = split_summary(gm)["delegate"]["flops_share"] if gm is not None else None
+        self._figures = self._compute_numbers()  # once: paintEvent runs every frame, a 50k-node sum does not
         self.update()
 
     BOARD_SCALE = 1.15
@@ -115,6 +113,9 @@ class PresentBoard(QWidget):
 
     def numbers(self) -> list[tuple[str, str]]:
         """The three numbers that matter, as (big, caption)."""
+        return self._figures
+
+    def _compute_numbers(self) -> list[tuple[str, str]]:
         gm = self.gm
         if gm is None:
             return []
@@ -124,7 +125,8 @@ class PresentBoard(QWidget):
         share, caption = work_share(gm, self.profile)
         parts = plural(len(gm.partitions), "engine partition")
         out = [(f"{share:.0%}" if share is not None else "—", caption),
-               (str(len(gm.partitions)), f"{parts.split(' ', 1)[1]}, {format_bytes(gm.boundary_bytes)} crossing them")]
+               (str(len(gm.partitions)), f"{parts.split(' ', 1)[1]}, {format_bytes(gm.boundary_bytes)} crossing them"
+                if len(gm.partitions) != 1 else "engine partition: nothing crosses between engines")]
         v = (self.profile or {}).get("verdict") or {}
         num = v.get("numbers") or {}
         if v:

@@ -28,6 +28,20 @@ BACKENDS = (("ort-cpu", "ONNX Runtime, CPU"), ("ort-cuda", "ONNX Runtime, CUDA")
             ("tensorrt", "TensorRT engine"), ("rtx", "TensorRT-RTX engine"))
 
 
+def saved_dims(key: str) -> dict[str, int]:
+    """The symbolic dims last given for the model of content key ``key`` (Profile and Calibrate share them)."""
+    raw = QSettings().value(f"profile/dims/{key}", "")
+    try:
+        d = json.loads(str(raw)) if raw else {}
+        return {str(k): int(v) for k, v in d.items()} if isinstance(d, dict) else {}
+    except (ValueError, TypeError):
+        return {}
+
+
+def remember_dims(key: str, dims: dict[str, int]) -> None:
+    QSettings().setValue(f"profile/dims/{key}", json.dumps(dims))
+
+
 def symbolic_inputs(gm: GraphModel) -> list[str]:
     """Names of the symbolic dims of the model's inputs, in order (from the analysed graph: no file read)."""
     seen: dict[str, None] = {}
@@ -98,12 +112,7 @@ class ProfileDialog(QDialog):
         return s
 
     def _saved_dims(self) -> dict[str, int]:
-        raw = QSettings().value(f"profile/dims/{self.key}", "")
-        try:
-            d = json.loads(str(raw)) if raw else {}
-            return {str(k): int(v) for k, v in d.items()} if isinstance(d, dict) else {}
-        except (ValueError, TypeError):
-            return {}
+        return saved_dims(self.key)
 
     def _choose_input(self) -> None:
         name, _ = QFileDialog.getOpenFileName(self, "Inputs", str(Path.home()), "NumPy (*.npz *.npy)")
@@ -114,7 +123,7 @@ class ProfileDialog(QDialog):
         """The request, and the choices remembered for next time (the dims for this model)."""
         settings = QSettings()
         dims = {d: box.value() for d, box in self.dims.items()}
-        settings.setValue(f"profile/dims/{self.key}", json.dumps(dims))
+        remember_dims(self.key, dims)
         settings.setValue("profile/backend", self.backend.currentData())
         for k in ("iterations", "warmup", "profiled"):
             settings.setValue(f"profile/{k}", getattr(self, k).value())

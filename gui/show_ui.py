@@ -69,9 +69,15 @@ class ShowUi(QObject):
         if rec.kind == "profile":  # latency ranges come with a profile
             self.planner._show_plans()
             self.planner.recompute()
+        if self.board is not None and self.board.isVisible():
+            self.planner.evaluated.connect(self._refresh_board, Qt.ConnectionType.SingleShotConnection)
         elif rec.kind == "report" and isinstance(rec.result, dict):
             self.window.statusBar().showMessage(f"Wrote the report {rec.result['out']} "
                                                 f"({rec.result['bytes'] / 1e6:.2f} MB)", 10000)
+
+    def _refresh_board(self) -> None:
+        if self.board is not None and self.board.isVisible():
+            self.board.refresh()
 
     # ---------------------------------------------------------- present
     def present(self) -> PresentBoard | None:

@@ -164,8 +164,8 @@ def plan(model: onnx.ModelProto, precision: str, keep: set[str] | None = None, d
         reason = None
         if label in keep:
             reason = "kept by the user"
-        elif label in force:
-            pass
+        elif label in force:  # pinned to the reduced type: neither the default keep nor the data holds it
+            reason = None
         elif default_keep and n.op_type in KEEP_OPS:
             reason = f"{n.op_type} is kept in FP32 by default (it overflows or loses precision)"
         elif precision == "fp16" and absmax:

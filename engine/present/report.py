@@ -84,6 +84,7 @@ def report_data(gm: GraphModel, view: Any, profiles: list[dict[str, Any]] | None
                               f"({', '.join(s.name for s in scen[1:]) or 'none saved yet'}); make it in the "
                               "planner (View › Panels › Planner) first.")
     pick = next((e for e in evaluated if e["name"] == chosen), evaluated[0])  # none chosen: today
+    share, share_caption = work_share(gm, prof)
     plugins = [n for n in gm.nodes if n.status is Status.PLUGIN]
     dele = summary.get("delegate", {})
     gpu = next((p.get("gpu") for p in profiles if p.get("gpu")), None)
@@ -97,7 +98,7 @@ def report_data(gm: GraphModel, view: Any, profiles: list[dict[str, Any]] | None
         "headline": headline(gm, summary),
         "decision": decision(its, evaluated[0], pick),
         "numbers": {"delegated_flops_share": dele.get("flops_share"), "delegated_node_share": dele.get("node_share"),
-                    "work_share": work_share(gm, prof)[0], "work_caption": work_share(gm, prof)[1],
+                    "work_share": share, "work_caption": share_caption,
                     "nodes": len(gm.nodes), "plugin_nodes": len(plugins), "partitions": len(gm.partitions),
                     "boundary_bytes": gm.boundary_bytes},
         "scenarios": evaluated, "chosen": pick["name"],
@@ -266,6 +267,15 @@ def write_report(data: dict[str, Any], out: str | os.PathLike[str]) -> Path:
     return write_bytes_atomic(out, weasyprint.HTML(string=html).write_pdf())
 
 
+def _checked_out(out: str | os.PathLike[str]) -> Path:
+    out = Path(out)
+    if out.suffix.lower() not in (".html", ".pdf"):
+        raise SplitscopeError(f"--out {out.name}: write .html or .pdf.")
+    if not out.parent.is_dir():
+        raise SplitscopeError(f"--out {out}: the folder {out.parent} does not exist; choose another.")
+    return out
+
+
 def make_report(model: str | os.PathLike[str] | None, out: str | os.PathLike[str], *,
                 profiles: list[str] | None = None, engine: str | None = None, calibration: str | None = None,
                 scenario: str | None = None, parser: str = "auto", dims: dict[str, int] | None = None,
@@ -275,11 +285,7 @@ def make_report(model: str | os.PathLike[str] | None, out: str | os.PathLike[str
     from splitscope.engine.split.analyze import analyze
 
     cancel = cancel or CancelToken()
-    out = Path(out)
-    if out.suffix.lower() not in (".html", ".pdf"):
-        raise SplitscopeError(f"--out {out.name}: write .html or .pdf.")
-    if not out.parent.is_dir():
-        raise SplitscopeError(f"--out {out}: the folder {out.parent} does not exist.")
+    out = _checked_out(out)  # before the analysis: a wrong name fails at once
     gm = yield from analyze(model, parser=parser, dims=dims)
     cancel.raise_if_cancelled()
     docs = {"profile": [load_doc(p, "profile") for p in profiles or []],
@@ -305,11 +311,7 @@ def report_job(gm: GraphModel, out: str | os.PathLike[str], profiles: list[dict[
     from splitscope.engine.view.layout import prepare_view
 
     cancel = cancel or CancelToken()
-    out = Path(out)
-    if out.suffix.lower() not in (".html", ".pdf"):
-        raise SplitscopeError(f"{out.name}: write .html or .pdf.")
-    if not out.parent.is_dir():
-        raise SplitscopeError(f"{out}: the folder {out.parent} does not exist; choose another.")
+    out = _checked_out(out)
     view = yield from prepare_view(gm, viewport=(1600, 1000), cancel=cancel)
     yield Progress("report", 0, 0, "Writing the report")
     data = report_data(gm, view, profiles, engine, calibration, scenarios, chosen)

@@ -85,7 +85,8 @@ class RoiAlignFn(torch.autograd.Function):
 
 
 class EfficientNmsFn(torch.autograd.Function):
-    """The TRT::EfficientNMS_TRT node end2end detector exporters write (its outputs are placeholders)."""
+    """The TRT::EfficientNMS_TRT node end2end detector exporters write. Its forward returns zeros of the
+    plugin's output shapes: only the export is used (torch never runs the detection), as in those exporters."""
 
     @staticmethod
     def forward(ctx, boxes, scores):
