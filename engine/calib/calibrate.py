@@ -4,7 +4,6 @@ accuracy against the original on held-out samples."""
 from __future__ import annotations
 
 import copy
-import os
 import time
 from collections.abc import Generator
 from pathlib import Path
@@ -20,6 +19,7 @@ from splitscope.engine.calib.methods import METHODS, amax
 from splitscope.engine.calib.search import qdq_builder
 from splitscope.engine.errors import SplitscopeError
 from splitscope.engine.jobs import CancelToken, JobEvent, Progress
+from splitscope.engine.onnxio.writer import ModelWriter, has_external_data
 from splitscope.engine.runtime.inputs import input_specs
 from splitscope.engine.runtime.ort import InferenceError, OrtBackend
 
@@ -41,7 +41,7 @@ def _for_casts(proto: onnx.ModelProto, precision: str, notes: list[str]) -> tupl
         return conv, conv is not proto
 
 
-def _qdq_with_half(model: Path, out: Path, ranges: dict[str, float], qplan: qdq.QdqPlan, precision: str,
+def _qdq_with_half(model: Path, writer: ModelWriter, ranges: dict[str, float], qplan: qdq.QdqPlan, precision: str,
                    half: set[str], half_precision: str,
                    notes: list[str]) -> tuple[dict[str, int], bytes, dict[str, Any]]:
     """Write Q/DQ for the quantized nodes and casts for the nodes pinned to FP16/BF16; return the counts, the
@@ -53,7 +53,7 @@ def _qdq_with_half(model: Path, out: Path, ranges: dict[str, float], qplan: qdq.
     emulation = casts.emulate(m, hplan).SerializeToString()
     written, hc = casts.apply(m, hplan)
     _check_written(written, half_precision)
-    qdq.save_model(written, out, f"{out.name.removeprefix('.').removesuffix('.partial')}.data")
+    writer.save(written)
     missed = sorted(half - set(hplan.low))
     if missed:
         notes.append(f"{len(missed)} nodes pinned to {half_precision.upper()} cannot run in it (their ONNX schema "
@@ -152,22 +152,21 @@ def kept_cost(model: Path, keep: list[str], precision: str, dims: dict[str, int]
 def calibrate(model: str | Path, out: str | Path, **kw: Any) -> Generator[JobEvent, None, dict[str, Any]]:
     """Calibrate ``model`` and write the quantized model to ``out`` (see :func:`_calibrate` for the options).
 
-    The model is written under a staging name beside ``out`` and moved onto it only when the whole run
-    succeeded (accuracy included): a run that fails or is cancelled midway leaves ``out`` as it was."""
+    The model and its external data (kept external when the source has it) are staged beside ``out`` and
+    moved onto it only when the whole run succeeded (accuracy included): a run that fails or is cancelled
+    midway leaves ``out`` (and its sidecar) as they were."""
     out = Path(out)
-    staged = out.parent / f".{out.name}.partial"
-    try:
-        doc = yield from _calibrate(model, out, staged=staged, **kw)
-    except BaseException:
-        staged.unlink(missing_ok=True)
-        raise
-    if staged.exists():
-        os.replace(staged, out)
+    if not out.parent.is_dir():
+        raise SplitscopeError(f"--out {out}: the folder {out.parent} does not exist; create it or write elsewhere.")
+    with ModelWriter(out, external=has_external_data(model) or None) as writer:
+        doc = yield from _calibrate(model, out, writer=writer, **kw)
+        if writer.path.exists():
+            writer.commit()
     return doc
 
 
-def _calibrate(model: str | Path, out: str | Path, *, staged: Path, data: str = "random", method: str = "entropy",
-              precision: str = "int8", samples: int = 32, keep: list[str] | None = None,
+def _calibrate(model: str | Path, out: str | Path, *, writer: ModelWriter, data: str = "random",
+               method: str = "entropy", precision: str = "int8", samples: int = 32, keep: list[str] | None = None,
               dims: dict[str, int] | None = None, percentile: float = 99.99, heldout: int = 8,
               backend: str = "ort-cpu", cancel: CancelToken | None = None,
               details: bool = False, budget: str | None = None,
@@ -189,8 +188,6 @@ def _calibrate(model: str | Path, out: str | Path, *, staged: Path, data: str = 
         raise SplitscopeError(f"--precision {precision}: use one of {', '.join(PRECISIONS)}.")
     if samples < 1:
         raise SplitscopeError("--samples must be 1 or more.")
-    if not out.parent.is_dir():
-        raise SplitscopeError(f"--out {out}: the folder {out.parent} does not exist; create it or write elsewhere.")
     if out.resolve() == model.resolve():
         raise SplitscopeError("--out is the model itself: write the quantized copy somewhere else.")
     yield Progress("calibrate", 0, 0, "Reading the model")
@@ -270,7 +267,7 @@ def _calibrate(model: str | Path, out: str | Path, *, staged: Path, data: str = 
         candidate: bytes | Path = emulation(cplan).SerializeToString()
         written, counts = casts.apply(copy.deepcopy(full), cplan)
         _check_written(written, precision)
-        qdq.save_model(written, staged, f"{out.name}.data")
+        writer.save(written)
         del written
         ranges: dict[str, float] = {}
         excluded, quantized = cplan.excluded, cplan.low
@@ -295,15 +292,15 @@ def _calibrate(model: str | Path, out: str | Path, *, staged: Path, data: str = 
             qplan = qdq.plan(onnx.load(str(model), load_external_data=False), set(keep) | set(half or []))
         yield Progress("write", 0, 0, f"Writing {out.name}")
         if half:
-            counts, candidate, half_doc = _qdq_with_half(model, staged, ranges, qplan, precision, set(half),
+            counts, candidate, half_doc = _qdq_with_half(model, writer, ranges, qplan, precision, set(half),
                                                          half_precision, notes)
         else:
-            counts = qdq.write(model, staged, ranges, qplan, precision, f"{out.name}.data")
-            candidate, half_doc = staged, None
+            counts = qdq.write(model, writer, ranges, qplan, precision)
+            candidate, half_doc = writer.path, None
         excluded, quantized = [x for x in qplan.excluded if x not in set(half or [])], qplan.nodes
     # Accuracy on held-out samples (other seeds, or the files past the calibration set).
     yield Progress("accuracy", 0, heldout, "Comparing with the FP32 model")
-    ref_be, q_be = OrtBackend(model, "ort-cpu"), OrtBackend(staged, "ort-cpu")  # Q/DQ as written: CPU runs them
+    ref_be, q_be = OrtBackend(model, "ort-cpu"), OrtBackend(writer.path, "ort-cpu")  # Q/DQ as written: CPU runs them
     ref_s = ref_be.session()
     q_s = q_be.session(model=candidate if isinstance(candidate, bytes) else None, plain=True)  # run as written
     outs = [o.name for o in ref_s.get_outputs()]

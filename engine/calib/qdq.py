@@ -21,16 +21,14 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 from splitscope.engine.calib.methods import QMAX
+from splitscope.engine.onnxio.writer import ModelWriter
 
 QUANTIZED_OPS = {"Conv", "ConvTranspose", "Gemm", "MatMul"}
-EXTERNAL_ABOVE = 1_900_000_000
-"""A written model larger than this keeps its weights in an external data file (protobuf's limit is 2 GB)."""
 POOLS = {"MaxPool", "AveragePool", "GlobalAveragePool"}
 
 
@@ -96,27 +94,13 @@ def _weight_axis(n: onnx.NodeProto) -> int:
     return 1  # MatMul: weight [K, N], channels on N
 
 
-def write(model_path: str | os.PathLike[str], out_path: str | os.PathLike[str], amax: dict[str, float],
-          qplan: QdqPlan, precision: str = "int8", data_name: str | None = None) -> dict[str, int]:
-    """Write ``model_path`` with Q/DQ per ``qplan`` and the activation ranges ``amax`` to ``out_path``
-    (atomically; a model with external data keeps it external, beside the output). Returns counts."""
+def write(model_path: str | os.PathLike[str], writer: ModelWriter, amax: dict[str, float], qplan: QdqPlan,
+          precision: str = "int8") -> dict[str, int]:
+    """Stage ``model_path`` with Q/DQ per ``qplan`` and the activation ranges ``amax`` in ``writer`` (a model
+    with external data keeps it external). Returns counts."""
     m, counts = apply(onnx.load(str(model_path)), amax, qplan, precision)
-    save_model(m, out_path, data_name)
+    writer.save(m)
     return counts
-
-
-def save_model(m: onnx.ModelProto, out_path: str | os.PathLike[str], data_name: str | None = None) -> None:
-    """Write ``m`` atomically; a model over 2 GB keeps its weights external, in ``<out>.data`` beside it (or
-    ``data_name``, when the file is written under a staging name first)."""
-    from splitscope.engine.report.files import atomic_path
-
-    out = Path(out_path)
-    big = m.ByteSize() > EXTERNAL_ABOVE
-    with atomic_path(out) as tmp:
-        if big:
-            onnx.save(m, str(tmp), save_as_external_data=True, location=data_name or f"{out.name}.data")
-        else:
-            onnx.save(m, str(tmp))
 
 
 def apply(m: onnx.ModelProto, amax: dict[str, float], qplan: QdqPlan,

@@ -22,7 +22,7 @@ from typing import Any
 from splitscope.engine.errors import SplitscopeError
 from splitscope.engine.jobs import CancelToken, JobEvent, Progress
 from splitscope.engine.model import GraphModel, Status
-from splitscope.engine.report.files import atomic_path
+from splitscope.engine.onnxio.writer import ModelWriter, has_external_data
 
 RTOL, ATOL = 1e-3, 1e-4
 """Outputs must agree this closely (numpy.allclose) for the optimized model to be kept."""
@@ -156,6 +156,8 @@ def optimize_export(source: str | os.PathLike[str], output: str | os.PathLike[st
     src, out = Path(source), Path(output)
     if src.resolve() == out.resolve():
         raise OptimizeError("The optimized model must go to a new file: choose another name than the original.")
+    if not out.parent.is_dir():
+        raise OptimizeError(f"The folder {out.parent} does not exist: create it or write the model elsewhere.")
     yield Progress("optimize", 0, 6, f"Analysing {src.name}")
     before_gm = yield from analyze(src, parser=parser, dims=dims, cancel=cancel)
     yield Progress("optimize", 1, 6, "Running the ONNX optimizer (onnxscript)")
@@ -175,10 +177,9 @@ def optimize_export(source: str | os.PathLike[str], output: str | os.PathLike[st
     seconds = time.perf_counter() - t0
     cancel.raise_if_cancelled()
     notes: list[str] = []
-    with atomic_path(out) as tmp:
+    with ModelWriter(out, external=has_external_data(src) or None) as writer:
         yield Progress("optimize", 2, 6, "Checking the optimized model (onnx.checker)")
-        big = optimized.ByteSize() > 1_900_000_000
-        onnx.save(optimized, str(tmp), save_as_external_data=big, location=f"{out.name}.data" if big else None)
+        tmp = writer.save(optimized)
         try:
             onnx.checker.check_model(str(tmp), full_check=False)
         except Exception as e:  # noqa: BLE001
@@ -226,6 +227,8 @@ def optimize_export(source: str | os.PathLike[str], output: str | os.PathLike[st
         yield Progress("optimize", 4, 6, "Analysing the optimized model")
         after_gm = run_to_end(analyze(tmp, parser=parser, dims=dims, cancel=cancel))
         after_gm.path = out
+        cancel.raise_if_cancelled()
+        writer.commit()
     yield Progress("optimize", 6, 6, "Done")
     return OptimizeResult(src, out, SplitFigures.of(before_gm), SplitFigures.of(after_gm),
                           f"onnxscript {onnxscript.__version__}", seconds, compared, max_abs, max_rel, n_out, notes,

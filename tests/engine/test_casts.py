@@ -15,6 +15,7 @@ from splitscope.engine.calib.calibrate import calibrate
 from splitscope.engine.cli import main as cli
 from splitscope.engine.errors import SplitscopeError
 from splitscope.engine.jobs import run_to_end
+from splitscope.engine.onnxio import writer
 
 from tests.engine.test_calib import DIMS, ROOT, TRANSFORMER, _cnn
 
@@ -193,7 +194,7 @@ def test_models_with_external_data_stay_external(tmp_path, monkeypatch):
     ext.parent.mkdir()
     onnx.save(src, str(ext), save_as_external_data=True, all_tensors_to_one_file=True, location="cnn.weights",
               size_threshold=0)
-    monkeypatch.setattr(qdq, "EXTERNAL_ABOVE", 100)
+    monkeypatch.setattr(writer, "EXTERNAL_ABOVE", 100)
     for precision in ("int8", "fp16"):
         out = tmp_path / f"q.{precision}.onnx"
         res = run_to_end(calibrate(ext, out, precision=precision, samples=2))
@@ -202,4 +203,4 @@ def test_models_with_external_data_stay_external(tmp_path, monkeypatch):
         assert any(i.data_location == TensorProto.EXTERNAL for i in m.graph.initializer)
         if precision == "int8":
             ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])  # its data is found beside it
-        assert not list(tmp_path.glob(".*partial*"))
+        assert not list(tmp_path.glob(".*staging"))
