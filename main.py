@@ -1,4 +1,7 @@
-"""Launch the Splitscope desktop app: ``python main.py [MODEL] [--parser ...] [--report-startup]``."""
+"""Launch Splitscope: ``python main.py [MODEL] [--parser ...] [--report-startup]`` opens the window;
+``python main.py VERB ...`` (a CLI verb: analyze, optimize, profile, engine, calibrate, report) runs the CLI.
+The frozen app's binary is this file, so ``dist/splitscope/splitscope analyze MODEL`` works the same, and
+engine child processes re-enter it (``--engine-child NAME ARGS``; the registry is splitscope.engine.entry)."""
 
 import time
 
@@ -6,22 +9,21 @@ T0 = time.perf_counter()  # process start, for --report-startup
 
 import sys  # noqa: E402
 
-CHILDREN = ("splitscope.engine.split.parser_proc", "splitscope.engine.onnxio.shape_proc")
 
+def dispatch(argv: list[str]) -> int:
+    """A child process, a CLI verb, or the window, by the first argument."""
+    from splitscope.engine.entry import FROZEN_FLAG, VERBS, run_child
 
-def _engine_child(argv: list[str]) -> int:
-    """A frozen app has no ``python -m``: engine child processes start the app with --engine-child."""
-    import importlib
+    if len(argv) >= 2 and argv[0] == FROZEN_FLAG:
+        return run_child(argv[1], argv[2:])
+    if argv and argv[0] in VERBS:
+        from splitscope.engine.cli import main as cli
 
-    if argv[0] not in CHILDREN:
-        sys.stderr.write(f"unknown engine child {argv[0]}\n")
-        return 2
-    return int(importlib.import_module(argv[0]).main(argv[1:]))
+        return cli(argv)
+    from splitscope.gui.launch import main as window
+
+    return window(argv, T0)
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 2 and sys.argv[1] == "--engine-child":
-        sys.exit(_engine_child(sys.argv[2:]))
-    from splitscope.gui.launch import main
-
-    sys.exit(main(sys.argv[1:], T0))
+    sys.exit(dispatch(sys.argv[1:]))

@@ -23,7 +23,7 @@ from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
-from splitscope.engine._children import child_command, child_env
+from splitscope.engine.entry import child_command, child_env
 from splitscope.engine.errors import JobCancelledError, SplitscopeError
 from splitscope.engine.jobs import CancelToken, JobEvent, LogLine, Progress, Sample
 
@@ -44,7 +44,7 @@ class JobProcess:
         self._args_file = Path(name)
         self._stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")  # noqa: SIM115
         env, root = child_env()
-        self.proc = subprocess.Popen(child_command("splitscope.engine.child", name), stdout=subprocess.PIPE,
+        self.proc = subprocess.Popen(child_command("job", name), stdout=subprocess.PIPE,
                                      stderr=self._stderr, stdin=subprocess.DEVNULL, env=env, text=True, cwd=root,
                                      start_new_session=True)
         self._lines: queue.Queue[str | None] = queue.Queue()

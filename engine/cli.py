@@ -157,7 +157,7 @@ def _write_json(args: argparse.Namespace, doc: Any) -> None:
 def _cmd_profile(args: argparse.Namespace) -> int:
 
     from splitscope.engine.runtime.ort import check_backend
-    from splitscope.engine.runtime.profile import profile
+    from splitscope.engine.runtime.profile import UNVERIFIED, profile
     from splitscope.engine.split.analyze import analyze
     from splitscope.engine.text import plural
 
@@ -182,9 +182,14 @@ def _cmd_profile(args: argparse.Namespace) -> int:
             cls = row["class"] if row["class"] != "unknown" else ""
             print(f"  {row['ms']:9.4f} ms {row['share']:6.1%}  {row['op_type']:<18} {row['name'][:60]}  {cls}".rstrip())
         sc = j["split_cost"]
-        if sc["plugin_nodes"]:
+        if sc["plugin_nodes"] and sc["boundary_copy_ms"] is not None:
             print(f"  the custom part: {sc['plugin_ms']:.3f} ms in plugin nodes + {sc['boundary_copy_ms']:.3f} ms of "
                   f"boundary copies = {sc['share_of_end_to_end']:.1%} of end to end")
+        elif sc["plugin_nodes"]:
+            print(f"  the custom part: {sc['plugin_ms']:.3f} ms in plugin nodes; boundary copies not measured "
+                  f"({sc.get('not_measured', 'no GPU')})")
+        if not j.get("verified", True):
+            print(f"  ({args.backend}: {UNVERIFIED}; its figures are from code tested against a fake engine)")
         print(f"  verdict: {v['verdict']}: {v['why']}")
         print(f"  fix: {v['fix']}")
         for note in j["notes"]:
@@ -360,7 +365,8 @@ def build_parser() -> argparse.ArgumentParser:
     o.set_defaults(func=_cmd_optimize)
     p = sub.add_parser("profile", help="time the model on this machine: latency, per-node time, copies, verdict")
     p.add_argument("model", nargs="?", help="ONNX model (default: the bundled sample)")
-    p.add_argument("--backend", choices=["ort-cpu", "ort-cuda", "tensorrt", "rtx"], default="ort-cpu")
+    p.add_argument("--backend", choices=["ort-cpu", "ort-cuda", "tensorrt", "rtx"], default="ort-cpu",
+                   help="tensorrt and rtx are not yet run against a real engine (their JSON says verified: false)")
     p.add_argument("--iterations", type=int, default=100, help="timed iterations (no profiler attached)")
     p.add_argument("--warmup", type=int, default=10, help="warm-up iterations, reported apart")
     p.add_argument("--profiled", type=int, default=20, help="profiled iterations for per-node times")

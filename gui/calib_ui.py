@@ -34,19 +34,14 @@ from PySide6.QtWidgets import (
 from splitscope.engine.child import JobProcess
 from splitscope.engine.jobs import CancelToken, JobEvent
 from splitscope.engine.view.layout import View
+from splitscope.gui.palette import COLOURS
 from splitscope.gui.render import Heat
 
 if TYPE_CHECKING:
     from splitscope.gui.app import MainWindow
 
-METHOD_COLOURS = {"max": "#D55E00", "percentile": "#009E73", "entropy": "#0072B2", "mse": "#CC79A7"}
-def _plan_colours() -> dict[str, str]:
-    from splitscope.gui.engine_ui import PRECISION_COLOURS
-
-    return {k: PRECISION_COLOURS[k] for k in ("FP32", "FP16", "BF16", "FP8", "INT8")}
-
-
-PLAN_COLOURS = _plan_colours()
+METHOD_COLOURS = dict(COLOURS["methods"])
+PLAN_COLOURS = {k: COLOURS["precision"][k] for k in ("FP32", "FP16", "BF16", "FP8", "INT8")}
 """The engine explorer's precision colours, so a plan and the engine built from it read alike."""
 
 
@@ -162,15 +157,17 @@ class CalibPanel(QWidget):
         self.sens_plot = pg.PlotWidget()
         self.sens_plot.setMinimumHeight(60)
         self.sens_plot.setLabel("bottom", "SNR gain with the node alone in float", units="dB")
-        self.sens_bars = pg.BarGraphItem(x0=[], y=[], height=0.7, width=[], brush="#E69F00")
+        self.sens_bars = pg.BarGraphItem(x0=[], y=[], height=0.7, width=[], brush=COLOURS["chart"]["highlight"])
         self.sens_plot.addItem(self.sens_bars)
         self.sens_plot.getAxis("left").setWidth(200)
         self.search_plot = pg.PlotWidget()
         self.search_plot.setMinimumHeight(60)
         self.search_plot.setLabel("bottom", "nodes kept in float")
         self.search_plot.setLabel("left", "accuracy of the worst output")
-        self.search_curve = self.search_plot.plot(pen=pg.mkPen("#0072B2", width=2), symbol="o", symbolSize=6)
-        self.budget_line = pg.InfiniteLine(angle=0, pen=pg.mkPen("#D55E00", style=Qt.PenStyle.DashLine))
+        self.search_curve = self.search_plot.plot(pen=pg.mkPen(COLOURS["chart"]["primary"], width=2), symbol="o",
+                                                  symbolSize=6)
+        self.budget_line = pg.InfiniteLine(angle=0, pen=pg.mkPen(COLOURS["chart"]["alert"],
+                                                                 style=Qt.PenStyle.DashLine))
         self.search_plot.addItem(self.budget_line)
         self.range_plot = pg.PlotWidget()
         self.range_plot.setMinimumHeight(60)
@@ -220,7 +217,7 @@ class CalibPanel(QWidget):
     def add_sample(self, s: Any) -> None:
         """Sensitivity and search samples as each layer or step finishes."""
         if s.series == "range":  # the first tensors' running ranges, one point a sample: do they settle?
-            colours = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
+            colours = COLOURS["okabe_ito"]
             for k, (name, v) in enumerate(s.values.items()):
                 pts = self.ranges.setdefault(name, [])
                 pts.append((s.x, v))
@@ -317,11 +314,11 @@ class CalibPanel(QWidget):
         counts = np.asarray(h["counts"], dtype=float)
         edges = np.linspace(0, h["max"], counts.size + 1)
         self.plot.plot(edges, np.log10(counts + 1), stepMode="center", fillLevel=0,
-                       brush=(86, 180, 233, 120), pen=pg.mkPen("#0072B2"))
+                       brush=(86, 180, 233, 120), pen=pg.mkPen(COLOURS["chart"]["primary"]))
         if "casts" in self.result:  # FP16: what matters is how close the values come to its range
             from splitscope.engine.calib.casts import FP16_SAFE
 
-            line = pg.InfiniteLine(pos=FP16_SAFE, angle=90, pen=pg.mkPen("#D55E00", width=2,
+            line = pg.InfiniteLine(pos=FP16_SAFE, angle=90, pen=pg.mkPen(COLOURS["chart"]["alert"], width=2,
                                                                           style=Qt.PenStyle.DashLine))
             self.plot.addItem(line)
             key = (f"max |x| {h['absmax']:.4g}; above {FP16_SAFE:g} (a quarter of FP16's 65504) the node stays "

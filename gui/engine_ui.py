@@ -17,16 +17,15 @@ from splitscope.engine.jobs import CancelToken, JobEvent, Progress
 from splitscope.engine.view.layout import View
 from splitscope.gui.engine_panel import EnginePanel
 from splitscope.gui.exports import add_csv_menu
+from splitscope.gui.palette import COLOURS
 from splitscope.gui.render import Heat
 
 if TYPE_CHECKING:
     from splitscope.engine.trtdata.importer import EngineData
     from splitscope.gui.app import MainWindow
 
-LAYER_COLOURS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#8C564B",
-                 "#17BECF", "#7F7F7F")
-PRECISION_COLOURS = {"FP32": "#56B4E9", "TF32": "#0072B2", "FP16": "#009E73", "BF16": "#66C2A5", "INT8": "#E69F00",
-                     "FP8": "#D55E00", "FP4": "#CC79A7", "INT4": "#CC79A7", "mixed": "#999999"}
+LAYER_COLOURS = tuple(COLOURS["series"])
+PRECISION_COLOURS = dict(COLOURS["precision"])
 
 
 def _groups_up(view: View, node_vals: dict[int, Any]) -> dict[int, set[Any]]:

@@ -13,6 +13,7 @@ from typing import Any
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
 from splitscope.engine.model import Role, Status
+from splitscope.engine.palette import colour_table, theme
 
 
 @dataclass(frozen=True)
@@ -36,27 +37,20 @@ class Palette:
 
 STATUS_MARK = {Status.DELEGATE: "●", Status.PLUGIN: "▲"}
 
-_ROLE_COLORS = {
-    Role.COMPUTE: "#0072B2", Role.DATA_MOVEMENT: "#56B4E9", Role.SHAPE: "#999999",
-    Role.PRE_PROCESSING: "#009E73", Role.POST_PROCESSING: "#E69F00", Role.CONTROL_FLOW: "#CC79A7",
-}
+COLOURS = colour_table()
+"""The palette data file (resources/palette.json): the named colours every panel draws with."""
 
 
 def make_palette(dark: bool) -> Palette:
-    """The light or dark palette."""
-    if dark:
-        return Palette(
-            True, QColor("#1e1f22"), QColor("#e6e6e6"), QColor("#9aa0a6"), QColor("#6b7078"), QColor("#CC79A7"),
-            QColor("#ffd54f"), QColor("#F0E442"), (QColor("#26282c"), QColor("#2c2f34")), QColor("#4a4f57"),
-            {Status.DELEGATE: QColor("#12385a"), Status.PLUGIN: QColor("#5a2a10")},
-            {Status.DELEGATE: QColor("#56B4E9"), Status.PLUGIN: QColor("#ff7f3f")},
-            {r: QColor(c) for r, c in _ROLE_COLORS.items()})
+    """The light or dark palette, as Qt colours."""
+    t = theme(dark)
     return Palette(
-        False, QColor("#fafafa"), QColor("#1b1b1b"), QColor("#5f6368"), QColor("#9aa0a6"), QColor("#a4457d"),
-        QColor("#1a73e8"), QColor("#F0E442"), (QColor("#f1f3f4"), QColor("#e8eaed")), QColor("#c4c7cc"),
-        {Status.DELEGATE: QColor("#d6e9f8"), Status.PLUGIN: QColor("#fde0cf")},
-        {Status.DELEGATE: QColor("#0072B2"), Status.PLUGIN: QColor("#D55E00")},
-        {r: QColor(c) for r, c in _ROLE_COLORS.items()})
+        dark, QColor(t["background"]), QColor(t["text"]), QColor(t["muted"]), QColor(t["edge"]),
+        QColor(t["boundary"]), QColor(t["selection"]), QColor(t["match"]),
+        (QColor(t["frame_fill"][0]), QColor(t["frame_fill"][1])), QColor(t["frame_border"]),
+        {s: QColor(t["status_fill"][s.value]) for s in (Status.DELEGATE, Status.PLUGIN)},
+        {s: QColor(t["status_border"][s.value]) for s in (Status.DELEGATE, Status.PLUGIN)},
+        {r: QColor(COLOURS["roles"][r.value]) for r in Role})
 
 
 def system_is_dark() -> bool:
@@ -93,16 +87,7 @@ def apply_app_palette(dark: bool) -> None:
         return
     app.setStyle(QStyleFactory.create("Fusion"))
     pal = QPalette()
-    if dark:
-        colors = {"Window": "#2b2d30", "WindowText": "#e6e6e6", "Base": "#1e1f22", "AlternateBase": "#26282c",
-                  "Text": "#e6e6e6", "Button": "#34373b", "ButtonText": "#e6e6e6", "ToolTipBase": "#2b2d30",
-                  "ToolTipText": "#e6e6e6", "Highlight": "#2f65ca", "HighlightedText": "#ffffff",
-                  "PlaceholderText": "#8b9096", "Mid": "#45484d", "Dark": "#1a1b1e", "Light": "#4a4d52"}
-    else:
-        colors = {"Window": "#f3f3f3", "WindowText": "#1b1b1b", "Base": "#ffffff", "AlternateBase": "#f5f5f5",
-                  "Text": "#1b1b1b", "Button": "#f0f0f0", "ButtonText": "#1b1b1b", "ToolTipBase": "#ffffdc",
-                  "ToolTipText": "#1b1b1b", "Highlight": "#1a73e8", "HighlightedText": "#ffffff",
-                  "PlaceholderText": "#80868b", "Mid": "#c4c7cc", "Dark": "#9aa0a6", "Light": "#ffffff"}
+    colors = COLOURS["widgets_dark" if dark else "widgets_light"]
     for role, color in colors.items():
         pal.setColor(getattr(QPalette.ColorRole, role), QColor(color))
     app.setPalette(pal)

@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 from splitscope.engine.plan.scenario import PLANS, Item, Scenario, evaluate, fmt_ms, items
 from splitscope.engine.text import format_bytes, plural
 from splitscope.gui import exports
+from splitscope.gui.palette import COLOURS
 
 if TYPE_CHECKING:
     from splitscope.engine.model import GraphModel
@@ -76,7 +77,7 @@ class PlannerPanel(QWidget):
         self.compare.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.chart = pg.PlotWidget()
         self.chart.setMinimumHeight(80)
-        self.bars = pg.BarGraphItem(x0=[], y=[], height=0.6, width=[], brush="#0072B2")
+        self.bars = pg.BarGraphItem(x0=[], y=[], height=0.6, width=[], brush=COLOURS["chart"]["primary"])
         self.chart.addItem(self.bars)
         self.chart.getAxis("left").setWidth(110)
         self.csv_plans = QPushButton("Export Plans CSV…")
@@ -359,7 +360,7 @@ class PlannerUi(QObject):
         p = self.panel
         lat = all(d.get("latency") for d in docs)
         vals = [d["latency"]["high_ms"] if lat else d["boundary_bytes"] / 1e3 for d in docs]
-        colours = ["#999999"] + ["#0072B2"] * (len(docs) - 1)
+        colours = [COLOURS["chart"]["today"]] + [COLOURS["chart"]["primary"]] * (len(docs) - 1)
         p.bars.setOpts(x0=[0] * len(docs), y=list(range(len(docs))), width=vals, height=0.6,
                        brushes=[pg.mkBrush(c) for c in colours])
         p.chart.getAxis("left").setTicks([[(k, d["name"]) for k, d in enumerate(docs)]])

@@ -17,15 +17,13 @@ from PySide6.QtGui import QColor, QFont, QImage, QKeyEvent, QPainter, QPen
 from PySide6.QtWidgets import QWidget
 from splitscope.engine.plan.scenario import PLANS
 from splitscope.engine.text import format_bytes
-from splitscope.gui.palette import make_palette
+from splitscope.gui.palette import COLOURS, make_palette
 
 if TYPE_CHECKING:
     from splitscope.gui.app import MainWindow
 
-LIGHT = {"bg": "#ffffff", "text": "#1b1b1b", "muted": "#5f6368", "card": "#f1f3f4", "accent": "#0072B2",
-         "plugin": "#D55E00"}
-DARK = {"bg": "#16171a", "text": "#f1f1f1", "muted": "#a8adb4", "card": "#26282c", "accent": "#56B4E9",
-        "plugin": "#ff7f3f"}
+LIGHT = dict(COLOURS["board_light"])
+DARK = dict(COLOURS["board_dark"])
 
 
 class PresentBoard(QWidget):
@@ -128,14 +126,10 @@ class PresentBoard(QWidget):
                (str(len(gm.partitions)), f"{parts.split(' ', 1)[1]}, {format_bytes(gm.boundary_bytes)} crossing them"
                 if len(gm.partitions) != 1 else "engine partition: nothing crosses between engines")]
         v = (self.profile or {}).get("verdict") or {}
-        num = v.get("numbers") or {}
         if v:
-            node = float(num.get("node_ms") or 0.0)
-            launch = float(num.get("launch_bound_ms") or 0.0)
-            copies = float(num.get("io_copy_ms") or 0.0) + float(num.get("boundary_copy_ms") or 0.0)
-            total = max(node + copies, 1e-12)
-            out.append((str(v.get("verdict", "")), f"graph {launch / total:.0%} · kernels "
-                        f"{max(node - launch, 0) / total:.0%} · data movement {copies / total:.0%}"))
+            from splitscope.engine.runtime.roofline import time_split_text
+
+            out.append((str(v.get("verdict", "")), time_split_text(self.profile or {})))
         else:
             out.append(("?", "where the time goes: profile the model (Tools › Profile…)"))
         return out

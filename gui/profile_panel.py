@@ -33,11 +33,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 from splitscope.engine.jobs import Sample
+from splitscope.gui.palette import COLOURS
 
 REDRAW_MS = 33
 TOP_N = 15
-CLASS_COLOUR = {"compute-bound": "#0072B2", "memory-bound": "#009E73", "launch-bound": "#D55E00",
-                "unknown": "#999999"}
+CLASS_COLOUR = dict(COLOURS["roofline_class"])
 
 
 class Ring:
@@ -98,11 +98,11 @@ class ProfilePanel(QWidget):
         self.lat_plot = pg.PlotWidget()
         self.lat_plot.setLabel("bottom", "iteration")
         self.lat_plot.setLabel("left", "latency", units="ms")
-        self.lat_curve = self.lat_plot.plot(pen=pg.mkPen("#0072B2", width=1))
+        self.lat_curve = self.lat_plot.plot(pen=pg.mkPen(COLOURS["chart"]["primary"], width=1))
         self.hist_plot = pg.PlotWidget()
         self.hist_plot.setLabel("bottom", "latency", units="ms")
         self.hist_plot.setLabel("left", "iterations")
-        self.hist_bars = pg.BarGraphItem(x=[], height=[], width=1, brush="#56B4E9")
+        self.hist_bars = pg.BarGraphItem(x=[], height=[], width=1, brush=COLOURS["chart"]["secondary"])
         self.hist_plot.addItem(self.hist_bars)
         self.stats = QLabel("")
         ll.addWidget(self.lat_plot, 3)
@@ -112,7 +112,7 @@ class ProfilePanel(QWidget):
         # Nodes
         self.node_plot = pg.PlotWidget()
         self.node_plot.setLabel("bottom", "time per inference", units="ms")
-        self.node_bars = pg.BarGraphItem(x0=[], y=[], height=0.7, width=[], brush="#E69F00")
+        self.node_bars = pg.BarGraphItem(x0=[], y=[], height=0.7, width=[], brush=COLOURS["chart"]["highlight"])
         self.node_plot.addItem(self.node_bars)
         self.node_plot.getAxis("left").setWidth(230)
         self.tabs.addTab(self.node_plot, "Nodes")
@@ -129,7 +129,7 @@ class ProfilePanel(QWidget):
             w = pg.PlotWidget()
             w.setLabel("left", label, units=unit)
             w.setLabel("bottom", "time", units="s")
-            self.tel_plots[key] = (w, w.plot(pen=pg.mkPen("#CC79A7", width=1)))
+            self.tel_plots[key] = (w, w.plot(pen=pg.mkPen(COLOURS["chart"]["telemetry"], width=1)))
             tl.addWidget(w, 1)
         self.tabs.addTab(_scrolling(tel), "Telemetry")
         # Roofline
@@ -271,7 +271,7 @@ class ProfilePanel(QWidget):
         peaks, bw = gpu.get("peak_flops") or {}, gpu.get("peak_bandwidth") or 0.0
         if peaks and bw:
             xs = np.logspace(-2, 4, 200)
-            for name, colour in (("fp32", "#333333"), ("tf32", "#888888"), ("fp16", "#BBBBBB")):
+            for name, colour in COLOURS["roofs"].items():
                 if name in peaks:
                     line = self.roof_plot.plot(np.log10(xs), np.log10(np.minimum(peaks[name], bw * xs)),
                                                pen=pg.mkPen(colour, width=1.5, style=Qt.PenStyle.DashLine))

@@ -19,7 +19,7 @@ from splitscope.engine.model import GraphModel, Status
 from splitscope.engine.text import format_bytes
 from splitscope.engine.view.hierarchy import Hierarchy
 from splitscope.engine.view.layout import HEADER, KIND_FRAME, KIND_NODE, Layout
-from splitscope.gui.palette import STATUS_MARK, Palette
+from splitscope.gui.palette import COLOURS, STATUS_MARK, Palette
 
 MIN_SCALE, MAX_SCALE = 1e-4, 4.0
 LOD_BOXES = 0.12
@@ -70,7 +70,7 @@ class Heat:
     """Categorical legend: (label, colour) rows."""
 
 
-PARTITION_COLOURS = ("#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#8C564B", "#555555")
+PARTITION_COLOURS = tuple(COLOURS["partitions"])
 """Outline colours of engine partitions (none of them a status colour)."""
 SEQUENTIAL = ((255, 247, 236), (253, 212, 158), (252, 141, 89), (215, 48, 31), (127, 0, 0))
 DIVERGING = ((0, 114, 178), (140, 190, 220), (245, 245, 245), (240, 160, 120), (213, 94, 0))

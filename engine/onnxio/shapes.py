@@ -119,10 +119,10 @@ def _infer_in_subprocess(path: Path) -> tuple[onnx.GraphProto, list[int], list[s
     import json
     import subprocess
 
-    from splitscope.engine._children import child_command, child_env
+    from splitscope.engine.entry import child_command, child_env
 
     env, root = child_env()
-    proc = subprocess.run(child_command("splitscope.engine.onnxio.shape_proc", str(path.resolve())),
+    proc = subprocess.run(child_command("shapes", str(path.resolve())),
                           capture_output=True, env=env, cwd=root, stdin=subprocess.DEVNULL, check=False)
     head, _, body = proc.stdout.partition(b"\n")
     try:

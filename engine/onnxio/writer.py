@@ -109,7 +109,6 @@ class ModelWriter:
 
     def __enter__(self) -> ModelWriter:
         self._remove_stale()
-        self.stage.mkdir()
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
@@ -131,6 +130,7 @@ class ModelWriter:
         """Write ``m`` into the staging folder (again, if it was written before); returns the staged path.
 
         When the weights go external, onnx moves them out of ``m``: ``m`` is spent then."""
+        self.stage.mkdir(exist_ok=True)  # made at the first write: a job killed before it leaves nothing
         data = self.stage / sidecar_name(self.out)
         data.unlink(missing_ok=True)  # onnx >= 1.23 refuses to write over it; older ones append to it
         big = m.ByteSize() > EXTERNAL_ABOVE

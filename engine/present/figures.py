@@ -9,15 +9,19 @@ import math
 from html import escape
 from typing import Any
 
+from splitscope.engine.palette import colour_table, theme
 from splitscope.engine.view.layout import KIND_BLOCK, KIND_FRAME, KIND_NODE, View
 
 FONT = "font-family:'DejaVu Sans','Segoe UI',Helvetica,Arial,sans-serif"
-DELEGATE_FILL, DELEGATE_LINE = "#d6e9f8", "#0072B2"
-PLUGIN_FILL, PLUGIN_LINE = "#fde0cf", "#D55E00"
-FRAME_FILL, FRAME_LINE, EDGE, BOUNDARY, TEXT, MUTED = "#f1f3f4", "#c4c7cc", "#9aa0a6", "#a4457d", "#1b1b1b", "#5f6368"
-PARTS = ("#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#8C564B", "#555555")
-"""The canvas's engine-partition colours (gui/render.py PARTITION_COLOURS), so engine 1 is green in both."""
-BARS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00")
+_LIGHT = theme(False)
+DELEGATE_FILL, DELEGATE_LINE = _LIGHT["status_fill"]["delegate"], _LIGHT["status_border"]["delegate"]
+PLUGIN_FILL, PLUGIN_LINE = _LIGHT["status_fill"]["plugin"], _LIGHT["status_border"]["plugin"]
+FRAME_FILL, FRAME_LINE = _LIGHT["frame_fill"][0], _LIGHT["frame_border"]
+EDGE, BOUNDARY, TEXT, MUTED = _LIGHT["edge"], _LIGHT["boundary"], _LIGHT["text"], _LIGHT["muted"]
+PARTS = tuple(colour_table()["partitions"])
+"""The canvas's engine-partition colours (the same palette entry), so engine 1 is green in both."""
+BARS = tuple(colour_table()["okabe_ito"][:6])
+ON_BAR = colour_table()["chart"]["on_bar"]
 
 
 def _n(v: float) -> str:
@@ -195,24 +199,30 @@ def roofline(profile: dict[str, Any], width: int = 640, height: int = 360) -> st
     return "".join(out)
 
 
-def time_split(parts: list[tuple[str, float, str]], width: int = 640) -> str:
-    """One stacked bar of where the time goes: (label, ms, colour) parts."""
-    total = sum(p[1] for p in parts)
+def time_split(parts: list[tuple[str, float | None, str]], width: int = 640) -> str:
+    """One stacked bar of where the time goes: (label, ms, colour) parts; a part of ``None`` ms was not
+    measured: it takes no width and its legend says so."""
+    shown = [(label, ms, colour) for label, ms, colour in parts if ms is not None]
+    missing = [label for label, ms, _ in parts if ms is None]
+    total = sum(p[1] for p in shown)
     if total <= 0:
         return ""
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} 64" width="100%" role="img" '
            f'aria-label="Where the time goes" style="{FONT}">']
     x = 0.0
-    for _label, ms, colour in parts:
+    for _label, ms, colour in shown:
         w = width * ms / total
         out.append(f'<rect x="{_n(x)}" y="4" width="{_n(w)}" height="28" fill="{colour}"/>')
         if w > 60:
-            out.append(f'<text x="{_n(x + 6)}" y="23" font-size="12" fill="#ffffff">{ms / total:.0%}</text>')
+            out.append(f'<text x="{_n(x + 6)}" y="23" font-size="12" fill="{ON_BAR}">{ms / total:.0%}</text>')
         x += w
     x = 0.0
-    for label, ms, colour in parts:
+    for label, ms, colour in shown:
         out.append(f'<rect x="{_n(x)}" y="44" width="10" height="10" fill="{colour}"/><text x="{_n(x + 14)}" y="53" '
                    f'font-size="11" fill="{TEXT}">{escape(label)} {ms:.3g} ms</text>')
         x += 14 + 7 * (len(label) + 10)
+    for label in missing:
+        out.append(f'<text x="{_n(x)}" y="53" font-size="11" fill="{MUTED}">{escape(label)}: not measured</text>')
+        x += 7 * (len(label) + 16)
     out.append("</svg>")
     return "".join(out)

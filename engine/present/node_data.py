@@ -11,13 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from splitscope.engine.model import GraphModel
+from splitscope.engine.palette import colour_table, theme
 
 GRAPH = "main_graph"
-STATUS_COLOURS = {"delegate": "#d6e9f8", "plugin": "#fde0cf"}
-PRECISION_COLOURS = {"FP32": "#56B4E9", "TF32": "#0072B2", "FP16": "#009E73", "BF16": "#66C2A5", "INT8": "#E69F00",
-                     "FP8": "#D55E00", "FP4": "#CC79A7", "INT4": "#CC79A7", "mixed": "#999999"}
-TIME_GRADIENT = [{"stop": 0, "bgColor": "#f7fbff"}, {"stop": 0.5, "bgColor": "#6baed6"},
-                 {"stop": 1, "bgColor": "#08306b", "textColor": "#ffffff"}]
+STATUS_COLOURS = dict(theme(False)["status_fill"])
+PRECISION_COLOURS = dict(colour_table()["precision"])
+_G = colour_table()["time_gradient"]
+TIME_GRADIENT = [{"stop": 0, "bgColor": _G[0]}, {"stop": 0.5, "bgColor": _G[1]},
+                 {"stop": 1, "bgColor": _G[2], "textColor": colour_table()["chart"]["on_bar"]}]
 
 
 def _key(gm: GraphModel, i: int) -> str:
@@ -57,7 +58,8 @@ def precision_data(gm: GraphModel, engine: dict[str, Any] | None = None,
         low = str(calibration.get("precision", "")).upper()
         prec.update({names[n]: low for n in calibration.get("quantized", []) if n in names})
         prec.update({names[n]: "FP32" for n in calibration.get("excluded", []) if n in names})
-    results = {_key(gm, i): {"value": p, "bgColor": PRECISION_COLOURS.get(p, "#999999")} for i, p in prec.items()}
+    results = {_key(gm, i): {"value": p, "bgColor": PRECISION_COLOURS.get(p, PRECISION_COLOURS["mixed"])}
+               for i, p in prec.items()}
     return {GRAPH: {"results": results, "showExpandedSummaryOnGroupNode": True}}
 
 

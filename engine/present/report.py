@@ -20,6 +20,7 @@ from typing import Any
 from splitscope.engine.errors import SplitscopeError
 from splitscope.engine.jobs import CancelToken, JobEvent, Progress
 from splitscope.engine.model import GraphModel, Status
+from splitscope.engine.palette import colour_table
 from splitscope.engine.plan.scenario import PLANS, Scenario, decision, evaluate, items, work_share
 from splitscope.engine.present import figures
 from splitscope.engine.text import format_bytes as fmt_bytes
@@ -152,17 +153,18 @@ def _custom_row(it: Any, pick: dict[str, Any]) -> dict[str, Any]:
 
 
 def _time(prof: dict[str, Any]) -> dict[str, Any]:
+    from splitscope.engine.runtime.roofline import time_split
+
     v = prof.get("verdict") or {}
-    num = v.get("numbers") or {}
-    node_ms = float(num.get("node_ms") or 0.0)
-    launch = float(num.get("launch_bound_ms") or 0.0)
-    copies = float(num.get("io_copy_ms") or 0.0) + float(num.get("boundary_copy_ms") or 0.0)
-    split = [("graph (launch-bound nodes)", launch, "#CC79A7"), ("kernels", max(node_ms - launch, 0.0), "#0072B2"),
-             ("data movement", copies, "#E69F00")]
+    colours = colour_table()["time_split"]
+    split = [(label, ms, colours[k]) for k, (label, ms) in zip(("graph", "kernels", "copies"), time_split(prof),
+                                                               strict=True)]
     top = sorted(prof.get("per_node", []), key=lambda r: -(r.get("ms") or 0))[:10]
     return {"backend": prof.get("backend"), "device": prof.get("device"), "latency_ms": prof.get("latency_ms"),
             "verdict": v.get("verdict"), "why": v.get("why"), "fix": v.get("fix"),
-            "split": [(a, round(b, 4), c) for a, b, c in split],
+            "split": [(a, round(b, 4) if b is not None else None, c) for a, b, c in split],
+            "verified": prof.get("verified", True),
+            "copies_not_measured": (prof.get("copies") or {}).get("not_measured"),
             "top": [{"name": r["name"], "op_type": r["op_type"], "ms": r["ms"], "share": r.get("share"),
                      "status": r["status"], "class": r.get("class")} for r in top],
             "node_cover": prof.get("node_cover")}
@@ -245,8 +247,8 @@ def render_html(data: dict[str, Any]) -> str:
     env.filters["bytes"] = lambda v: "—" if v is None else fmt_bytes(int(v))
     env.filters["css"] = lambda v: jinja2.utils.markupsafe.Markup(  # a CSS string: no HTML entities in it
         "".join(c if c.isalnum() or c in " ._-:()[]+,/" else f"\\{ord(c):06x}" for c in str(v)))
-    return env.from_string(text).render(d=data, svg=lambda k: jinja2.utils.markupsafe.Markup(
-        data["figures"].get(k) or ""))
+    return env.from_string(text).render(d={**data, "palette": colour_table()},
+                                        svg=lambda k: jinja2.utils.markupsafe.Markup(data["figures"].get(k) or ""))
 
 
 def write_report(data: dict[str, Any], out: str | os.PathLike[str]) -> Path:

@@ -50,8 +50,8 @@ def classify(ms: float, flops: int | None, nbytes: int | None, dtype: str | None
     return out
 
 
-def verdict(latency_ms: float, per_node: list[dict[str, Any]], io_copy_ms: float, boundary_copy_ms: float,
-            plugin_ms: float, cover: float | None = None) -> dict[str, Any]:
+def verdict(latency_ms: float, per_node: list[dict[str, Any]], io_copy_ms: float | None,
+            boundary_copy_ms: float | None, plugin_ms: float, cover: float | None = None) -> dict[str, Any]:
     """Graph-, kernel- or transfer-bound, with the numbers that decide it and the fix that fits.
 
     - *transfer-bound*: the model's input/output copies plus the copies its partition boundaries force are
@@ -60,24 +60,35 @@ def verdict(latency_ms: float, per_node: list[dict[str, Any]], io_copy_ms: float
       more, or the nodes' own times cover under half of a profiled run (``cover``: the rest is the runtime's
       gaps between nodes);
     - *kernel-bound*: the rest: a few heavy nodes hold the time.
+
+    A copy figure of ``None`` was not measured: it stays ``None`` in the numbers (never a 0 that reads as
+    measured), and the verdict says that transfers were not weighed.
     """
     node_ms = sum(n["ms"] for n in per_node)
     small = sum(n["ms"] for n in per_node if n.get("class") == "launch-bound")
-    transfer = io_copy_ms + boundary_copy_ms
+    measured = io_copy_ms is not None and boundary_copy_ms is not None
+    transfer = (io_copy_ms or 0.0) + (boundary_copy_ms or 0.0)
     end_to_end = max(latency_ms + transfer, 1e-9)
     if cover is None:
         cover = node_ms / latency_ms if latency_ms > 0 else 0.0
+
+    def r4(x: float | None) -> float | None:
+        return None if x is None else round(x, 4)
+
     numbers = {"latency_ms": round(latency_ms, 4), "node_ms": round(node_ms, 4), "node_cover": round(cover, 3),
                "launch_bound_ms": round(small, 4), "launch_bound_nodes": sum(
                    1 for n in per_node if n.get("class") == "launch-bound"),
-               "io_copy_ms": round(io_copy_ms, 4), "boundary_copy_ms": round(boundary_copy_ms, 4),
-               "transfer_share": round(transfer / end_to_end, 3), "plugin_ms": round(plugin_ms, 4),
-               "split_cost_share": round((plugin_ms + boundary_copy_ms) / end_to_end, 3)}
+               "io_copy_ms": r4(io_copy_ms), "boundary_copy_ms": r4(boundary_copy_ms),
+               "copies_measured": measured,
+               "transfer_share": round(transfer / end_to_end, 3) if measured else None,
+               "plugin_ms": round(plugin_ms, 4),
+               "split_cost_share": round((plugin_ms + (boundary_copy_ms or 0.0)) / end_to_end, 3)
+               if boundary_copy_ms is not None else None}
     top = sorted(per_node, key=lambda n: -n["ms"])[:3]
     if transfer / end_to_end >= 0.3:
         kind = "transfer-bound"
-        why = (f"copies take {transfer / end_to_end:.0%} of the end-to-end time ({io_copy_ms:.3f} ms of inputs "
-               f"and outputs, {boundary_copy_ms:.3f} ms at partition boundaries)")
+        why = (f"copies take {transfer / end_to_end:.0%} of the end-to-end time ({io_copy_ms or 0.0:.3f} ms of "
+               f"inputs and outputs, {boundary_copy_ms or 0.0:.3f} ms at partition boundaries)")
         fix = ("pin host memory and overlap copies with compute; move pre/post-processing onto the GPU; remove "
                "partition boundaries (a plugin for the op that splits the engine)")
     elif node_ms and (small / node_ms >= 0.5 or cover < 0.5):
@@ -92,4 +103,26 @@ def verdict(latency_ms: float, per_node: list[dict[str, Any]], io_copy_ms: float
         why = f"a few heavy nodes hold the time: {names}" if top else "no per-node times"
         fix = ("tune or write the kernels of the heaviest nodes; for delegated nodes, try lower precision "
                "(FP16/FP8/INT8 with Q/DQ) in TensorRT")
+    if not measured:
+        why += "; copies were not measured, so transfers were not weighed"
     return {"verdict": kind, "why": why, "fix": fix, "numbers": numbers}
+
+
+def time_split(prof: dict[str, Any]) -> list[tuple[str, float | None]]:
+    """Where a profile's time goes, the one split the report and the board show: graph (launch-bound nodes),
+    kernels and data movement, in ms; data movement is ``None`` when the copies were not measured."""
+    num = (prof.get("verdict") or {}).get("numbers") or {}
+    node = float(num.get("node_ms") or 0.0)
+    launch = float(num.get("launch_bound_ms") or 0.0)
+    io, boundary = num.get("io_copy_ms"), num.get("boundary_copy_ms")
+    measured = num.get("copies_measured", io is not None and boundary is not None)
+    copies = float(io or 0.0) + float(boundary or 0.0) if measured else None
+    return [("graph (launch-bound nodes)", launch), ("kernels", max(node - launch, 0.0)), ("data movement", copies)]
+
+
+def time_split_text(prof: dict[str, Any]) -> str:
+    """The split in one line of shares: 'graph 12% · kernels 80% · data movement 8%' (or 'not measured')."""
+    parts = time_split(prof)
+    total = max(sum(v for _, v in parts if v is not None), 1e-12)
+    return " · ".join(f"{label.split(' (')[0]} {v / total:.0%}" if v is not None else f"{label} not measured"
+                      for label, v in parts)

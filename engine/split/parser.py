@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from splitscope.engine._children import child_command, child_env
 from splitscope.engine._optional import installed
+from splitscope.engine.entry import child_command, child_env
 from splitscope.engine.errors import JobCancelledError, ParserUnavailableError
 from splitscope.engine.jobs import CancelToken, Progress
 
@@ -94,7 +94,7 @@ class ParserProcess:
             self._cut_file = Path(name)
             args.append(name)
         self.proc = subprocess.Popen(
-            child_command("splitscope.engine.split.parser_proc", *args),
+            child_command("parser", *args),
             stdout=subprocess.PIPE, stderr=self._stderr, stdin=subprocess.DEVNULL, env=env, text=True, cwd=root)
 
     def kill(self) -> None:

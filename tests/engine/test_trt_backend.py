@@ -61,3 +61,13 @@ def test_rtx_profile_end_to_end_with_the_fake_engine():
     assert factory.session.context.runs == 1 + 5 + 3  # warm-up, timed, profiled
     assert not factory.cuda.live  # every buffer freed
     assert any("engine built in" in n for n in res.notes)
+    # Nothing unmeasured is shown as measured: no GPU here, so the copies say why and no copy figure is 0.
+    doc = res.to_json()
+    assert doc["verified"] is False and any("not yet run against a real engine" in n for n in res.notes)
+    assert doc["copies"]["not_measured"] and "io_pageable_ms" not in doc["copies"]
+    num = doc["verdict"]["numbers"]
+    assert num["copies_measured"] is False and num["io_copy_ms"] is None and num["transfer_share"] is None
+    assert "not measured" in doc["verdict"]["why"]
+    from splitscope.engine.runtime.roofline import time_split, time_split_text
+
+    assert time_split(doc)[-1] == ("data movement", None) and "data movement not measured" in time_split_text(doc)
