@@ -65,12 +65,19 @@ class ProfileDialog(QDialog):
         form = QFormLayout(self)
         self.backend = QComboBox()
         for name, label in BACKENDS:
-            self.backend.addItem(label if not available.get(name) else f"{label} (not here)", name)
+            unverified = name in ("tensorrt", "rtx")
+            text = f"{label} (not yet run against a real engine)" if unverified else label
+            self.backend.addItem(text if not available.get(name) else f"{text} (not here)", name)
             idx = self.backend.count() - 1
             item = self.backend.model().item(idx)  # type: ignore[attr-defined]
+            tip = [available[name]] if available.get(name) else []
+            if unverified:
+                tip.append("Written to TensorRT's documented API and tested against a fake engine: its figures are "
+                           "not yet confirmed by a real engine (the profile's JSON says verified: false).")
             if available.get(name):
                 item.setEnabled(False)
-                item.setToolTip(available[name])
+            if tip:
+                item.setToolTip("\n".join(tip))
         last = str(settings.value("profile/backend", "ort-cpu"))
         pos = self.backend.findData(last)
         if pos >= 0 and not available.get(last):
