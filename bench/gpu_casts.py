@@ -1,5 +1,7 @@
 """FP16/BF16 cast models on a GPU: the accuracy of the written model run by ONNX Runtime CUDA (real FP16
-kernels) against the emulation ``splitscope calibrate`` reports (FP32 arithmetic on rounded tensors).
+kernels) against the emulation ``splitscope calibrate`` reports (FP32 arithmetic on rounded tensors), both
+against TRUE FP32: ONNX Runtime CPU, and ONNX Runtime CUDA with TF32 off (``use_tf32=0``; with TF32 on, CUDA's
+FP32 is only about 70 dB from the CPU's, too noisy to judge a fraction of a dB).
 
     python bench/gpu_casts.py OUT_DIR MODEL.onnx [--dim NAME=INT ...]
 """
@@ -33,8 +35,14 @@ def main() -> None:
     feeds = [random_feeds(specs, dims, 10_000 + k) for k in range(8)]  # calibrate's held-out samples
     so = ort.SessionOptions()
     so.log_severity_level = 3
-    ref = ort.InferenceSession(str(args.model), so, providers=["CUDAExecutionProvider"])
-    refs = [ref.run(None, f) for f in feeds]
+    no_tf32 = [("CUDAExecutionProvider", {"use_tf32": "0"})]
+    cpu = ort.InferenceSession(str(args.model), so, providers=["CPUExecutionProvider"])
+    refs = [cpu.run(None, f) for f in feeds]  # true FP32: the emulation's own reference
+    ref = ort.InferenceSession(str(args.model), so, providers=no_tf32)
+    refs_cuda = [ref.run(None, f) for f in feeds]
+    outs0 = [o.name for o in cpu.get_outputs()]
+    agree = {o: compare_outputs([r[k] for r in refs], [g[k] for g in refs_cuda])["snr_db"] for k, o in enumerate(outs0)}
+    print(json.dumps({"cuda_fp32_no_tf32_vs_cpu_db": agree}), flush=True)
     rows = []
     for precision in ("fp16", "bf16"):
         q = args.out / f"{args.model.stem}.{precision}.onnx"
@@ -42,11 +50,14 @@ def main() -> None:
         row = {"model": args.model.name, "precision": precision, "nodes_reduced": res["quantized_nodes"],
                "casts": res["casts"], "emulated": {o: a["snr_db"] for o, a in res["accuracy"].items()}}
         try:
-            sess = ort.InferenceSession(str(q), so, providers=["CUDAExecutionProvider"])
+            sess = ort.InferenceSession(str(q), so, providers=no_tf32)
             outs = [o.name for o in sess.get_outputs()]
             got = [sess.run(None, f) for f in feeds]
             row["cuda"] = {o: compare_outputs([r[k] for r in refs], [g[k] for g in got])["snr_db"]
                            for k, o in enumerate(outs)}
+            row["cuda_vs_cuda_fp32"] = {o: compare_outputs([r[k] for r in refs_cuda], [g[k] for g in got])["snr_db"]
+                                        for k, o in enumerate(outs)}
+            row["gap_db"] = {o: round(row["emulated"][o] - row["cuda"][o], 3) for o in outs if o in row["emulated"]}
             row["cuda_provider_nodes"] = "CUDAExecutionProvider" in sess.get_providers()
         except Exception as e:  # noqa: BLE001 - report what ONNX Runtime says
             row["cuda_error"] = str(e).splitlines()[0][:300]

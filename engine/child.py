@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import traceback
 from collections.abc import Generator
 from pathlib import Path
@@ -164,9 +165,18 @@ def _run(kind: str, args: dict[str, Any]) -> Generator[JobEvent, None, Any]:
                                      dims={k: int(v) for k, v in (args.get("dims") or {}).items()}, details=True,
                                      budget=args.get("budget"), half=list(args.get("half") or []),
                                      half_precision=args.get("half_precision", "fp16"), labels=args.get("labels")))
-    if kind == "test-sleep":  # for the tests of the machinery: a child that hangs
-        import time
+    if kind == "build":  # a TensorRT(-RTX) build: its builder's log, for the layers it lists
+        from splitscope.engine.runtime.trt import build_and_list_layers
 
+        def phase(name: str, step: int, total: int) -> None:  # the builder calls back from its own C++ loop
+            _emit({"event": "progress", "stage": "build", "done": step, "total": total, "message": f"Building: {name}"})
+
+        yield Progress("build", 0, 0, f"Building {Path(args['model']).name} with {args.get('backend', 'rtx')}")
+        t0 = time.perf_counter()
+        plan, lines = build_and_list_layers(args["model"], args.get("backend", "rtx"),
+                                            {k: int(v) for k, v in (args.get("dims") or {}).items()}, None, phase)
+        return {"lines": lines, "engine_bytes": len(plan), "seconds": round(time.perf_counter() - t0, 3)}
+    if kind == "test-sleep":  # for the tests of the machinery: a child that hangs
         yield Progress("sleep", 0, 0, "sleeping")
         time.sleep(float(args.get("seconds", 60)))
         return {}

@@ -22,6 +22,7 @@ from splitscope.engine.jobs import CancelToken, JobEvent, Progress
 from splitscope.engine.onnxio.writer import ModelWriter, has_external_data
 from splitscope.engine.runtime.inputs import input_specs
 from splitscope.engine.runtime.ort import InferenceError, OrtBackend
+from splitscope.engine.runtime.written import verify_written
 
 
 def _for_casts(proto: onnx.ModelProto, precision: str, notes: list[str]) -> tuple[onnx.ModelProto, bool]:
@@ -42,15 +43,15 @@ def _for_casts(proto: onnx.ModelProto, precision: str, notes: list[str]) -> tupl
 
 
 def _qdq_with_half(model: Path, writer: ModelWriter, ranges: dict[str, float], qplan: qdq.QdqPlan, precision: str,
-                   half: set[str], half_precision: str,
-                   notes: list[str]) -> tuple[dict[str, int], bytes, dict[str, Any]]:
+                   half: set[str], half_precision: str, notes: list[str],
+                   dims: dict[str, int] | None = None) -> tuple[dict[str, int], bytes, dict[str, Any]]:
     """Write Q/DQ for the quantized nodes and casts for the nodes pinned to FP16/BF16; return the counts, the
     emulation to measure (the Q/DQ as written, the pinned nodes' tensors rounded) and the pins' record."""
     m, counts = qdq.apply(onnx.load(str(model)), ranges, qplan, precision)
     if half_precision == "bf16":
         m = qdq._at_least(m, 22)
     hplan = casts.plan(m, half_precision, default_keep=False, only=half)
-    emulation = casts.emulate(m, hplan).SerializeToString()
+    emulation = casts.emulate(m, hplan, dims).SerializeToString()
     written, hc = casts.apply(m, hplan)
     _check_written(written, half_precision)
     writer.save(written)
@@ -110,7 +111,7 @@ def _sensitivity_and_search(model: Path, build: Any, nodes: list[str], precision
         raise SplitscopeError("--budget top1=… needs the held-out samples' classes: give --labels FILE "
                               "(a line 'NAME LABEL' a sample file) with --data DIR.")
     feeds = list(batches(held))
-    ref = OrtBackend(model, backend).session()
+    ref = OrtBackend(model, backend, exact_fp32=True).session()
     outs = [o.name for o in ref.get_outputs()]
     refs: dict[str, list[np.ndarray]] = {o: [] for o in outs}
     for f in feeds:
@@ -161,6 +162,9 @@ def calibrate(model: str | Path, out: str | Path, **kw: Any) -> Generator[JobEve
     with ModelWriter(out, external=has_external_data(model) or None) as writer:
         doc = yield from _calibrate(model, out, writer=writer, **kw)
         if writer.path.exists():
+            yield Progress("check", 0, 0, f"Running {out.name} in ONNX Runtime (CPU) and TensorRT-RTX's parser")
+            doc["written_checks"] = verify_written(writer.path, kw.get("dims"), source=model, cancel=kw.get("cancel"))
+            doc["notes"].extend(n for n in doc["written_checks"] if "crash" in n or "no kernel" in n)
             writer.commit()
     return doc
 
@@ -249,10 +253,10 @@ def _calibrate(model: str | Path, out: str | Path, *, writer: ModelWriter, data:
             """The emulation runs the model at its own opset (ONNX Runtime may lack kernels of the raised one,
             such as RoiAlign-22): the same nodes, their positions read from the schema there."""
             if not converted:
-                return casts.emulate(full, p)
+                return casts.emulate(full, p, dims)
             there = casts.plan(original, "fp16", default_keep=False, only=set(p.low))
             there.precision = p.precision
-            return casts.emulate(original, there)
+            return casts.emulate(original, there, dims)
 
         def build(more: set[str]) -> onnx.ModelProto:
             return emulation(casts.plan(full, precision, set(keep or []) | more, absmax=absmax, types=types,
@@ -293,7 +297,7 @@ def _calibrate(model: str | Path, out: str | Path, *, writer: ModelWriter, data:
         yield Progress("write", 0, 0, f"Writing {out.name}")
         if half:
             counts, candidate, half_doc = _qdq_with_half(model, writer, ranges, qplan, precision, set(half),
-                                                         half_precision, notes)
+                                                         half_precision, notes, dims)
         else:
             counts = qdq.write(model, writer, ranges, qplan, precision)
             candidate, half_doc = writer.path, None

@@ -11,6 +11,8 @@ schema lets be FP16/BF16 (checked per input against the operator's type constrai
   of BF16's 8-bit mantissa), unless ``default_keep=False``;
 - nodes whose output exceeded :data:`FP16_SAFE` on the calibration data (FP16 only: their values would
   overflow or sit too close to it for the sums that follow);
+- (FP16) a 3-D Transpose moving the first axis before a MatMul: ONNX Runtime 1.30-1.32's CPU optimiser
+  crashes on it in FP16 (:func:`_crashes_ort_cpu`); in FP32 between Casts it runs;
 - control flow (``If``, ``Loop``, ``Scan``), ``Cast``, Q/DQ, constants and nodes of other domains, which
   stay as written.
 
@@ -117,6 +119,7 @@ def plan(model: onnx.ModelProto, precision: str, keep: set[str] | None = None, d
     p = CastPlan(precision)
     body_reads = _subgraph_reads(model.graph)
     force = force or set()
+    reads_matmul = {x for n in model.graph.node if n.op_type == "MatMul" for x in n.input}
     for n in model.graph.node:
         label = _label(n)
         if only is not None and label not in only:
@@ -168,6 +171,8 @@ def plan(model: onnx.ModelProto, precision: str, keep: set[str] | None = None, d
             reason = None
         elif default_keep and n.op_type in KEEP_OPS:
             reason = f"{n.op_type} is kept in FP32 by default (it overflows or loses precision)"
+        elif precision == "fp16" and _crashes_ort_cpu(n, reads_matmul):
+            reason = ORT_TRANSPOSE_REASON
         elif precision == "fp16" and absmax:
             big = max((absmax.get(o, 0.0) for o in n.output), default=0.0)
             if big > FP16_SAFE:
@@ -182,6 +187,22 @@ def plan(model: onnx.ModelProto, precision: str, keep: set[str] | None = None, d
     if only is None:
         _followers(model.graph, p, types, body_reads)
     return p
+
+
+ORT_TRANSPOSE_REASON = ("kept in FP32: ONNX Runtime 1.30-1.32's CPU optimiser crashes on an FP16 3-D Transpose "
+                        "moving the first axis before a MatMul (MatmulTransposeFusion, then NchwcTransformer)")
+
+
+def _crashes_ort_cpu(n: onnx.NodeProto, reads_matmul: set[str]) -> bool:
+    """A Transpose that ONNX Runtime's CPU provider (1.30-1.32, default optimisation level) segfaults on when
+    it is FP16: rank 3, the first axis moved (``perm=[1, 0, 2]``: attention's sequence-first layout), its
+    output read by a MatMul. The CPU provider has no FP16 MatMul, so it inserts a Cast; MatmulTransposeFusion
+    swaps Transpose and Cast, and NchwcTransformer then reads a null pointer. The same Transpose in FP32
+    (Casts around it) loads and runs."""
+    if n.op_type != "Transpose" or not n.output or n.output[0] not in reads_matmul:
+        return False
+    perm = next((list(a.ints) for a in n.attribute if a.name == "perm"), None)
+    return perm is not None and len(perm) == 3 and perm[0] != 0
 
 
 def _subgraph_reads(g: onnx.GraphProto) -> set[str]:
@@ -341,9 +362,14 @@ def _insert(g: onnx.GraphProto, casts: list[tuple[int, onnx.NodeProto]]) -> None
     g.node.extend(merged)
 
 
-def emulate(m: onnx.ModelProto, cplan: CastPlan) -> onnx.ModelProto:
+def emulate(m: onnx.ModelProto, cplan: CastPlan, dims: dict[str, int] | None = None) -> onnx.ModelProto:
     """An FP32 copy of ``m`` with every tensor of the reduced part rounded to the reduced type (for accuracy
-    on ONNX Runtime's CPU provider, which has no FP16/BF16 kernels for most ops)."""
+    on ONNX Runtime's CPU provider, which has no FP16/BF16 kernels for most ops).
+
+    One kernel rounds twice, and the emulation follows it: ONNX Runtime CUDA's reduced ``Gemm`` with a bias
+    and a one-row ``A`` (a classifier at batch 1) writes the product in the reduced type, then adds the bias
+    and rounds again (measured on an H200: BENCHMARKS.md). ``dims`` gives the rows of ``A`` at the run's
+    sizes."""
     m = copy.deepcopy(m)
     g = m.graph
     labels = [_label(n) for n in g.node]
@@ -381,6 +407,64 @@ def emulate(m: onnx.ModelProto, cplan: CastPlan) -> onnx.ModelProto:
         for k, name in enumerate(n.input):
             if name in low_out or (k in lows and name):
                 n.input[k] = rounder(name)
+    biased = {n.output[0] for n, lbl in zip(g.node, labels, strict=True) if lbl in low_nodes and n.op_type == "Gemm"
+              and len(n.input) > 2 and n.input[2] and next((a.f for a in n.attribute if a.name == "beta"), 1.0) == 1.0}
     _insert(g, casts)
     del g.value_info[:]
+    _round_product_before_bias(m, cplan, biased, dims)
     return m
+
+
+def _gemm_rows(m: onnx.ModelProto, dims: dict[str, int] | None) -> dict[int, int]:
+    """Rows of ``A`` of each Gemm (by node position) once the inputs' named dims are fixed; 0 when unknown."""
+    fixed = copy.deepcopy(m)
+    for i in fixed.graph.input:
+        for d in i.type.tensor_type.shape.dim:
+            if d.HasField("dim_param") and dims and d.dim_param in dims:
+                d.dim_value = int(dims[d.dim_param])
+    try:
+        inferred = onnx.shape_inference.infer_shapes(fixed, check_type=False, strict_mode=False)
+    except Exception:  # noqa: BLE001 - no shapes: no Gemm is treated as one-row
+        return {}
+    g = inferred.graph
+    shapes = {v.name: [d.dim_value if d.HasField("dim_value") else 0 for d in v.type.tensor_type.shape.dim]
+              for v in [*g.input, *g.value_info, *g.output] if v.type.HasField("tensor_type")}
+    shapes.update({i.name: list(i.dims) for i in g.initializer})
+    rows: dict[int, int] = {}
+    for k, n in enumerate(g.node):
+        if n.op_type == "Gemm" and n.input:
+            trans_a = next((a.i for a in n.attribute if a.name == "transA"), 0)
+            a = shapes.get(n.input[0], [])
+            rows[k] = (a[1] if trans_a else a[0]) if len(a) == 2 else 0
+    return rows
+
+
+def _round_product_before_bias(m: onnx.ModelProto, cplan: CastPlan, gemm_outputs: set[str],
+                               dims: dict[str, int] | None) -> None:
+    """Reduced one-row Gemms with a bias (named by their outputs): the product rounded, then the bias added
+    (and that sum rounded as every reduced output is)."""
+    g = m.graph
+    if not gemm_outputs:
+        return
+    rows = _gemm_rows(m, dims)
+    one_row = {g.node[k].output[0] for k, r in rows.items() if r == 1} & gemm_outputs
+    if not one_row:
+        return
+    round_t = LOW[cplan.precision]
+    merged: list[onnx.NodeProto] = []
+    for n in g.node:
+        if n.op_type != "Gemm" or n.output[0] not in one_row:
+            merged.append(n)
+            continue
+        y, bias = n.output[0], n.input[2]
+        product = copy.deepcopy(n)
+        del product.input[2]
+        product.output[0] = f"{y}_product"
+        merged += [product,
+                   helper.make_node("Cast", [f"{y}_product"], [f"{y}_product_low"], name=f"{y}_product_round_down",
+                                    to=round_t),
+                   helper.make_node("Cast", [f"{y}_product_low"], [f"{y}_product_rounded"],
+                                    name=f"{y}_product_round_up", to=TensorProto.FLOAT),
+                   helper.make_node("Add", [f"{y}_product_rounded", bias], [y], name=f"{y}_bias_add")]
+    del g.node[:]
+    g.node.extend(merged)

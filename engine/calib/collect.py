@@ -45,7 +45,7 @@ def collect(path: str | os.PathLike[str], tensors: list[str], data: CalibData, b
     stats = {t: TensorStats(t) for t in tensors}
     model, tmp = _with_outputs(path, tensors)
     try:
-        be = OrtBackend(path, backend)
+        be = OrtBackend(path, backend, exact_fp32=True)
         sess = be.session(model=model)
         names = [o.name for o in sess.get_outputs()]
         want = [n for n in names if n in stats]

@@ -23,6 +23,7 @@ from splitscope.engine.errors import SplitscopeError
 from splitscope.engine.jobs import CancelToken, JobEvent, Progress
 from splitscope.engine.model import GraphModel, Status
 from splitscope.engine.onnxio.writer import ModelWriter, has_external_data
+from splitscope.engine.runtime.written import verify_written
 
 RTOL, ATOL = 1e-3, 1e-4
 """Outputs must agree this closely (numpy.allclose) for the optimized model to be kept."""
@@ -112,18 +113,21 @@ def seeded_inputs(model: Any, dims: dict[str, int] | None = None, seed: int = 0)
     return feeds
 
 
-def _run(path: Path, feeds: dict[str, Any]) -> list[Any]:
+def _run(path: Path, feeds: dict[str, Any], basic: bool = False) -> list[Any]:
     import onnxruntime as ort
 
     ort.set_default_logger_severity(4)
     opts = ort.SessionOptions()
     opts.log_severity_level = 4
+    if basic:  # ONNX Runtime's CPU optimiser crashes on the model at its default level (verify_written said so)
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
     sess = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
     names = {i.name for i in sess.get_inputs()}
     return sess.run(None, {k: v for k, v in feeds.items() if k in names})
 
 
-def _reference(src: Path, model: Any, dims: dict[str, int] | None) -> tuple[list[Any] | None, dict[str, Any], str]:
+def _reference(src: Path, model: Any,
+               dims: dict[str, int] | None) -> tuple[list[Any] | None, dict[str, Any], str, dict[str, int] | None]:
     """Run the original on seeded inputs. Symbolic dimensions at 1 can break a model traced with fixed
     reshapes, so without ``dims`` from the user a few sizes are tried (1, 2, 4, 8, 16)."""
     params = {d.dim_param for vi in model.graph.input if vi.type.HasField("tensor_type")
@@ -133,12 +137,12 @@ def _reference(src: Path, model: Any, dims: dict[str, int] | None) -> tuple[list
     for d in tries:
         feeds = seeded_inputs(model, d)
         try:
-            return _run(src, feeds), feeds, ""
+            return _run(src, feeds), feeds, "", d
         except Exception as e:  # noqa: BLE001 - ORT cannot run custom ops or these sizes: try the next, then say so
             why = _one_line(e)
             if "not a registered function/op" in why or "NOT_IMPLEMENTED" in why:
                 break
-    return None, {}, why
+    return None, {}, why, None
 
 
 def optimize_export(source: str | os.PathLike[str], output: str | os.PathLike[str], *, parser: str = "table",
@@ -192,12 +196,14 @@ def optimize_export(source: str | os.PathLike[str], output: str | os.PathLike[st
         cancel.raise_if_cancelled()
         yield Progress("optimize", 3, 6, "Comparing outputs with ONNX Runtime on seeded inputs")
         compared, max_abs, max_rel, n_out = False, None, None, 0
-        ref, feeds, why = _reference(src, model, dims)
+        ref, feeds, why, used = _reference(src, model, dims)
         if ref is None:
             notes.append(f"Outputs not compared: ONNX Runtime cannot run the original ({why}).")
+        checks = verify_written(tmp, used or dims, source=src, cancel=cancel)
+        notes.extend(n for n in checks if "crash" in n or "no kernel" in n)
         if ref is not None:
             try:
-                got = _run(tmp, feeds)
+                got = _run(tmp, feeds, basic=any("ORT_ENABLE_BASIC" in n for n in checks))
             except Exception as e:  # noqa: BLE001
                 raise OptimizeError(f"The optimizer broke {src.name}: ONNX Runtime runs the original but not the "
                                     f"optimized model ({_one_line(e)}); nothing was written.") from None

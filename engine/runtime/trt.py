@@ -134,11 +134,17 @@ def from_build(path: str | Path, gm: Any, backend: str = "rtx",
                dims: dict[str, int] | None = None, cancel: Any = None,
                on_phase: Any = None) -> Any:
     """Build ``path`` here (TensorRT-RTX builds on the CPU) and read the layers its builder lists."""
+    _, lines = build_and_list_layers(path, backend, dims, cancel, on_phase)
+    return engine_data_from_log(lines, path, gm, backend)
+
+
+def engine_data_from_log(lines: list[str], path: str | Path, gm: Any, backend: str = "rtx") -> Any:
+    """The engine data of a build from its builder's log (``lines``), mapped onto ``gm`` when given: the part of
+    :func:`from_build` that needs no TensorRT (the window runs the build in a child and this in a worker)."""
     from splitscope.engine.trtdata.buildlog import layers_from_log
     from splitscope.engine.trtdata.importer import EngineData
     from splitscope.engine.trtdata.mapping import map_layers
 
-    _, lines = build_and_list_layers(path, backend, dims, cancel, on_phase)
     data = EngineData(layers=layers_from_log(lines), gm=gm)
     data.layers.path = f"{backend} build of {Path(path).name}"
     data.notes.append(f"layers from the {backend} builder's log (no engine was run: no profile times)")

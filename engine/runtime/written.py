@@ -1,0 +1,167 @@
+"""Every model Splitscope writes is run where users run it before it is reported as written: ONNX Runtime's
+CPU provider at its default optimisation level (where it has kernels for the model) and TensorRT-RTX's ONNX
+parser, each in a child process (``check`` in :mod:`splitscope.engine.entry`), since either can crash.
+
+The outcomes, for the written model's notes:
+
+- runs: nothing to say beyond one line;
+- ONNX Runtime has no CPU kernel for an op (FP16/BF16 ops): said, and not an error;
+- ONNX Runtime crashes at its default level but runs at ``ORT_ENABLE_BASIC``: ONNX Runtime's own bug, said in
+  one line with the workaround;
+- ONNX Runtime fails with any other error: a model Splitscope wrote wrong; :class:`WrittenModelError`, and the
+  caller writes nothing.
+
+Run as a child: ``python -m splitscope.engine.runtime.written MODEL ort|ort-basic|rtx [DIMS_JSON]``; it
+prints one JSON line ``{"ok": bool, "error": str, "kind": "no-kernel"|"error"|""}``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from splitscope.engine.errors import JobCancelledError, SplitscopeError
+from splitscope.engine.jobs import CancelToken
+
+CHECK_TIMEOUT_S = 600.0
+
+
+class WrittenModelError(SplitscopeError):
+    """A model Splitscope wrote does not run in ONNX Runtime: nothing is written."""
+
+
+def _check_in_child(path: Path, how: str, dims: dict[str, int] | None, cancel: CancelToken | None,
+                    timeout: float) -> tuple[dict[str, Any] | None, int]:
+    """Run one check in a child; returns (its JSON answer or None, return code)."""
+    from splitscope.engine.entry import child_command, child_env
+
+    env, root = child_env()
+    proc = subprocess.Popen(child_command("check", str(path), how, json.dumps(dims or {})), stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=env, cwd=root, text=True)
+    t0 = time.monotonic()
+    try:
+        while proc.poll() is None:
+            if cancel is not None and cancel.cancelled:
+                raise JobCancelledError()
+            if time.monotonic() - t0 > timeout:
+                proc.kill()
+                proc.wait()
+                return {"ok": False, "kind": "timeout", "error": f"no answer in {timeout:.0f} s"}, 0
+            time.sleep(0.05)
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    out = proc.stdout.read() if proc.stdout is not None else ""
+    if proc.stdout is not None:
+        proc.stdout.close()
+    line = next((ln for ln in reversed(out.splitlines()) if ln.startswith("{")), None)
+    return (json.loads(line) if line else None), proc.returncode
+
+
+def verify_written(path: str | Path, dims: dict[str, int] | None = None, *, source: str | Path | None = None,
+                   rtx: bool = True, cancel: CancelToken | None = None,
+                   timeout: float = CHECK_TIMEOUT_S) -> list[str]:
+    """Load and run ``path`` in ONNX Runtime CPU at its default optimisation level and parse it with
+    TensorRT-RTX (when installed); the notes to report with it. Raises :class:`WrittenModelError` when ONNX
+    Runtime refuses the model for a reason other than a missing kernel, unless the ``source`` model it was
+    made from fails there too (sizes a traced model cannot take: said in a note)."""
+    import onnxruntime as ort
+    from splitscope.engine._optional import installed
+
+    path = Path(path)
+    notes: list[str] = []
+    res, rc = _check_in_child(path, "ort", dims, cancel, timeout)
+    if res is None:  # a crash (signal) or an exit without an answer
+        basic, _ = _check_in_child(path, "ort-basic", dims, cancel, timeout)
+        how = f"signal {-rc}" if rc < 0 else f"exit code {rc}"
+        if basic is not None and basic.get("ok"):
+            notes.append(f"ONNX Runtime {ort.__version__}'s CPU provider crashes on {path.name} at its default "
+                         f"optimisation level ({how}; its bug: the model is valid ONNX): load it with "
+                         "SessionOptions.graph_optimization_level = ORT_ENABLE_BASIC")
+        else:
+            notes.append(f"ONNX Runtime {ort.__version__}'s CPU provider crashes on {path.name} ({how}), also at "
+                         "ORT_ENABLE_BASIC: run it on another provider")
+    elif res.get("ok"):
+        notes.append(f"{path.name} loads and runs in ONNX Runtime {ort.__version__} (CPU, default optimisation)")
+    elif res.get("kind") == "no-kernel":
+        notes.append(f"ONNX Runtime's CPU provider has no kernel for part of {path.name} ({res['error'][:120]}): "
+                     "not run on the CPU")
+    elif res.get("kind") == "timeout":
+        notes.append(f"{path.name} was not run in ONNX Runtime: {res['error']}")
+    else:
+        src, _ = _check_in_child(Path(source), "ort", dims, cancel, timeout) if source is not None else (None, 0)
+        if src is not None and not src.get("ok"):
+            notes.append(f"{path.name} was not run in ONNX Runtime at these sizes: the original fails there too "
+                         f"({src.get('error', '')[:120]}); give the model's dims with --dim")
+        else:
+            raise WrittenModelError(f"The written model does not run in ONNX Runtime ({res.get('error', '')[:200]}):"
+                                    " nothing was written; report it with the model.")
+    if rtx and installed("tensorrt_rtx"):
+        res, rc = _check_in_child(path, "rtx", None, cancel, timeout)
+        if res is None:
+            notes.append(f"TensorRT-RTX's parser crashed on {path.name} (exit {rc})")
+        elif res.get("ok"):
+            notes.append(f"TensorRT-RTX's parser takes {path.name}")
+        else:
+            notes.append(f"TensorRT-RTX's parser reports on {path.name}: {res.get('error', '')[:200]}")
+    return notes
+
+
+def _answer(ok: bool, error: str = "", kind: str = "") -> int:
+    sys.stdout.write(json.dumps({"ok": ok, "error": error, "kind": kind}) + "\n")
+    sys.stdout.flush()
+    return 0
+
+
+def _check_ort(path: Path, dims: dict[str, int], basic: bool) -> int:
+    import onnx
+    import onnxruntime as ort
+    from splitscope.engine.runtime.inputs import input_specs, random_feeds
+
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    if basic:
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    try:
+        sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+        feeds = random_feeds(input_specs(onnx.load(str(path), load_external_data=False)), dims, 0)
+        sess.run(None, feeds)
+    except Exception as e:  # noqa: BLE001 - ONNX Runtime's own error types
+        text = str(e).splitlines()[0] if str(e) else type(e).__name__
+        no_kernel = "NOT_IMPLEMENTED" in text or "Could not find an implementation" in text
+        return _answer(False, text[:400], "no-kernel" if no_kernel else "error")
+    return _answer(True)
+
+
+def _check_rtx(path: Path) -> int:
+    import tensorrt_rtx as trt
+
+    logger = trt.Logger(trt.Logger.ERROR)
+    builder = trt.Builder(logger)
+    network = builder.create_network(0)
+    parser = trt.OnnxParser(network, logger)
+    if parser.parse_from_file(str(path)):
+        return _answer(True)
+    errs = [parser.get_error(i).desc() for i in range(parser.num_errors)]
+    return _answer(False, f"{len(errs)} errors; the first: {(errs or ['none named'])[0][:300]}", "error")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Child entry point: ``MODEL ort|ort-basic|rtx [DIMS_JSON]``."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    path, how = Path(argv[0]), argv[1]
+    dims = {k: int(v) for k, v in json.loads(argv[2]).items()} if len(argv) > 2 else {}
+    if how in ("ort", "ort-basic"):
+        return _check_ort(path, dims, how == "ort-basic")
+    if how == "rtx":
+        return _check_rtx(path)
+    return _answer(False, f"unknown check {how!r}", "error")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
