@@ -20,7 +20,7 @@ def dispatch(argv: list[str]) -> int:
         from splitscope.engine.cli import main as cli
 
         return cli(argv)
-    from splitscope.gui.launch import main as window
+    from splitscope.gui.shell.launch import main as window
 
     return window(argv, T0)
 

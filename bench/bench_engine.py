@@ -69,8 +69,8 @@ def main() -> None:
     from PySide6.QtWidgets import QApplication
     from splitscope.engine.jobs import run_to_end
     from splitscope.engine.view.layout import prepare_view
-    from splitscope.gui.canvas import GraphCanvas
-    from splitscope.gui.engine_ui import precision_heat
+    from splitscope.gui.canvas.canvas import GraphCanvas
+    from splitscope.gui.engine.ui import precision_heat
 
     app = QApplication([])
     QCoreApplication.setOrganizationName("SplitscopeBench")

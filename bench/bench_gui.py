@@ -61,7 +61,7 @@ def ours_full_layout(path: Path) -> dict[str, float]:
     from PySide6.QtWidgets import QApplication
     from splitscope.engine.split.analyze import analyze_model
     from splitscope.engine.view.hierarchy import build_hierarchy
-    from splitscope.gui.canvas import GraphCanvas
+    from splitscope.gui.canvas.canvas import GraphCanvas
     from splitscope.profiler.jobs import JobRunner
 
     app = QApplication.instance() or QApplication([])

@@ -40,7 +40,7 @@ def main() -> None:
     from PySide6.QtCore import QCoreApplication, QSettings, QTimer
     from PySide6.QtWidgets import QApplication
     from splitscope.engine.jobs import Sample
-    from splitscope.gui.app import MainWindow
+    from splitscope.gui.shell.window import MainWindow
     from splitscope.profiler.profiling import ProfileRequest
 
     app = QApplication([])

@@ -29,7 +29,7 @@ def _app_and_window(model: Path, parser: str):
     app = QApplication.instance() or QApplication([])
     QCoreApplication.setOrganizationName("SplitscopeDocs")
     QSettings.setPath(QSettings.Format.NativeFormat, QSettings.Scope.UserScope, os.environ["SPLITSCOPE_TMP"])
-    from splitscope.gui.app import MainWindow
+    from splitscope.gui.shell.window import MainWindow
 
     w = MainWindow(parser=parser)
     w.dark_override = False
@@ -58,7 +58,7 @@ def board_and_planner(model: Path, tag: str, profile: Path | None) -> None:
         import json
 
         res = json.loads(profile.read_text())
-        jid = w.profiling.queue.add_finished("Profile (saved)", "profile", res)
+        jid = w.controller.queue.add_finished("Profile (saved)", "profile", res)
         w.profiling._result(jid, res)
     planner = w.show_ui.planner
     planner.new_scenario("plan A")

@@ -44,10 +44,11 @@ KNOWN: dict[str, tuple[str, str]] = {
     "tensorrt": ("tensorrt", "pip install 'splitscope[tensorrt]'"),
     "tensorrt-rtx": ("tensorrt_rtx", "pip install 'splitscope[rtx]'"),
     "cuda": ("cuda.bindings.runtime", "pip install 'splitscope[gpu]'"),
-    "nvml": ("pynvml", "pip install nvidia-ml-py"),
+    "nvml": ("pynvml", "pip install 'splitscope[gpu]'"),
     "onnxruntime": ("onnxruntime", "pip install onnxruntime"),
     "ort-cuda": ("onnxruntime", "pip install onnxruntime-gpu (on a machine with an NVIDIA GPU)"),
-    "netron": ("netron", "pip install netron"),
+    "netron": ("netron", "pip install 'splitscope[netron]'"),
+    "pdf": ("weasyprint", "pip install 'splitscope[pdf]'"),
 }
 
 

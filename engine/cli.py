@@ -166,6 +166,7 @@ def _cmd_profile(args: argparse.Namespace) -> int:
     check_backend(args.backend)  # before the analysis: say at once that the backend cannot run here
     dims = _dims(args.dim)
     gm = run_to_end(analyze(args.model, parser=args.parser, dims=dims))
+    assert gm.path is not None  # the analysis of a file names it
     res = _run_with_bar(profile(gm.path, gm, backend=args.backend, iterations=args.iterations, warmup=args.warmup,
                                 profiled=args.profiled, dims=dims, input_file=args.input,
                                 custom_ops=args.custom_op_library))

@@ -58,3 +58,7 @@ class JobCancelledError(SplitscopeError):
 
     def __init__(self, message: str = "Cancelled.") -> None:
         super().__init__(message)
+
+
+class BackendUnavailableError(SplitscopeError):
+    """The backend asked for cannot run here (not installed, no GPU)."""

@@ -65,7 +65,7 @@ class JobRunner(QObject):
         self.cancel()
         token = CancelToken()
 
-        def run_job() -> Generator[JobEvent, None, Any]:
+        def run_job() -> Generator[JobEvent, Any, Any]:
             return (yield from factory(token))
 
         worker = GeneratorWorker(run_job)

@@ -59,3 +59,76 @@ def test_modules_stay_readable():
         for path in (ROOT / top).rglob("*.py"):
             n = len(path.read_text().splitlines())
             assert n <= MAX_LINES, f"{path.relative_to(ROOT)} has {n} lines: split it by concern"
+
+
+def _module_files() -> dict[str, Path]:
+    """Every module of the installed layout (``splitscope.engine.onnxio.graph``) and its file here."""
+    out: dict[str, Path] = {}
+    for top in ("engine", "gui", "profiler"):
+        for path in (ROOT / top).rglob("*.py"):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            out[".".join(("splitscope", *parts))] = path
+    return out
+
+
+def _edges(mods: dict[str, Path]) -> dict[str, set[str]]:
+    """Module -> the modules of ours it imports, anywhere in it (at the top, in a function, for type checking:
+    each is a tie a reader follows)."""
+    edges: dict[str, set[str]] = {}
+    for name, path in mods.items():
+        targets: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets.update(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                targets.add(node.module)
+                targets.update(f"{node.module}.{a.name}" for a in node.names)
+        edges[name] = {t for t in targets if t in mods and t != name and not name.startswith(t + ".")}
+    return edges
+
+
+def test_no_import_circles_anywhere():
+    """No two modules import each other, directly or round a loop (Tarjan's strongly connected components)."""
+    edges = _edges(_module_files())
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    circles: list[list[str]] = []
+    sys.setrecursionlimit(10_000)
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in edges[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                circles.append(sorted(comp))
+
+    for v in edges:
+        if v not in index:
+            visit(v)
+    assert not circles, f"import circles: {circles}"
+
+
+def test_only_the_shell_names_the_main_window():
+    """The features (profile, calibrate, engine, show) are built with the controller and the Shell protocol."""
+    edges = _edges(_module_files())
+    naming = sorted(m for m, ts in edges.items() if "splitscope.gui.shell.window" in ts
+                    and not m.startswith("splitscope.gui.shell"))
+    assert not naming, f"outside the shell, these name the main window: {naming}"

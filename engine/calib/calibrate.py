@@ -207,6 +207,7 @@ def _calibrate(model: str | Path, out: str | Path, *, writer: ModelWriter, data:
         raise SplitscopeError(f"--keep {unknown[0]!r}: no node of that name in the model (names are shown in the "
                               "inspector and by 'splitscope analyze --json').")
     low = precision in casts.LOW
+    force: set[str] = set()
     notes: list[str] = []
     held = _heldout(cdata, specs, dims, samples, heldout)
     held_labels = None

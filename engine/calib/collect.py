@@ -10,6 +10,7 @@ import tempfile
 from collections.abc import Generator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -54,7 +55,7 @@ def collect(path: str | os.PathLike[str], tensors: list[str], data: CalibData, b
         # Each batch's statistics are folded in on a helper thread while ONNX Runtime runs the next batch (both
         # release the GIL): the pass costs little more than the inference itself. One batch in flight at most.
         pool = ThreadPoolExecutor(1, thread_name_prefix="splitscope-stats")
-        pending: Future[None] | None = None
+        pending: Future[dict[str, float]] | None = None
 
         def fold(outs: list[np.ndarray]) -> dict[str, float]:
             for n, a in zip(want, outs, strict=True):
@@ -106,7 +107,8 @@ def save_stats(stats: dict[str, TensorStats], file: Path) -> None:
         arrays[f"n{k}"] = np.array(name)
     file.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(file) as tmp, open(tmp, "wb") as f:
-        np.savez(f, **arrays)
+        savez: Any = np.savez  # numpy's stub takes the arrays' names for its keyword arguments
+        savez(f, **arrays)
 
 
 def load_stats(file: Path) -> dict[str, TensorStats] | None:

@@ -67,7 +67,8 @@ def _image(path: Path, spec: InputSpec, recipe: Recipe) -> np.ndarray:
     with Image.open(path) as im:
         im = im.convert("RGB")
         scale = recipe.resize / min(im.size)
-        im = im.resize((max(round(im.size[0] * scale), w), max(round(im.size[1] * scale), h)), Image.BILINEAR)
+        size = (max(round(im.size[0] * scale), w), max(round(im.size[1] * scale), h))
+        im = im.resize(size, Image.Resampling.BILINEAR)
         left, top = (im.size[0] - w) // 2, (im.size[1] - h) // 2
         a = np.asarray(im.crop((left, top, left + w, top + h)), dtype=np.float32) / 255.0
     a = (a - np.asarray(recipe.mean, np.float32)) / np.asarray(recipe.std, np.float32)

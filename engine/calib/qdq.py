@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import onnx
@@ -170,7 +171,7 @@ def apply(m: onnx.ModelProto, amax: dict[str, float], qplan: QdqPlan,
 
 def _qdq(name: str, scale: onnx.TensorProto, zp: onnx.TensorProto, axis: int | None,
          nodes: list[onnx.NodeProto], inits: list[onnx.TensorProto]) -> str:
-    kw = {} if axis is None else {"axis": axis}
+    kw: dict[str, Any] = {} if axis is None else {"axis": axis}
     q_out, dq_out = f"{name}_quantized", f"{name}_dequantized"
     nodes.append(helper.make_node("QuantizeLinear", [name, scale.name, zp.name], [q_out],
                                   name=f"{name}_QuantizeLinear", **kw))

@@ -312,11 +312,12 @@ def is_topologically_sorted(graph: Graph) -> bool:
     return True
 
 
-def graph_from_onnx(loaded: LoadedModel, infer: bool = True) -> tuple[GraphModel, list[int]]:
+def graph_from_onnx(loaded: LoadedModel) -> tuple[GraphModel, list[int]]:
     """Turn a loaded model into a :class:`GraphModel` and the main graph's topological order.
 
-    With ``infer=False`` only the types and shapes the file records are known;
-    :func:`apply_shape_inference` adds the rest later (the GUI paints in between).
+    Only the types and shapes the file records are known:
+    :func:`splitscope.engine.onnxio.shapes.apply_shape_inference` adds the rest later (the GUI paints in
+    between).
     """
     warnings = list(loaded.warnings)
     m = loaded.proto
@@ -336,8 +337,4 @@ def graph_from_onnx(loaded: LoadedModel, infer: bool = True) -> tuple[GraphModel
     gm = GraphModel(loaded.path, graph, m.ir_version, opsets,
                     f"{m.producer_name} {m.producer_version}".strip(), functions, warnings=warnings,
                     model_bytes=loaded.file_bytes)
-    if infer:
-        from splitscope.engine.onnxio.shapes import apply_shape_inference
-
-        apply_shape_inference(gm, loaded)
     return gm, order

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import os
 import stat
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -214,7 +215,7 @@ def _attribute_tensors(a: onnx.AttributeProto):  # type: ignore[no-untyped-def]
             yield from (sp.values, sp.indices)
 
 
-def _numel(dims: list[int] | tuple[int, ...]) -> int:
+def _numel(dims: Iterable[int]) -> int:
     n = 1
     for d in dims:
         n *= d
@@ -324,16 +325,17 @@ def decode_model(data: bytes, source: str) -> onnx.ModelProto:
 
 
 @functools.cache
-def _text_fields(descriptor: Any) -> tuple[tuple[str, bool], tuple[tuple[str, bool], ...]]:
+def _text_fields(descriptor: Any) -> tuple[tuple[tuple[str, bool], ...], tuple[tuple[str, bool], ...]]:
     """(string fields, message fields) of a message type, each as (name, repeated)."""
-    strings, messages = [], []
+    strings: list[tuple[str, bool]] = []
+    messages: list[tuple[str, bool]] = []
     for f in descriptor.fields:
         repeated = bool(getattr(f, "is_repeated", None) if hasattr(f, "is_repeated") else f.label == f.LABEL_REPEATED)
         if f.type == f.TYPE_STRING:
             strings.append((f.name, repeated))
         elif f.type == f.TYPE_MESSAGE:
             messages.append((f.name, repeated))
-    return tuple(strings), tuple(messages)  # type: ignore[return-value]
+    return tuple(strings), tuple(messages)
 
 
 def _bad_text(msg: Any, path: str) -> str | None:

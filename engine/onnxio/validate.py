@@ -41,8 +41,9 @@ def _spec(op: str, domain: str, version: int) -> tuple[int, int, int, dict[str, 
     if schema is None:
         return None
     attrs = schema.attributes
-    return (schema.since_version, schema.min_input, schema.min_output,
-            {name: int(a.type) for name, a in attrs.items()}, tuple(n for n, a in attrs.items() if a.required))
+    types = {name: int(a.type) for name, a in attrs.items()}  # pyright: ignore[reportArgumentType] - pybind enums
+    return (schema.since_version, schema.min_input, schema.min_output, types,
+            tuple(n for n, a in attrs.items() if a.required))
 
 
 def _valid_dtype(v: int, optional: bool) -> bool:

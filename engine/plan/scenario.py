@@ -324,11 +324,12 @@ def work_share(gm: GraphModel, profile: dict[str, Any] | None = None) -> tuple[f
     it, else of the FLOPs, naming the custom nodes whose FLOPs are unknown (then it is an upper bound)."""
     from splitscope.engine.report.stats import split_summary
 
-    rows = (profile or {}).get("per_node") or []
+    prof = profile or {}
+    rows = prof.get("per_node") or []
     total = sum(float(r.get("ms") or 0.0) for r in rows)
     if total > 0:
         mine = sum(float(r.get("ms") or 0.0) for r in rows if r.get("status") == "delegate")
-        return mine / total, f"of the measured node time runs in TensorRT's part ({profile.get('backend')})"
+        return mine / total, f"of the measured node time runs in TensorRT's part ({prof.get('backend')})"
     share = split_summary(gm)["delegate"]["flops_share"]
     unknown = sum(1 for n in gm.nodes if n.status is Status.PLUGIN and not n.flops)
     if unknown:

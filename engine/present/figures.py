@@ -144,7 +144,8 @@ def bars(rows: list[dict[str, Any]], value: str, label: str, unit: str, low: str
         else:
             out.append(f'<rect x="{left}" y="{y}" width="{_n(plot * v / top)}" height="{bar_h}" fill="{colour}"/>')
         w = plot * v / top
-        out.append(f'<text x="{_n(left + max(w, plot * float(r.get(high) or v) / top) + 6)}" y="{y + 15}" '
+        end = float((r.get(high) if high else None) or v)
+        out.append(f'<text x="{_n(left + max(w, plot * end / top) + 6)}" y="{y + 15}" '
                    f'font-size="12" fill="{TEXT}">{escape(txt)}</text>')
     out.append(f'<text x="{left}" y="{H - 8}" font-size="11" fill="{MUTED}">{escape(label)}</text></svg>')
     return "".join(out)

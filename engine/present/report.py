@@ -238,6 +238,7 @@ def render_html(data: dict[str, Any]) -> str:
     from importlib import resources
 
     import jinja2
+    from markupsafe import Markup
 
     text = resources.files("splitscope.resources").joinpath("report.html.j2").read_text("utf-8")
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
@@ -245,10 +246,10 @@ def render_html(data: dict[str, Any]) -> str:
     env.filters["ms"] = lambda v: "—" if v is None else f"{v:.4g} ms"
     env.filters["num"] = lambda v: "—" if v is None else f"{v:,}"
     env.filters["bytes"] = lambda v: "—" if v is None else fmt_bytes(int(v))
-    env.filters["css"] = lambda v: jinja2.utils.markupsafe.Markup(  # a CSS string: no HTML entities in it
+    env.filters["css"] = lambda v: Markup(  # a CSS string: no HTML entities in it
         "".join(c if c.isalnum() or c in " ._-:()[]+,/" else f"\\{ord(c):06x}" for c in str(v)))
     return env.from_string(text).render(d={**data, "palette": colour_table()},
-                                        svg=lambda k: jinja2.utils.markupsafe.Markup(data["figures"].get(k) or ""))
+                                        svg=lambda k: Markup(data["figures"].get(k) or ""))
 
 
 def write_report(data: dict[str, Any], out: str | os.PathLike[str]) -> Path:
@@ -263,10 +264,15 @@ def write_report(data: dict[str, Any], out: str | os.PathLike[str]) -> Path:
         raise SplitscopeError(f"--out {out.name}: write .html or .pdf.")
     try:
         import weasyprint
-    except (ImportError, OSError) as e:  # OSError: the Pango library it needs is missing
-        raise SplitscopeError(f"PDF needs WeasyPrint and the Pango library ({str(e).splitlines()[0][:100]}): "
-                              "install them (packaging/system-deps.sh), or write .html.") from None
-    return write_bytes_atomic(out, weasyprint.HTML(string=html).write_pdf())
+    except ImportError:
+        raise SplitscopeError("PDF reports need WeasyPrint, an optional extra: pip install 'splitscope[pdf]' "
+                              "(or write .html).") from None
+    except OSError as e:  # the Pango library it needs is missing
+        raise SplitscopeError(f"PDF needs the Pango library ({str(e).splitlines()[0][:100]}): install it "
+                              "(packaging/system-deps.sh), or write .html.") from None
+    pdf = weasyprint.HTML(string=html).write_pdf()  # bytes, with no target given
+    assert pdf is not None
+    return write_bytes_atomic(out, pdf)
 
 
 def _checked_out(out: str | os.PathLike[str]) -> Path:

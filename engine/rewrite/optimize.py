@@ -123,7 +123,7 @@ def _run(path: Path, feeds: dict[str, Any], basic: bool = False) -> list[Any]:
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
     sess = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
     names = {i.name for i in sess.get_inputs()}
-    return sess.run(None, {k: v for k, v in feeds.items() if k in names})
+    return list(sess.run(None, {k: v for k, v in feeds.items() if k in names}))
 
 
 def _reference(src: Path, model: Any,

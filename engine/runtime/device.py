@@ -63,7 +63,7 @@ def _nvml() -> Any:
     try:
         import pynvml
     except ImportError:
-        raise NoGpu("nvidia-ml-py is not installed") from None
+        raise NoGpu("nvidia-ml-py is not installed (pip install 'splitscope[gpu]')") from None
     try:
         pynvml.nvmlInit()
     except Exception as e:  # noqa: BLE001 - NVMLError and driver-library failures alike
@@ -103,11 +103,18 @@ def gpu_info(index: int = 0) -> GpuInfo:
     return info
 
 
-def _sm_count(index: int) -> int:
+def cuda_runtime() -> Any:
+    """cuda-python's runtime bindings (a compiled module its stubs do not describe), or :class:`NoGpu`."""
+    import importlib
+
     try:
-        from cuda.bindings import runtime as rt
+        return importlib.import_module("cuda.bindings.runtime")
     except ImportError:
-        raise NoGpu("cuda-python is not installed") from None
+        raise NoGpu("cuda-python is not installed (pip install 'splitscope[gpu]')") from None
+
+
+def _sm_count(index: int) -> int:
+    rt = cuda_runtime()
     err, n = rt.cudaDeviceGetAttribute(rt.cudaDeviceAttr.cudaDevAttrMultiProcessorCount, index)
     if err != rt.cudaError_t.cudaSuccess:
         raise NoGpu(f"CUDA: {rt.cudaGetErrorString(err)[1].decode()}")
@@ -115,7 +122,7 @@ def _sm_count(index: int) -> int:
 
 
 def _check(result: tuple[Any, ...]) -> Any:
-    from cuda.bindings import runtime as rt
+    rt = cuda_runtime()
 
     err = result[0]
     if err != rt.cudaError_t.cudaSuccess:
@@ -127,10 +134,7 @@ def measure_copies(sizes: list[int], repeat: int = 5, index: int = 0) -> list[di
     """Host-to-device and device-to-host copies of each byte size, pinned and pageable, timed with CUDA
     events (median of ``repeat``): ``{bytes, h2d_pinned_ms, h2d_pageable_ms, d2h_pinned_ms, d2h_pageable_ms,
     *_gbps}``. Raises :class:`NoGpu`."""
-    try:
-        from cuda.bindings import runtime as rt
-    except ImportError:
-        raise NoGpu("cuda-python is not installed") from None
+    rt = cuda_runtime()
     _check(rt.cudaSetDevice(index))
     stream = _check(rt.cudaStreamCreate())
     start, stop = _check(rt.cudaEventCreate()), _check(rt.cudaEventCreate())

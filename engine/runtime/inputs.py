@@ -9,12 +9,13 @@ from __future__ import annotations
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
 from splitscope.engine.errors import SplitscopeError
 
-_NP = {
+_NP: dict[int, Any] = {
     onnx.TensorProto.FLOAT: np.float32, onnx.TensorProto.DOUBLE: np.float64, onnx.TensorProto.FLOAT16: np.float16,
     onnx.TensorProto.INT8: np.int8, onnx.TensorProto.UINT8: np.uint8, onnx.TensorProto.INT16: np.int16,
     onnx.TensorProto.UINT16: np.uint16, onnx.TensorProto.INT32: np.int32, onnx.TensorProto.UINT32: np.uint32,

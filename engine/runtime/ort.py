@@ -18,13 +18,9 @@ from typing import Any
 
 import numpy as np
 import onnx
-from splitscope.engine.errors import SplitscopeError
+from splitscope.engine.errors import BackendUnavailableError, SplitscopeError
 
 BACKENDS = ("ort-cpu", "ort-cuda", "tensorrt", "rtx")
-
-
-class BackendUnavailableError(SplitscopeError):
-    """The backend asked for cannot run here (not installed, no GPU)."""
 
 
 def ort_module() -> Any:

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from splitscope.engine.errors import BackendUnavailableError
 from splitscope.engine.jobs import CancelToken, JobEvent, Progress, Sample
-from splitscope.engine.runtime.ort import BackendUnavailableError
 
 MODULES = {"tensorrt": "tensorrt", "rtx": "tensorrt_rtx"}
 API_USED: dict[str, tuple[str, ...]] = {
@@ -145,8 +145,9 @@ def engine_data_from_log(lines: list[str], path: str | Path, gm: Any, backend: s
     from splitscope.engine.trtdata.importer import EngineData
     from splitscope.engine.trtdata.mapping import map_layers
 
-    data = EngineData(layers=layers_from_log(lines), gm=gm)
-    data.layers.path = f"{backend} build of {Path(path).name}"
+    layers = layers_from_log(lines)
+    layers.path = f"{backend} build of {Path(path).name}"
+    data = EngineData(layers=layers, gm=gm)
     data.notes.append(f"layers from the {backend} builder's log (no engine was run: no profile times)")
     if gm is not None:
         data.mapping = map_layers(data.rows, gm)
@@ -188,16 +189,18 @@ def engine_layers(engine: Any, trt: Any) -> list[dict[str, Any]]:
 class EngineSession:
     """A deserialized engine with device buffers for its I/O tensors and a stream (cuda-python)."""
 
-    def __init__(self, plan: bytes, backend: str, feeds: dict[str, np.ndarray], trt: Any | None = None,
-                 cuda: Any | None = None) -> None:
+    def __init__(self, plan: bytes, backend: str, feeds: dict[str, np.ndarray], trt: Any = None,
+                 cuda: Any = None) -> None:
         self.trt = trt or trt_module(backend)
         if cuda is None:
+            from splitscope.engine.runtime.device import NoGpu, cuda_runtime
+
             try:
-                from cuda.bindings import runtime as cuda
-            except ImportError:
+                cuda = cuda_runtime()
+            except NoGpu:
                 raise BackendUnavailableError("Running an engine needs cuda-python: pip install 'splitscope[gpu]'."
                                               ) from None
-        self.cuda = cuda
+        self.cuda: Any = cuda
         logger = self.trt.Logger(self.trt.Logger.ERROR)
         self.runtime = self.trt.Runtime(logger)
         self.engine = self.runtime.deserialize_cuda_engine(plan)

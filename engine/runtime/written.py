@@ -139,7 +139,9 @@ def _check_ort(path: Path, dims: dict[str, int], basic: bool) -> int:
 
 
 def _check_rtx(path: Path) -> int:
-    import tensorrt_rtx as trt
+    from splitscope.engine.runtime.trt import trt_module
+
+    trt = trt_module("rtx")
 
     logger = trt.Logger(trt.Logger.ERROR)
     builder = trt.Builder(logger)

@@ -72,7 +72,7 @@ def _analyze(path: str | os.PathLike[str] | None, parser: str, dims: dict[str, i
         loaded = load_model(model_path)
         cancel.raise_if_cancelled()
         yield Progress("structure", 1, 6, "Reading the graph")
-        gm, order = graph_from_onnx(loaded, infer=False)
+        gm, order = graph_from_onnx(loaded)
         gm.dims = dict(dims or {})
         engine_graph = any(p.key == "splitscope.engine_graph" for p in loaded.proto.metadata_props)
         if engine_graph:  # an engine's own layers (splitscope.engine.trtdata.engine_graph): no parser to ask

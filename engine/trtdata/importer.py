@@ -4,6 +4,7 @@ mapped onto an ONNX model when one is given."""
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -110,7 +111,7 @@ class EngineData:
         return doc
 
 
-def import_files(paths: list[str | os.PathLike[str]], gm: GraphModel | None = None) -> EngineData:
+def import_files(paths: Sequence[str | os.PathLike[str]], gm: GraphModel | None = None) -> EngineData:
     """Read the files (each recognised from its content) as one engine, and map it onto ``gm``."""
     data = EngineData(gm=gm)
     for p in paths:

@@ -252,7 +252,7 @@ def _merge_chains(h: Hierarchy) -> None:
     """Merge a group that holds one subgroup and no nodes into it; dissolve one-node groups."""
     groups = h.groups
     for g in reversed(groups):  # children before parents
-        if g.id == 0 or g.parent == -1 or g.groups or len(g.nodes) != 1:
+        if g.id == 0 or g.parent is None or g.parent == -1 or g.groups or len(g.nodes) != 1:
             continue
         parent = groups[g.parent]
         parent.groups.remove(g.id)

@@ -18,7 +18,7 @@ def _isolated_settings(tmp_path, qapp):
 
 @pytest.fixture
 def window(qtbot):
-    from splitscope.gui.app import MainWindow
+    from splitscope.gui.shell.window import MainWindow
 
     w = MainWindow(parser="table")
     qtbot.addWidget(w)

@@ -22,7 +22,7 @@ def test_calibrate_from_the_window(qtbot, window, tmp_path):
     out = tmp_path / "cnn.int8.onnx"
     jid = ui.submit({"model": str(model), "out": str(out), "data": "random", "method": "entropy",
                      "precision": "int8", "samples": 4, "keep": ["fc"], "dims": {}, "budget": "snr=10"})
-    q = window.profiling.queue
+    q = window.controller.queue
     qtbot.waitUntil(lambda: q.jobs[jid].state == DONE and ui.result is not None, timeout=90000)
     assert out.exists() and "fc" in ui.result["excluded"]
     # The sensitivity bars and the search path, live and then from the result.
@@ -33,7 +33,7 @@ def test_calibrate_from_the_window(qtbot, window, tmp_path):
     lines = [i for i in ui.panel.plot.getPlotItem().items if type(i).__name__ == "InfiniteLine"]
     assert len(lines) == 4  # max, percentile, entropy, MSE thresholds on the selected tensor's histogram
     heat = window.canvas.heat
-    assert heat is not None and window.profiling.colour_actions["plan"].isChecked()
+    assert heat is not None and window.colours.actions["plan"].isChecked()
     by = {n.name: n.index for n in window.graph_model.nodes}
     assert heat.nodes[by["fc"]] != heat.nodes[by["conv1"]]  # kept in FP32 vs INT8
 
@@ -47,7 +47,7 @@ def test_cancelled_calibration_writes_nothing(qtbot, window, tmp_path):
     jid = ui.submit({"model": str(ROOT / "tests" / "data" / "torch_transformer.onnx"), "out": str(out),
                      "data": "random", "method": "max", "precision": "int8", "samples": 100000, "keep": [],
                      "dims": {"batch": 4, "seq": 16}})
-    q = window.profiling.queue
+    q = window.controller.queue
     qtbot.waitUntil(lambda: q.jobs[jid].done > 3, timeout=60000)
     q.cancel(jid)
     qtbot.waitUntil(lambda: q.jobs[jid].state == CANCELLED, timeout=3000)
@@ -56,13 +56,13 @@ def test_cancelled_calibration_writes_nothing(qtbot, window, tmp_path):
 
 
 def test_fp16_plan_in_the_window_uses_the_engine_explorers_colours(qtbot, window, tmp_path):
-    from splitscope.gui.calib_ui import CalibDialog
-    from splitscope.gui.engine_ui import PRECISION_COLOURS
+    from splitscope.gui.calibrate.ui import CalibDialog
+    from splitscope.gui.engine.ui import PRECISION_COLOURS
 
     model = _cnn(tmp_path / "cnn.onnx")
     window.open_model(model)
     wait_idle(qtbot, window)
-    dlg = CalibDialog(window, [])
+    dlg = CalibDialog(window, window.graph_model, [])
     dlg.precision.setCurrentText("fp16")
     assert not dlg.method.isEnabled() and dlg.out.text().endswith("cnn.fp16.onnx")  # FP16 needs no ranges
     dlg.precision.setCurrentText("int8")
@@ -70,7 +70,7 @@ def test_fp16_plan_in_the_window_uses_the_engine_explorers_colours(qtbot, window
     ui = window.calib_ui
     jid = ui.submit({"model": str(model), "out": str(tmp_path / "cnn.fp16.onnx"), "data": "random",
                      "method": "max", "precision": "fp16", "samples": 2, "keep": ["fc"], "dims": {}})
-    qtbot.waitUntil(lambda: window.profiling.queue.jobs[jid].state == DONE and ui.result is not None, timeout=90000)
+    qtbot.waitUntil(lambda: window.controller.queue.jobs[jid].state == DONE and ui.result is not None, timeout=90000)
     assert "casts" in ui.panel.title.text() and "FP16" in ui.panel.title.text()
     heat = window.canvas.heat
     by = {n.name: n.index for n in window.graph_model.nodes}
@@ -83,7 +83,7 @@ def test_pinning_nodes_measures_again_with_the_cached_statistics(qtbot, window, 
     model = _cnn(tmp_path / "cnn.onnx")
     window.open_model(model)
     wait_idle(qtbot, window)
-    ui, q = window.calib_ui, window.profiling.queue
+    ui, q = window.calib_ui, window.controller.queue
     assert ui.pin(True) is None  # nothing calibrated yet: a status message, no job
     jid = ui.submit({"model": str(model), "out": str(tmp_path / "cnn.int8.onnx"), "data": "random",
                      "method": "max", "precision": "int8", "samples": 4, "keep": [], "dims": {}})
@@ -106,12 +106,12 @@ def test_pinning_nodes_measures_again_with_the_cached_statistics(qtbot, window, 
 
 
 def test_pinning_a_node_to_fp16_inside_an_int8_model(qtbot, window, tmp_path):
-    from splitscope.gui.engine_ui import PRECISION_COLOURS
+    from splitscope.gui.engine.ui import PRECISION_COLOURS
 
     model = _cnn(tmp_path / "cnn.onnx")
     window.open_model(model)
     wait_idle(qtbot, window)
-    ui, q = window.calib_ui, window.profiling.queue
+    ui, q = window.calib_ui, window.controller.queue
     jid = ui.submit({"model": str(model), "out": str(tmp_path / "cnn.int8.onnx"), "data": "random",
                      "method": "max", "precision": "int8", "samples": 2, "keep": [], "dims": {}})
     qtbot.waitUntil(lambda: q.jobs[jid].state == DONE and ui.result is not None, timeout=90000)

@@ -19,7 +19,7 @@ SAMPLES = ROOT / "tests" / "data" / "trex"  # TREx's TensorRT 8 samples (Apache-
 
 
 def _wait_engine(qtbot, window, jid):  # type: ignore[no-untyped-def]
-    q = window.profiling.queue
+    q = window.controller.queue
     qtbot.waitUntil(lambda: q.jobs[jid].state == DONE and q.jobs[jid].meta.get("shown"), timeout=60000)
 
 
@@ -33,8 +33,8 @@ def test_import_onto_the_open_model_colours_and_inspects(qtbot, window, tmp_path
     assert "io_tensors" in ui.panel.title.text() and "fp32-island" in ui.panel.lint.toPlainText()
     heat = window.canvas.heat
     assert heat is not None and heat.items and {p for p, _ in heat.items} >= {"FP16", "FP32"}
-    assert window.profiling.colour_actions["precision"].isChecked()
-    ui_modes = window.profiling.colour_actions
+    assert window.colours.actions["precision"].isChecked()
+    ui_modes = window.colours.actions
     ui_modes["layer"].trigger()
     assert window.canvas.heat is not None and window.canvas.heat.palette
     ui_modes["engine-time"].trigger()
@@ -62,7 +62,7 @@ def test_an_engine_without_its_model_is_drawn_as_its_own_graph(qtbot, window):
     wait_idle(qtbot, window)
     gm = window.graph_model
     assert len(gm.nodes) == 36 and all(n.status.value == "delegate" for n in gm.nodes)
-    q = window.profiling.queue
+    q = window.controller.queue
     qtbot.waitUntil(lambda: any(r.kind == "engine" and r.meta.get("shown") for r in q.jobs.values()), timeout=60000)
     doc = window.engine_ui.doc
     assert doc["mapped_layer_share"] == 1.0 and doc["total_layer_ms"] > 0
@@ -87,7 +87,7 @@ def test_an_engine_seen_alone_maps_onto_its_model_when_that_is_opened(qtbot, win
     lp, pp, _ = trt_files.write(gm, tmp_path, "bindings", "encoder/layers.1/self_attn")
     ui = window.engine_ui
     ui.import_files([str(lp), str(pp)])  # no model open: the engine's own graph
-    q = window.profiling.queue
+    q = window.controller.queue
     qtbot.waitUntil(lambda: ui.on_engine_graph and ui.doc is not None, timeout=60000)
     assert all(n.domain == "trt.engine" for n in window.graph_model.nodes)
     window.open_model(TRANSFORMER)

@@ -49,7 +49,7 @@ def test_profile_from_the_window_streams_and_colours_the_canvas(qtbot, window, t
     wait_idle(qtbot, window)
     ui = window.profiling
     jid = ui.submit(ProfileRequest(SQUEEZENET, iterations=30, warmup=2, profiled=4))
-    qtbot.waitUntil(lambda: ui.queue.jobs[jid].state == DONE, timeout=60000)
+    qtbot.waitUntil(lambda: window.controller.queue.jobs[jid].state == DONE, timeout=60000)
     qtbot.waitUntil(lambda: jid in ui.results, timeout=5000)
     panel = ui.panel
     qtbot.wait(100)  # a redraw tick
@@ -59,7 +59,7 @@ def test_profile_from_the_window_streams_and_colours_the_canvas(qtbot, window, t
     # The canvas is coloured by time share, with the scale in the legend.
     heat = window.canvas.heat
     assert heat is not None and heat.nodes and max(heat.nodes.values()) == 1.0
-    assert ui.colour_actions["time"].isChecked()
+    assert window.colours.actions["time"].isChecked()
     # Every plot exports; no temporary file is left beside them.
     for tab in range(4):
         panel.tabs.setCurrentIndex(tab)
@@ -69,7 +69,7 @@ def test_profile_from_the_window_streams_and_colours_the_canvas(qtbot, window, t
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".splitscope-")]
     assert (tmp_path / "t0.csv").read_text().count("\n") == 31
     # Status again from the View menu.
-    ui.colour_actions["status"].trigger()
+    window.colours.actions["status"].trigger()
     assert window.canvas.heat is None
 
 
@@ -78,7 +78,7 @@ def test_saved_profiles_come_back_and_two_compare(qtbot, window):
     wait_idle(qtbot, window)
     ui = window.profiling
     ids = [ui.submit(ProfileRequest(SQUEEZENET, iterations=5, warmup=1, profiled=2)) for _ in range(2)]
-    qtbot.waitUntil(lambda: all(ui.queue.jobs[j].state == DONE for j in ids), timeout=90000)
+    qtbot.waitUntil(lambda: all(window.controller.queue.jobs[j].state == DONE for j in ids), timeout=90000)
     qtbot.waitUntil(lambda: all(j in ui.results for j in ids), timeout=5000)
     ui.compare(*ids)
     from PySide6.QtWidgets import QTableWidget
@@ -92,7 +92,8 @@ def test_saved_profiles_come_back_and_two_compare(qtbot, window):
     # Reopened, the model brings its two saved profiles back into the Jobs panel.
     window.open_model(Path(SQUEEZENET))
     wait_idle(qtbot, window)
-    qtbot.waitUntil(lambda: sum(1 for r in ui.queue.jobs.values() if r.lane == "saved") == 2, timeout=5000)
+    jobs = window.controller.queue.jobs
+    qtbot.waitUntil(lambda: sum(1 for r in jobs.values() if r.lane == "saved") == 2, timeout=5000)
 
 
 def test_a_failing_profile_reaches_the_presenter_and_the_app_goes_on(qtbot, window):
@@ -101,7 +102,7 @@ def test_a_failing_profile_reaches_the_presenter_and_the_app_goes_on(qtbot, wind
     window.open_model(SAMPLE_MODEL)
     wait_idle(qtbot, window)
     ui = window.profiling
-    with qtbot.waitSignal(ui.queue.failed, timeout=60000) as sig:
+    with qtbot.waitSignal(window.controller.queue.failed, timeout=60000) as sig:
         ui.submit(ProfileRequest(SAMPLE_MODEL, iterations=3))
     assert "custom-op library" in sig.args[1]
     assert "custom-op library" in window.statusBar().currentMessage()
@@ -115,4 +116,4 @@ def test_closing_the_window_mid_job_cancels_it(qtbot, window):
     jid = ui.submit(ProfileRequest(SQUEEZENET, iterations=1_000_000, warmup=1))
     qtbot.waitUntil(lambda: ui.panel.lat.n > 5, timeout=60000)
     window.close()
-    qtbot.waitUntil(lambda: ui.queue.jobs[jid].state == CANCELLED, timeout=3000)
+    qtbot.waitUntil(lambda: window.controller.queue.jobs[jid].state == CANCELLED, timeout=3000)

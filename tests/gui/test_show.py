@@ -43,7 +43,7 @@ def test_planner_scenarios_recompute_and_are_saved_with_the_session(qtbot, windo
     assert planner.results[1]["host_bytes"] > 0 and planner.results[1]["boundary_bytes"] == 500
     assert [x.to_json() for x in load_scenarios(sample)] == [s.to_json()]
     # The comparison exports as CSV, one row a scenario.
-    from splitscope.gui.exports import table_csv
+    from splitscope.gui.shell.exports import table_csv
 
     rows = table_csv(planner.panel.compare).strip().splitlines()
     assert rows[0].startswith("scenario,partitions") and rows[2].startswith("plan A,1,")
@@ -80,7 +80,7 @@ def test_present_board_steps_through_the_custom_nodes(qtbot, window):
 
 def test_report_from_the_window_and_a_cancel_that_leaves_nothing(qtbot, window, tmp_path):
     _open(qtbot, window, DETECTOR)
-    q = window.profiling.queue
+    q = window.controller.queue
     out = tmp_path / "r.html"
     jid = window.show_ui.submit_report(out)
     qtbot.waitUntil(lambda: q.jobs[jid].state == DONE, timeout=60000)
@@ -107,7 +107,7 @@ def test_copy_canvas_and_node_data(qtbot, window, tmp_path):
 def test_every_table_travels_as_csv(qtbot, window):
     from PySide6.QtCore import Qt as _Qt
     from PySide6.QtWidgets import QTableView
-    from splitscope.gui.exports import table_csv
+    from splitscope.gui.shell.exports import table_csv
 
     _open(qtbot, window, SAMPLE_MODEL)
     views = window.findChildren(QTableView)

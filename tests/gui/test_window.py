@@ -112,7 +112,7 @@ def test_search_expands_collapsed_group(qtbot, window):
         window.collapse_all()
     window.search.setText("NonMaxSuppression")
     with qtbot.waitSignal(window.view_ready, timeout=30000):
-        window._search_now_and_next()  # Enter in the search field
+        window.search.returnPressed.emit()  # Enter in the search field
     nms = next(n.index for n in window.graph_model.nodes if n.op_type == "NonMaxSuppression")
     assert window.view.layout.kind[window.view.layout.node_item[nms]] == KIND_NODE
     assert window.canvas.selected_node == nms
@@ -170,7 +170,7 @@ def test_cancel_layout(qtbot, window, model_6k):
 
 def test_refines_table_colours_with_the_parser(qtbot, tmp_path):
     pytest.importorskip("tensorrt_rtx", reason="TensorRT-RTX not installed")
-    from splitscope.gui.app import MainWindow
+    from splitscope.gui.shell.window import MainWindow
 
     w = MainWindow(parser="rtx")
     qtbot.addWidget(w)
@@ -463,7 +463,7 @@ def test_right_click_menu(qtbot, window):
     expand_all(qtbot, window)
     gm = window.graph_model
     dcn = next(n for n in gm.nodes if n.op_type == "DCNv4")
-    from splitscope.gui.menus import show_canvas_menu
+    from splitscope.gui.shell.menus import show_canvas_menu
 
     menu = show_canvas_menu(window, window.view.layout.node_item[dcn.index], QPoint(10, 10))
     actions = {a.text(): a for a in menu.actions()}

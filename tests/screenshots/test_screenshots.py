@@ -46,7 +46,7 @@ def _check(name: str, img: QImage) -> None:
 def _window(qtbot, tmp_path, model: Path):  # type: ignore[no-untyped-def]
     """The window, light theme, 1280x800, with ``model`` analysed and laid out and the badges blanked
     (they depend on the machine: GPU, TensorRT)."""
-    from splitscope.gui.app import MainWindow
+    from splitscope.gui.shell.window import MainWindow
 
     QCoreApplication.setOrganizationName("SplitscopeScreens")
     QSettings.setPath(QSettings.Format.NativeFormat, QSettings.Scope.UserScope, str(tmp_path))

@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (
 from splitscope.engine.model import GraphModel, Node, Status
 from splitscope.engine.text import decided_by, format_bytes, node_op_label
 from splitscope.engine.view.hierarchy import Hierarchy
-from splitscope.gui.palette import STATUS_MARK, Palette, make_palette
+from splitscope.gui.shell.palette import STATUS_MARK, Palette, make_palette
 
 
 def _fmt(n: int | None) -> str:

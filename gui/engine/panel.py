@@ -13,6 +13,9 @@ from splitscope.engine.text import plural
 COLUMNS = ("Layer", "Type", "Precision", "ms", "Share", "ONNX nodes", "Mapped by")
 
 
+EMPTY_TITLE = ("No engine imported. File › Import Engine Data… reads trtexec's --exportLayerInfo, --exportProfile "
+               "and --exportTimes files (TensorRT 8 to 11).")
+
 class LayerModel(QAbstractTableModel):
     """Rows of :meth:`EngineData.to_json`'s ``layers`` (a list model: 50k layers cost nothing to show)."""
 
@@ -73,8 +76,7 @@ class EnginePanel(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.title = QLabel("No engine imported. File › Import Engine Data… reads trtexec's --exportLayerInfo, "
-                            "--exportProfile and --exportTimes files (TensorRT 8 to 11).")
+        self.title = QLabel(EMPTY_TITLE)
         self.title.setWordWrap(True)
         self.filter = QLineEdit()
         self.filter.setPlaceholderText("Filter layers by name, type or precision…")
@@ -109,6 +111,13 @@ class EnginePanel(QWidget):
         lay.addWidget(self.filter)
         lay.addWidget(split, 1)
         self.findings: list[dict[str, Any]] = []
+
+    def clear(self) -> None:
+        """No engine for this model."""
+        self.model.set_rows([])
+        self.findings = []
+        self.title.setText(EMPTY_TITLE)
+        self.lint.setHtml("")
 
     def set_data(self, doc: dict[str, Any], findings: list[dict[str, Any]], title: str) -> None:
         """Show an import: its layers, mapping figures and lint."""

@@ -3,7 +3,6 @@ model) and optional inputs from a file."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -22,35 +21,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 from splitscope.engine.model import GraphModel
+from splitscope.profiler.dims import remember_dims, saved_dims, symbolic_inputs
 from splitscope.profiler.profiling import ProfileRequest
 
 BACKENDS = (("ort-cpu", "ONNX Runtime, CPU"), ("ort-cuda", "ONNX Runtime, CUDA"),
             ("tensorrt", "TensorRT engine"), ("rtx", "TensorRT-RTX engine"))
-
-
-def saved_dims(key: str) -> dict[str, int]:
-    """The symbolic dims last given for the model of content key ``key`` (Profile and Calibrate share them)."""
-    raw = QSettings().value(f"profile/dims/{key}", "")
-    try:
-        d = json.loads(str(raw)) if raw else {}
-        return {str(k): int(v) for k, v in d.items()} if isinstance(d, dict) else {}
-    except (ValueError, TypeError):
-        return {}
-
-
-def remember_dims(key: str, dims: dict[str, int]) -> None:
-    QSettings().setValue(f"profile/dims/{key}", json.dumps(dims))
-
-
-def symbolic_inputs(gm: GraphModel) -> list[str]:
-    """Names of the symbolic dims of the model's inputs, in order (from the analysed graph: no file read)."""
-    seen: dict[str, None] = {}
-    for name in gm.graph.inputs:
-        t = gm.graph.tensors.get(name)
-        for d in (t.shape or ()) if t is not None else ():
-            if isinstance(d, str) and d:
-                seen.setdefault(d)
-    return list(seen)
 
 
 class ProfileDialog(QDialog):

@@ -6,7 +6,6 @@ colours the plan by precision."""
 from __future__ import annotations
 
 import html
-from collections.abc import Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +16,6 @@ from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
     QDialogButtonBox,
-    QDockWidget,
     QFileDialog,
     QFormLayout,
     QHBoxLayout,
@@ -31,14 +29,14 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
-from splitscope.engine.child import JobProcess
-from splitscope.engine.jobs import CancelToken, JobEvent
+from splitscope.engine.model import GraphModel
 from splitscope.engine.view.layout import View
-from splitscope.gui.palette import COLOURS
-from splitscope.gui.render import Heat
+from splitscope.engine.view.rollup import values_up
+from splitscope.gui.canvas.render import Heat
+from splitscope.gui.shell.palette import COLOURS
 
 if TYPE_CHECKING:
-    from splitscope.gui.app import MainWindow
+    from splitscope.gui.shell.host import Shell
 
 METHOD_COLOURS = dict(COLOURS["methods"])
 PLAN_COLOURS = {k: COLOURS["precision"][k] for k in ("FP32", "FP16", "BF16", "FP8", "INT8")}
@@ -46,8 +44,10 @@ PLAN_COLOURS = {k: COLOURS["precision"][k] for k in ("FP32", "FP16", "BF16", "FP
 
 
 class CalibDialog(QDialog):
-    def __init__(self, window: MainWindow, keep: list[str]) -> None:
-        super().__init__(window)
+    """Tools › Calibrate…: data, recipe, method, precision, samples, labels, budget, dims, the nodes kept."""
+
+    def __init__(self, parent: QWidget | None, gm: GraphModel, keep: list[str]) -> None:
+        super().__init__(parent)
         self.setWindowTitle("Calibrate")
         self.setMinimumWidth(620)
         s = QSettings()
@@ -83,10 +83,9 @@ class CalibDialog(QDialog):
         self.budget.setPlaceholderText("optional: snr=35, cosine=0.999 or top1=0.75 with labels (search the layers "
                                        "to keep in FP32)")
         form.addRow("Accuracy budget", self.budget)
-        gm = window.graph_model
-        assert gm is not None and gm.path is not None
+        assert gm.path is not None
         from splitscope.engine.runtime.store import model_key
-        from splitscope.gui.profile_dialog import saved_dims, symbolic_inputs
+        from splitscope.profiler.dims import saved_dims, symbolic_inputs
 
         try:
             self.dim_key = model_key(gm.path)
@@ -120,7 +119,7 @@ class CalibDialog(QDialog):
         if self.dims:
             dims = {**dims, **{d: box.value() for d, box in self.dims.items()}}
             if self.dim_key:
-                from splitscope.gui.profile_dialog import remember_dims
+                from splitscope.profiler.dims import remember_dims
 
                 remember_dims(self.dim_key, dims)
         s.setValue("calib/data", self.data.text())
@@ -203,6 +202,18 @@ class CalibPanel(QWidget):
         self.ranges: dict[str, list[tuple[float, float]]] = {}
         self.sens: dict[str, float] = {}
         self.path: list[tuple[float, float]] = []
+
+    def clear(self) -> None:
+        """No calibration for this model (another model was opened)."""
+        self.result = None
+        self.title.setText("No calibration yet. Tools › Calibrate… writes Q/DQ (INT8/FP8) or Cast (FP16/BF16) "
+                           "models as TensorRT 11 wants them.")
+        for b in (self.pin_fp32, self.pin_low, self.pin_half):
+            b.setEnabled(False)
+        self.pins.setText("")
+        self.tensors.clear()
+        self.plot.clear()
+        self.start()
 
     def start(self) -> None:
         """A new run: the live plots start empty."""
@@ -345,69 +356,80 @@ def nodes_under(view: View, gid: int) -> set[int]:
 
 
 class CalibUi(QObject):
-    """Builds and wires calibration in the window."""
+    """Calibration in the window: Tools › Calibrate…, the Calibration panel, the pins and the plan's colours;
+    the controller runs the calibrations (in a child process) and keeps each model's result."""
 
-    def __init__(self, window: MainWindow) -> None:
-        super().__init__(window)
-        self.window = window
+    def __init__(self, shell: Shell) -> None:
+        super().__init__(shell.window())
+        self.shell = shell
+        self.controller = c = shell.controller
         self.panel = CalibPanel()
-        self.dock = window._dock("Calibration", self.panel, Qt.DockWidgetArea.BottomDockWidgetArea)
-        ops = window.findChild(QDockWidget, "dock_Ops")
-        if ops is not None:
-            window.tabifyDockWidget(ops, self.dock)
-            ops.raise_()
-        self.result: dict[str, Any] | None = None
+        self.dock = shell.add_dock("Calibration", self.panel)
         self.last_args: dict[str, Any] | None = None
         self.pending: int | None = None
         self.panel.pin_fp32.clicked.connect(lambda: self.pin("fp32"))
         self.panel.pin_low.clicked.connect(lambda: self.pin("low"))
         self.panel.pin_half.clicked.connect(lambda: self.pin("half"))
-        window.profiling.queue.finished.connect(self._finished)
-        window.profiling.queue.sample.connect(self._sample)
-        window.profiling.queue.changed.connect(self._changed)
+        c.calibration_ready.connect(self._finished)
+        c.queue.sample.connect(self._sample)
+        c.queue.changed.connect(self._changed)
+        c.model_ready.connect(self._model_ready)
+        shell.colours.add("plan", "Precision (&calibration plan)", self.plan_heat)
+
+    @property
+    def result(self) -> dict[str, Any] | None:
+        """The open model's calibration."""
+        return self.controller.results.calibration
+
+    def _model_ready(self, *_: Any) -> None:
+        self.last_args = None
+        self.pending = None
+        if self.result is not None:
+            self.panel.set_result(self.result)
+        else:
+            self.panel.clear()
 
     def _sample(self, jid: int, s: Any) -> None:
-        rec = self.window.profiling.queue.jobs.get(jid)
+        rec = self.controller.queue.jobs.get(jid)
         if rec is not None and rec.kind == "calibrate":
             self.panel.add_sample(s)
 
     def _changed(self, jid: int) -> None:
-        rec = self.window.profiling.queue.jobs.get(jid)
+        rec = self.controller.queue.jobs.get(jid)
         if rec is not None and rec.kind == "calibrate" and rec.state == "running" and not rec.meta.get("started"):
             rec.meta["started"] = True
             self.panel.start()
             self.dock.raise_()
 
     def add_actions(self, tools: Any, _view: Any = None) -> None:
-        self.window._action(tools, "&Calibrate…", self.ask).setToolTip(
+        self.shell.add_action(tools, "&Calibrate…", self.ask).setToolTip(
             "Calibrate the model and write INT8/FP8 Q/DQ or FP16/BF16 casts as TensorRT 11 wants them, with its "
             "accuracy")
-        self.window.profiling.add_colour_mode("plan", "Precision (&calibration plan)", self.plan_heat)
 
     def ask(self) -> None:
-        w = self.window
-        gm = w.graph_model
+        gm = self.controller.graph_model
         if gm is None or gm.path is None:
-            w.statusBar().showMessage("Open a model first.", 5000)
+            self.shell.show_message("Open a model first.", 5000)
             return
-        keep = [gm.nodes[i].name for i in sorted(w.canvas.highlight_nodes or (
-            {w.canvas.selected_node} if w.canvas.selected_node >= 0 else set())) if gm.nodes[i].name]
-        dlg = CalibDialog(w, keep)
+        canvas = self.shell.canvas
+        keep = [gm.nodes[i].name for i in sorted(canvas.highlight_nodes or (
+            {canvas.selected_node} if canvas.selected_node >= 0 else set())) if gm.nodes[i].name]
+        dlg = CalibDialog(self.shell.window(), gm, keep)
         if dlg.exec() == QDialog.DialogCode.Accepted:
             self.submit(dlg.args(gm.path, dict(gm.dims)))
 
     def chosen(self) -> list[str]:
         """Names of what the user points at: the search matches, else the selected node, else the nodes of the
         selected block (an op type or a scope searched, one node, one block)."""
-        w = self.window
-        gm, view = w.graph_model, w.view
+        gm, view = self.controller.graph_model, self.controller.view
+        canvas = self.shell.canvas
         if gm is None:
             return []
-        idx = set(w.canvas.highlight_nodes)
-        if not idx and w.canvas.selected_node >= 0:
-            idx = {w.canvas.selected_node}
-        if not idx and w.canvas.selected_group >= 0 and view is not None:
-            idx = nodes_under(view, w.canvas.selected_group)
+        idx = set(canvas.highlight_nodes)
+        if not idx and canvas.selected_node >= 0:
+            idx = {canvas.selected_node}
+        if not idx and canvas.selected_group >= 0 and view is not None:
+            idx = nodes_under(view, canvas.selected_group)
         return [gm.nodes[i].name for i in sorted(idx) if gm.nodes[i].name]
 
     def pin(self, to: str | bool) -> int | None:
@@ -417,8 +439,7 @@ class CalibUi(QObject):
         to = {True: "fp32", False: "low"}.get(to, to) if isinstance(to, bool) else to
         names = self.chosen()
         if self.last_args is None or not names:
-            self.window.statusBar().showMessage("Select a node or a block, or search an op type or scope, first.",
-                                                5000)
+            self.shell.show_message("Select a node or a block, or search an op type or scope, first.", 5000)
             return None
         args = dict(self.last_args)
         keep = set(args.get("keep") or []) | set((self.result or {}).get("excluded", []))
@@ -432,7 +453,7 @@ class CalibUi(QObject):
         else:
             keep, half = keep - chosen, half - chosen
         args.update(keep=sorted(keep), half=sorted(half), budget=None, sensitivity=False)
-        q = self.window.profiling.queue
+        q = self.controller.queue
         if self.pending is not None and self.pending in q.jobs and q.jobs[self.pending].state in ("queued", "running"):
             q.cancel(self.pending)  # the newest pins win
         where = {"fp32": "FP32", "half": "FP16"}.get(to, args["precision"].upper())
@@ -442,23 +463,15 @@ class CalibUi(QObject):
 
     def submit(self, args: dict[str, Any]) -> int:
         self.last_args = dict(args)
+        return self.controller.submit_calibration(args)
 
-        def job(token: CancelToken) -> Generator[JobEvent, None, Any]:
-            return (yield from JobProcess("calibrate", args).events(token))
-        return self.window.profiling.queue.submit(f"Calibrate {Path(args['model']).name} ({args['precision']}, "
-                                                  f"{args['method']})", job, lane="gpu", kind="calibrate")
-
-    def _finished(self, jid: int) -> None:
-        rec = self.window.profiling.queue.jobs.get(jid)
-        if rec is None or rec.kind != "calibrate" or not isinstance(rec.result, dict):
-            return
-        self.result = rec.result
-        self.panel.set_result(rec.result)
+    def _finished(self, jid: int, result: dict[str, Any]) -> None:
+        self.panel.set_result(result)
         self.dock.raise_()
-        self.window.profiling.set_colour("plan")
-        a = next(iter(rec.result["accuracy"].values()), {})
-        self.window.statusBar().showMessage(f"Calibrated: wrote {Path(rec.result['out']).name}"
-                                            + (f", SNR {a['snr_db']:.1f} dB" if a else ""), 10000)
+        self.controller.set_colour_mode("plan")
+        a = next(iter(result["accuracy"].values()), {})
+        self.shell.show_message(f"Calibrated: wrote {Path(result['out']).name}"
+                                + (f", SNR {a['snr_db']:.1f} dB" if a else ""), 10000)
 
     def plan_heat(self, view: View) -> Heat | None:
         """Nodes by the precision the calibration plan gives them: quantized, or kept in FP32."""
@@ -473,9 +486,7 @@ class CalibUi(QObject):
         half = self.result.get("half") or {}
         if half:
             nodes.update({by[n]: float(keys.index(half["precision"].upper())) for n in half["nodes"] if n in by})
-        from splitscope.gui.engine_ui import _groups_up
-
-        groups = {g: next(iter(v)) for g, v in _groups_up(view, nodes).items() if len(v) == 1}
+        groups = {g: next(iter(v)) for g, v in values_up(view.hier, nodes).items() if len(v) == 1}
         legend = [(prec, PLAN_COLOURS[prec]), ("kept in FP32", PLAN_COLOURS["FP32"])]
         if half:
             legend.insert(1, (f"pinned to {half['precision'].upper()}", PLAN_COLOURS[half["precision"].upper()]))

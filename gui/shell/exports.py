@@ -12,55 +12,24 @@ from PySide6.QtCore import QSettings, Qt
 from PySide6.QtGui import QGuiApplication, QImage
 from PySide6.QtWidgets import QAbstractItemView, QFileDialog, QWidget
 from splitscope.engine.report.files import atomic_path, write_text_atomic
-from splitscope.engine.text import model_title
 
 if TYPE_CHECKING:
-    from splitscope.gui.app import MainWindow
+    from splitscope.gui.canvas.canvas import GraphCanvas
 
 
 def last_dir() -> Path:
     return Path(str(QSettings().value("main/last_dir", str(Path.home()))))
 
 
-def ask_and_save_graph(window: MainWindow, fmt: str) -> None:
-    """File › Export Graph as PNG/SVG…"""
-    if window.view is None:
-        return
-    start = str(last_dir() / f"graph.{fmt}")
-    path, _ = QFileDialog.getSaveFileName(window, f"Export graph as {fmt.upper()}", start, f"{fmt.upper()} (*.{fmt})")
-    if path:
-        save_graph(window, Path(path), fmt)
-
-
-def save_graph(window: MainWindow, path: Path, fmt: str) -> None:
-    """Write the graph image to ``path`` in a worker, through a temporary file and a rename.
-
-    A fully expanded 50k-node graph takes seconds to draw at full size: never on the UI thread
-    (QPainter on a QImage or QSvgGenerator works in any thread).
-    """
-    from superqt.utils import create_worker
-
-    snap = window.canvas.snapshot(plain=True)  # what is on screen now; the canvas may move on meanwhile
-    gm = window.graph_model
-    title = f"{model_title(gm)} — Splitscope" if gm is not None else "Splitscope"
-    subtitle = (window.view.stats or {}).get("headline", "") if window.view is not None else ""
-
-    def write() -> Path:
-        with atomic_path(path) as tmp:
-            if fmt == "svg":
-                snap.render_svg(str(tmp), title, subtitle)
-            elif not snap.render_image(title=title, subtitle=subtitle).save(str(tmp), "PNG"):
-                raise OSError(f"could not write {path}")
-        return path
-
-    worker = create_worker(write, _start_thread=False, _ignore_errors=True)  # shown below, not re-raised
-    worker.returned.connect(lambda p: (window.statusBar().showMessage(f"Saved {p}", 5000),
-                                       window.export_finished.emit(str(p))))
-    worker.errored.connect(lambda e: (window._on_failed(
-        f"Could not export the graph: {e}. Choose another folder.", ""), window.export_finished.emit("")))
-    window.statusBar().showMessage(f"Exporting {path.name}…")
-    window._export_worker = worker
-    worker.start()
+def write_graph(snap: Any, path: Path, fmt: str, title: str, subtitle: str) -> Path:
+    """Write a canvas snapshot to ``path`` as PNG or SVG, through a temporary file and a rename (any thread:
+    QPainter on a QImage or QSvgGenerator works off the UI thread, and a 50k-node graph takes seconds)."""
+    with atomic_path(path) as tmp:
+        if fmt == "svg":
+            snap.render_svg(str(tmp), title, subtitle)
+        elif not snap.render_image(title=title, subtitle=subtitle).save(str(tmp), "PNG"):
+            raise OSError(f"could not write {path}")
+    return path
 
 
 def widget_image(widget: QWidget, scale: float = 2.0) -> QImage:
@@ -77,12 +46,11 @@ def copy_image(image: QImage) -> None:
     QGuiApplication.clipboard().setImage(image)
 
 
-def canvas_image(window: MainWindow, scale: float = 2.0) -> QImage:
+def canvas_image(c: GraphCanvas, scale: float = 2.0) -> QImage:
     """What the canvas shows, with its legend and without the minimap over it (Edit › Copy Canvas as Image)."""
     from PySide6.QtCore import QRectF
     from PySide6.QtGui import QPainter
 
-    c = window.canvas
     img = QImage(int(c.width() * scale), int(c.height() * scale), QImage.Format.Format_ARGB32)
     img.setDevicePixelRatio(scale)
     p = QPainter(img)

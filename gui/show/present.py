@@ -17,10 +17,11 @@ from PySide6.QtGui import QColor, QFont, QImage, QKeyEvent, QPainter, QPen
 from PySide6.QtWidgets import QWidget
 from splitscope.engine.plan.scenario import PLANS
 from splitscope.engine.text import format_bytes
-from splitscope.gui.palette import COLOURS, make_palette
+from splitscope.gui.shell.palette import COLOURS, make_palette
 
 if TYPE_CHECKING:
-    from splitscope.gui.app import MainWindow
+    from splitscope.gui.shell.host import Shell
+    from splitscope.gui.show.planner import PlannerUi
 
 LIGHT = dict(COLOURS["board_light"])
 DARK = dict(COLOURS["board_dark"])
@@ -31,10 +32,12 @@ class PresentBoard(QWidget):
 
     stepped = Signal(int)
     """The custom node shown changed (its position in the list)."""
+    dark_changed = Signal(bool)
+    """D switched the board's theme (the menu remembers it for the next board)."""
 
-    def __init__(self, window: MainWindow, dark: bool = False) -> None:
+    def __init__(self, shell: Shell, planner: PlannerUi, dark: bool = False) -> None:
         super().__init__(None, Qt.WindowType.Window)
-        self.window = window
+        self.shell, self.planner = shell, planner
         self.dark = dark
         self.setWindowTitle("Splitscope: present")
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
@@ -46,16 +49,16 @@ class PresentBoard(QWidget):
     # -------------------------------------------------------------- data
     def refresh(self) -> None:
         """Take the figures from the window as they are now."""
-        w = self.window
-        gm, view = w.graph_model, w.view
+        c, planner = self.shell.controller, self.planner
+        gm, view = c.graph_model, c.view
         self.gm = gm
         self.headline = (view.stats or {}).get("headline", "") if view is not None else ""
-        self.items = [it for it in w.show_ui.planner.items if it.kind == "plugin"] if gm is not None else []
-        results = w.show_ui.planner.results
-        scen = w.show_ui.planner.current()
+        self.items = [it for it in planner.items if it.kind == "plugin"] if gm is not None else []
+        results = planner.results
+        scen = planner.current()
         self.today = results[0] if results else None
         self.mine = next((d for d in results if scen is not None and d["name"] == scen.name), None)
-        prof = w.show_ui.planner.profile()
+        prof = planner.profile()
         self.profile = prof
         self.node_ms = {r["name"]: r["ms"] for r in (prof or {}).get("per_node", [])}
         self._figures = self._compute_numbers()  # once: paintEvent runs every frame, a 50k-node sum does not
@@ -72,7 +75,7 @@ class PresentBoard(QWidget):
     def _lay_out(self) -> None:
         """The shallowest-first expansion whose graph fits the board's graph area at :data:`BOARD_SCALE`
         (the deepest that does; else the shallowest), laid out in a worker: a 50k-node model never stalls."""
-        view = self.window.view
+        view = self.shell.controller.view
         if view is None:
             return
         from splitscope.engine.jobs import CancelToken, run_to_end
@@ -142,8 +145,8 @@ class PresentBoard(QWidget):
         assert self.gm is not None
         ms = sum(self.node_ms.get(self.gm.nodes[i].name, 0.0) for i in it.nodes)
         cost = f"measured {ms:.3g} ms in the profiled runs" if ms else "cost unknown until profiled"
-        plan_key = (self.window.show_ui.planner.current().plans.get(it.key, it.today)
-                    if self.window.show_ui.planner.current() else it.today)
+        plan_key = (self.planner.current().plans.get(it.key, it.today)  # type: ignore[union-attr]
+                    if self.planner.current() else it.today)
         ships = f"; TensorRT ships {it.matches[0]['plugin']} ({it.matches[0]['kind']})" if it.matches else ""
         return (f"{self.step % len(self.items) + 1}/{len(self.items)}  ▲ {it.label}",
                 f"{it.reason[:1].upper()}{it.reason[1:]}. {cost[:1].upper()}{cost[1:]}. "
@@ -172,12 +175,10 @@ class PresentBoard(QWidget):
             self.update()
         elif k == Qt.Key.Key_D:
             self.dark = not self.dark
-            act = getattr(self.window.show_ui, "dark_board", None)
-            if act is not None:  # the choice is the menu's, remembered for the next board
-                act.setChecked(self.dark)
+            self.dark_changed.emit(self.dark)
             self.update()
         elif k == Qt.Key.Key_C and e.modifiers() & Qt.KeyboardModifier.ControlModifier:
-            from splitscope.gui.exports import copy_image
+            from splitscope.gui.shell.exports import copy_image
 
             copy_image(self.image())
         else:
@@ -244,10 +245,10 @@ class PresentBoard(QWidget):
         """The decision in one sentence (:func:`splitscope.engine.plan.scenario.decision`)."""
         from splitscope.engine.plan.scenario import decision
 
-        return decision(self.window.show_ui.planner.items, self.today, self.mine) if self.gm is not None else ""
+        return decision(self.planner.items, self.today, self.mine) if self.gm is not None else ""
 
     def _graph(self, p: QPainter, area: QRectF, c: dict[str, QColor]) -> None:
-        canvas = self.window.canvas
+        canvas = self.shell.canvas
         snap = canvas.snapshot(plain=True)
         if snap.layout_ is None:
             return
@@ -312,7 +313,7 @@ class PresentBoard(QWidget):
         p.setFont(self._font(26 * u, True))
         if self.mine:
             title = "Today against " + self.mine["name"]
-        elif self.window.show_ui.planner.scenarios:
+        elif self.planner.scenarios:
             title = "Today (pick a scenario in the planner to compare)"
         else:
             title = "Today (make a scenario in the planner to compare)"

@@ -15,7 +15,7 @@ from splitscope.profiler.jobs import JobRunner
 
 if TYPE_CHECKING:
     from splitscope.engine.rewrite.optimize import OptimizeResult
-    from splitscope.gui.app import MainWindow
+    from splitscope.gui.shell.host import Shell
 
 
 def result_html(res: OptimizeResult) -> str:
@@ -41,45 +41,43 @@ class OptimizeTool(QObject):
     finished = Signal(object)
     """The :class:`OptimizeResult`."""
 
-    def __init__(self, window: MainWindow) -> None:
-        super().__init__(window)
-        self.window = window
-        self.runner = JobRunner(self)
-        self.runner.progress_changed.connect(window._on_progress)
-        self.runner.job_failed.connect(window._on_failed)
-        self.runner.running_changed.connect(window._update_running)
+    def __init__(self, shell: Shell) -> None:
+        super().__init__(shell.window())
+        self.shell = shell
+        self.runner = JobRunner(self)  # the window shows its progress and Cancel with the others
+        self.runner.job_failed.connect(shell.show_failure)
         self.runner.job_finished.connect(self._done)
         self.box: QMessageBox | None = None
 
     def choose_and_run(self) -> None:
         """Ask where the optimized copy goes, then run."""
-        gm = self.window.graph_model
+        gm = self.shell.controller.graph_model
         if gm is None or gm.path is None:
             return
         start = str(gm.path.with_name(f"{gm.path.stem}.optimized.onnx"))
-        path, _ = QFileDialog.getSaveFileName(self.window, "Save the optimized model as", start,
+        path, _ = QFileDialog.getSaveFileName(self.shell.window(), "Save the optimized model as", start,
                                               "ONNX models (*.onnx)")
         if path:
             self.run(gm.path, Path(path))
 
     def run(self, source: Path, output: Path) -> None:
         """Optimize ``source`` into ``output`` in a worker."""
-        parser = self.window.session.parser
+        parser = self.shell.controller.session.parser
 
         def job(token: Any) -> Any:
             from splitscope.engine.rewrite.optimize import optimize_export
 
             return (yield from optimize_export(source, output, parser=parser, cancel=token))
 
-        self.window.statusBar().showMessage(f"Optimizing {source.name}…")
+        self.shell.show_message(f"Optimizing {source.name}…")
         self.runner.start(job)
 
     def _done(self, res: OptimizeResult) -> None:
         QSettings().setValue("main/last_dir", str(res.output.parent))
-        box = QMessageBox(QMessageBox.Icon.Information, "Optimize export", result_html(res), parent=self.window)
+        box = QMessageBox(QMessageBox.Icon.Information, "Optimize export", result_html(res), parent=self.shell.window())
         open_it = box.addButton("Open the optimized model", QMessageBox.ButtonRole.AcceptRole)
         box.addButton(QMessageBox.StandardButton.Close)
-        open_it.clicked.connect(lambda: self.window.open_model(res.output))
+        open_it.clicked.connect(lambda: self.shell.open_model(res.output))
         box.open()
         self.box = box
         self.finished.emit(res)
@@ -89,9 +87,9 @@ class NetronTool(QObject):
     """Serves a model with the ``netron`` package on 127.0.0.1 and opens it in the browser; when no
     browser starts, shows the address with a button that copies it."""
 
-    def __init__(self, window: MainWindow) -> None:
-        super().__init__(window)
-        self.window = window
+    def __init__(self, shell: Shell) -> None:
+        super().__init__(shell.window())
+        self.shell = shell
         self.url: QUrl | None = None
         self.box: QMessageBox | None = None
 
@@ -99,10 +97,14 @@ class NetronTool(QObject):
         """Serve ``path`` and open it."""
         try:
             import netron
-
+        except ImportError:
+            self.shell.show_failure("Netron is not installed: pip install 'splitscope[netron]' (an optional "
+                                    "second opinion; everything else works without it).")
+            return
+        try:
             host, port = netron.serve(str(path), address=("127.0.0.1", 0), browse=False)
         except Exception as e:  # noqa: BLE001 - any netron failure becomes a message
-            self.window._on_failed(f"Netron could not serve the model: {e}. Is the netron package installed?", "")
+            self.shell.show_failure(f"Netron could not serve the model: {e}.")
             return
         self.url = QUrl(f"http://{host}:{port}")
         if not QDesktopServices.openUrl(self.url):
@@ -111,10 +113,10 @@ class NetronTool(QObject):
     def _show_url(self, url: str) -> None:
         box = QMessageBox(QMessageBox.Icon.Information, "Open in Netron",
                           f"No web browser could be started. Netron is serving the model at\n{url}\n"
-                          "Open that address in a browser on this machine.", parent=self.window)
+                          "Open that address in a browser on this machine.", parent=self.shell.window())
         copy = box.addButton("Copy address", QMessageBox.ButtonRole.ActionRole)
         box.addButton(QMessageBox.StandardButton.Close)
         copy.clicked.connect(lambda: QGuiApplication.clipboard().setText(url))
         box.open()
         self.box = box
-        self.window.statusBar().showMessage(f"Netron is serving the model at {url}", 15000)
+        self.shell.show_message(f"Netron is serving the model at {url}", 15000)

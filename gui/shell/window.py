@@ -1,4 +1,9 @@
-"""The Splitscope main window."""
+"""The Splitscope main window: the shell every feature is built into.
+
+It owns the widgets the features share (the canvas and its minimap, the inspector, ops and summary panels, the
+docks, menus, status bar, colour modes) and implements :class:`splitscope.gui.shell.host.Shell` for them; the
+application controller (:class:`splitscope.profiler.controller.AppController`) owns the model, the jobs and
+the results. The features (profile, calibrate, engine, show) never import this module."""
 
 from __future__ import annotations
 
@@ -13,7 +18,6 @@ from PySide6.QtWidgets import (
     QDockWidget,
     QFileDialog,
     QLabel,
-    QLineEdit,
     QMainWindow,
     QMessageBox,
     QProgressBar,
@@ -26,18 +30,20 @@ from splitscope.engine.model import GraphModel
 from splitscope.engine.sample import SAMPLE_MODEL
 from splitscope.engine.text import model_title
 from splitscope.engine.view.layout import View
-from splitscope.gui import exports
-from splitscope.gui.calib_ui import CalibUi
-from splitscope.gui.canvas import GraphCanvas, Minimap
-from splitscope.gui.engine_ui import EngineUi
-from splitscope.gui.menus import show_canvas_menu
-from splitscope.gui.palette import apply_app_palette, make_palette, system_is_dark
-from splitscope.gui.panels import Inspector, OpsPanel, SummaryPanel
-from splitscope.gui.profiling import ProfilingUi
-from splitscope.gui.show_ui import ShowUi
-from splitscope.gui.tools import NetronTool, OptimizeTool
+from splitscope.gui.calibrate.ui import CalibUi
+from splitscope.gui.canvas.canvas import GraphCanvas, Minimap
+from splitscope.gui.canvas.panels import Inspector, OpsPanel, SummaryPanel
+from splitscope.gui.engine.ui import EngineUi
+from splitscope.gui.profile.ui import ProfilingUi
+from splitscope.gui.shell import exports
+from splitscope.gui.shell.colours import ColourModes
+from splitscope.gui.shell.menus import show_canvas_menu
+from splitscope.gui.shell.palette import apply_app_palette, make_palette, system_is_dark
+from splitscope.gui.shell.search import Search
+from splitscope.gui.shell.tools import NetronTool, OptimizeTool
+from splitscope.gui.show.ui import ShowUi
+from splitscope.profiler.controller import AppController
 from splitscope.profiler.jobs import JobRunner
-from splitscope.profiler.session import ModelSession
 
 MAX_RECENT = 10
 APP_VERSION = "0.1.0"
@@ -67,9 +73,8 @@ class MainWindow(QMainWindow):
         self.parser = parser
         self.setWindowTitle("Splitscope")
         self.setAcceptDrops(True)
-        self.session = ModelSession(parser, self)
-        self.matches: list[int] = []
-        self.match_pos = -1
+        self.controller = AppController(parser, self)
+        self.session = self.controller.session
         self.dark_override: bool | None = None
         self.dep_status: dict[str, Any] = {}
 
@@ -92,10 +97,20 @@ class MainWindow(QMainWindow):
         summary_scroll.setWidget(self.summary)
         d2 = self._dock("Split summary", summary_scroll, Qt.DockWidgetArea.RightDockWidgetArea)
         d3 = self._dock("Ops", self.ops, Qt.DockWidgetArea.BottomDockWidgetArea)
-        self.profiling = ProfilingUi(self)  # its Jobs and Profile panels are tabbed with Ops
+        self._bottom_tabs = [d3]
+        self.colours = ColourModes(self.controller, self.canvas, self)
+        self.controller.model_ready.connect(self._on_model_ready)  # before the features: the panels first
+        self.controller.failed.connect(self.show_failure)
+        # The features, each built with the controller and this shell; their panels are tabbed with Ops.
+        self.profiling = ProfilingUi(self)
         self.engine_ui = EngineUi(self)
         self.calib_ui = CalibUi(self)
         self.show_ui = ShowUi(self)  # planner, present mode, report
+        from PySide6.QtWidgets import QTableView
+
+        for table in self.findChildren(QTableView):  # ops, engine layers, plans, scenarios: all travel as CSV
+            if table.contextMenuPolicy() != Qt.ContextMenuPolicy.CustomContextMenu:
+                exports.add_csv_menu(table, table.objectName() or "table")
         self.resizeDocks([d1, d2], [300, 460], Qt.Orientation.Vertical)
         self.resizeDocks([d1], [520], Qt.Orientation.Horizontal)
         self.resizeDocks([d3], [210], Qt.Orientation.Vertical)
@@ -106,6 +121,8 @@ class MainWindow(QMainWindow):
         self.summary.setMinimumHeight(400)  # headline and both charts with their captions
 
         self.optimize_tool = OptimizeTool(self)
+        self.optimize_tool.runner.progress_changed.connect(self._on_progress)
+        self.optimize_tool.runner.running_changed.connect(self._update_running)
         self.netron = NetronTool(self)
         self._build_toolbar()
         self._build_status_bar()
@@ -120,12 +137,11 @@ class MainWindow(QMainWindow):
         self.ops.op_chosen.connect(self._on_op_chosen)
         s = self.session
         s.progress.connect(self._on_progress)
-        s.failed.connect(self._on_failed)
+        s.failed.connect(self.show_failure)
         s.cancelled.connect(lambda: self.statusBar().showMessage("Cancelled.", 5000))
         s.running_changed.connect(self._update_running)
         s.analysed.connect(lambda gm: self._remember(gm.path) if gm.path is not None else None)
         s.view_changed.connect(self._on_view_changed)
-        s.model_ready.connect(self._on_model_ready)
         hints = QGuiApplication.styleHints()
         if hasattr(hints, "colorSchemeChanged"):
             hints.colorSchemeChanged.connect(lambda *_: self._apply_theme())
@@ -141,6 +157,33 @@ class MainWindow(QMainWindow):
             self.restoreState(state)
         self._probe_dependencies()
 
+    # ------------------------------------------------------------ the shell, as the features see it
+    def add_dock(self, title: str, widget: QWidget, *, tab_with_ops: bool = True,
+                 height: int | None = None) -> QDockWidget:
+        """A bottom dock for a feature's panel, tabbed with the Ops panel (the canvas keeps its size)."""
+        dock = self._dock(title, widget, Qt.DockWidgetArea.BottomDockWidgetArea)
+        if tab_with_ops:
+            self.tabifyDockWidget(self._bottom_tabs[-1], dock)
+            self._bottom_tabs.append(dock)
+            self._bottom_tabs[0].raise_()
+        if height is not None:
+            self.resizeDocks([dock], [height], Qt.Orientation.Vertical)
+        return dock
+
+    def add_action(self, menu: Any, text: str, slot: Any, shortcut: Any = None, checkable: bool = False) -> QAction:
+        """An action of ``menu`` (its shortcut works wherever the focus is in the window)."""
+        act = QAction(text, self)
+        if shortcut is not None:
+            act.setShortcut(shortcut)
+        act.setCheckable(checkable)
+        act.triggered.connect(slot)
+        menu.addAction(act)
+        return act
+
+    def show_message(self, text: str, ms: int = 0) -> None:
+        """A status-bar message."""
+        self.statusBar().showMessage(text, ms)
+
     # ------------------------------------------------------------ building
     def _dock(self, title: str, widget: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:
         dock = QDockWidget(title, self)
@@ -153,28 +196,8 @@ class MainWindow(QMainWindow):
         tb = QToolBar("Search", self)
         tb.setObjectName("toolbar_search")
         self.addToolBar(tb)
-        self.search = QLineEdit()
-        self.search.setPlaceholderText("Search node name or op type (Ctrl+F)")
-        self.search.setClearButtonEnabled(True)
-        self.search.setMaximumWidth(320)
-        self.search.returnPressed.connect(self._search_now_and_next)
-        # Matching scans every node: wait until typing pauses (50k nodes take ~25 ms a scan).
-        self._search_timer = QTimer(self)
-        self._search_timer.setSingleShot(True)
-        self._search_timer.setInterval(150)
-        self._search_timer.timeout.connect(lambda: self._search_changed(self.search.text()))
-        self.search.textChanged.connect(lambda _t: self._search_timer.start())
-        tb.addWidget(self.search)
-        self.prev_button = QPushButton("◀")
-        self.prev_button.setToolTip("Previous match (Shift+F3)")
-        self.prev_button.clicked.connect(self.find_previous)
-        self.next_button = QPushButton("▶")
-        self.next_button.setToolTip("Next match (F3)")
-        self.next_button.clicked.connect(self.find_next)
-        self.match_label = QLabel("")
-        tb.addWidget(self.prev_button)
-        tb.addWidget(self.next_button)
-        tb.addWidget(self.match_label)
+        self.finder = Search(self.controller, self.canvas, self.inspector, tb)
+        self.search, self.match_label = self.finder.field, self.finder.label
         tb.addSeparator()
         for text, slot, tip in (("Fit", self.canvas.fit, "Fit the graph (F)"),
                                 ("Expand all", self.expand_all, "Expand every group (slow on huge graphs)"),
@@ -204,59 +227,51 @@ class MainWindow(QMainWindow):
         sb.addPermanentWidget(self.cancel_button)
         self._update_running()
 
-    def _action(self, menu: Any, text: str, slot: Any, shortcut: Any = None, checkable: bool = False) -> QAction:
-        act = QAction(text, self)
-        if shortcut is not None:
-            act.setShortcut(shortcut)
-        act.setCheckable(checkable)
-        act.triggered.connect(slot)
-        menu.addAction(act)
-        return act
-
     def _build_menus(self) -> None:
         mb = self.menuBar()
         f = mb.addMenu("&File")
-        self._action(f, "&Open…", self.choose_file, QKeySequence.StandardKey.Open)
+        self.add_action(f, "&Open…", self.choose_file, QKeySequence.StandardKey.Open)
         self.recent_menu = f.addMenu("Open &Recent")
-        self._action(f, "Open &Sample", lambda: self.open_model(SAMPLE_MODEL))
+        self.add_action(f, "Open &Sample", lambda: self.open_model(SAMPLE_MODEL))
         self.engine_ui.add_file_actions(f)
         self.show_ui.add_file_actions(f)
         f.addSeparator()
-        self._action(f, "Export Graph as &PNG…", lambda: self.export_graph("png"))
-        self._action(f, "Export Graph as S&VG…", lambda: self.export_graph("svg"))
+        self.add_action(f, "Export Graph as &PNG…", lambda: self.export_graph("png"))
+        self.add_action(f, "Export Graph as S&VG…", lambda: self.export_graph("svg"))
         f.addSeparator()
-        self._action(f, "&Quit", self.close, QKeySequence.StandardKey.Quit)
+        self.add_action(f, "&Quit", self.close, QKeySequence.StandardKey.Quit)
         self._rebuild_recent()
         e = mb.addMenu("&Edit")
-        self._action(e, "&Undo View Change", self.session.undo, QKeySequence.StandardKey.Undo)
-        self._action(e, "&Redo View Change", self.session.redo, QKeySequence.StandardKey.Redo)
+        self.add_action(e, "&Undo View Change", self.session.undo, QKeySequence.StandardKey.Undo)
+        self.add_action(e, "&Redo View Change", self.session.redo, QKeySequence.StandardKey.Redo)
         self.show_ui.add_edit_actions(e)
         v = mb.addMenu("&View")
-        self._action(v, "&Fit", self.canvas.fit, Qt.Key.Key_F)
-        self._action(v, "Zoom &In", lambda: self.canvas.zoom_by(1.25), QKeySequence.StandardKey.ZoomIn)
-        self._action(v, "Zoom &Out", lambda: self.canvas.zoom_by(0.8), QKeySequence.StandardKey.ZoomOut)
-        self.legend_action = self._action(v, "&Legend", self._toggle_legend, checkable=True)
+        self.add_action(v, "&Fit", self.canvas.fit, Qt.Key.Key_F)
+        self.add_action(v, "Zoom &In", lambda: self.canvas.zoom_by(1.25), QKeySequence.StandardKey.ZoomIn)
+        self.add_action(v, "Zoom &Out", lambda: self.canvas.zoom_by(0.8), QKeySequence.StandardKey.ZoomOut)
+        self.legend_action = self.add_action(v, "&Legend", self._toggle_legend, checkable=True)
         self.legend_action.setChecked(True)
         v.addSeparator()
-        self.dark_action = self._action(v, "&Dark Theme", self._toggle_dark, checkable=True)
-        self._action(v, "Theme Follows the &System", self._follow_system)
-        self.fold_action = self._action(v, "Fold &Constants and Shape Arithmetic", self.session.set_folding,
+        self.dark_action = self.add_action(v, "&Dark Theme", self._toggle_dark, checkable=True)
+        self.add_action(v, "Theme Follows the &System", self._follow_system)
+        self.fold_action = self.add_action(v, "Fold &Constants and Shape Arithmetic", self.session.set_folding,
                                         checkable=True)
         self.fold_action.setChecked(True)  # weight aliases, Constant nodes, Shape → Gather → Concat: a +N badge
+        v.addMenu(self.colours.menu)  # View › Colour by: the modes every feature added
         panels = v.addMenu("&Panels")  # a closed panel comes back from here
         for dock in self.findChildren(QDockWidget):
             panels.addAction(dock.toggleViewAction())
         v.addSeparator()
-        self._action(v, "Find…", self._focus_search, QKeySequence.StandardKey.Find)
-        self._action(v, "Find Next", self.find_next, QKeySequence.StandardKey.FindNext)
-        self._action(v, "Find Previous", self.find_previous, QKeySequence.StandardKey.FindPrevious)
+        self.add_action(v, "Find…", self.finder.focus, QKeySequence.StandardKey.Find)
+        self.add_action(v, "Find Next", self.find_next, QKeySequence.StandardKey.FindNext)
+        self.add_action(v, "Find Previous", self.find_previous, QKeySequence.StandardKey.FindPrevious)
         t = mb.addMenu("&Tools")
-        self._action(t, "&Optimize Export…", self.optimize_tool.choose_and_run).setToolTip(
+        self.add_action(t, "&Optimize Export…", self.optimize_tool.choose_and_run).setToolTip(
             "Run an ONNX optimizer on a copy, check it with ONNX Runtime, and compare the split before and after")
         for part in (self.profiling, self.engine_ui, self.calib_ui, self.show_ui):  # Profile … Calibrate, Present
             part.add_actions(t, v)
         h = mb.addMenu("&Help")
-        self._action(h, "&About Splitscope", self.show_about)
+        self.add_action(h, "&About Splitscope", self.show_about)
         esc = QAction("Cancel job", self)
         esc.setShortcut(Qt.Key.Key_Escape)
         esc.triggered.connect(self.cancel_jobs)
@@ -416,13 +431,11 @@ class MainWindow(QMainWindow):
         self.ops.set_rows(view.stats["ops"])
         self.summary.set_stats(gm, view.stats, make_palette(self._is_dark()))
         self.setWindowTitle(f"Splitscope — {model_title(gm)}")
-        self.profiling.model_changed(gm)
-        self.show_ui.model_changed(gm)
-        self._search_changed(self.search.text())
+        self.finder.refresh()
         for w in gm.warnings:
             self.statusBar().showMessage(w, 8000)
 
-    def _on_failed(self, message: str, details: str) -> None:
+    def show_failure(self, message: str, details: str = "") -> None:
         """The one presenter of every job's error: status bar, a dialog with the details, the log file."""
         logging.getLogger("splitscope").warning("%s%s", message, f"\n{details}" if details else "")
         self.statusBar().showMessage(message, 10000)
@@ -472,71 +485,48 @@ class MainWindow(QMainWindow):
         self._on_op_chosen(nodes)
 
     def _on_op_chosen(self, nodes: list[int]) -> None:
-        self.canvas.highlight_nodes = set(nodes)
-        self.matches = sorted(nodes, key=lambda i: self.view.hier.topo_pos[i] if self.view else i)
-        self.match_pos = -1
-        self.find_next()
-
-    # ------------------------------------------------------------ search
-    def _focus_search(self) -> None:
-        self.search.setFocus()
-        self.search.selectAll()
-
-    def _search_changed(self, text: str) -> None:
-        gm = self.graph_model
-        text = text.strip().lower()
-        if gm is None or not text:
-            self.matches = []
-            self.canvas.highlight_nodes = set()
-            self.match_label.setText("")
-            self.canvas.update()
-            return
-        hits = [n.index for n in gm.nodes if text in n.label.lower() or text == n.op_type.lower()
-                or text in n.op_type.lower()]
-        if self.view is not None:
-            hits.sort(key=lambda i: self.view.hier.topo_pos[i])
-        self.matches = hits
-        self.match_pos = -1
-        self.canvas.highlight_nodes = set(hits)
-        self.match_label.setText(f"{len(hits)} matches" if hits else "no match")
-        self.canvas.update()
-
-    def _search_now_and_next(self) -> None:
-        if self._search_timer.isActive():
-            self._search_timer.stop()
-            self._search_changed(self.search.text())
-        self.find_next()
+        self.finder.highlight(nodes)
 
     def find_next(self) -> None:
         """Go to the next match (F3, Enter in the search field)."""
-        self._goto_match(+1)
+        self.finder.next()
 
     def find_previous(self) -> None:
         """Go to the previous match (Shift+F3)."""
-        self._goto_match(-1)
-
-    def _goto_match(self, step: int) -> None:
-        if not self.matches or self.view is None:
-            return
-        self.match_pos = (self.match_pos + step) % len(self.matches)
-        node = self.matches[self.match_pos]
-        self.match_label.setText(f"{self.match_pos + 1} / {len(self.matches)}")
-        self.inspector.show_node(node)
-        hidden = [g for g in self.view.hier.path(self.view.hier.node_group[node])
-                  if g not in self.view.layout.expanded]
-        if hidden:  # inside collapsed groups: expand the way to it first
-            self.session.relayout(set(self.view.layout.expanded) | set(hidden), focus_node=node)
-        else:
-            self.canvas.select_node(node)
+        self.finder.previous()
 
     # ----------------------------------------------------------- export
     def export_graph(self, fmt: str) -> None:
-        """Save the whole graph as PNG or SVG (written atomically)."""
-        exports.ask_and_save_graph(self, fmt)
+        """File › Export Graph as PNG/SVG…: the whole graph, written atomically."""
+        if self.view is None:
+            return
+        start = str(exports.last_dir() / f"graph.{fmt}")
+        path, _ = QFileDialog.getSaveFileName(self, f"Export graph as {fmt.upper()}", start,
+                                              f"{fmt.upper()} (*.{fmt})")
+        if path:
+            self.save_graph(Path(path), fmt)
 
     def save_graph(self, path: Path, fmt: str) -> None:
-        """Write the graph image in a worker (:func:`splitscope.gui.exports.save_graph`)."""
-        exports.save_graph(self, path, fmt)
+        """Write the graph image to ``path`` in a worker (a fully expanded 50k-node graph takes seconds to draw:
+        never on the UI thread); :data:`export_finished` says when."""
+        from superqt.utils import create_worker
+
+        snap = self.canvas.snapshot(plain=True)  # what is on screen now; the canvas may move on meanwhile
+        gm = self.graph_model
+        title = f"{model_title(gm)} — Splitscope" if gm is not None else "Splitscope"
+        subtitle = (self.view.stats or {}).get("headline", "") if self.view is not None else ""
+        worker = create_worker(exports.write_graph, snap, path, fmt, title, subtitle, _start_thread=False,
+                               _ignore_errors=True)  # errors are shown below, not re-raised
+        worker.returned.connect(lambda p: (self.show_message(f"Saved {p}", 5000), self.export_finished.emit(str(p))))
+        worker.errored.connect(lambda e: (self.show_failure(f"Could not export the graph: {e}. Choose another "
+                                                            "folder."), self.export_finished.emit("")))
+        self.show_message(f"Exporting {path.name}…")
+        self._export_worker = worker
+        worker.start()
+
+    def copy_canvas(self) -> None:
+        """Edit › Copy Canvas as Image."""
+        self.show_ui.copy_canvas()
 
     # ----------------------------------------------------------- netron
     def open_in_netron(self) -> None:
@@ -617,6 +607,6 @@ class MainWindow(QMainWindow):
         settings.setValue("main/state", self.saveState())
         settings.sync()
         self.cancel_jobs()
-        self.profiling.queue.cancel_all()
+        self.controller.cancel_all()
         self.runner.wait(2000)  # jobs stop at their next check; launch.main ends the process if one has not
         super().closeEvent(event)

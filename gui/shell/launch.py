@@ -14,7 +14,7 @@ from typing import Any
 from PySide6.QtCore import Qt, QThreadPool, QTimer
 from PySide6.QtWidgets import QApplication, QMessageBox
 from splitscope.engine.sample import SAMPLE_MODEL
-from splitscope.gui.app import MainWindow
+from splitscope.gui.shell.window import MainWindow
 
 
 def _install_excepthook(app: QApplication) -> None:

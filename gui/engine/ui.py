@@ -7,47 +7,25 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, QSettings, Qt
-from PySide6.QtWidgets import QDialog, QDockWidget, QFileDialog, QTableWidget, QTableWidgetItem, QVBoxLayout
-from splitscope.engine.jobs import CancelToken, JobEvent, Progress
+from PySide6.QtWidgets import QDialog, QFileDialog, QTableWidget, QTableWidgetItem, QVBoxLayout
 from splitscope.engine.view.layout import View
-from splitscope.gui.engine_panel import EnginePanel
-from splitscope.gui.exports import add_csv_menu
-from splitscope.gui.palette import COLOURS
-from splitscope.gui.render import Heat
+from splitscope.engine.view.rollup import sums_up, values_up
+from splitscope.gui.canvas.render import Heat
+from splitscope.gui.engine.panel import EnginePanel
+from splitscope.gui.shell.exports import add_csv_menu
+from splitscope.gui.shell.palette import COLOURS
+from splitscope.profiler.controller import EngineRequest
 
 if TYPE_CHECKING:
     from splitscope.engine.trtdata.importer import EngineData
-    from splitscope.gui.app import MainWindow
+    from splitscope.gui.shell.host import Shell
 
 LAYER_COLOURS = tuple(COLOURS["series"])
 PRECISION_COLOURS = dict(COLOURS["precision"])
-
-
-def _groups_up(view: View, node_vals: dict[int, Any]) -> dict[int, set[Any]]:
-    """For every group, the set of values of the nodes below it: one pass over the nodes, then one up the tree
-    (deepest groups first), so 50k nodes cost milliseconds, not a walk to the root per node."""
-    hier = view.hier
-    sets: dict[int, set[Any]] = {}
-    ng = hier.node_group
-    for i, v in node_vals.items():
-        if i < len(ng):
-            sets.setdefault(ng[i], set()).add(v)
-    groups = hier.groups
-    order = sorted((g.id for g in groups if g.parent not in (None, -1)), key=lambda g: -groups[g].depth)
-    for gid in order:
-        s = sets.get(gid)
-        if s:
-            parent = groups[gid].parent
-            if parent is not None and parent >= 0:
-                ps = sets.setdefault(parent, set())
-                if len(ps) < 3:  # enough to know "more than one"
-                    ps |= s
-    return sets
 
 
 def precision_heat(view: View, data: EngineData) -> Heat:
@@ -64,7 +42,7 @@ def precision_heat(view: View, data: EngineData) -> Heat:
             f = fam[p] = precision_family(p)
         if f in index:
             nodes[i] = index[f]
-    gvals = {g: (next(iter(s)) if len(s) == 1 else index["mixed"]) for g, s in _groups_up(view, nodes).items()}
+    gvals = {g: (next(iter(s)) if len(s) == 1 else index["mixed"]) for g, s in values_up(view.hier, nodes).items()}
     seen = sorted({keys[int(v)] for v in nodes.values()}, key=keys.index)
     return Heat(nodes, gvals, "precision (as the engine runs it)", palette=tuple(PRECISION_COLOURS.values()),
                 items=tuple((p, PRECISION_COLOURS[p]) for p in seen))
@@ -79,7 +57,7 @@ def layer_heat(view: View, data: EngineData) -> Heat:
         for k, ids in enumerate(m.layer_nodes):
             for i in ids:
                 nodes.setdefault(i, float(k % len(LAYER_COLOURS)))
-    gvals = {g: next(iter(s)) for g, s in _groups_up(view, nodes).items() if len(s) == 1}
+    gvals = {g: next(iter(s)) for g, s in values_up(view.hier, nodes).items() if len(s) == 1}
     return Heat(nodes, gvals, "engine layer (one colour a layer; grey: not in one layer, or many)",
                 palette=LAYER_COLOURS, items=(("fused into one layer", LAYER_COLOURS[0]),
                                               ("the next layer", LAYER_COLOURS[1])))
@@ -90,17 +68,7 @@ def time_heat(view: View, data: EngineData) -> Heat | None:
     if not ms:
         return None
     top = max(ms.values()) or 1.0
-    hier = view.hier
-    groups: dict[int, float] = {}
-    for i, v in ms.items():
-        if i < len(hier.node_group):
-            g = hier.node_group[i]
-            groups[g] = groups.get(g, 0.0) + v
-    for gid in sorted((g.id for g in hier.groups if g.parent not in (None, -1)), key=lambda g: -hier.groups[g].depth):
-        if gid in groups:
-            parent = hier.groups[gid].parent
-            if parent is not None and parent >= 0:
-                groups[parent] = groups.get(parent, 0.0) + groups[gid]
+    groups = sums_up(view.hier, ms)
     gtop = max((v for g, v in groups.items() if g != 0), default=1.0) or 1.0
     total = sum(data.layer_ms().values()) or 1.0
     return Heat({i: v / top for i, v in ms.items()}, {g: v / gtop for g, v in groups.items()},
@@ -116,6 +84,12 @@ def diff_heat(view: View, cmp: dict[str, Any]) -> Heat | None:
     return Heat(nodes, {}, "engine B vs A", True, "B 4x faster", "B 4x slower")
 
 
+def _lint_of(data: Any) -> list[dict[str, Any]]:
+    from splitscope.engine.trtdata.lint import lint
+
+    return lint(data) if data is not None else []
+
+
 def heats(kind: str, view: View, data: EngineData, comparison: dict[str, Any] | None) -> Heat | None:
     """The colouring ``kind`` of ``view`` from an import."""
     if kind == "precision":
@@ -128,19 +102,15 @@ def heats(kind: str, view: View, data: EngineData, comparison: dict[str, Any] | 
 
 
 class EngineUi(QObject):
-    """Builds and wires the engine-data parts of the window."""
+    """What TensorRT did, in the window: importing, comparing and building engines (the controller runs the
+    jobs and keeps each model's engine), the Engine panel, the inspector's engine section, the colourings."""
 
-    def __init__(self, window: MainWindow) -> None:
-        super().__init__(window)
-        self.window = window
+    def __init__(self, shell: Shell) -> None:
+        super().__init__(shell.window())
+        self.shell = shell
+        self.controller = c = shell.controller
         self.panel = EnginePanel()
-        self.dock = window._dock("Engine", self.panel, Qt.DockWidgetArea.BottomDockWidgetArea)
-        ops = window.findChild(QDockWidget, "dock_Ops")
-        if ops is not None:
-            window.tabifyDockWidget(ops, self.dock)
-            ops.raise_()
-        self.data: EngineData | None = None
-        self.doc: dict[str, Any] | None = None
+        self.dock = shell.add_dock("Engine", self.panel)
         self.comparison: dict[str, Any] | None = None
         self.heat_cache: dict[tuple[str, int], Heat | None] = {}
         """Colourings made in the import's worker for the view then on screen (the UI thread only paints)."""
@@ -148,30 +118,41 @@ class EngineUi(QObject):
         """Files to map once the engine's own graph, opened for them, is ready."""
         self.panel.layer_chosen.connect(self._layer_chosen)
         self.panel.nodes_chosen.connect(self._nodes_chosen)
-        window.inspector.extras.append(self.inspector_html)
-        window.canvas.node_selected.connect(self._node_selected)
-        window.session.model_ready.connect(self._model_ready)
+        shell.inspector.extras.append(self.inspector_html)
+        shell.canvas.node_selected.connect(self._node_selected)
+        c.model_ready.connect(self._model_ready)
+        c.engine_ready.connect(self._finished)
+        c.engine_graph_ready.connect(self._graph_written)
         self.last_paths: list[str] = []
         self.on_engine_graph = False
         """Whether the last import was drawn as the engine's own graph (no ONNX model yet)."""
+        for key, text, kind in (("precision", "&Precision (imported engine)", "precision"),
+                                ("layer", "&Engine Layer (imported engine)", "layer"),
+                                ("engine-time", "Time Share (imported &engine profile)", "time"),
+                                ("engine-diff", "Comparison of Two E&ngines", "diff")):
+            shell.colours.add(key, text, self._heat(kind))
+
+    @property
+    def data(self) -> EngineData | None:
+        """The open model's engine (imported or built)."""
+        return self.controller.results.engine
+
+    @property
+    def doc(self) -> dict[str, Any] | None:
+        """Its JSON (the CLI's ``engine --json``)."""
+        return self.controller.results.engine_doc
 
     def add_file_actions(self, file_menu: Any) -> None:
         """File › Import Engine Data…, Compare With Engine Data…."""
-        w = self.window
-        w._action(file_menu, "Import &Engine Data…", self.ask_import, "Ctrl+Shift+I").setToolTip(
+        self.shell.add_action(file_menu, "Import &Engine Data…", self.ask_import, "Ctrl+Shift+I").setToolTip(
             "trtexec's --exportLayerInfo, --exportProfile and --exportTimes files of one engine (TensorRT 8 to 11)")
-        w._action(file_menu, "Compare With Engine Data…", self.ask_compare)
+        self.shell.add_action(file_menu, "Compare With Engine Data…", self.ask_compare)
 
     def add_actions(self, tools: Any, _view: Any = None) -> None:
-        """Tools › Build with TensorRT-RTX…, and the engine's colour modes (after the profiling ones)."""
-        w = self.window
-        w._action(tools, "&Build with TensorRT-RTX and Read Its Layers", self.build_rtx).setToolTip(
-            "Build the open model here (TensorRT-RTX builds without a GPU) and show what its builder fused")
-        ui = w.profiling
-        ui.add_colour_mode("precision", "&Precision (imported engine)", self._heat("precision"))
-        ui.add_colour_mode("layer", "&Engine Layer (imported engine)", self._heat("layer"))
-        ui.add_colour_mode("engine-time", "Time Share (imported &engine profile)", self._heat("time"))
-        ui.add_colour_mode("engine-diff", "Comparison of Two E&ngines", self._heat("diff"))
+        """Tools › Build with TensorRT-RTX…"""
+        self.shell.add_action(tools, "&Build with TensorRT-RTX and Read Its Layers", self.build_rtx).setToolTip(
+            "Build the open model here (TensorRT-RTX builds without a GPU, in a process of its own) and show what "
+            "its builder fused")
 
     def _heat(self, kind: str) -> Any:
         def make(view: View) -> Heat | None:
@@ -188,7 +169,7 @@ class EngineUi(QObject):
     # ------------------------------------------------------------ import
     def ask_import(self) -> None:
         settings = QSettings()
-        names, _ = QFileDialog.getOpenFileNames(self.window, "Import engine data (the files of one engine)",
+        names, _ = QFileDialog.getOpenFileNames(self.shell.window(), "Import engine data (the files of one engine)",
                                                 str(settings.value("engine/dir", str(Path.home()))),
                                                 "trtexec JSON (*.json);;All files (*)")
         if names:
@@ -197,64 +178,40 @@ class EngineUi(QObject):
 
     def import_files(self, paths: list[str]) -> int | None:
         """Import one engine's files onto the open model (or, with none open, draw the engine's own graph)."""
-        gm = self.window.graph_model
-        if gm is None:
-            return self._open_engine_graph(paths)
+        if self.controller.graph_model is None:
+            return self.controller.submit_engine_graph(list(paths))
         return self._submit(f"Import {', '.join(Path(p).name for p in paths)}", paths, "import")
 
     def ask_compare(self) -> None:
         if self.data is None:
-            self.window.statusBar().showMessage("Import an engine first, then compare another with it.", 6000)
+            self.shell.show_message("Import an engine first, then compare another with it.", 6000)
             return
-        names, _ = QFileDialog.getOpenFileNames(self.window, "Engine data to compare with",
+        names, _ = QFileDialog.getOpenFileNames(self.shell.window(), "Engine data to compare with",
                                                 str(QSettings().value("engine/dir", str(Path.home()))),
                                                 "trtexec JSON (*.json);;All files (*)")
         if names:
             self._submit(f"Compare with {Path(names[0]).name}", names, "compare")
 
     def build_rtx(self) -> int | None:
-        gm = self.window.graph_model
+        gm = self.controller.graph_model
         if gm is None or gm.path is None:
-            self.window.statusBar().showMessage("Open a model first.", 5000)
+            self.shell.show_message("Open a model first.", 5000)
             return None
         return self._submit(f"Build {gm.path.name} with TensorRT-RTX", [str(gm.path)], "build")
 
     def _submit(self, title: str, paths: list[str], kind: str) -> int:
         if kind == "import":
             self.last_paths = list(paths)
-        gm = self.window.graph_model
-        view = self.window.view
-        queue = self.window.profiling.queue
+        view = self.controller.view
 
-        def job(token: CancelToken) -> Generator[JobEvent, None, Any]:
-            from splitscope.engine.runtime.trt import from_build
-            from splitscope.engine.trtdata.importer import import_files
-            from splitscope.engine.trtdata.lint import lint
+        def prepare(data: EngineData) -> dict[str, Any]:  # in the job's worker: 50k nodes take 30 ms a colouring
+            if view is None or data.mapping is None or kind == "compare":
+                return {}
+            return {(k, id(view.hier)): heats(k, view, data, None) for k in ("precision", "layer", "time")}
 
-            yield Progress("engine", 0, 0, title)
-            if kind == "build":
-                data = from_build(paths[0], gm, "rtx", dict(gm.dims) if gm else None, token,
-                                  lambda name, step, total: None)
-            else:
-                data = import_files(paths, gm)
-            token.raise_if_cancelled()
-            doc = data.to_json()
-            made = {}
-            if view is not None and data.mapping is not None and kind != "compare":
-                for k in ("precision", "layer", "time"):  # here, not on the UI thread: 50k nodes take 30 ms
-                    made[(k, id(view.hier))] = heats(k, view, data, None)
-            return {"kind": kind, "data": data, "doc": doc, "lint": lint(data), "title": title, "heats": made}
+        return self.controller.submit_engine(EngineRequest(kind, list(paths), title), prepare)
 
-        jid = queue.submit(title, job, lane="engine" if kind != "build" else "gpu", kind="engine")
-        queue.finished.connect(self._finished)
-        return jid
-
-    def _finished(self, jid: int) -> None:
-        rec = self.window.profiling.queue.jobs.get(jid)
-        if rec is None or rec.kind != "engine" or not isinstance(rec.result, dict) or rec.meta.get("shown"):
-            return
-        rec.meta["shown"] = True
-        res = rec.result
+    def _finished(self, _jid: int, res: dict[str, Any]) -> None:
         if res["kind"] == "compare":
             from splitscope.engine.trtdata.compare import compare
 
@@ -262,43 +219,22 @@ class EngineUi(QObject):
                 self.comparison = compare(self.data, res["data"])
                 self.heat_cache = {k: v for k, v in self.heat_cache.items() if k[0] != "diff"}
                 self._show_comparison(self.comparison)
-                self.window.profiling.set_colour("engine-diff")
+                self.controller.set_colour_mode("engine-diff")
             return
-        self.data, self.doc = res["data"], res["doc"]
-        self.heat_cache = dict(res["heats"])
+        self.heat_cache = dict(res["extra"])
         self.panel.set_data(res["doc"], res["lint"], res["title"])
         self.dock.raise_()
-        self.window.profiling.set_colour("precision" if any(x["precision"] for x in res["doc"]["layers"])
-                                         else "layer")
-        self.window.statusBar().showMessage(
+        self.controller.set_colour_mode("precision" if any(x["precision"] for x in res["doc"]["layers"])
+                                        else "layer")
+        self.shell.show_message(
             f"{len(res['doc']['layers'])} engine layers imported"
             + (f"; {res['doc']['mapped_data_node_share']:.0%} of the model's data-path nodes mapped"
                if res["doc"].get("mapped_data_node_share") is not None else ""), 8000)
 
-    def _open_engine_graph(self, paths: list[str]) -> int | None:
-        """No model open: draw the engine's own graph from its layer info (read and written in a worker), then
-        import onto it."""
-        from splitscope.engine.paths import cache_dir
-        from splitscope.engine.trtdata.engine_graph import write_engine_graph
-
-        def job(token: CancelToken) -> Generator[JobEvent, None, Any]:
-            yield Progress("engine", 0, 0, "Drawing the engine's own graph")
-            return write_engine_graph(paths, cache_dir() / "engine-graphs")
-
-        queue = self.window.profiling.queue
-        jid = queue.submit(f"Draw the engine of {Path(paths[0]).name}", job, lane="engine", kind="engine-graph",
-                           meta={"paths": list(paths)})
-        queue.finished.connect(self._graph_written)
-        return jid
-
-    def _graph_written(self, jid: int) -> None:
-        rec = self.window.profiling.queue.jobs.get(jid)
-        if rec is None or rec.kind != "engine-graph" or rec.meta.get("shown"):
-            return
-        rec.meta["shown"] = True
-        self.pending = list(rec.meta["paths"])
-        self.window.session.model_ready.connect(self._pending_ready, Qt.ConnectionType.SingleShotConnection)
-        self.window.open_model(rec.result)
+    def _graph_written(self, _jid: int, path: Any, paths: list[str]) -> None:
+        self.pending = list(paths)
+        self.controller.model_ready.connect(self._pending_ready, Qt.ConnectionType.SingleShotConnection)
+        self.shell.open_model(path)
 
     def _pending_ready(self, *_: Any) -> None:
         if self.pending:
@@ -310,19 +246,22 @@ class EngineUi(QObject):
         """The ONNX model opened after an engine seen on its own graph: the engine maps onto it now."""
         from splitscope.engine.trtdata.engine_graph import DOMAIN
 
+        self.heat_cache = {}
+        self.comparison = None
         is_engine = bool(gm.nodes) and all(n.domain == DOMAIN for n in gm.nodes)
         if self.on_engine_graph and not is_engine and self.last_paths and self.pending is None:
             self.on_engine_graph = False
             paths = list(self.last_paths)
             self._submit(f"Map {', '.join(Path(p).name for p in paths)} onto {gm.path.name if gm.path else ''}",
                          paths, "import")
-        elif not is_engine:
-            self.data = self.doc = None
-            self.heat_cache = {}
+        elif self.doc is not None:
+            self.panel.set_data(self.doc, _lint_of(self.data), "Engine (kept with this model)")
+        else:
+            self.panel.clear()
 
     # ------------------------------------------------------------ views
     def _show_comparison(self, cmp: dict[str, Any]) -> None:
-        dlg = QDialog(self.window)
+        dlg = QDialog(self.shell.window())
         dlg.setWindowTitle(f"Compare engines: A {cmp['a_total_ms']:.4f} ms, B {cmp['b_total_ms']:.4f} ms of layer time")
         dlg.resize(820, 520)
         rows = cmp.get("largest_changes", [])
@@ -369,20 +308,20 @@ class EngineUi(QObject):
         if self.data is None or self.data.mapping is None:
             return
         nodes = self.data.mapping.layer_nodes[k]
-        w = self.window
+        w = self.shell
         if nodes:
             w.highlight(nodes)
             w.canvas.select_node(nodes[0])
             w.inspector.show_node(nodes[0])
 
     def _nodes_chosen(self, names: list[str]) -> None:
-        gm = self.window.graph_model
+        gm = self.controller.graph_model
         if gm is None:
             return
         by = {n.name: n.index for n in gm.nodes}
         ids = [by[n] for n in names if n in by]
         if ids:
-            self.window.highlight(ids)
+            self.shell.highlight(ids)
 
     def _node_selected(self, index: int) -> None:
         if self.data is not None and self.data.mapping is not None:

@@ -33,7 +33,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 from splitscope.engine.jobs import Sample
-from splitscope.gui.palette import COLOURS
+from splitscope.gui.shell.palette import COLOURS
 
 REDRAW_MS = 33
 TOP_N = 15

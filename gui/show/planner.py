@@ -26,12 +26,12 @@ from PySide6.QtWidgets import (
 )
 from splitscope.engine.plan.scenario import PLANS, Item, Scenario, evaluate, fmt_ms, items
 from splitscope.engine.text import format_bytes, plural
-from splitscope.gui import exports
-from splitscope.gui.palette import COLOURS
+from splitscope.gui.shell import exports
+from splitscope.gui.shell.palette import COLOURS
 
 if TYPE_CHECKING:
     from splitscope.engine.model import GraphModel
-    from splitscope.gui.app import MainWindow
+    from splitscope.gui.shell.host import Shell
 
 TODAY = "today"
 COMPARE_COLUMNS = ("scenario", "partitions", "boundary bytes", "host copies", "estimated latency", "custom work")
@@ -115,18 +115,14 @@ class PlannerUi(QObject):
     evaluated = Signal()
     """New figures are shown (tests wait on it)."""
 
-    def __init__(self, window: MainWindow) -> None:
-        super().__init__(window)
-        self.window = window
+    def __init__(self, shell: Shell) -> None:
+        super().__init__(shell.window())
+        self.shell = shell
+        self.controller = shell.controller
         self.panel = PlannerPanel()
-        self.dock = window._dock("Planner", self.panel, Qt.DockWidgetArea.BottomDockWidgetArea)
-        from PySide6.QtWidgets import QDockWidget
-
-        ops = window.findChild(QDockWidget, "dock_Ops")
-        if ops is not None:  # a tab beside Ops, as the other panels: the full width for the plans
-            window.tabifyDockWidget(ops, self.dock)
-            ops.raise_()
+        self.dock = shell.add_dock("Planner", self.panel)  # a tab beside Ops: the full width for the plans
         self.dock.visibilityChanged.connect(self._grow)
+        self.controller.model_ready.connect(self.model_changed)
         self.gm: GraphModel | None = None
         self.items: list[Item] = []
         self.scenarios: list[Scenario] = []
@@ -138,17 +134,17 @@ class PlannerUi(QObject):
         p.new_btn.clicked.connect(lambda: self.new_scenario())
         p.rename_btn.clicked.connect(self._rename)
         p.delete_btn.clicked.connect(self._delete)
-        p.csv_plans.clicked.connect(lambda: exports.ask_and_save_csv(self.window, p.table, "plans"))
-        p.csv_compare.clicked.connect(lambda: exports.ask_and_save_csv(self.window, p.compare, "scenarios"))
+        p.csv_plans.clicked.connect(lambda: exports.ask_and_save_csv(self.shell.window(), p.table, "plans"))
+        p.csv_compare.clicked.connect(lambda: exports.ask_and_save_csv(self.shell.window(), p.compare, "scenarios"))
 
     def _grow(self, visible: bool) -> None:
         """Shown, the planner takes the height its scenario row, plans and summary need (the canvas keeps
         the rest); the Ops tab keeps its own height."""
         if visible and self.dock.height() < 260:
-            self.window.resizeDocks([self.dock], [300], Qt.Orientation.Vertical)
+            self.shell.resizeDocks([self.dock], [300], Qt.Orientation.Vertical)
 
     # ------------------------------------------------------------ model
-    def model_changed(self, gm: GraphModel) -> None:
+    def model_changed(self, gm: GraphModel, *_: Any) -> None:
         """A model was analysed: its items, and its saved scenarios."""
         from splitscope.engine.plan.store import load_scenarios
 
@@ -160,8 +156,8 @@ class PlannerUi(QObject):
 
     def profile(self) -> dict[str, Any] | None:
         """The profile shown in the Profile panel, when it is of this model."""
-        prof = self.window.profiling
-        doc = prof.results.get(prof.shown) if prof.shown is not None else None
+        res = self.controller.results
+        doc = res.profiles.get(res.shown_profile) if res.shown_profile is not None else None
         if doc is None or self.gm is None:
             return None
         from splitscope.engine.errors import SplitscopeError
@@ -173,6 +169,11 @@ class PlannerUi(QObject):
             return None
         return doc
 
+    def refresh_plans(self) -> None:
+        """A profile came: the plans' latency ranges change."""
+        self._show_plans()
+        self.recompute()
+
     def current(self) -> Scenario | None:
         k = self.panel.scenario.currentIndex()
         return self.scenarios[k - 1] if k >= 1 and k - 1 < len(self.scenarios) else None
@@ -183,7 +184,7 @@ class PlannerUi(QObject):
         if self.gm is None:
             return None
         if name is None:
-            name, ok = QInputDialog.getText(self.window, "New scenario", "Name:",
+            name, ok = QInputDialog.getText(self.shell.window(), "New scenario", "Name:",
                                             text=f"plan {chr(ord('A') + len(self.scenarios) % 26)}")
             if not ok or not name.strip():
                 return None
@@ -221,7 +222,7 @@ class PlannerUi(QObject):
         s = self.current()
         if s is None:
             return
-        name, ok = QInputDialog.getText(self.window, "Rename scenario", "Name:", text=s.name)
+        name, ok = QInputDialog.getText(self.shell.window(), "Rename scenario", "Name:", text=s.name)
         if ok and name.strip() and name.strip() != s.name:
             s.name = self._unique(name.strip())
             self._save()
@@ -243,7 +244,7 @@ class PlannerUi(QObject):
             try:
                 save_scenarios(self.gm.path, self.scenarios)
             except OSError as e:
-                self.window.statusBar().showMessage(f"Could not save the scenarios: {e.strerror or e}", 8000)
+                self.shell.show_message(f"Could not save the scenarios: {e.strerror or e}", 8000)
 
     def _fill_scenarios(self, index: int) -> None:
         box = self.panel.scenario
@@ -303,7 +304,7 @@ class PlannerUi(QObject):
 
         worker = create_worker(work, _start_thread=False, _ignore_errors=True)
         worker.returned.connect(self._evaluated)
-        worker.errored.connect(lambda e: self.window.statusBar().showMessage(f"Planner: {e}", 8000))
+        worker.errored.connect(lambda e: self.shell.show_message(f"Planner: {e}", 8000))
         worker.finished.connect(lambda w=worker: self._workers.remove(w) if w in self._workers else None)
         self._workers.append(worker)
         worker.start()

@@ -19,7 +19,7 @@ from splitscope.engine.model import GraphModel, Status
 from splitscope.engine.text import format_bytes
 from splitscope.engine.view.hierarchy import Hierarchy
 from splitscope.engine.view.layout import HEADER, KIND_FRAME, KIND_NODE, Layout
-from splitscope.gui.palette import COLOURS, STATUS_MARK, Palette
+from splitscope.gui.shell.palette import COLOURS, STATUS_MARK, Palette
 
 MIN_SCALE, MAX_SCALE = 1e-4, 4.0
 LOD_BOXES = 0.12

@@ -28,8 +28,7 @@ from PySide6.QtWidgets import QWidget
 from splitscope.engine.model import GraphModel, Status
 from splitscope.engine.view.hierarchy import Hierarchy
 from splitscope.engine.view.layout import HEADER, KIND_BLOCK, KIND_FRAME, KIND_NODE, Layout
-from splitscope.gui.palette import Palette, make_palette
-from splitscope.gui.render import (
+from splitscope.gui.canvas.render import (
     LOD_BOXES,
     LOD_DETAIL,
     LOD_TEXT,
@@ -40,6 +39,7 @@ from splitscope.gui.render import (
     Heat,
     segments_path,
 )
+from splitscope.gui.shell.palette import Palette, make_palette
 
 
 class GraphCanvas(QWidget):

@@ -1,0 +1,1 @@
+"""Calibration in the window: the Calibrate dialog, the Calibration panel, the plan's colouring."""

@@ -1,0 +1,1 @@
+"""What TensorRT did, in the window: engine data imported or built, the Engine panel, its colourings."""

@@ -1,0 +1,104 @@
+"""Search (Ctrl+F, Enter/F3 next, Shift+F3 previous) by node name or op type: the toolbar's field, its match
+count, and stepping through the matches, expanding the collapsed groups on the way to one."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QObject, QTimer
+from PySide6.QtWidgets import QLabel, QLineEdit, QPushButton, QToolBar
+from splitscope.gui.canvas.canvas import GraphCanvas
+from splitscope.gui.canvas.panels import Inspector
+from splitscope.profiler.controller import AppController
+
+
+class Search(QObject):
+    """The search field and the matches it found (or a highlight set from elsewhere) to step through."""
+
+    def __init__(self, controller: AppController, canvas: GraphCanvas, inspector: Inspector,
+                 toolbar: QToolBar) -> None:
+        super().__init__(toolbar)
+        self.controller, self.canvas, self.inspector = controller, canvas, inspector
+        self.matches: list[int] = []
+        self.pos = -1
+        self.field = QLineEdit()
+        self.field.setPlaceholderText("Search node name or op type (Ctrl+F)")
+        self.field.setClearButtonEnabled(True)
+        self.field.setMaximumWidth(320)
+        self.field.returnPressed.connect(self._now_and_next)
+        # Matching scans every node: wait until typing pauses (50k nodes take ~25 ms a scan).
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(150)
+        self._timer.timeout.connect(self.refresh)
+        self.field.textChanged.connect(lambda _t: self._timer.start())
+        toolbar.addWidget(self.field)
+        prev_button = QPushButton("◀")
+        prev_button.setToolTip("Previous match (Shift+F3)")
+        prev_button.clicked.connect(self.previous)
+        next_button = QPushButton("▶")
+        next_button.setToolTip("Next match (F3)")
+        next_button.clicked.connect(self.next)
+        self.label = QLabel("")
+        toolbar.addWidget(prev_button)
+        toolbar.addWidget(next_button)
+        toolbar.addWidget(self.label)
+
+    def focus(self) -> None:
+        """Ctrl+F."""
+        self.field.setFocus()
+        self.field.selectAll()
+
+    def refresh(self) -> None:
+        """Match the field's text against the open model (a new model is searched again)."""
+        gm, view = self.controller.graph_model, self.controller.view
+        text = self.field.text().strip().lower()
+        if gm is None or not text:
+            self.matches = []
+            self.canvas.highlight_nodes = set()
+            self.label.setText("")
+            self.canvas.update()
+            return
+        hits = [n.index for n in gm.nodes if text in n.label.lower() or text == n.op_type.lower()
+                or text in n.op_type.lower()]
+        if view is not None:
+            hits.sort(key=lambda i: view.hier.topo_pos[i])
+        self.matches = hits
+        self.pos = -1
+        self.canvas.highlight_nodes = set(hits)
+        self.label.setText(f"{len(hits)} matches" if hits else "no match")
+        self.canvas.update()
+
+    def highlight(self, nodes: list[int]) -> None:
+        """Highlight ``nodes`` and go to the first (an op chosen in the table, the right-click menu)."""
+        view = self.controller.view
+        self.canvas.highlight_nodes = set(nodes)
+        self.matches = sorted(nodes, key=lambda i: view.hier.topo_pos[i] if view else i)
+        self.pos = -1
+        self.next()
+
+    def _now_and_next(self) -> None:
+        if self._timer.isActive():
+            self._timer.stop()
+            self.refresh()
+        self.next()
+
+    def next(self) -> None:
+        """Go to the next match (F3, Enter in the search field)."""
+        self._go(+1)
+
+    def previous(self) -> None:
+        """Go to the previous match (Shift+F3)."""
+        self._go(-1)
+
+    def _go(self, step: int) -> None:
+        view = self.controller.view
+        if not self.matches or view is None:
+            return
+        self.pos = (self.pos + step) % len(self.matches)
+        node = self.matches[self.pos]
+        self.label.setText(f"{self.pos + 1} / {len(self.matches)}")
+        self.inspector.show_node(node)
+        hidden = [g for g in view.hier.path(view.hier.node_group[node]) if g not in view.layout.expanded]
+        if hidden:  # inside collapsed groups: expand the way to it first
+            self.controller.session.relayout(set(view.layout.expanded) | set(hidden), focus_node=node)
+        else:
+            self.canvas.select_node(node)

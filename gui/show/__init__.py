@@ -1,0 +1,1 @@
+"""Showing the split: the planner, present mode and the report."""

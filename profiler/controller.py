@@ -1,0 +1,223 @@
+"""The application controller: one per window, the owner of the application's state.
+
+It holds the open model (its :class:`ModelSession`), the job queue, the profiling service, each model's results
+(profiles, imported engine, calibration, kept per model so that reopening a model brings them back) and the
+canvas's colour mode, and says what changed through typed Qt signals. The window's panels subscribe to it and
+present; none of them owns a job or a result. QtCore only.
+
+Every job the panels ask for goes through here: a calibration or a TensorRT-RTX build runs in a child process
+(:class:`splitscope.engine.child.JobProcess`, one protocol, one hard cancel), an engine import and a report in a
+worker; their results come back on one connection to the queue, never one per submit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QObject, Signal
+from splitscope.engine.child import JobProcess
+from splitscope.engine.jobs import CancelToken, JobEvent, Progress
+from splitscope.engine.model import GraphModel
+from splitscope.engine.view.layout import View
+from splitscope.profiler.profiling import ProfileRequest, Profiling
+from splitscope.profiler.queue import JobQueue
+from splitscope.profiler.session import ModelSession
+
+
+@dataclass(slots=True)
+class ModelResults:
+    """What the window has for one model, besides its analysis."""
+
+    profiles: dict[int, dict[str, Any]] = field(default_factory=dict)
+    """Job id -> profile result, finished or reloaded."""
+    shown_profile: int | None = None
+    engine: Any = None
+    """The imported or built :class:`splitscope.engine.trtdata.importer.EngineData`."""
+    engine_doc: dict[str, Any] | None = None
+    calibration: dict[str, Any] | None = None
+
+
+@dataclass(slots=True)
+class EngineRequest:
+    """An engine import (trtexec files), a comparison with another engine, or a TensorRT-RTX build."""
+
+    kind: str
+    """``import``, ``compare`` or ``build``."""
+    paths: list[str]
+    title: str
+
+
+class AppController(QObject):
+    """The open model, its jobs and its results, for one window."""
+
+    model_ready = Signal(object, object)
+    """A model is open and final: its :class:`GraphModel` and :class:`View`."""
+    colour_mode_changed = Signal(str)
+    """The canvas's colour mode (``status``, ``time``, ``precision``, ...) was asked for."""
+    profile_ready = Signal(int, object)
+    """A profile finished or was reloaded: job id, result dict."""
+    engine_ready = Signal(int, object)
+    """An engine job finished: job id, ``{"kind", "data", "doc", "lint", "title", "extra"}``."""
+    calibration_ready = Signal(int, object)
+    """A calibration finished: job id, result dict."""
+    report_ready = Signal(int, object)
+    """A report job finished: job id, result dict."""
+    engine_graph_ready = Signal(int, object, object)
+    """An engine's own graph was written (no ONNX model open): job id, its path, the engine files."""
+    failed = Signal(str, str)
+    """A job failed: one line, details."""
+
+    def __init__(self, parser: str = "auto", parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.session = ModelSession(parser, self)
+        self.queue = JobQueue(self)
+        self.profiling = Profiling(self.queue, self)
+        self.colour_mode = "status"
+        self._results: dict[str, ModelResults] = {}
+        self._current = ModelResults()
+        self.session.model_ready.connect(self._model_ready)
+        self.profiling.result_ready.connect(self._profile)
+        self.queue.finished.connect(self._finished)
+        self.queue.failed.connect(lambda _jid, message, details: self.failed.emit(message, details))
+
+    # ------------------------------------------------------------ state
+    @property
+    def graph_model(self) -> GraphModel | None:
+        """The model whose final analysis is shown."""
+        return self.session.graph_model
+
+    @property
+    def view(self) -> View | None:
+        """The layout on screen."""
+        return self.session.view
+
+    @property
+    def results(self) -> ModelResults:
+        """The open model's results."""
+        return self._current
+
+    def set_colour_mode(self, mode: str) -> None:
+        """Ask for a colour mode; the canvas's presenter falls back to ``status`` when the mode has no data."""
+        self.colour_mode = mode
+        self.colour_mode_changed.emit(mode)
+
+    def note_colour_mode(self, mode: str) -> None:
+        """The mode the canvas actually shows (after a fall-back), without asking again."""
+        self.colour_mode = mode
+
+    # ------------------------------------------------------------- jobs
+    def open(self, path: Path) -> None:
+        """Analyse and show ``path`` (the current model stays until the new one is ready)."""
+        self.session.open(Path(path))
+
+    def submit_profile(self, req: ProfileRequest) -> int:
+        """Queue a profile (a child process on the GPU lane)."""
+        return self.profiling.submit(req)
+
+    def submit_calibration(self, args: dict[str, Any]) -> int:
+        """Queue a calibration (a child process on the GPU lane); Cancel leaves no file."""
+        def job(token: CancelToken) -> Generator[JobEvent, None, Any]:
+            return (yield from JobProcess("calibrate", args).events(token))
+
+        return self.queue.submit(f"Calibrate {Path(args['model']).name} ({args['precision']}, {args['method']})",
+                                 job, lane="gpu", kind="calibrate", meta={"model": str(args["model"])})
+
+    def submit_engine(self, req: EngineRequest,
+                      prepare: Callable[[Any], dict[str, Any]] | None = None) -> int:
+        """Queue an engine job. A build runs TensorRT-RTX in a child process (it can crash) and maps its layers
+        here; imports read trtexec's files in a worker. ``prepare(data)`` runs in the worker too (colourings)."""
+        gm, view = self.graph_model, self.view
+
+        def job(token: CancelToken) -> Generator[JobEvent, None, Any]:
+            from splitscope.engine.trtdata.importer import import_files
+            from splitscope.engine.trtdata.lint import lint
+
+            yield Progress("engine", 0, 0, req.title)
+            if req.kind == "build":
+                from splitscope.engine.runtime.trt import engine_data_from_log
+
+                out = yield from JobProcess("build", {"model": req.paths[0], "backend": "rtx",
+                                                      "dims": dict(gm.dims) if gm else {}}).events(token)
+                data = engine_data_from_log(out["lines"], req.paths[0], gm, "rtx")
+                data.notes.append(f"engine of {out['engine_bytes']:,} bytes built in {out['seconds']:.1f} s")
+            else:
+                data = import_files(req.paths, gm)
+            token.raise_if_cancelled()
+            extra = prepare(data) if prepare is not None and view is not None else {}
+            return {"kind": req.kind, "data": data, "doc": data.to_json(), "lint": lint(data), "title": req.title,
+                    "extra": extra, "model": str(gm.path) if gm is not None and gm.path is not None else None}
+
+        return self.queue.submit(req.title, job, lane="gpu" if req.kind == "build" else "engine", kind="engine")
+
+    def submit_engine_graph(self, paths: list[str]) -> int:
+        """Draw an engine's own graph from its layer info (written in a worker as an ONNX file to open)."""
+        from splitscope.engine.paths import cache_dir
+        from splitscope.engine.trtdata.engine_graph import write_engine_graph
+
+        def job(token: CancelToken) -> Generator[JobEvent, None, Any]:
+            yield Progress("engine", 0, 0, "Drawing the engine's own graph")
+            return write_engine_graph(paths, cache_dir() / "engine-graphs")
+
+        return self.queue.submit(f"Draw the engine of {Path(paths[0]).name}", job, lane="engine",
+                                 kind="engine-graph", meta={"paths": list(paths)})
+
+    def submit_report(self, title: str, job: Callable[[CancelToken], Generator[JobEvent, None, Any]]) -> int:
+        """Queue a report job (a worker on the CPU lane)."""
+        return self.queue.submit(title, job, lane="cpu", kind="report")
+
+    def cancel_all(self) -> None:
+        """Cancel the analysis and every queued or running job (the window closes)."""
+        self.session.cancel()
+        self.queue.cancel_all()
+
+    # ----------------------------------------------------------- events
+    @staticmethod
+    def _key(path: str | Path | None) -> str:
+        return str(Path(path).resolve()) if path else ""
+
+    def _for(self, path: str | Path | None) -> ModelResults:
+        """The results of the model at ``path`` (kept for when it is opened again)."""
+        key = self._key(path)
+        return self._results.setdefault(key, ModelResults()) if key else ModelResults()
+
+    def _is_open(self, path: str | Path | None) -> bool:
+        gm = self.graph_model
+        return gm is not None and gm.path is not None and bool(path) and self._key(path) == self._key(gm.path)
+
+    def _model_ready(self, gm: GraphModel, view: View) -> None:
+        self._current = self._for(gm.path)
+        self.colour_mode = "status"
+        self.model_ready.emit(gm, view)
+
+    def _profile(self, jid: int, result: dict[str, Any]) -> None:
+        self._current.profiles[jid] = result
+        self._current.shown_profile = jid
+        self.profile_ready.emit(jid, result)
+
+    def _finished(self, jid: int) -> None:
+        rec = self.queue.jobs.get(jid)
+        if rec is None or rec.meta.get("shown"):
+            return
+        if rec.kind == "engine-graph" and rec.result is not None:
+            rec.meta["shown"] = True
+            self.engine_graph_ready.emit(jid, rec.result, list(rec.meta["paths"]))
+            return
+        if not isinstance(rec.result, dict):
+            return
+        rec.meta["shown"] = True
+        if rec.kind == "engine":
+            res = rec.result
+            if res["kind"] != "compare":
+                mine = self._for(res["model"]) if res.get("model") else self._current
+                mine.engine, mine.engine_doc = res["data"], res["doc"]
+            if res.get("model") is None or self._is_open(res["model"]):
+                self.engine_ready.emit(jid, res)
+        elif rec.kind == "calibrate":
+            self._for(rec.meta.get("model")).calibration = rec.result
+            if self._is_open(rec.meta.get("model")):
+                self.calibration_ready.emit(jid, rec.result)
+        elif rec.kind == "report":
+            self.report_ready.emit(jid, rec.result)

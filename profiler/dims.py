@@ -1,0 +1,35 @@
+"""The input shapes in force for a model: the values given for its symbolic dims, remembered per model
+(by content, not path) in the settings, shared by every dialog that asks for them (Profile, Calibrate)."""
+
+from __future__ import annotations
+
+import json
+
+from PySide6.QtCore import QSettings
+from splitscope.engine.model import GraphModel
+
+
+def saved_dims(key: str) -> dict[str, int]:
+    """The symbolic dims last given for the model of content key ``key``."""
+    raw = QSettings().value(f"profile/dims/{key}", "")
+    try:
+        d = json.loads(str(raw)) if raw else {}
+        return {str(k): int(v) for k, v in d.items()} if isinstance(d, dict) else {}
+    except (ValueError, TypeError):
+        return {}
+
+
+def remember_dims(key: str, dims: dict[str, int]) -> None:
+    """Remember the dims given for the model of content key ``key``."""
+    QSettings().setValue(f"profile/dims/{key}", json.dumps(dims))
+
+
+def symbolic_inputs(gm: GraphModel) -> list[str]:
+    """Names of the symbolic dims of the model's inputs, in order (from the analysed graph: no file read)."""
+    seen: dict[str, None] = {}
+    for name in gm.graph.inputs:
+        t = gm.graph.tensors.get(name)
+        for d in (t.shape or ()) if t is not None else ():
+            if isinstance(d, str) and d:
+                seen.setdefault(d)
+    return list(seen)
