@@ -10,6 +10,7 @@ and tested against a named fake whose every member is checked to exist on ``tens
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import time
@@ -31,7 +32,9 @@ API_USED: dict[str, tuple[str, ...]] = {
     "IProfiler": ("report_layer_time",),
     "IProgressMonitor": ("phase_start", "step_complete", "phase_finish"),
     "EngineInspector": ("get_engine_information",),
-    "IBuilderConfig": ("progress_monitor", "profiling_verbosity", "add_optimization_profile"),
+    "IBuilderConfig": ("progress_monitor", "profiling_verbosity", "add_optimization_profile", "create_timing_cache",
+                       "set_timing_cache", "get_timing_cache"),
+    "ITimingCache": ("serialize",),
     "ILogger": ("log",),
 }
 """The members of TensorRT's classes this module uses (tests check them on the real ``tensorrt_rtx``)."""
@@ -70,6 +73,7 @@ def build_engine(path: str | Path, backend: str, dims: dict[str, int] | None = N
                                       "(the Split summary names each node TensorRT cannot take).")
     config = builder.create_builder_config()
     config.profiling_verbosity = trt.ProfilingVerbosity.DETAILED
+    timing = _load_timing_cache(config, backend, trt)
     profile = None
     specs = _input_dims(path)
     for i in range(network.num_inputs):
@@ -108,7 +112,69 @@ def build_engine(path: str | Path, backend: str, dims: dict[str, int] | None = N
     if plan is None:
         raise BackendUnavailableError(f"The {backend} builder could not build an engine for this model "
                                       "(see the Split summary for the nodes it cannot take).")
+    _save_timing_cache(config, timing)
     return bytes(plan)
+
+
+def _load_timing_cache(config: Any, backend: str, trt: Any) -> Path | None:
+    """Full TensorRT's timing cache (kernel timings reused across builds), per TensorRT version; TensorRT-RTX
+    has none (its timing cache calls are no-ops since 1.2)."""
+    if backend != "tensorrt":
+        return None
+    from splitscope.engine.paths import cache_dir
+
+    file = cache_dir() / "trt" / f"timing-{trt.__version__}.cache"
+    data = file.read_bytes() if file.is_file() else b""
+    config.set_timing_cache(config.create_timing_cache(data), False)
+    return file
+
+
+def _save_timing_cache(config: Any, file: Path | None) -> None:
+    if file is None:
+        return
+    from splitscope.engine.report.files import write_bytes_atomic
+
+    with contextlib.suppress(OSError):
+        write_bytes_atomic(file, bytes(config.get_timing_cache().serialize()))
+
+
+def _plan_key(path: str | Path, backend: str, dims: dict[str, int] | None, version: str) -> str:
+    """What an engine depends on: the model's content, the backend and its version, the dims in force and,
+    for full TensorRT, the GPU it is built for (an engine is tied to one architecture)."""
+    import hashlib
+
+    from splitscope.engine.runtime.store import model_key
+
+    device = "any"
+    if backend == "tensorrt":
+        from splitscope.engine.runtime.device import NoGpu, gpu_info
+
+        try:
+            info = gpu_info(0)
+            device = f"{info.name}-cc{info.compute_capability[0]}{info.compute_capability[1]}"
+        except NoGpu:
+            device = "nogpu"
+    text = json.dumps([model_key(path), backend, version, sorted((dims or {}).items()), device])
+    return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
+
+
+def cached_plan(path: str | Path, backend: str, dims: dict[str, int] | None = None,
+                cancel: CancelToken | None = None,
+                on_phase: Callable[[str, int, int], None] | None = None) -> tuple[bytes, bool]:
+    """The serialized engine of ``path`` from the plan cache, or built now and kept there (atomically); and
+    whether it came from the cache. The key is the model's content, backend, version, dims and GPU, so a
+    changed model or other dims never get a stale engine (``SPLITSCOPE_CACHE_DIR``/trt/plans)."""
+    from splitscope.engine.paths import cache_dir
+    from splitscope.engine.report.files import write_bytes_atomic
+
+    trt = trt_module(backend)
+    file = cache_dir() / "trt" / "plans" / f"{_plan_key(path, backend, dims, str(trt.__version__))}.plan"
+    if file.is_file() and file.stat().st_size > 0:
+        return file.read_bytes(), True
+    plan = build_engine(path, backend, dims, cancel, on_phase)
+    with contextlib.suppress(OSError):  # a full or read-only cache costs a rebuild next time, never this profile
+        write_bytes_atomic(file, plan)
+    return plan, False
 
 
 def build_and_list_layers(path: str | Path, backend: str = "rtx", dims: dict[str, int] | None = None,
@@ -276,8 +342,10 @@ def run_engine(path: Path, backend: str, feeds: dict[str, np.ndarray], dims: dic
     steps: list[tuple[str, int, int]] = []
     yield Progress("build", 0, 0, f"Building the {backend} engine")
     b0 = time.perf_counter()
-    plan = build_engine(path, backend, dims, cancel, lambda name, step, total: steps.append((name, step, total)))
+    plan, cached = cached_plan(path, backend, dims, cancel, lambda name, step, total: steps.append((name, step, total)))
     build_s = time.perf_counter() - b0
+    if cached:
+        yield Progress("build", 1, 1, f"The {backend} engine from the plan cache (same model, dims and version)")
     if steps:
         name, step, total = steps[-1]
         yield Progress("build", step, total, f"Built ({name})")

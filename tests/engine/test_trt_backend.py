@@ -71,3 +71,31 @@ def test_rtx_profile_end_to_end_with_the_fake_engine():
     from splitscope.engine.runtime.roofline import time_split, time_split_text
 
     assert time_split(doc)[-1] == ("data movement", None) and "data movement not measured" in time_split_text(doc)
+
+
+def test_the_plan_cache_builds_a_model_once_and_never_serves_a_stale_engine(tmp_path, monkeypatch):
+    """A second profile of the same model at the same dims takes the engine from the cache; another model's
+    bytes or other dims build anew (the key is the content, backend, version, dims and GPU)."""
+    import shutil
+
+    from splitscope.engine.runtime import trt as trt_mod
+
+    monkeypatch.setenv("SPLITSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+    builds: list[str] = []
+    real = trt_mod.build_engine
+    monkeypatch.setattr(trt_mod, "build_engine", lambda p, *a, **k: (builds.append(str(p)), real(p, *a, **k))[1])
+    model = tmp_path / "m.onnx"
+    shutil.copy(MODEL, model)
+    first, hit1 = trt_mod.cached_plan(model, "rtx", {})
+    again, hit2 = trt_mod.cached_plan(model, "rtx", {})
+    assert (hit1, hit2) == (False, True) and again == first and len(builds) == 1
+    _, hit3 = trt_mod.cached_plan(model, "rtx", {"batch": 2})  # other dims: another engine
+    assert not hit3 and len(builds) == 2
+    import onnx
+
+    m = onnx.load(model)
+    m.graph.node[0].name = "renamed"  # the same path, other bytes: never the old engine
+    onnx.save(m, model)
+    _, hit4 = trt_mod.cached_plan(model, "rtx", {})
+    assert not hit4 and len(builds) == 3
+    assert len(list((tmp_path / "cache" / "trt" / "plans").glob("*.plan"))) == 3
