@@ -23,8 +23,10 @@ def main() -> None:
         paths = agreement_models(Path(tmp))
         result = measure(paths)
     print(f"{len(paths)} models, {result.nodes} nodes, {result.unverified} unverified by the parser")
-    print(f"table agrees with the parser on {result.agree} of {result.nodes - result.unverified} nodes "
-          f"({result.rate:.2%})")
+    print(
+        f"table agrees with the parser on {result.agree} of {result.nodes - result.unverified} nodes "
+        f"({result.rate:.2%})"
+    )
     for d in result.disagreements:
         print(f"  {d['model']} {d['node']} ({d['op_type']}): table {d['table']}, parser {d['parser']}: {d['reason']}")
 

@@ -117,12 +117,30 @@ def main() -> None:
     polygraphy = shutil.which("polygraphy")
     cmds = {
         "bare": lambda p: [sys.executable, "-c", BARE, str(p)],
-        "ours-rtx": lambda p: [sys.executable, "-m", "splitscope.engine.cli", "analyze", str(p),
-                               "--parser", "rtx", "-q",
-                               "--json", str(tmp / "out.json")],
-        "ours-table": lambda p: [sys.executable, "-m", "splitscope.engine.cli", "analyze", str(p),
-                                 "--parser", "table", "-q",
-                                 "--json", str(tmp / "out.json")],
+        "ours-rtx": lambda p: [
+            sys.executable,
+            "-m",
+            "splitscope.engine.cli",
+            "analyze",
+            str(p),
+            "--parser",
+            "rtx",
+            "-q",
+            "--json",
+            str(tmp / "out.json"),
+        ],
+        "ours-table": lambda p: [
+            sys.executable,
+            "-m",
+            "splitscope.engine.cli",
+            "analyze",
+            str(p),
+            "--parser",
+            "table",
+            "-q",
+            "--json",
+            str(tmp / "out.json"),
+        ],
     }
     if polygraphy and not args.no_polygraphy:
         cmds["polygraphy"] = lambda p: [polygraphy, "inspect", "capability", str(p), "-o", str(tmp / "poly")]
@@ -144,8 +162,11 @@ def main() -> None:
             row["ours_rtx_over_polygraphy"] = round(row["ours-rtx_s"] / row["polygraphy_s"], 2)
         print(json.dumps(row), flush=True)
         results.append(row)
-    meta = {"machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
-            "repeat": args.repeat, "results": results}
+    meta = {
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
+        "repeat": args.repeat,
+        "results": results,
+    }
     (args.out / "analyze.json").write_text(json.dumps(meta, indent=1))
     shutil.rmtree(tmp, ignore_errors=True)
 

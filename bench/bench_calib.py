@@ -96,8 +96,7 @@ def _rss(pid: int) -> int:
 
 
 def run(args: list[str], env: dict[str, str], python: str = sys.executable) -> tuple[dict, int]:
-    p = subprocess.Popen([python, "-c", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env=env)
+    p = subprocess.Popen([python, "-c", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     peak = 0
     while p.poll() is None:
         peak = max(peak, _rss(p.pid))
@@ -124,15 +123,21 @@ def main() -> None:
     ap.add_argument("--samples", type=int, default=32)
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "calib.json")
     ap.add_argument("--extra", type=Path, nargs="*", default=[], help="more models (e.g. export_llms.py --resnet18)")
-    ap.add_argument("--modelopt", metavar="PYTHON", help="an interpreter with nvidia-modelopt[onnx] installed: "
-                    "also run ModelOpt's ONNX PTQ (max and entropy, on the CPU)")
+    ap.add_argument(
+        "--modelopt",
+        metavar="PYTHON",
+        help="an interpreter with nvidia-modelopt[onnx] installed: "
+        "also run ModelOpt's ONNX PTQ (max and entropy, on the CPU)",
+    )
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="splitscope-calib-bench-"))
     sys.path.insert(0, str(ROOT))
     from tests.engine.test_calib import _cnn
 
-    models = {"cnn (tests)": (_cnn(tmp / "cnn.onnx"), {}),
-              "TorchScript transformer": (ROOT / "tests" / "data" / "torch_transformer.onnx", {"batch": 4, "seq": 16})}
+    models = {
+        "cnn (tests)": (_cnn(tmp / "cnn.onnx"), {}),
+        "TorchScript transformer": (ROOT / "tests" / "data" / "torch_transformer.onnx", {"batch": 4, "seq": 16}),
+    }
     for extra in args.extra:
         models[extra.stem] = (extra, {})
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -159,10 +164,17 @@ def main() -> None:
                 else:
                     res, mb = run([CHILD, str(ROOT), tool, str(model), str(q), method, str(args.samples), d], env)
                 snr = run([SNR, str(ROOT), str(model), str(q), d], env)[0] if "error" not in res else {}
-                row = {"model": label, "tool": tool, "method": method, "seconds": round(res.get("seconds", 0), 3),
-                       "over_plain": round(res.get("seconds", 0) / plain["seconds"], 2) if "seconds" in res else None,
-                       "peak_mb": mb, "plain_peak_mb": plain_mb, "snr_db": snr.get("snr_db"),
-                       "error": res.get("error", "")}
+                row = {
+                    "model": label,
+                    "tool": tool,
+                    "method": method,
+                    "seconds": round(res.get("seconds", 0), 3),
+                    "over_plain": round(res.get("seconds", 0) / plain["seconds"], 2) if "seconds" in res else None,
+                    "peak_mb": mb,
+                    "plain_peak_mb": plain_mb,
+                    "snr_db": snr.get("snr_db"),
+                    "error": res.get("error", ""),
+                }
                 print(json.dumps(row), flush=True)
                 rows.append(row)
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -41,11 +41,18 @@ def main() -> None:
     onnx.save(make_transformer(args.nodes), model)
     gm = analyze_model(model, parser="table")
     fmts = ("Row major linear FP16 format", "Row major linear FP32")
-    layers = [{"Name": n.name, "LayerType": "PointWiseV2", "Metadata": f"[ONNX Layer: {n.name}]",
-               "Inputs": [{"Name": i, "Dimensions": [1, 128, 64], "Format/Datatype": fmts[k % 2]} for i in n.inputs],
-               "Outputs": [{"Name": o, "Dimensions": [1, 128, 64], "Format/Datatype": fmts[k % 2]}
-                           for o in n.outputs], "TacticName": "sm90_xmma", "StreamId": 0}
-              for k, n in enumerate(gm.nodes)]
+    layers = [
+        {
+            "Name": n.name,
+            "LayerType": "PointWiseV2",
+            "Metadata": f"[ONNX Layer: {n.name}]",
+            "Inputs": [{"Name": i, "Dimensions": [1, 128, 64], "Format/Datatype": fmts[k % 2]} for i in n.inputs],
+            "Outputs": [{"Name": o, "Dimensions": [1, 128, 64], "Format/Datatype": fmts[k % 2]} for o in n.outputs],
+            "TacticName": "sm90_xmma",
+            "StreamId": 0,
+        }
+        for k, n in enumerate(gm.nodes)
+    ]
     lp = tmp / "layers.json"
     lp.write_text(json.dumps({"Layers": layers, "I/O Tensors": []}), encoding="utf-8")
     bare, ours, mapped = [], [], []
@@ -59,9 +66,13 @@ def main() -> None:
         t = time.perf_counter()
         data = import_files([lp], gm)
         mapped.append(time.perf_counter() - t)
-    row: dict[str, object] = {"layers": len(layers), "file_mb": round(lp.stat().st_size / 1e6, 1),
-                              "json_s": round(statistics.median(bare), 3), "read_s": round(statistics.median(ours), 3),
-                              "read_and_map_s": round(statistics.median(mapped), 3)}
+    row: dict[str, object] = {
+        "layers": len(layers),
+        "file_mb": round(lp.stat().st_size / 1e6, 1),
+        "json_s": round(statistics.median(bare), 3),
+        "read_s": round(statistics.median(ours), 3),
+        "read_and_map_s": round(statistics.median(mapped), 3),
+    }
     row["read_over_json"] = round(float(row["read_s"]) / float(row["json_s"]), 2)  # type: ignore[arg-type]
     row["read_and_map_over_json"] = round(float(row["read_and_map_s"]) / float(row["json_s"]), 2)  # type: ignore[arg-type]
     # Recolour at 50k nodes: the heat map from the imported data, then one paint.
@@ -92,9 +103,15 @@ def main() -> None:
         paint_ms.append((time.perf_counter() - t) * 1000)
         c.set_heat(None)
         c.repaint()
-    row.update({"nodes": len(gm.nodes), "heat_in_worker_ms": round(statistics.median(heat_ms), 1),
-                "ui_recolour_ms": round(statistics.median(paint_ms), 1), "frame_ms": 16.7,
-                "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"})
+    row.update(
+        {
+            "nodes": len(gm.nodes),
+            "heat_in_worker_ms": round(statistics.median(heat_ms), 1),
+            "ui_recolour_ms": round(statistics.median(paint_ms), 1),
+            "frame_ms": 16.7,
+            "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
+        }
+    )
     print(json.dumps(row))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(row, indent=1))

@@ -45,14 +45,21 @@ def ours_startup(path: Path, repeat: int) -> dict[str, float]:
     runs = []
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     for _ in range(repeat):
-        r = subprocess.run([sys.executable, "main.py", str(path), "--report-startup"], cwd=ROOT, env=env,
-                           capture_output=True, text=True, timeout=600)
+        r = subprocess.run(
+            [sys.executable, "main.py", str(path), "--report-startup"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         line = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
         if r.returncode != 0 or not line:
             raise RuntimeError(f"main.py failed: {r.stderr[-1500:]}")
         runs.append(json.loads(line[-1]))
-    return {k: statistics.median(r[k] for r in runs) if k != "max_ui_stall_ms" else max(r[k] for r in runs)
-            for k in runs[0]}
+    return {
+        k: statistics.median(r[k] for r in runs) if k != "max_ui_stall_ms" else max(r[k] for r in runs) for k in runs[0]
+    }
 
 
 def ours_full_layout(path: Path) -> dict[str, float]:
@@ -93,8 +100,11 @@ def ours_full_layout(path: Path) -> dict[str, float]:
     full = time.perf_counter() - t0
     timer.stop()
     view = result["view"]
-    out: dict[str, float] = {"full_layout_s": round(full, 3), "items": view.layout.size,  # type: ignore[union-attr]
-                             "ui_stall_during_layout_ms": round(beat["max"] * 1000, 1)}
+    out: dict[str, float] = {
+        "full_layout_s": round(full, 3),
+        "items": view.layout.size,  # type: ignore[union-attr]
+        "ui_stall_during_layout_ms": round(beat["max"] * 1000, 1),
+    }
     canvas = GraphCanvas()
     canvas.resize(1400, 900)
     canvas.show()
@@ -198,8 +208,11 @@ def main() -> None:
         row.update({f"ours_{k}": v for k, v in ours_full_layout(path).items()})
         dot_file = tmp / f"g{n}.dot"
         row["edges"] = write_dot(path, dot_file)
-        dot_s, dot_note = timed(["dot", "-Tplain", str(dot_file), "-o", os.devnull], args.cap) \
-            if shutil.which("dot") else (None, "not run: graphviz not installed")
+        dot_s, dot_note = (
+            timed(["dot", "-Tplain", str(dot_file), "-o", os.devnull], args.cap)
+            if shutil.which("dot")
+            else (None, "not run: graphviz not installed")
+        )
         row["dot_s"], row["dot_note"] = (round(dot_s, 2) if dot_s else None), dot_note if not dot_s else ""
         net_s, net_note = netron_render(path, args.cap)
         row["netron_s"], row["netron_note"] = (round(net_s, 2) if net_s else None), net_note
@@ -208,8 +221,12 @@ def main() -> None:
         row["netron_over_ours_full"] = round(net_s / full, 1) if net_s else f">= {round(args.cap / full, 1)}"
         print(json.dumps(row), flush=True)
         rows.append(row)
-    meta = {"machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
-            "repeat": args.repeat, "cap_s": args.cap, "results": rows}
+    meta = {
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
+        "repeat": args.repeat,
+        "cap_s": args.cap,
+        "results": rows,
+    }
     (args.out / "gui.json").write_text(json.dumps(meta, indent=1))
     shutil.rmtree(tmp, ignore_errors=True)
 

@@ -89,8 +89,9 @@ def main() -> None:
     for v in rng.gamma(4, 0.5, args.points):
         panel.add_sample(-1, Sample("latency", 0, {"ms": float(v)}))
     for k in range(args.points):
-        panel.add_sample(-1, Sample("telemetry", k * 0.01, {"gpu_util": 50.0, "power_w": 300.0,
-                                                           "sm_clock_mhz": 1980.0}))
+        panel.add_sample(
+            -1, Sample("telemetry", k * 0.01, {"gpu_util": 50.0, "power_w": 300.0, "sm_clock_mhz": 1980.0})
+        )
     times = []
     for _ in range(60):
         panel.add_sample(-1, Sample("latency", 0, {"ms": 2.0}))
@@ -98,11 +99,18 @@ def main() -> None:
         panel._redraw()
         app.processEvents()
         times.append((time.perf_counter() - a) * 1000)
-    row = {"model": model.name, "iterations": args.iterations, "samples_streamed": samples,
-           "stream_s": round(stream_s, 2), "max_ui_stall_ms": round(beat["max"] * 1000, 1),
-           "stall_at_s": round(beat["at"] - t0, 2),
-           "points_per_curve": args.points, "redraw_ms_median": round(statistics.median(times), 2),
-           "redraw_ms_max": round(max(times), 2), "redraw_budget_ms": 33.3}
+    row = {
+        "model": model.name,
+        "iterations": args.iterations,
+        "samples_streamed": samples,
+        "stream_s": round(stream_s, 2),
+        "max_ui_stall_ms": round(beat["max"] * 1000, 1),
+        "stall_at_s": round(beat["at"] - t0, 2),
+        "points_per_curve": args.points,
+        "redraw_ms_median": round(statistics.median(times), 2),
+        "redraw_ms_max": round(max(times), 2),
+        "redraw_budget_ms": 33.3,
+    }
     print(json.dumps(row))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(row, indent=1))

@@ -40,8 +40,12 @@ def main() -> None:
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     home = Path(tempfile.mkdtemp(prefix="splitscope-llm-bench-"))
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "QT_QPA_PLATFORM": os.environ.get("QT_QPA_PLATFORM", "offscreen"),
-           **{k: str(home / k) for k in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME")}}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "QT_QPA_PLATFORM": os.environ.get("QT_QPA_PLATFORM", "offscreen"),
+        **{k: str(home / k) for k in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME")},
+    }
     rows = []
     for path in args.models:
         bare: list[float] = []
@@ -50,8 +54,14 @@ def main() -> None:
             t0 = time.perf_counter()
             subprocess.run([sys.executable, "-c", BARE, str(path)], env=env, check=True, capture_output=True)
             bare.append(time.perf_counter() - t0)
-            r = subprocess.run([sys.executable, "main.py", str(path), "--report-startup"], cwd=ROOT, env=env,
-                               capture_output=True, text=True, timeout=900)
+            r = subprocess.run(
+                [sys.executable, "main.py", str(path), "--report-startup"],
+                cwd=ROOT,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=900,
+            )
             line = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
             if r.returncode != 0 or not line:
                 raise RuntimeError(f"main.py failed on {path}: {r.stderr[-1500:]}")
@@ -63,8 +73,11 @@ def main() -> None:
         row["first_paint_over_bare"] = round(float(row["first_paint_s"]) / float(row["bare_s"]), 2)  # type: ignore[arg-type]
         print(json.dumps(row), flush=True)
         rows.append(row)
-    meta = {"machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
-            "repeat": args.repeat, "results": rows}
+    meta = {
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
+        "repeat": args.repeat,
+        "results": rows,
+    }
     (args.out / "llm.json").write_text(json.dumps(meta, indent=1))
 
 

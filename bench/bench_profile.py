@@ -62,8 +62,10 @@ def bare_copies(sizes: list[int], repeat: int = 5) -> list[dict[str, float]]:
         _, dev = rt.cudaMalloc(size)
         _, host = rt.cudaMallocHost(size)
         row: dict[str, float] = {"bytes": size}
-        for name, kind, dst, src in (("h2d", rt.cudaMemcpyKind.cudaMemcpyHostToDevice, dev, host),
-                                     ("d2h", rt.cudaMemcpyKind.cudaMemcpyDeviceToHost, host, dev)):
+        for name, kind, dst, src in (
+            ("h2d", rt.cudaMemcpyKind.cudaMemcpyHostToDevice, dev, host),
+            ("d2h", rt.cudaMemcpyKind.cudaMemcpyDeviceToHost, host, dev),
+        ):
             rt.cudaMemcpy(dst, src, size, kind)
             ts = []
             for _ in range(repeat):
@@ -100,31 +102,57 @@ def main() -> None:
         plain, ours, cover = [], [], []
         for _ in range(args.repeat):
             plain.append(plain_loop(path, args.backend, feeds, args.iterations, args.warmup))
-            res = run_to_end(profile(path, gm, backend=args.backend, iterations=args.iterations,
-                                     warmup=args.warmup, profiled=20, dims=model_dims, telemetry=False))
+            res = run_to_end(
+                profile(
+                    path,
+                    gm,
+                    backend=args.backend,
+                    iterations=args.iterations,
+                    warmup=args.warmup,
+                    profiled=20,
+                    dims=model_dims,
+                    telemetry=False,
+                )
+            )
             ours.append(res.latency_ms["mean"])
             cover.append(res.node_cover)
-        row = {"model": path.name, "backend": args.backend, "plain_ms": round(statistics.median(plain), 4),
-               "ours_ms": round(statistics.median(ours), 4), "cover": round(statistics.median(cover), 4),
-               "verdict": res.verdict["verdict"], "profiled_run_ms": res.profiled_run_ms}
+        row = {
+            "model": path.name,
+            "backend": args.backend,
+            "plain_ms": round(statistics.median(plain), 4),
+            "ours_ms": round(statistics.median(ours), 4),
+            "cover": round(statistics.median(cover), 4),
+            "verdict": res.verdict["verdict"],
+            "profiled_run_ms": res.profiled_run_ms,
+        }
         row["ours_over_plain"] = round(row["ours_ms"] / row["plain_ms"], 3)
         print(json.dumps(row), flush=True)
         rows.append(row)
-    meta: dict[str, object] = {"machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python "
-                               f"{platform.python_version()}", "iterations": args.iterations,
-                               "repeat": args.repeat, "results": rows}
+    meta: dict[str, object] = {
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
+        "iterations": args.iterations,
+        "repeat": args.repeat,
+        "results": rows,
+    }
     if args.copies:
         from splitscope.engine.runtime.device import measure_copies
 
         sizes = [1 << 20, 16 << 20, 64 << 20, 256 << 20]
         bare = bare_copies(sizes)
         ours_c = measure_copies(sizes)
-        meta["copies"] = [{"bytes": b["bytes"], "bare_h2d_gbps": b["h2d_pinned_gbps"],
-                           "ours_h2d_gbps": o["h2d_pinned_gbps"], "bare_d2h_gbps": b["d2h_pinned_gbps"],
-                           "ours_d2h_gbps": o["d2h_pinned_gbps"], "ours_h2d_pageable_gbps": o["h2d_pageable_gbps"],
-                           "ours_d2h_pageable_gbps": o["d2h_pageable_gbps"],
-                           "h2d_ratio": round(o["h2d_pinned_gbps"] / b["h2d_pinned_gbps"], 3)}
-                          for b, o in zip(bare, ours_c, strict=True)]
+        meta["copies"] = [
+            {
+                "bytes": b["bytes"],
+                "bare_h2d_gbps": b["h2d_pinned_gbps"],
+                "ours_h2d_gbps": o["h2d_pinned_gbps"],
+                "bare_d2h_gbps": b["d2h_pinned_gbps"],
+                "ours_d2h_gbps": o["d2h_pinned_gbps"],
+                "ours_h2d_pageable_gbps": o["h2d_pageable_gbps"],
+                "ours_d2h_pageable_gbps": o["d2h_pageable_gbps"],
+                "h2d_ratio": round(o["h2d_pinned_gbps"] / b["h2d_pinned_gbps"], 3),
+            }
+            for b, o in zip(bare, ours_c, strict=True)
+        ]
         print(json.dumps(meta["copies"]), flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(meta, indent=1))

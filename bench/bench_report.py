@@ -56,17 +56,23 @@ def main() -> None:
     rows = []
     for model in [synth, *args.extra]:
         n = len(onnx.load(str(model), load_external_data=False).graph.node)
-        cmds = {"analyze": [*cli, "analyze", str(model), "--parser", "table", "--json", str(tmp / "a.json"), "-q"],
-                "report-html": [*cli, "report", str(model), "--parser", "table", "--out", str(tmp / "r.html"), "-q"],
-                "report-pdf": [*cli, "report", str(model), "--parser", "table", "--out", str(tmp / "r.pdf"), "-q"]}
+        cmds = {
+            "analyze": [*cli, "analyze", str(model), "--parser", "table", "--json", str(tmp / "a.json"), "-q"],
+            "report-html": [*cli, "report", str(model), "--parser", "table", "--out", str(tmp / "r.html"), "-q"],
+            "report-pdf": [*cli, "report", str(model), "--parser", "table", "--out", str(tmp / "r.pdf"), "-q"],
+        }
         times: dict[str, list[float]] = {k: [] for k in cmds}
         for _ in range(args.repeat):
             for k, c in cmds.items():
                 times[k].append(run(c, env))
         med = {k: statistics.median(v) for k, v in times.items()}
-        row = {"model": model.name, "nodes": n, "seconds": {k: round(v, 2) for k, v in med.items()},
-               "over_analyze": {k: round(v / med["analyze"], 2) for k, v in med.items()},
-               "bytes": {"html": (tmp / "r.html").stat().st_size, "pdf": (tmp / "r.pdf").stat().st_size}}
+        row = {
+            "model": model.name,
+            "nodes": n,
+            "seconds": {k: round(v, 2) for k, v in med.items()},
+            "over_analyze": {k: round(v / med["analyze"], 2) for k, v in med.items()},
+            "bytes": {"html": (tmp / "r.html").stat().st_size, "pdf": (tmp / "r.pdf").stat().st_size},
+        }
         print(json.dumps(row), flush=True)
         rows.append(row)
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -25,7 +25,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _cli(tree: Path, new: bool, model: Path, parser: str, out: Path) -> list[str]:
-    module = "splitscope.engine.cli" if new else "engine.cli"
+    packaged = new or (tree / "splitscope" / "__init__.py").exists()  # revisions before the one package: engine.cli
+    module = "splitscope.engine.cli" if packaged else "engine.cli"
     return [sys.executable, "-m", module, "analyze", str(model), "--parser", parser, "-q", "--json", str(out)]
 
 
@@ -36,8 +37,14 @@ def _timed(cmd: list[str], cwd: Path) -> float:
 
 
 def _first_paint(tree: Path, model: Path) -> float:
-    proc = subprocess.run([sys.executable, "main.py", str(model), "--report-startup"], cwd=tree, check=True,
-                          capture_output=True, text=True, env={**os.environ, "QT_QPA_PLATFORM": "offscreen"})
+    proc = subprocess.run(
+        [sys.executable, "main.py", str(model), "--report-startup"],
+        cwd=tree,
+        check=True,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "QT_QPA_PLATFORM": "offscreen"},
+    )
     return float(json.loads(proc.stdout.strip().splitlines()[-1])["first_paint_s"])
 
 
@@ -48,12 +55,17 @@ def main() -> int:
     ap.add_argument("--model", type=Path, default=ROOT / "bench" / "out" / "transformer_50k.onnx")
     args = ap.parse_args()
     if not args.model.exists():
-        subprocess.run([sys.executable, str(ROOT / "bench" / "make_models.py"), str(args.model.parent),
-                        "--nodes", "50000"], check=True)
+        subprocess.run(
+            [sys.executable, str(ROOT / "bench" / "make_models.py"), str(args.model.parent), "--nodes", "50000"],
+            check=True,
+        )
     with tempfile.TemporaryDirectory() as tmp:
         old = Path(tmp) / "old"
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "-f", "--detach", str(old), args.rev],
-                       check=True, capture_output=True)
+        subprocess.run(
+            ["git", "-C", str(ROOT), "worktree", "add", "-f", "--detach", str(old), args.rev],
+            check=True,
+            capture_output=True,
+        )
         try:
             out = Path(tmp) / "out.json"
             cases = {
@@ -68,9 +80,12 @@ def main() -> int:
                     olds.append(run(old, False))
                     news.append(run(ROOT, True))
                 ratios = [o / n for o, n in zip(olds, news, strict=True)]
-                report[name] = {"old_s": round(statistics.median(olds), 3), "new_s": round(statistics.median(news), 3),
-                                "old_over_new": round(statistics.median(ratios), 3),
-                                "ratio_range": [round(min(ratios), 3), round(max(ratios), 3)]}
+                report[name] = {
+                    "old_s": round(statistics.median(olds), 3),
+                    "new_s": round(statistics.median(news), 3),
+                    "old_over_new": round(statistics.median(ratios), 3),
+                    "ratio_range": [round(min(ratios), 3), round(max(ratios), 3)],
+                }
                 print(name, report[name], flush=True)
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(old)], capture_output=True)

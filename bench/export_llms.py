@@ -62,7 +62,7 @@ class Attention(torch.nn.Module):
         rep = self.heads // self.kv_heads
         k = k.repeat_interleave(rep, dim=1)
         v = v.repeat_interleave(rep, dim=1)
-        att = torch.matmul(q, k.transpose(2, 3)) / (self.head_dim ** 0.5) + mask
+        att = torch.matmul(q, k.transpose(2, 3)) / (self.head_dim**0.5) + mask
         out = torch.matmul(torch.softmax(att.float(), dim=-1).to(q.dtype), v)
         return self.o_proj(out.transpose(1, 2).reshape(b, s, -1))
 
@@ -96,8 +96,9 @@ class LlamaModel(torch.nn.Module):
     the module names of Hugging Face's ``LlamaForCausalLM``, written out so the TorchScript
     exporter takes it whatever the installed ``transformers`` does with its masks."""
 
-    def __init__(self, layers: int, vocab: int = 64, dim: int = 16, heads: int = 2, kv_heads: int = 1,
-                 hidden: int = 32) -> None:
+    def __init__(
+        self, layers: int, vocab: int = 64, dim: int = 16, heads: int = 2, kv_heads: int = 1, hidden: int = 32
+    ) -> None:
         super().__init__()
         self.embed_tokens = torch.nn.Embedding(vocab, dim)
         self.layers = torch.nn.ModuleList(DecoderLayer(dim, heads, kv_heads, hidden) for _ in range(layers))
@@ -141,8 +142,11 @@ class _Block(torch.nn.Module):
         self.bn1 = nn.BatchNorm2d(cout)
         self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
         self.bn2 = nn.BatchNorm2d(cout)
-        self.down = (nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
-                     if stride != 1 or cin != cout else None)
+        self.down = (
+            nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+            if stride != 1 or cin != cout
+            else None
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = torch.relu(self.bn1(self.conv1(x)))
@@ -153,8 +157,12 @@ class _Block(torch.nn.Module):
 def resnet18() -> torch.nn.Module:
     """ResNet-18 (torchvision's layout, written out), random weights, for the calibration benchmark."""
     nn = torch.nn
-    layers: list[nn.Module] = [nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(),
-                               nn.MaxPool2d(3, 2, 1)]
+    layers: list[nn.Module] = [
+        nn.Conv2d(3, 64, 7, 2, 3, bias=False),
+        nn.BatchNorm2d(64),
+        nn.ReLU(),
+        nn.MaxPool2d(3, 2, 1),
+    ]
     cin = 64
     for cout, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
         layers += [_Block(cin, cout, stride), _Block(cout, cout, 1)]
@@ -182,13 +190,26 @@ class _Logits(torch.nn.Module):
 def _export(model: torch.nn.Module, ids: torch.Tensor, path: Path, dynamo: bool) -> None:
     with torch.no_grad():
         if dynamo:
-            torch.onnx.export(model, (ids,), str(path), dynamo=True, optimize=False,
-                              input_names=["input_ids"],
-                              dynamic_shapes={"input_ids": {1: torch.export.Dim("seq", max=64)}})
+            torch.onnx.export(
+                model,
+                (ids,),
+                str(path),
+                dynamo=True,
+                optimize=False,
+                input_names=["input_ids"],
+                dynamic_shapes={"input_ids": {1: torch.export.Dim("seq", max=64)}},
+            )
         else:
-            torch.onnx.export(model, (ids,), str(path), dynamo=False, opset_version=17,
-                              input_names=["input_ids"], output_names=["logits"],
-                              dynamic_axes={"input_ids": {1: "seq"}, "logits": {1: "seq"}})
+            torch.onnx.export(
+                model,
+                (ids,),
+                str(path),
+                dynamo=False,
+                opset_version=17,
+                input_names=["input_ids"],
+                output_names=["logits"],
+                dynamic_axes={"input_ids": {1: "seq"}, "logits": {1: "seq"}},
+            )
 
 
 def main() -> None:
@@ -205,8 +226,15 @@ def main() -> None:
     jobs += [(f"llama_ts_{n}", llama(n), False) for n in args.llama_layers]
     if args.resnet18:
         path = args.out / "resnet18.onnx"
-        torch.onnx.export(resnet18(), (torch.randn(1, 3, 224, 224),), str(path), dynamo=False, opset_version=17,
-                          input_names=["x"], output_names=["y"])
+        torch.onnx.export(
+            resnet18(),
+            (torch.randn(1, 3, 224, 224),),
+            str(path),
+            dynamo=False,
+            opset_version=17,
+            input_names=["x"],
+            output_names=["y"],
+        )
         print(f"resnet18: {path}", flush=True)
     for name, model, dynamo in jobs:
         path = args.out / f"{name}.onnx"

@@ -32,8 +32,12 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--parser", default="table", choices=["table", "rtx"])
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "fuzz.json")
-    ap.add_argument("--memory-gb", type=float, default=6.0,
-                    help="address-space limit: a case that needs more is a break of the contract, not an OOM kill")
+    ap.add_argument(
+        "--memory-gb",
+        type=float,
+        default=6.0,
+        help="address-space limit: a case that needs more is a break of the contract, not an OOM kill",
+    )
     args = ap.parse_args()
     import resource
 
@@ -80,9 +84,16 @@ def main() -> int:
             slow.append((seconds, case.what))
     total = time.perf_counter() - t0
     slow.sort(reverse=True)
-    doc = {"cases": args.cases, "seed": args.seed, "parser": args.parser, "seconds": round(total, 1),
-           "outcomes": dict(outcomes), "slowest": [[round(s, 2), w] for s, w in slow[:5]],
-           "top_messages": messages.most_common(12), "failures": failures}
+    doc = {
+        "cases": args.cases,
+        "seed": args.seed,
+        "parser": args.parser,
+        "seconds": round(total, 1),
+        "outcomes": dict(outcomes),
+        "slowest": [[round(s, 2), w] for s, w in slow[:5]],
+        "top_messages": messages.most_common(12),
+        "failures": failures,
+    }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(doc, indent=1))
     print(json.dumps({k: v for k, v in doc.items() if k != "failures"}, indent=1))

@@ -47,16 +47,23 @@ def main() -> None:
     for precision in ("fp16", "bf16"):
         q = args.out / f"{args.model.stem}.{precision}.onnx"
         res = run_to_end(calibrate(args.model, q, precision=precision, samples=8, dims=dims))
-        row = {"model": args.model.name, "precision": precision, "nodes_reduced": res["quantized_nodes"],
-               "casts": res["casts"], "emulated": {o: a["snr_db"] for o, a in res["accuracy"].items()}}
+        row = {
+            "model": args.model.name,
+            "precision": precision,
+            "nodes_reduced": res["quantized_nodes"],
+            "casts": res["casts"],
+            "emulated": {o: a["snr_db"] for o, a in res["accuracy"].items()},
+        }
         try:
             sess = ort.InferenceSession(str(q), so, providers=no_tf32)
             outs = [o.name for o in sess.get_outputs()]
             got = [sess.run(None, f) for f in feeds]
-            row["cuda"] = {o: compare_outputs([r[k] for r in refs], [g[k] for g in got])["snr_db"]
-                           for k, o in enumerate(outs)}
-            row["cuda_vs_cuda_fp32"] = {o: compare_outputs([r[k] for r in refs_cuda], [g[k] for g in got])["snr_db"]
-                                        for k, o in enumerate(outs)}
+            row["cuda"] = {
+                o: compare_outputs([r[k] for r in refs], [g[k] for g in got])["snr_db"] for k, o in enumerate(outs)
+            }
+            row["cuda_vs_cuda_fp32"] = {
+                o: compare_outputs([r[k] for r in refs_cuda], [g[k] for g in got])["snr_db"] for k, o in enumerate(outs)
+            }
             row["gap_db"] = {o: round(row["emulated"][o] - row["cuda"][o], 3) for o in outs if o in row["emulated"]}
             row["cuda_provider_nodes"] = "CUDAExecutionProvider" in sess.get_providers()
         except Exception as e:  # noqa: BLE001 - report what ONNX Runtime says

@@ -25,8 +25,9 @@ HEADS = 4
 SEQ = 128
 
 
-def _layer(i: int, x: str, nodes: list[onnx.NodeProto], inits: list[onnx.TensorProto],
-           rng: np.random.Generator, custom: bool) -> str:
+def _layer(
+    i: int, x: str, nodes: list[onnx.NodeProto], inits: list[onnx.TensorProto], rng: np.random.Generator, custom: bool
+) -> str:
     p = f"/encoder/layer.{i}"
 
     def w(name: str, shape: tuple[int, ...]) -> str:
@@ -62,8 +63,9 @@ def _layer(i: int, x: str, nodes: list[onnx.NodeProto], inits: list[onnx.TensorP
     (f1b,) = n("Add", "mlp/fc1", [f1, w("fc1.b", (4 * HIDDEN,))])
     if custom:  # a fused GELU kernel the codebase ships: no TensorRT importer
         act = f"{p}/mlp/act/FastGelu_out0"
-        nodes.append(helper.make_node("FastGelu", [f1b], [act], name=f"{p}/mlp/act/FastGelu_{len(nodes)}",
-                                      domain="com.example"))
+        nodes.append(
+            helper.make_node("FastGelu", [f1b], [act], name=f"{p}/mlp/act/FastGelu_{len(nodes)}", domain="com.example")
+        )
     else:
         (e,) = n("Div", "mlp/act", [f1b, "sqrt2"])
         (e,) = n("Erf", "mlp/act", [e])
@@ -102,10 +104,12 @@ def make_transformer(target_nodes: int, break_every: int = 0, seed: int = 0) -> 
         x = _layer(i, x, nodes, inits, rng, custom)
     nodes.append(helper.make_node("Identity", [x], ["last_hidden_state"], name="/output/Identity"))
     graph = helper.make_graph(
-        nodes, "synthetic_transformer",
+        nodes,
+        "synthetic_transformer",
         [helper.make_tensor_value_info("hidden_states", TensorProto.FLOAT, [1, SEQ, HIDDEN])],
         [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, [1, SEQ, HIDDEN])],
-        inits)
+        inits,
+    )
     opsets = [helper.make_opsetid("", 17)]
     if break_every:
         opsets.append(helper.make_opsetid("com.example", 1))

@@ -87,8 +87,19 @@ def calibration_shots(model: Path, tag: str) -> None:
     _app, w, pump = _app_and_window(model, "table")
     tmp = Path(os.environ["SPLITSCOPE_TMP"])
     ui = w.calib_ui
-    ui.submit({"model": str(model), "out": str(tmp / f"{tag}.int8.onnx"), "data": "random", "method": "entropy",
-               "precision": "int8", "samples": 16, "keep": [], "dims": {}, "budget": "snr=58"})
+    ui.submit(
+        {
+            "model": str(model),
+            "out": str(tmp / f"{tag}.int8.onnx"),
+            "data": "random",
+            "method": "entropy",
+            "precision": "int8",
+            "samples": 16,
+            "keep": [],
+            "dims": {},
+            "budget": "snr=58",
+        }
+    )
     pump(lambda: ui.result is not None)
     w.resizeDocks([ui.dock], [380], Qt.Orientation.Vertical)
     ui.dock.raise_()
@@ -107,28 +118,61 @@ def report_shots(model: Path, tag: str, profile: Path | None) -> None:
         args += ["--profile", str(profile)]
     subprocess.run([*args, "--out", str(html)], check=True)
     subprocess.run([*args, "--out", str(pdf)], check=True)
-    subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                    f"--user-data-dir={tmp / 'chromium'}", "--window-size=1200,1700",
-                    f"--screenshot={DOCS / f'report-{tag}.png'}", html.as_uri()], check=True, capture_output=True)
-    subprocess.run(["pdftoppm", "-r", "60", "-png", "-f", "2", "-l", "2", str(pdf), str(tmp / f"{tag}-page")],
-                   check=True)
+    subprocess.run(
+        [
+            "chromium",
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            f"--user-data-dir={tmp / 'chromium'}",
+            "--window-size=1200,1700",
+            f"--screenshot={DOCS / f'report-{tag}.png'}",
+            html.as_uri(),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    subprocess.run(
+        ["pdftoppm", "-r", "60", "-png", "-f", "2", "-l", "2", str(pdf), str(tmp / f"{tag}-page")], check=True
+    )
     page = next(tmp.glob(f"{tag}-page*.png"))
     page.replace(DOCS / f"report-{tag}-pdf-page2.png")
 
 
 def main() -> None:
-    models = [Path(m) for m in sys.argv[1:]] or [ROOT / "resources" / "sample.onnx",
-                                                  ROOT / "tests" / "data" / "torch_two_stage_ort.onnx"]
+    models = [Path(m) for m in sys.argv[1:]] or [
+        ROOT / "resources" / "sample.onnx",
+        ROOT / "tests" / "data" / "torch_two_stage_ort.onnx",
+    ]
     with tempfile.TemporaryDirectory(prefix="splitscope-docs-") as tmp:
-        os.environ.update(SPLITSCOPE_TMP=tmp, SPLITSCOPE_DATA_DIR=str(Path(tmp) / "data"),
-                          XDG_CACHE_HOME=str(Path(tmp) / "cache"), XDG_CONFIG_HOME=str(Path(tmp) / "config"))
+        os.environ.update(
+            SPLITSCOPE_TMP=tmp,
+            SPLITSCOPE_DATA_DIR=str(Path(tmp) / "data"),
+            XDG_CACHE_HOME=str(Path(tmp) / "cache"),
+            XDG_CONFIG_HOME=str(Path(tmp) / "config"),
+        )
         for m in models:
             tag = m.stem
             profile = None
             try:  # a real CPU profile where ONNX Runtime can run the model
                 profile = Path(tmp) / f"{tag}.profile.json"
-                subprocess.run([sys.executable, "-m", "splitscope.engine.cli", "profile", str(m), "--iterations",
-                                "30", "--json", str(profile), "-q"], check=True, capture_output=True)
+                subprocess.run(
+                    [
+                        sys.executable,
+                        "-m",
+                        "splitscope.engine.cli",
+                        "profile",
+                        str(m),
+                        "--iterations",
+                        "30",
+                        "--json",
+                        str(profile),
+                        "-q",
+                    ],
+                    check=True,
+                    capture_output=True,
+                )
             except subprocess.CalledProcessError:
                 profile = None
             board_and_planner(m, tag, profile)  # makes and saves "plan A" with the model's session

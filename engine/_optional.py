@@ -84,8 +84,14 @@ def probe(name: str, *, import_it: bool = True) -> DepStatus:
     if name == "cuda":
         err, count = mod.cudaGetDeviceCount()
         if int(err) != 0 or count == 0:
-            return DepStatus(name, module, DepState.NO_DEVICE, version, f"cudaGetDeviceCount: {err}",
-                             "run on a machine with an NVIDIA GPU and driver")
+            return DepStatus(
+                name,
+                module,
+                DepState.NO_DEVICE,
+                version,
+                f"cudaGetDeviceCount: {err}",
+                "run on a machine with an NVIDIA GPU and driver",
+            )
     if name == "ort-cuda":
         import contextlib
 
@@ -99,8 +105,14 @@ def probe(name: str, *, import_it: bool = True) -> DepStatus:
             mod.nvmlInit()
             mod.nvmlShutdown()
         except Exception as e:  # noqa: BLE001 - NVMLError_LibraryNotFound, DriverNotLoaded, ...
-            return DepStatus(name, module, DepState.NO_DEVICE, version, f"{type(e).__name__}: {e}",
-                             "install an NVIDIA driver on a machine with an NVIDIA GPU")
+            return DepStatus(
+                name,
+                module,
+                DepState.NO_DEVICE,
+                version,
+                f"{type(e).__name__}: {e}",
+                "install an NVIDIA driver on a machine with an NVIDIA GPU",
+            )
     return DepStatus(name, module, DepState.READY, version)
 
 

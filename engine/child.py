@@ -45,9 +45,16 @@ class JobProcess:
         self._args_file = Path(name)
         self._stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")  # noqa: SIM115
         env, root = child_env()
-        self.proc = subprocess.Popen(child_command("job", name), stdout=subprocess.PIPE,
-                                     stderr=self._stderr, stdin=subprocess.DEVNULL, env=env, text=True, cwd=root,
-                                     start_new_session=True)
+        self.proc = subprocess.Popen(
+            child_command("job", name),
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            text=True,
+            cwd=root,
+            start_new_session=True,
+        )
         self._lines: queue.Queue[str | None] = queue.Queue()
         self._reader = threading.Thread(target=self._read, daemon=True, name="job-child-reader")
         self._reader.start()
@@ -95,8 +102,9 @@ class JobProcess:
                     continue
                 kind = ev.get("event")
                 if kind == "progress":
-                    yield Progress(ev.get("stage", ""), int(ev.get("done", 0)), int(ev.get("total", 0)),
-                                   ev.get("message", ""))
+                    yield Progress(
+                        ev.get("stage", ""), int(ev.get("done", 0)), int(ev.get("total", 0)), ev.get("message", "")
+                    )
                 elif kind == "sample":
                     yield Sample(ev["series"], float(ev["x"]), ev["values"])
                 elif kind == "log":
@@ -122,8 +130,10 @@ class JobProcess:
             raise SplitscopeError(error)
         if result is None:
             how = f"signal {-rc}" if rc < 0 else f"exit code {rc}"
-            raise JobCrashedError(f"The job's process ended without a result ({how}){': ' + tail if tail else ''}; "
-                                  "the app is fine: try again, or another backend.")
+            raise JobCrashedError(
+                f"The job's process ended without a result ({how}){': ' + tail if tail else ''}; "
+                "the app is fine: try again, or another backend."
+            )
         return result
 
 
@@ -151,20 +161,38 @@ def _run(kind: str, args: dict[str, Any]) -> Generator[JobEvent, None, Any]:
 
         dims = {k: int(v) for k, v in (args.get("dims") or {}).items()}
         gm = yield from analyze(args["model"], parser=args.get("parser", "table"), dims=dims)
-        res = yield from profile(args["model"], gm, backend=args.get("backend", "ort-cpu"),
-                                 iterations=int(args.get("iterations", 100)), warmup=int(args.get("warmup", 10)),
-                                 profiled=int(args.get("profiled", 20)), dims=dims, input_file=args.get("input"),
-                                 custom_ops=args.get("custom_ops"))
+        res = yield from profile(
+            args["model"],
+            gm,
+            backend=args.get("backend", "ort-cpu"),
+            iterations=int(args.get("iterations", 100)),
+            warmup=int(args.get("warmup", 10)),
+            profiled=int(args.get("profiled", 20)),
+            dims=dims,
+            input_file=args.get("input"),
+            custom_ops=args.get("custom_ops"),
+        )
         return res.to_json()
     if kind == "calibrate":
         from splitscope.engine.calib.calibrate import calibrate
 
-        return (yield from calibrate(args["model"], args["out"], data=args.get("data", "random"),
-                                     method=args.get("method", "entropy"), precision=args.get("precision", "int8"),
-                                     samples=int(args.get("samples", 32)), keep=list(args.get("keep") or []),
-                                     dims={k: int(v) for k, v in (args.get("dims") or {}).items()}, details=True,
-                                     budget=args.get("budget"), half=list(args.get("half") or []),
-                                     half_precision=args.get("half_precision", "fp16"), labels=args.get("labels")))
+        return (
+            yield from calibrate(
+                args["model"],
+                args["out"],
+                data=args.get("data", "random"),
+                method=args.get("method", "entropy"),
+                precision=args.get("precision", "int8"),
+                samples=int(args.get("samples", 32)),
+                keep=list(args.get("keep") or []),
+                dims={k: int(v) for k, v in (args.get("dims") or {}).items()},
+                details=True,
+                budget=args.get("budget"),
+                half=list(args.get("half") or []),
+                half_precision=args.get("half_precision", "fp16"),
+                labels=args.get("labels"),
+            )
+        )
     if kind == "build":  # a TensorRT(-RTX) build: its builder's log, for the layers it lists
         from splitscope.engine.runtime.trt import build_and_list_layers
 
@@ -173,8 +201,13 @@ def _run(kind: str, args: dict[str, Any]) -> Generator[JobEvent, None, Any]:
 
         yield Progress("build", 0, 0, f"Building {Path(args['model']).name} with {args.get('backend', 'rtx')}")
         t0 = time.perf_counter()
-        plan, lines = build_and_list_layers(args["model"], args.get("backend", "rtx"),
-                                            {k: int(v) for k, v in (args.get("dims") or {}).items()}, None, phase)
+        plan, lines = build_and_list_layers(
+            args["model"],
+            args.get("backend", "rtx"),
+            {k: int(v) for k, v in (args.get("dims") or {}).items()},
+            None,
+            phase,
+        )
         return {"lines": lines, "engine_bytes": len(plan), "seconds": round(time.perf_counter() - t0, 3)}
     if kind == "test-sleep":  # for the tests of the machinery: a child that hangs
         yield Progress("sleep", 0, 0, "sleeping")
@@ -210,8 +243,9 @@ def main(argv: list[str] | None = None) -> int:
                 _emit({"event": "result", "value": stop.value})
                 return 0
             if isinstance(ev, Progress):
-                _emit({"event": "progress", "stage": ev.stage, "done": ev.done, "total": ev.total,
-                       "message": ev.message})
+                _emit(
+                    {"event": "progress", "stage": ev.stage, "done": ev.done, "total": ev.total, "message": ev.message}
+                )
             elif isinstance(ev, Sample):
                 _emit({"event": "sample", "series": ev.series, "x": ev.x, "values": ev.values})
             elif isinstance(ev, LogLine):

@@ -51,8 +51,10 @@ def _print_summary(gm: object, summary: dict[str, dict[str, float | int]]) -> No
         if len(by_op) > 10:
             print(f"  ... and {len(by_op) - 10} more op types")
     for part in gm.partitions[:8]:
-        print(f"  partition {part.index}: {len(part.nodes)} nodes, {len(part.boundary_tensors)} boundary "
-              f"tensors, {format_bytes(part.boundary_bytes)}")
+        print(
+            f"  partition {part.index}: {len(part.nodes)} nodes, {len(part.boundary_tensors)} boundary "
+            f"tensors, {format_bytes(part.boundary_bytes)}"
+        )
     if len(gm.partitions) > 8:
         print(f"  ... and {len(gm.partitions) - 8} more partitions")
     for w in gm.warnings:
@@ -87,13 +89,18 @@ def _cmd_optimize(args: argparse.Namespace) -> int:
         b, a = res.before, res.after
         print(f"{res.source.name} -> {res.output} ({res.optimizer}, {res.optimizer_seconds:.2f} s)")
         print(f"  {'':16}{'before':>12}{'after':>12}")
-        for label, x, y in (("nodes", b.nodes, a.nodes), ("plugin nodes", b.plugin, a.plugin),
-                            ("partitions", b.partitions, a.partitions)):
+        for label, x, y in (
+            ("nodes", b.nodes, a.nodes),
+            ("plugin nodes", b.plugin, a.plugin),
+            ("partitions", b.partitions, a.partitions),
+        ):
             print(f"  {label:16}{x:>12,}{y:>12,}")
         print(f"  {'boundary bytes':16}{format_bytes(b.boundary_bytes):>12}{format_bytes(a.boundary_bytes):>12}")
         if res.compared:
-            print(f"  outputs: {res.outputs} compared with ONNX Runtime on seeded inputs, max abs difference "
-                  f"{res.max_abs_diff:.3g}, max relative {res.max_rel_diff:.3g}")
+            print(
+                f"  outputs: {res.outputs} compared with ONNX Runtime on seeded inputs, max abs difference "
+                f"{res.max_abs_diff:.3g}, max relative {res.max_rel_diff:.3g}"
+            )
         for note in res.notes:
             print(f"  note: {note}")
     if args.json:
@@ -167,28 +174,48 @@ def _cmd_profile(args: argparse.Namespace) -> int:
     dims = _dims(args.dim)
     gm = run_to_end(analyze(args.model, parser=args.parser, dims=dims))
     assert gm.path is not None  # the analysis of a file names it
-    res = _run_with_bar(profile(gm.path, gm, backend=args.backend, iterations=args.iterations, warmup=args.warmup,
-                                profiled=args.profiled, dims=dims, input_file=args.input,
-                                custom_ops=args.custom_op_library))
+    res = _run_with_bar(
+        profile(
+            gm.path,
+            gm,
+            backend=args.backend,
+            iterations=args.iterations,
+            warmup=args.warmup,
+            profiled=args.profiled,
+            dims=dims,
+            input_file=args.input,
+            custom_ops=args.custom_op_library,
+        )
+    )
     j = res.to_json()
     if not args.quiet:
         lat, v = j["latency_ms"], j["verdict"]
-        print(f"{gm.path}: {args.backend} on {j['device']}, {plural(args.iterations, 'iteration')} "
-              f"after {args.warmup} warm-up")
-        print(f"  latency ms: mean {lat['mean']:.3f}  p50 {lat['p50']:.3f}  p90 {lat['p90']:.3f}  "
-              f"p99 {lat['p99']:.3f}  min {lat['min']:.3f}  max {lat['max']:.3f}  std {lat['std']:.3f}")
-        print(f"  throughput: {j['throughput']['inferences_per_s']:.1f} inferences/s"
-              + (f", {j['throughput']['items_per_s']:.1f} items/s" if "items_per_s" in j["throughput"] else ""))
+        print(
+            f"{gm.path}: {args.backend} on {j['device']}, {plural(args.iterations, 'iteration')} "
+            f"after {args.warmup} warm-up"
+        )
+        print(
+            f"  latency ms: mean {lat['mean']:.3f}  p50 {lat['p50']:.3f}  p90 {lat['p90']:.3f}  "
+            f"p99 {lat['p99']:.3f}  min {lat['min']:.3f}  max {lat['max']:.3f}  std {lat['std']:.3f}"
+        )
+        print(
+            f"  throughput: {j['throughput']['inferences_per_s']:.1f} inferences/s"
+            + (f", {j['throughput']['items_per_s']:.1f} items/s" if "items_per_s" in j["throughput"] else "")
+        )
         for row in j["per_node"][:8]:  # the roofline class needs the GPU's peaks: shown where known
             cls = row["class"] if row["class"] != "unknown" else ""
             print(f"  {row['ms']:9.4f} ms {row['share']:6.1%}  {row['op_type']:<18} {row['name'][:60]}  {cls}".rstrip())
         sc = j["split_cost"]
         if sc["plugin_nodes"] and sc["boundary_copy_ms"] is not None:
-            print(f"  the custom part: {sc['plugin_ms']:.3f} ms in plugin nodes + {sc['boundary_copy_ms']:.3f} ms of "
-                  f"boundary copies = {sc['share_of_end_to_end']:.1%} of end to end")
+            print(
+                f"  the custom part: {sc['plugin_ms']:.3f} ms in plugin nodes + {sc['boundary_copy_ms']:.3f} ms of "
+                f"boundary copies = {sc['share_of_end_to_end']:.1%} of end to end"
+            )
         elif sc["plugin_nodes"]:
-            print(f"  the custom part: {sc['plugin_ms']:.3f} ms in plugin nodes; boundary copies not measured "
-                  f"({sc.get('not_measured', 'no GPU')})")
+            print(
+                f"  the custom part: {sc['plugin_ms']:.3f} ms in plugin nodes; boundary copies not measured "
+                f"({sc.get('not_measured', 'no GPU')})"
+            )
         if not j.get("verified", True):
             print(f"  ({args.backend}: {UNVERIFIED}; its figures are from code tested against a fake engine)")
         print(f"  verdict: {v['verdict']}: {v['why']}")
@@ -208,8 +235,10 @@ def _cmd_engine(args: argparse.Namespace) -> int:
 
     files = [f for f in (args.layers, args.profile, args.times) if f]
     if not files and not args.build:
-        raise SplitscopeError("Give at least one of --layers, --profile or --times (the files trtexec wrote with "
-                              "--exportLayerInfo, --exportProfile, --exportTimes), or --build rtx with a model.")
+        raise SplitscopeError(
+            "Give at least one of --layers, --profile or --times (the files trtexec wrote with "
+            "--exportLayerInfo, --exportProfile, --exportTimes), or --build rtx with a model."
+        )
     if args.build and not args.model:
         raise SplitscopeError("--build needs the ONNX model to build.")
     gm = None
@@ -230,14 +259,19 @@ def _cmd_engine(args: argparse.Namespace) -> int:
         doc["comparison"] = compare(data, other)
     if not args.quiet:
         n = len(doc["layers"])
-        layout = {"bindings": "TensorRT 8.2-10 layout", "io_tensors": "TensorRT 11 layout"}.get(doc["layout"],
-                                                                                               "no I/O list")
-        print(f"{n} engine layers ({layout}{'' if doc['detailed'] or not n else ', names only'})"
-              + (f", {doc['total_layer_ms']:.4f} ms of layer time per inference" if data.profile else ""))
+        layout = {"bindings": "TensorRT 8.2-10 layout", "io_tensors": "TensorRT 11 layout"}.get(
+            doc["layout"], "no I/O list"
+        )
+        print(
+            f"{n} engine layers ({layout}{'' if doc['detailed'] or not n else ', names only'})"
+            + (f", {doc['total_layer_ms']:.4f} ms of layer time per inference" if data.profile else "")
+        )
         if gm is not None:
-            print(f"  mapped onto {gm.path.name if gm.path else 'the model'}: {doc['mapped_data_node_share']:.0%} "
-                  f"of its data-path nodes ({doc['mapped_node_share']:.0%} of all), {doc['mapped_layer_share']:.0%} "
-                  f"of the layers; {len(doc['unmapped_layers'])} layers unmapped")
+            print(
+                f"  mapped onto {gm.path.name if gm.path else 'the model'}: {doc['mapped_data_node_share']:.0%} "
+                f"of its data-path nodes ({doc['mapped_node_share']:.0%} of all), {doc['mapped_layer_share']:.0%} "
+                f"of the layers; {len(doc['unmapped_layers'])} layers unmapped"
+            )
         work = [r for r in doc["layers"] if r["mapped_by"] != "sync"]  # stream syncs: no work to show
         for row in sorted(work, key=lambda r: (-(r["ms"] or 0), r["reformat"]))[:8]:
             ms = f"{row['ms']:9.4f} ms {row['share']:6.1%}" if row["ms"] is not None else " " * 19
@@ -245,8 +279,10 @@ def _cmd_engine(args: argparse.Namespace) -> int:
         for f in doc["lint"]:
             print(f"  lint {f['kind']}: {f['advice']} ({plural(len(f['layers']), 'layer')}, {f['ms']:.4f} ms)")
         for phase, st in (doc.get("times") or {}).items():
-            print(f"  {phase}: mean {st['mean']:.4f} ms, p50 {st['p50']:.4f}, p99 {st['p99']:.4f}, max {st['max']:.4f} "
-                  f"({len(data.times.records) if data.times else 0} iterations)")
+            print(
+                f"  {phase}: mean {st['mean']:.4f} ms, p50 {st['p50']:.4f}, p99 {st['p99']:.4f}, max {st['max']:.4f} "
+                f"({len(data.times.records) if data.times else 0} iterations)"
+            )
         if "comparison" in doc:
             c = doc["comparison"]
             print(f"  compare: A {c['a_total_ms']:.4f} ms, B {c['b_total_ms']:.4f} ms of layer time")
@@ -262,23 +298,40 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     from splitscope.engine.sample import SAMPLE_MODEL
     from splitscope.engine.text import plural
 
-    res = _run_with_bar(calibrate(args.model or SAMPLE_MODEL, args.out, data=args.data, method=args.method,
-                                  precision=args.precision, samples=args.samples, keep=args.keep,
-                                  dims=_dims(args.dim), percentile=args.percentile, budget=args.budget,
-                                  sensitivity=args.sensitivity, backend=args.backend, recipe=args.recipe,
-                                  half=args.fp16 or args.bf16, half_precision="bf16" if args.bf16 else "fp16",
-                                  labels=args.labels))
+    res = _run_with_bar(
+        calibrate(
+            args.model or SAMPLE_MODEL,
+            args.out,
+            data=args.data,
+            method=args.method,
+            precision=args.precision,
+            samples=args.samples,
+            keep=args.keep,
+            dims=_dims(args.dim),
+            percentile=args.percentile,
+            budget=args.budget,
+            sensitivity=args.sensitivity,
+            backend=args.backend,
+            recipe=args.recipe,
+            half=args.fp16 or args.bf16,
+            half_precision="bf16" if args.bf16 else "fp16",
+            labels=args.labels,
+        )
+    )
     if not args.quiet:
         cached = " (statistics from the cache)" if res["stats_cached"] else ""
         if "casts" in res:
             low = res["precision"].upper()
-            print(f"{res['model']} -> {res['out']}: {plural(res['quantized_nodes'], 'node')} in {low}, "
-                  f"{plural(res['casts'], 'Cast')}, {plural(res['weights'], 'weight')} stored in {low}, "
-                  f"{len(res['excluded'])} kept in FP32, {res['seconds']:.2f} s" + cached)
+            print(
+                f"{res['model']} -> {res['out']}: {plural(res['quantized_nodes'], 'node')} in {low}, "
+                f"{plural(res['casts'], 'Cast')}, {plural(res['weights'], 'weight')} stored in {low}, "
+                f"{len(res['excluded'])} kept in FP32, {res['seconds']:.2f} s" + cached
+            )
         else:
-            print(f"{res['model']} -> {res['out']}: {res['precision']} Q/DQ by {res['method']} on {res['samples']} "
-                  f"samples, {res['tensors']} activations and {res['weights']} weights, {res['seconds']:.2f} s"
-                  + cached)
+            print(
+                f"{res['model']} -> {res['out']}: {res['precision']} Q/DQ by {res['method']} on {res['samples']} "
+                f"samples, {res['tensors']} activations and {res['weights']} weights, {res['seconds']:.2f} s" + cached
+            )
         for name, a in res["accuracy"].items():
             extra = f", top-1 agreement {a['top1_agreement']:.1%}" if "top1_agreement" in a else ""
             if "top1" in a:
@@ -290,19 +343,24 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
             worst = sorted(s["sensitivity"], key=lambda r: -r["gain_db"])[:5]
             print("  most sensitive: " + ", ".join(f"{r['node']} (+{r['gain_db']:.1f} dB in float)" for r in worst))
             if "met" in s:
-                print(f"  search: {plural(len(s['keep']), 'node')} kept in float, {s['metric']} "
-                      f"{s['final'][s['metric']]:.4g} "
-                      f"({'meets' if s['met'] else 'misses'} {s['target']:g})")
+                print(
+                    f"  search: {plural(len(s['keep']), 'node')} kept in float, {s['metric']} "
+                    f"{s['final'][s['metric']]:.4g} "
+                    f"({'meets' if s['met'] else 'misses'} {s['target']:g})"
+                )
                 c = s.get("kept_cost", {})
                 if c.get("extra_ms_at_peak") is not None:
                     extra = c["extra_ms_at_peak"]
                     t = f"{extra * 1000:.3f} µs" if extra < 0.01 else f"{extra:.4f} ms"
-                    print(f"  the kept nodes: {c['flops']:,} FLOPs, {t} more per inference at the peaks of "
-                          f"{c['gpu']} than in {res['precision'].upper()}")
+                    print(
+                        f"  the kept nodes: {c['flops']:,} FLOPs, {t} more per inference at the peaks of "
+                        f"{c['gpu']} than in {res['precision'].upper()}"
+                    )
         if res.get("half"):
             h = res["half"]
-            print(f"  pinned to {h['precision'].upper()}: {plural(len(h['nodes']), 'node')}, "
-                  f"{plural(h['casts'], 'Cast')}")
+            print(
+                f"  pinned to {h['precision'].upper()}: {plural(len(h['nodes']), 'node')}, {plural(h['casts'], 'Cast')}"
+            )
         for note in res["notes"]:
             print(f"  note: {note}")
     _write_json(args, res)
@@ -316,9 +374,18 @@ def _cmd_report(args: argparse.Namespace) -> int:
         raise SplitscopeError("Give --out report.html|report.pdf, or --node-data DIR, or both.")
     res = None
     if args.out:
-        res = _run_with_bar(make_report(args.model, args.out, profiles=args.profile, engine=args.engine,
-                                        calibration=args.calibration, scenario=args.scenario, parser=args.parser,
-                                        dims=_dims(args.dim)))
+        res = _run_with_bar(
+            make_report(
+                args.model,
+                args.out,
+                profiles=args.profile,
+                engine=args.engine,
+                calibration=args.calibration,
+                scenario=args.scenario,
+                parser=args.parser,
+                dims=_dims(args.dim),
+            )
+        )
         if not args.quiet:
             print(f"wrote {res['out']} ({res['bytes'] / 1e6:.2f} MB): {res['headline']}")
     if args.node_data:
@@ -327,11 +394,19 @@ def _cmd_report(args: argparse.Namespace) -> int:
         from splitscope.engine.split.analyze import analyze
 
         gm = run_to_end(analyze(args.model, parser=args.parser, dims=_dims(args.dim)))
-        docs = {k: load_doc(v, k) if v else None for k, v in (("profile", (args.profile or [None])[0]),
-                                                                ("engine", args.engine),
-                                                                ("calibration", args.calibration))}
-        for k, v in (("profile", (args.profile or [None])[0]), ("engine", args.engine),
-                     ("calibration", args.calibration)):
+        docs = {
+            k: load_doc(v, k) if v else None
+            for k, v in (
+                ("profile", (args.profile or [None])[0]),
+                ("engine", args.engine),
+                ("calibration", args.calibration),
+            )
+        }
+        for k, v in (
+            ("profile", (args.profile or [None])[0]),
+            ("engine", args.engine),
+            ("calibration", args.calibration),
+        ):
             if v:
                 check_same_model(gm, docs[k], k, v)  # type: ignore[arg-type]
         files = write_node_data(gm, args.node_data, docs["profile"], docs["engine"], docs["calibration"])
@@ -349,10 +424,19 @@ def build_parser() -> argparse.ArgumentParser:
     a = sub.add_parser("analyze", help="split a model between TensorRT and custom CUDA")
     a.add_argument("model", nargs="?", help="ONNX model (default: the bundled sample)")
     a.add_argument("--json", metavar="PATH", help="write the analysis as JSON")
-    a.add_argument("--parser", choices=["auto", "tensorrt", "rtx", "table"], default="auto",
-                   help="auto: TensorRT if installed, else TensorRT-RTX, else the support table")
-    a.add_argument("--dim", action="append", default=[], metavar="NAME=INT",
-                   help="value of a symbolic dimension for FLOPs and bytes (default 1)")
+    a.add_argument(
+        "--parser",
+        choices=["auto", "tensorrt", "rtx", "table"],
+        default="auto",
+        help="auto: TensorRT if installed, else TensorRT-RTX, else the support table",
+    )
+    a.add_argument(
+        "--dim",
+        action="append",
+        default=[],
+        metavar="NAME=INT",
+        help="value of a symbolic dimension for FLOPs and bytes (default 1)",
+    )
     a.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
     a.set_defaults(func=_cmd_analyze)
     o = sub.add_parser("optimize", help="run an ONNX optimizer on a copy, check it, show the split before and after")
@@ -360,24 +444,47 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--out", required=True, metavar="OUT.onnx", help="where the optimized model goes")
     o.add_argument("--json", metavar="PATH", help="write the before/after figures as JSON")
     o.add_argument("--parser", choices=["auto", "tensorrt", "rtx", "table"], default="auto")
-    o.add_argument("--dim", action="append", default=[], metavar="NAME=INT",
-                   help="value of a symbolic dimension (test inputs, FLOPs and bytes; default 1)")
+    o.add_argument(
+        "--dim",
+        action="append",
+        default=[],
+        metavar="NAME=INT",
+        help="value of a symbolic dimension (test inputs, FLOPs and bytes; default 1)",
+    )
     o.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
     o.set_defaults(func=_cmd_optimize)
     p = sub.add_parser("profile", help="time the model on this machine: latency, per-node time, copies, verdict")
     p.add_argument("model", nargs="?", help="ONNX model (default: the bundled sample)")
-    p.add_argument("--backend", choices=["ort-cpu", "ort-cuda", "tensorrt", "rtx"], default="ort-cpu",
-                   help="tensorrt and rtx are not yet run against a real engine (their JSON says verified: false)")
+    p.add_argument(
+        "--backend",
+        choices=["ort-cpu", "ort-cuda", "tensorrt", "rtx"],
+        default="ort-cpu",
+        help="tensorrt and rtx are not yet run against a real engine (their JSON says verified: false)",
+    )
     p.add_argument("--iterations", type=int, default=100, help="timed iterations (no profiler attached)")
     p.add_argument("--warmup", type=int, default=10, help="warm-up iterations, reported apart")
     p.add_argument("--profiled", type=int, default=20, help="profiled iterations for per-node times")
-    p.add_argument("--dim", action="append", default=[], metavar="NAME=INT",
-                   help="value of a symbolic dimension of the inputs (default 1)")
+    p.add_argument(
+        "--dim",
+        action="append",
+        default=[],
+        metavar="NAME=INT",
+        help="value of a symbolic dimension of the inputs (default 1)",
+    )
     p.add_argument("--input", metavar="FILE.npz", help="inputs from a .npz (one array per input) or .npy")
-    p.add_argument("--custom-op-library", action="append", default=[], metavar="LIB.so",
-                   help="an ONNX Runtime custom-op library for the model's custom ops")
-    p.add_argument("--parser", choices=["auto", "tensorrt", "rtx", "table"], default="auto",
-                   help="who decides the split (plugin nodes, partitions) the costs are put against")
+    p.add_argument(
+        "--custom-op-library",
+        action="append",
+        default=[],
+        metavar="LIB.so",
+        help="an ONNX Runtime custom-op library for the model's custom ops",
+    )
+    p.add_argument(
+        "--parser",
+        choices=["auto", "tensorrt", "rtx", "table"],
+        default="auto",
+        help="who decides the split (plugin nodes, partitions) the costs are put against",
+    )
     p.add_argument("--json", metavar="PATH", help="write the profile as JSON")
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
     p.set_defaults(func=_cmd_profile)
@@ -386,54 +493,84 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--layers", metavar="L.json", help="trtexec --exportLayerInfo (TensorRT 8.2 to 11)")
     e.add_argument("--profile", metavar="P.json", help="trtexec --exportProfile")
     e.add_argument("--times", metavar="T.json", help="trtexec --exportTimes")
-    e.add_argument("--build", choices=["rtx", "tensorrt"], help="build the model here and read the layers its "
-                   "builder lists (TensorRT-RTX builds without a GPU)")
+    e.add_argument(
+        "--build",
+        choices=["rtx", "tensorrt"],
+        help="build the model here and read the layers its builder lists (TensorRT-RTX builds without a GPU)",
+    )
     e.add_argument("--dim", action="append", default=[], metavar="NAME=INT", help="value of a symbolic dim")
     e.add_argument("--compare", metavar="L2.json", help="another engine's layer info, to compare")
     e.add_argument("--compare-profile", metavar="P2.json", help="another engine's profile, to compare")
-    e.add_argument("--parser", choices=["auto", "tensorrt", "rtx", "table"], default="auto",
-                   help="who splits the model, when one is given")
+    e.add_argument(
+        "--parser",
+        choices=["auto", "tensorrt", "rtx", "table"],
+        default="auto",
+        help="who splits the model, when one is given",
+    )
     e.add_argument("--json", metavar="PATH", help="write layers, mapping, lint and comparison as JSON")
     e.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
     e.set_defaults(func=_cmd_engine)
-    c = sub.add_parser("calibrate", help="calibrate and write a Q/DQ (INT8/FP8) or Cast (FP16/BF16) model as "
-                       "TensorRT 11 wants it")
+    c = sub.add_parser(
+        "calibrate", help="calibrate and write a Q/DQ (INT8/FP8) or Cast (FP16/BF16) model as TensorRT 11 wants it"
+    )
     c.add_argument("model", nargs="?", help="ONNX model (default: the bundled sample)")
     c.add_argument("--data", default="random", help="a folder of .npy/.npz samples, or 'random' (plumbing only)")
-    c.add_argument("--recipe", help="for a folder of images: resize=256,mean=0.485/0.456/0.406,"
-                   "std=0.229/0.224/0.225,layout=nchw (these are the defaults)")
+    c.add_argument(
+        "--recipe",
+        help="for a folder of images: resize=256,mean=0.485/0.456/0.406,"
+        "std=0.229/0.224/0.225,layout=nchw (these are the defaults)",
+    )
     c.add_argument("--method", choices=["max", "percentile", "entropy", "mse"], default="entropy")
     c.add_argument("--percentile", type=float, default=99.99)
     c.add_argument("--precision", choices=["int8", "fp8", "fp16", "bf16"], default="int8")
     c.add_argument("--samples", type=int, default=32)
     c.add_argument("--keep", action="append", default=[], metavar="NODE", help="a node left in float")
-    c.add_argument("--budget", metavar="snr=30", help="keep the most sensitive nodes in float until this is met "
-                   "(snr=DB or cosine=VALUE)")
+    c.add_argument(
+        "--budget",
+        metavar="snr=30",
+        help="keep the most sensitive nodes in float until this is met (snr=DB or cosine=VALUE)",
+    )
     c.add_argument("--sensitivity", action="store_true", help="measure each quantized node's sensitivity")
-    c.add_argument("--labels", metavar="FILE", help="the held-out samples' classes ('NAME LABEL' a line): "
-                   "top-1 accuracy as the task metric, and --budget top1=ACCURACY")
+    c.add_argument(
+        "--labels",
+        metavar="FILE",
+        help="the held-out samples' classes ('NAME LABEL' a line): "
+        "top-1 accuracy as the task metric, and --budget top1=ACCURACY",
+    )
     half = c.add_mutually_exclusive_group()
-    half.add_argument("--fp16", action="append", default=[], metavar="NODE",
-                      help="with int8/fp8: run this node in FP16 (casts) instead of quantizing it (repeat)")
+    half.add_argument(
+        "--fp16",
+        action="append",
+        default=[],
+        metavar="NODE",
+        help="with int8/fp8: run this node in FP16 (casts) instead of quantizing it (repeat)",
+    )
     half.add_argument("--bf16", action="append", default=[], metavar="NODE", help="the same in BF16")
-    c.add_argument("--backend", choices=["ort-cpu", "ort-cuda"], default="ort-cpu",
-                   help="what runs the FP32 statistics pass")
+    c.add_argument(
+        "--backend", choices=["ort-cpu", "ort-cuda"], default="ort-cpu", help="what runs the FP32 statistics pass"
+    )
     c.add_argument("--dim", action="append", default=[], metavar="NAME=INT")
     c.add_argument("--out", required=True, metavar="OUT.onnx")
     c.add_argument("--json", metavar="PATH")
     c.add_argument("-q", "--quiet", action="store_true")
     c.set_defaults(func=_cmd_calibrate)
-    r = sub.add_parser("report", help="write the stakeholder report (self-contained HTML, or PDF) and Model "
-                       "Explorer node data")
+    r = sub.add_parser(
+        "report", help="write the stakeholder report (self-contained HTML, or PDF) and Model Explorer node data"
+    )
     r.add_argument("model", nargs="?", help="ONNX model (default: the bundled sample)")
-    r.add_argument("--profile", action="append", metavar="P.json", help="a 'splitscope profile --json' file "
-                   "(repeat for ONNX Runtime and TensorRT side by side)")
+    r.add_argument(
+        "--profile",
+        action="append",
+        metavar="P.json",
+        help="a 'splitscope profile --json' file (repeat for ONNX Runtime and TensorRT side by side)",
+    )
     r.add_argument("--engine", metavar="L.json", help="a 'splitscope engine --json' file")
     r.add_argument("--calibration", metavar="C.json", help="a 'splitscope calibrate --json' file")
     r.add_argument("--scenario", metavar="NAME", help="the planner scenario to present (saved with the model)")
     r.add_argument("--out", metavar="report.html|report.pdf")
-    r.add_argument("--node-data", metavar="DIR", help="also write Model Explorer node data (split, time, "
-                   "precision) into DIR")
+    r.add_argument(
+        "--node-data", metavar="DIR", help="also write Model Explorer node data (split, time, precision) into DIR"
+    )
     r.add_argument("--parser", choices=["auto", "tensorrt", "rtx", "table"], default="auto")
     r.add_argument("--dim", action="append", default=[], metavar="NAME=INT")
     r.add_argument("--json", metavar="PATH", help="write every figure of the report as JSON")

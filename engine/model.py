@@ -16,11 +16,32 @@ Dim = int | str | None
 
 # Bytes per element; sub-byte types count as fractions.
 DTYPE_SIZES: dict[str, float] = {
-    "FLOAT": 4, "UINT8": 1, "INT8": 1, "UINT16": 2, "INT16": 2, "INT32": 4, "INT64": 8,
-    "STRING": 0, "BOOL": 1, "FLOAT16": 2, "DOUBLE": 8, "UINT32": 4, "UINT64": 8,
-    "COMPLEX64": 8, "COMPLEX128": 16, "BFLOAT16": 2, "FLOAT8E4M3FN": 1, "FLOAT8E4M3FNUZ": 1,
-    "FLOAT8E5M2": 1, "FLOAT8E5M2FNUZ": 1, "UINT4": 0.5, "INT4": 0.5, "FLOAT4E2M1": 0.5,
-    "FLOAT8E8M0": 1, "UINT2": 0.25, "INT2": 0.25,
+    "FLOAT": 4,
+    "UINT8": 1,
+    "INT8": 1,
+    "UINT16": 2,
+    "INT16": 2,
+    "INT32": 4,
+    "INT64": 8,
+    "STRING": 0,
+    "BOOL": 1,
+    "FLOAT16": 2,
+    "DOUBLE": 8,
+    "UINT32": 4,
+    "UINT64": 8,
+    "COMPLEX64": 8,
+    "COMPLEX128": 16,
+    "BFLOAT16": 2,
+    "FLOAT8E4M3FN": 1,
+    "FLOAT8E4M3FNUZ": 1,
+    "FLOAT8E5M2": 1,
+    "FLOAT8E5M2FNUZ": 1,
+    "UINT4": 0.5,
+    "INT4": 0.5,
+    "FLOAT4E2M1": 0.5,
+    "FLOAT8E8M0": 1,
+    "UINT2": 0.25,
+    "INT2": 0.25,
 }
 
 

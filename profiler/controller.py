@@ -119,14 +119,19 @@ class AppController(QObject):
 
     def submit_calibration(self, args: dict[str, Any]) -> int:
         """Queue a calibration (a child process on the GPU lane); Cancel leaves no file."""
+
         def job(token: CancelToken) -> Generator[JobEvent, None, Any]:
             return (yield from JobProcess("calibrate", args).events(token))
 
-        return self.queue.submit(f"Calibrate {Path(args['model']).name} ({args['precision']}, {args['method']})",
-                                 job, lane="gpu", kind="calibrate", meta={"model": str(args["model"])})
+        return self.queue.submit(
+            f"Calibrate {Path(args['model']).name} ({args['precision']}, {args['method']})",
+            job,
+            lane="gpu",
+            kind="calibrate",
+            meta={"model": str(args["model"])},
+        )
 
-    def submit_engine(self, req: EngineRequest,
-                      prepare: Callable[[Any], dict[str, Any]] | None = None) -> int:
+    def submit_engine(self, req: EngineRequest, prepare: Callable[[Any], dict[str, Any]] | None = None) -> int:
         """Queue an engine job. A build runs TensorRT-RTX in a child process (it can crash) and maps its layers
         here; imports read trtexec's files in a worker. ``prepare(data)`` runs in the worker too (colourings)."""
         gm, view = self.graph_model, self.view
@@ -139,16 +144,24 @@ class AppController(QObject):
             if req.kind == "build":
                 from splitscope.engine.runtime.trt import engine_data_from_log
 
-                out = yield from JobProcess("build", {"model": req.paths[0], "backend": "rtx",
-                                                      "dims": dict(gm.dims) if gm else {}}).events(token)
+                out = yield from JobProcess(
+                    "build", {"model": req.paths[0], "backend": "rtx", "dims": dict(gm.dims) if gm else {}}
+                ).events(token)
                 data = engine_data_from_log(out["lines"], req.paths[0], gm, "rtx")
                 data.notes.append(f"engine of {out['engine_bytes']:,} bytes built in {out['seconds']:.1f} s")
             else:
                 data = import_files(req.paths, gm)
             token.raise_if_cancelled()
             extra = prepare(data) if prepare is not None and view is not None else {}
-            return {"kind": req.kind, "data": data, "doc": data.to_json(), "lint": lint(data), "title": req.title,
-                    "extra": extra, "model": str(gm.path) if gm is not None and gm.path is not None else None}
+            return {
+                "kind": req.kind,
+                "data": data,
+                "doc": data.to_json(),
+                "lint": lint(data),
+                "title": req.title,
+                "extra": extra,
+                "model": str(gm.path) if gm is not None and gm.path is not None else None,
+            }
 
         return self.queue.submit(req.title, job, lane="gpu" if req.kind == "build" else "engine", kind="engine")
 
@@ -161,8 +174,13 @@ class AppController(QObject):
             yield Progress("engine", 0, 0, "Drawing the engine's own graph")
             return write_engine_graph(paths, cache_dir() / "engine-graphs")
 
-        return self.queue.submit(f"Draw the engine of {Path(paths[0]).name}", job, lane="engine",
-                                 kind="engine-graph", meta={"paths": list(paths)})
+        return self.queue.submit(
+            f"Draw the engine of {Path(paths[0]).name}",
+            job,
+            lane="engine",
+            kind="engine-graph",
+            meta={"paths": list(paths)},
+        )
 
     def submit_report(self, title: str, job: Callable[[CancelToken], Generator[JobEvent, None, Any]]) -> int:
         """Queue a report job (a worker on the CPU lane)."""

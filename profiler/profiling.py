@@ -42,8 +42,9 @@ def profile_job(req: ProfileRequest, token: CancelToken) -> Generator[JobEvent, 
     try:
         result["_saved"] = str(save_result(req.model, "profile", result))
     except OSError as e:
-        yield LogLine(f"The profile could not be saved with the model ({e.strerror or e}); it is shown anyway.",
-                      "warning")
+        yield LogLine(
+            f"The profile could not be saved with the model ({e.strerror or e}); it is shown anyway.", "warning"
+        )
     return result
 
 
@@ -60,16 +61,25 @@ class Profiling(QObject):
 
     def submit(self, req: ProfileRequest) -> int:
         """Queue a profile; returns its job id."""
-        return self.queue.submit(req.title(), lambda token: profile_job(req, token), lane="gpu", kind="profile",
-                                 meta={"model": str(req.model), "backend": req.backend})
+        return self.queue.submit(
+            req.title(),
+            lambda token: profile_job(req, token),
+            lane="gpu",
+            kind="profile",
+            meta={"model": str(req.model), "backend": req.backend},
+        )
 
     def reload(self, model: Path) -> list[int]:
         """Put the model's saved profiles in the queue's list, as finished jobs; returns their ids."""
         ids = []
         for doc in load_results(model, "profile"):
             res = doc["result"]
-            jid = self.queue.add_finished(f"Profile {model.name} on {res.get('backend', '?')} (saved {doc['saved']})",
-                                          "profile", res, {"model": str(model), "backend": res.get("backend")})
+            jid = self.queue.add_finished(
+                f"Profile {model.name} on {res.get('backend', '?')} (saved {doc['saved']})",
+                "profile",
+                res,
+                {"model": str(model), "backend": res.get("backend")},
+            )
             ids.append(jid)
             self.result_ready.emit(jid, res)
         return ids

@@ -72,8 +72,9 @@ class JobQueue(QObject):
         self._runners: dict[str, JobRunner] = {}
         self._current: dict[str, int] = {}
 
-    def submit(self, title: str, factory: JobFactory, lane: str = "gpu", kind: str = "job",
-               meta: dict[str, Any] | None = None) -> int:
+    def submit(
+        self, title: str, factory: JobFactory, lane: str = "gpu", kind: str = "job", meta: dict[str, Any] | None = None
+    ) -> int:
         """Queue ``factory`` on ``lane``; returns the job's id. It starts when the lane is free."""
         rec = JobRecord(self._next, title, lane, kind, factory, meta=dict(meta or {}))
         self._next += 1

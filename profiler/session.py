@@ -224,8 +224,9 @@ class ModelSession(QObject):
         if isinstance(ev.value, GraphModel):
             gm = self._early = ev.value
             viewport = self.viewport
-            self._start_layout(gm, lambda token: prepare_view(gm, cancel=token, viewport=viewport,
-                                                                           fold=self.fold_constants))
+            self._start_layout(
+                gm, lambda token: prepare_view(gm, cancel=token, viewport=viewport, fold=self.fold_constants)
+            )
 
     def _on_analysed(self, gm: GraphModel) -> None:
         self._final = gm
@@ -247,6 +248,7 @@ class ModelSession(QObject):
         if view is not None and view.gm is gm:
             # Same model, refined: recount groups and redraw statuses and boundaries in place.
             expanded = set(view.layout.expanded)
+
             def refresh(token: CancelToken) -> Generator[JobEvent, None, View]:
                 view.hier.refresh_counts(gm)
                 view.ctx.refresh_boundaries()

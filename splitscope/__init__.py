@@ -13,7 +13,10 @@ from pathlib import Path
 __version__ = "0.1.0"
 
 _here = Path(__file__).resolve().parent
-if not (_here / "engine").is_dir() and (_here.parent / "engine" / "__init__.py").is_file() \
-        and (_here.parent / "main.py").is_file():
+if (
+    not (_here / "engine").is_dir()
+    and (_here.parent / "engine" / "__init__.py").is_file()
+    and (_here.parent / "main.py").is_file()
+):
     __path__.append(str(_here.parent))  # a checkout: the design card's folders sit beside this one
 del _here, Path

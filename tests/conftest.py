@@ -17,8 +17,17 @@ import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-USER_DIR_VARS = ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR",
-                 "SPLITSCOPE_CONFIG_DIR", "SPLITSCOPE_CACHE_DIR", "SPLITSCOPE_DATA_DIR", "SPLITSCOPE_LOG_DIR")
+USER_DIR_VARS = (
+    "XDG_CONFIG_HOME",
+    "XDG_CACHE_HOME",
+    "XDG_DATA_HOME",
+    "XDG_STATE_HOME",
+    "XDG_RUNTIME_DIR",
+    "SPLITSCOPE_CONFIG_DIR",
+    "SPLITSCOPE_CACHE_DIR",
+    "SPLITSCOPE_DATA_DIR",
+    "SPLITSCOPE_LOG_DIR",
+)
 REAL_HOME = Path(os.path.expanduser("~"))
 _SESSION_DIR = Path(tempfile.mkdtemp(prefix="splitscope-tests-"))
 

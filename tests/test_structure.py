@@ -129,6 +129,7 @@ def test_no_import_circles_anywhere():
 def test_only_the_shell_names_the_main_window():
     """The features (profile, calibrate, engine, show) are built with the controller and the Shell protocol."""
     edges = _edges(_module_files())
-    naming = sorted(m for m, ts in edges.items() if "splitscope.gui.shell.window" in ts
-                    and not m.startswith("splitscope.gui.shell"))
+    naming = sorted(
+        m for m, ts in edges.items() if "splitscope.gui.shell.window" in ts and not m.startswith("splitscope.gui.shell")
+    )
     assert not naming, f"outside the shell, these name the main window: {naming}"

@@ -17,12 +17,15 @@ def compare_outputs(ref: list[np.ndarray], got: list[np.ndarray]) -> dict[str, f
     ok = np.isfinite(r) & np.isfinite(g)
     r, g = r[ok], g[ok]
     noise = float(np.sum((r - g) ** 2))
-    signal = float(np.sum(r ** 2))
+    signal = float(np.sum(r**2))
     snr = 10 * np.log10(signal / noise) if noise > 0 and signal > 0 else (float("inf") if noise == 0 else 0.0)
     denom = float(np.linalg.norm(r) * np.linalg.norm(g))
     cos = float(np.dot(r, g) / denom) if denom > 0 else (1.0 if noise == 0 else 0.0)
-    out: dict[str, Any] = {"snr_db": round(float(snr), 3) if np.isfinite(snr) else 999.0, "cosine": round(cos, 6),
-                           "max_abs": round(float(np.max(np.abs(r - g))) if r.size else 0.0, 6)}
+    out: dict[str, Any] = {
+        "snr_db": round(float(snr), 3) if np.isfinite(snr) else 999.0,
+        "cosine": round(cos, 6),
+        "max_abs": round(float(np.max(np.abs(r - g))) if r.size else 0.0, 6),
+    }
     if all(np.asarray(a).ndim == 2 and np.asarray(a).shape[-1] > 1 for a in ref):
         top_r = np.concatenate([np.argmax(a, axis=-1) for a in ref])
         top_g = np.concatenate([np.argmax(a, axis=-1) for a in got])
@@ -49,8 +52,9 @@ def read_labels(path: str | Path) -> dict[str, int]:
         try:
             out[parts[0]] = int(parts[1])
         except (IndexError, ValueError):
-            raise SplitscopeError(f"--labels {p.name}, line {k}: write 'NAME LABEL' (a file name and a class "
-                                  f"index), not {line[:40]!r}.") from None
+            raise SplitscopeError(
+                f"--labels {p.name}, line {k}: write 'NAME LABEL' (a file name and a class index), not {line[:40]!r}."
+            ) from None
     return out
 
 
@@ -67,8 +71,9 @@ def labels_for(files: list[Path], labels: dict[str, int]) -> list[int] | None:
 
 def top1(outputs: list[np.ndarray], labels: list[int]) -> float | None:
     """Top-1 accuracy of a classifier's outputs (one sample a batch) against the labels."""
-    if len(outputs) != len(labels) or not all(np.asarray(a).ndim == 2 and np.asarray(a).shape == (1, a.shape[-1])
-                                               and a.shape[-1] > 1 for a in outputs):
+    if len(outputs) != len(labels) or not all(
+        np.asarray(a).ndim == 2 and np.asarray(a).shape == (1, a.shape[-1]) and a.shape[-1] > 1 for a in outputs
+    ):
         return None
     pred = [int(np.argmax(a[0])) for a in outputs]
     return round(float(np.mean([p == t for p, t in zip(pred, labels, strict=True)])), 4)

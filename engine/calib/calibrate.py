@@ -42,9 +42,17 @@ def _for_casts(proto: onnx.ModelProto, precision: str, notes: list[str]) -> tupl
         return conv, conv is not proto
 
 
-def _qdq_with_half(model: Path, writer: ModelWriter, ranges: dict[str, float], qplan: qdq.QdqPlan, precision: str,
-                   half: set[str], half_precision: str, notes: list[str],
-                   dims: dict[str, int] | None = None) -> tuple[dict[str, int], bytes, dict[str, Any]]:
+def _qdq_with_half(
+    model: Path,
+    writer: ModelWriter,
+    ranges: dict[str, float],
+    qplan: qdq.QdqPlan,
+    precision: str,
+    half: set[str],
+    half_precision: str,
+    notes: list[str],
+    dims: dict[str, int] | None = None,
+) -> tuple[dict[str, int], bytes, dict[str, Any]]:
     """Write Q/DQ for the quantized nodes and casts for the nodes pinned to FP16/BF16; return the counts, the
     emulation to measure (the Q/DQ as written, the pinned nodes' tensors rounded) and the pins' record."""
     m, counts = qdq.apply(onnx.load(str(model)), ranges, qplan, precision)
@@ -57,12 +65,18 @@ def _qdq_with_half(model: Path, writer: ModelWriter, ranges: dict[str, float], q
     writer.save(written)
     missed = sorted(half - set(hplan.low))
     if missed:
-        notes.append(f"{len(missed)} nodes pinned to {half_precision.upper()} cannot run in it (their ONNX schema "
-                     f"does not allow it, or they compute nothing): left in FP32: {', '.join(missed[:5])}")
-    notes.append(f"accuracy of the {half_precision.upper()} pins is emulated (their tensors rounded), the Q/DQ "
-                 "run as written")
-    return counts, emulation, {"precision": half_precision, "nodes": hplan.low, "casts": hc["casts"],
-                               "not_reduced": missed}
+        notes.append(
+            f"{len(missed)} nodes pinned to {half_precision.upper()} cannot run in it (their ONNX schema "
+            f"does not allow it, or they compute nothing): left in FP32: {', '.join(missed[:5])}"
+        )
+    notes.append(
+        f"accuracy of the {half_precision.upper()} pins is emulated (their tensors rounded), the Q/DQ run as written"
+    )
+    return (
+        counts,
+        emulation,
+        {"precision": half_precision, "nodes": hplan.low, "casts": hc["casts"], "not_reduced": missed},
+    )
 
 
 def _check_written(m: onnx.ModelProto, precision: str) -> None:
@@ -73,8 +87,10 @@ def _check_written(m: onnx.ModelProto, precision: str) -> None:
         onnx.checker.check_model(m, full_check=True)
     except Exception as e:  # noqa: BLE001 - the checker's ValidationError / InferenceError
         why = str(e).splitlines()[0][:160]
-        raise SplitscopeError(f"The {precision.upper()} model would not be valid ONNX ({why}): nothing was "
-                              "written; keep the node it names in FP32 with --keep, and report it.") from None
+        raise SplitscopeError(
+            f"The {precision.upper()} model would not be valid ONNX ({why}): nothing was "
+            "written; keep the node it names in FP32 with --keep, and report it."
+        ) from None
 
 
 def _full_model(model: Path, converted: onnx.ModelProto | None) -> onnx.ModelProto:
@@ -87,6 +103,7 @@ def _full_model(model: Path, converted: onnx.ModelProto | None) -> onnx.ModelPro
     if any(i.data_location == onnx.TensorProto.EXTERNAL for i in full.graph.initializer):
         load_external_data_for_model(full, str(model.parent))
     return full
+
 
 PRECISIONS = ("int8", "fp8", "fp16", "bf16")
 
@@ -101,15 +118,26 @@ def _heldout(cdata: CalibData, specs: Any, dims: dict[str, int] | None, samples:
     return CalibData(specs, cdata.folder, heldout, files=(rest or cdata.files)[:heldout], recipe=cdata.recipe)
 
 
-def _sensitivity_and_search(model: Path, build: Any, nodes: list[str], precision: str, held: CalibData,
-                            dims: dict[str, int] | None, budget: str | None, backend: str,
-                            cancel: CancelToken, labels: list[int] | None) -> Generator[JobEvent, None, dict[str, Any]]:
+def _sensitivity_and_search(
+    model: Path,
+    build: Any,
+    nodes: list[str],
+    precision: str,
+    held: CalibData,
+    dims: dict[str, int] | None,
+    budget: str | None,
+    backend: str,
+    cancel: CancelToken,
+    labels: list[int] | None,
+) -> Generator[JobEvent, None, dict[str, Any]]:
     from splitscope.engine.calib.search import Evaluator, parse_budget, search, sensitivity
 
     target = parse_budget(budget) if budget else None
     if target is not None and target[0] == "top1" and labels is None:
-        raise SplitscopeError("--budget top1=… needs the held-out samples' classes: give --labels FILE "
-                              "(a line 'NAME LABEL' a sample file) with --data DIR.")
+        raise SplitscopeError(
+            "--budget top1=… needs the held-out samples' classes: give --labels FILE "
+            "(a line 'NAME LABEL' a sample file) with --data DIR."
+        )
     feeds = list(batches(held))
     ref = OrtBackend(model, backend, exact_fp32=True).session()
     outs = [o.name for o in ref.get_outputs()]
@@ -145,9 +173,13 @@ def kept_cost(model: Path, keep: list[str], precision: str, dims: dict[str, int]
     flops = sum(n.flops or 0 for n in gm.nodes if n.name in set(keep))
     low = peaks.get(precision) or peaks.get("int8", 0.0)
     fp32 = peaks.get("tf32") or peaks.get("fp32", 0.0)
-    return {"flops": flops, "gpu": gpu, "fp32_ms_at_peak": flops / fp32 * 1000 if fp32 else None,
-            f"{precision}_ms_at_peak": flops / low * 1000 if low else None,
-            "extra_ms_at_peak": flops / fp32 * 1000 - flops / low * 1000 if fp32 and low else None}
+    return {
+        "flops": flops,
+        "gpu": gpu,
+        "fp32_ms_at_peak": flops / fp32 * 1000 if fp32 else None,
+        f"{precision}_ms_at_peak": flops / low * 1000 if low else None,
+        "extra_ms_at_peak": flops / fp32 * 1000 - flops / low * 1000 if fp32 and low else None,
+    }
 
 
 def calibrate(model: str | Path, out: str | Path, **kw: Any) -> Generator[JobEvent, None, dict[str, Any]]:
@@ -169,13 +201,29 @@ def calibrate(model: str | Path, out: str | Path, **kw: Any) -> Generator[JobEve
     return doc
 
 
-def _calibrate(model: str | Path, out: str | Path, *, writer: ModelWriter, data: str = "random",
-               method: str = "entropy", precision: str = "int8", samples: int = 32, keep: list[str] | None = None,
-              dims: dict[str, int] | None = None, percentile: float = 99.99, heldout: int = 8,
-              backend: str = "ort-cpu", cancel: CancelToken | None = None,
-              details: bool = False, budget: str | None = None,
-              sensitivity: bool = False, recipe: str | None = None, half: list[str] | None = None,
-              half_precision: str = "fp16", labels: str | None = None) -> Generator[JobEvent, None, dict[str, Any]]:
+def _calibrate(
+    model: str | Path,
+    out: str | Path,
+    *,
+    writer: ModelWriter,
+    data: str = "random",
+    method: str = "entropy",
+    precision: str = "int8",
+    samples: int = 32,
+    keep: list[str] | None = None,
+    dims: dict[str, int] | None = None,
+    percentile: float = 99.99,
+    heldout: int = 8,
+    backend: str = "ort-cpu",
+    cancel: CancelToken | None = None,
+    details: bool = False,
+    budget: str | None = None,
+    sensitivity: bool = False,
+    recipe: str | None = None,
+    half: list[str] | None = None,
+    half_precision: str = "fp16",
+    labels: str | None = None,
+) -> Generator[JobEvent, None, dict[str, Any]]:
     """Calibrate ``model`` and write the Q/DQ model to ``out``; returns the result document (with ``details``:
     each tensor's histogram, 256 bins, and every method's threshold on it, for the calibration view).
     ``half``: in an INT8/FP8 run, nodes pinned to ``half_precision`` (FP16 or BF16): left out of the Q/DQ and
@@ -200,12 +248,15 @@ def _calibrate(model: str | Path, out: str | Path, *, writer: ModelWriter, data:
     cdata = open_data(data, specs, samples, dims, recipe=recipe)
     if half_precision not in casts.LOW:
         raise SplitscopeError(f"half precision {half_precision}: use fp16 or bf16.")
-    node_labels = {n.name for n in proto.graph.node} | {n.output[0] for n in proto.graph.node
-                                                         if not n.name and n.output}
+    node_labels = {n.name for n in proto.graph.node} | {
+        n.output[0] for n in proto.graph.node if not n.name and n.output
+    }
     unknown = sorted((set(keep or []) | set(half or [])) - node_labels)
     if unknown:
-        raise SplitscopeError(f"--keep {unknown[0]!r}: no node of that name in the model (names are shown in the "
-                              "inspector and by 'splitscope analyze --json').")
+        raise SplitscopeError(
+            f"--keep {unknown[0]!r}: no node of that name in the model (names are shown in the "
+            "inspector and by 'splitscope analyze --json')."
+        )
     low = precision in casts.LOW
     force: set[str] = set()
     notes: list[str] = []
@@ -216,8 +267,9 @@ def _calibrate(model: str | Path, out: str | Path, *, writer: ModelWriter, data:
             raise SplitscopeError("--labels goes with --data DIR (random samples have no classes).")
         held_labels = labels_for(held.files, read_labels(labels))
         if held_labels is None:
-            notes.append(f"--labels {Path(labels).name} names no class for some held-out files (by name or stem): "
-                         "no task metric")
+            notes.append(
+                f"--labels {Path(labels).name} names no class for some held-out files (by name or stem): no task metric"
+            )
     if low:
         proto, converted = _for_casts(proto, precision, notes)
         types = casts.infer_types(proto)
@@ -260,12 +312,14 @@ def _calibrate(model: str | Path, out: str | Path, *, writer: ModelWriter, data:
             return casts.emulate(original, there, dims)
 
         def build(more: set[str]) -> onnx.ModelProto:
-            return emulation(casts.plan(full, precision, set(keep or []) | more, absmax=absmax, types=types,
-                                        force=force - more))
+            return emulation(
+                casts.plan(full, precision, set(keep or []) | more, absmax=absmax, types=types, force=force - more)
+            )
 
         if budget or sensitivity:
-            searched = yield from _sensitivity_and_search(model, build, cplan.compute(), precision, held, dims,
-                                                          budget, backend, cancel, held_labels)
+            searched = yield from _sensitivity_and_search(
+                model, build, cplan.compute(), precision, held, dims, budget, backend, cancel, held_labels
+            )
             keep = sorted(set(keep or []) | set(searched.get("keep", [])))
             cplan = casts.plan(proto, precision, set(keep), absmax=absmax, types=types)
         yield Progress("write", 0, 0, f"Writing {out.name}")
@@ -276,29 +330,37 @@ def _calibrate(model: str | Path, out: str | Path, *, writer: ModelWriter, data:
         del written
         ranges: dict[str, float] = {}
         excluded, quantized = cplan.excluded, cplan.low
-        notes.append(f"{precision.upper()} needs no ranges (--method is not used); accuracy is of an emulation: "
-                     f"every tensor of the {precision.upper()} part rounded to it, arithmetic in FP32 (ONNX Runtime's "
-                     "CPU provider has no kernels for most FP16 and all BF16 ops)")
+        notes.append(
+            f"{precision.upper()} needs no ranges (--method is not used); accuracy is of an emulation: "
+            f"every tensor of the {precision.upper()} part rounded to it, arithmetic in FP32 (ONNX Runtime's "
+            "CPU provider has no kernels for most FP16 and all BF16 ops)"
+        )
         if force - set(cplan.low):
-            notes.append(f"pinned to {precision.upper()} but left in FP32 (their ONNX schema does not allow it, or "
-                         f"their types are unknown): {', '.join(sorted(force - set(cplan.low))[:5])}")
+            notes.append(
+                f"pinned to {precision.upper()} but left in FP32 (their ONNX schema does not allow it, or "
+                f"their types are unknown): {', '.join(sorted(force - set(cplan.low))[:5])}"
+            )
         if precision == "fp16":
             over = [lbl for lbl, r in cplan.reasons.items() if "calibration data" in r]
             if over:
-                notes.append(f"{len(over)} nodes kept in FP32 because their outputs exceed FP16's safe range on "
-                             "the calibration data")
+                notes.append(
+                    f"{len(over)} nodes kept in FP32 because their outputs exceed FP16's safe range on "
+                    "the calibration data"
+                )
     else:
         ranges = {t: amax(stats[t], method, percentile, precision) for t in qplan.activations if t in stats}
         if budget or sensitivity:
             build_q = qdq_builder(onnx.load(str(model)), ranges, precision)
-            searched = yield from _sensitivity_and_search(model, build_q, list(qplan.nodes), precision, held, dims,
-                                                          budget, backend, cancel, held_labels)
+            searched = yield from _sensitivity_and_search(
+                model, build_q, list(qplan.nodes), precision, held, dims, budget, backend, cancel, held_labels
+            )
             keep = sorted(set(keep or []) | set(searched.get("keep", [])))
             qplan = qdq.plan(onnx.load(str(model), load_external_data=False), set(keep) | set(half or []))
         yield Progress("write", 0, 0, f"Writing {out.name}")
         if half:
-            counts, candidate, half_doc = _qdq_with_half(model, writer, ranges, qplan, precision, set(half),
-                                                         half_precision, notes, dims)
+            counts, candidate, half_doc = _qdq_with_half(
+                model, writer, ranges, qplan, precision, set(half), half_precision, notes, dims
+            )
         else:
             counts = qdq.write(model, writer, ranges, qplan, precision)
             candidate, half_doc = writer.path, None
@@ -318,8 +380,10 @@ def _calibrate(model: str | Path, out: str | Path, *, writer: ModelWriter, data:
         except Exception as e:  # noqa: BLE001 - ONNX Runtime's own error types
             from splitscope.engine.runtime.ort import _run_message
 
-            raise InferenceError(f"Held-out sample {k + 1}: " + _run_message(e).replace(
-                "give real inputs with --input FILE.npz", "give real samples with --data DIR")) from None
+            raise InferenceError(
+                f"Held-out sample {k + 1}: "
+                + _run_message(e).replace("give real inputs with --input FILE.npz", "give real samples with --data DIR")
+            ) from None
         for o, a, b in pair:
             refs[o].append(a)
             gots[o].append(b)
@@ -332,28 +396,49 @@ def _calibrate(model: str | Path, out: str | Path, *, writer: ModelWriter, data:
             t_ref, t_got = top1(refs[o], held_labels), top1(gots[o], held_labels)
             if t_ref is not None and t_got is not None:
                 accuracy[o].update(top1_fp32=t_ref, top1=t_got)
-    wide = [{"tensor": t, "sentinels": s.sentinels, "nonfinite": s.nonfinite}
-            for t, s in stats.items() if s.sentinels or s.nonfinite]
+    wide = [
+        {"tensor": t, "sentinels": s.sentinels, "nonfinite": s.nonfinite}
+        for t, s in stats.items()
+        if s.sentinels or s.nonfinite
+    ]
     notes.insert(0, cdata.describe())
     if wide:
-        notes.append(f"{len(wide)} tensors hold values no {precision.upper()} range covers (attention-mask "
-                     "sentinels, inf or NaN): counted apart and left out of their ranges")
+        notes.append(
+            f"{len(wide)} tensors hold values no {precision.upper()} range covers (attention-mask "
+            "sentinels, inf or NaN): counted apart and left out of their ranges"
+        )
     if not cdata.random and held.files and held.files[0] in cdata.files:
         notes.append("no samples beyond the calibration set: accuracy was measured on calibration samples")
     if searched is not None and "met" in searched and not searched["met"]:
-        notes.append(f"the budget {budget} was not met even with {len(searched['keep'])} nodes kept in float: "
-                     "the written model is mostly or wholly unquantized")
+        notes.append(
+            f"the budget {budget} was not met even with {len(searched['keep'])} nodes kept in float: "
+            "the written model is mostly or wholly unquantized"
+        )
     if not counts["nodes"]:
         notes.append(f"nothing was made {precision.upper()} (every candidate node kept in float, or no range found)")
     if cdata.skipped:
         notes.append(f"skipped: {'; '.join(cdata.skipped[:5])}")
-    doc: dict[str, Any] = {"model": str(model), "out": str(out), "method": method, "precision": precision,
-            "samples": cdata.samples if cdata.random else len(cdata.files), "random_data": cdata.random,
-            "seconds": round(time.perf_counter() - t0, 3), "stats_cached": cached, "stats_seconds": round(stats_s, 3),
-            "backend": backend,
-            "tensors": counts.get("activations", len(tensors)), "weights": counts["weights"],
-            "quantized_nodes": counts["nodes"], "excluded": excluded, "accuracy": accuracy, "wide_range": wide,
-            "ranges": {t: round(v, 6) for t, v in ranges.items()}, "notes": notes, "quantized": quantized}
+    doc: dict[str, Any] = {
+        "model": str(model),
+        "out": str(out),
+        "method": method,
+        "precision": precision,
+        "samples": cdata.samples if cdata.random else len(cdata.files),
+        "random_data": cdata.random,
+        "seconds": round(time.perf_counter() - t0, 3),
+        "stats_cached": cached,
+        "stats_seconds": round(stats_s, 3),
+        "backend": backend,
+        "tensors": counts.get("activations", len(tensors)),
+        "weights": counts["weights"],
+        "quantized_nodes": counts["nodes"],
+        "excluded": excluded,
+        "accuracy": accuracy,
+        "wide_range": wide,
+        "ranges": {t: round(v, 6) for t, v in ranges.items()},
+        "notes": notes,
+        "quantized": quantized,
+    }
     if low:
         doc.update({"casts": counts["casts"], "kept_reasons": cplan.reasons, "emulated": True})
     elif half_doc is not None:
@@ -367,8 +452,13 @@ def _calibrate(model: str | Path, out: str | Path, *, writer: ModelWriter, data:
             if st is None or not st.hist.size:
                 continue
             counts = st.hist.reshape(256, -1).sum(axis=1) if st.hist.size % 256 == 0 else st.hist
-            hists[t] = {"max": st.hist_max, "counts": counts.tolist(), "absmax": st.absmax,
-                        "sentinels": st.sentinels, "nonfinite": st.nonfinite,
-                        "thresholds": {m: round(amax(st, m, percentile, precision), 6) for m in METHODS}}
+            hists[t] = {
+                "max": st.hist_max,
+                "counts": counts.tolist(),
+                "absmax": st.absmax,
+                "sentinels": st.sentinels,
+                "nonfinite": st.nonfinite,
+                "thresholds": {m: round(amax(st, m, percentile, precision), 6) for m in METHODS},
+            }
         doc["histograms"] = hists
     return doc

@@ -36,14 +36,48 @@ from onnx import TensorProto, helper, numpy_helper
 
 LOW = {"fp16": TensorProto.FLOAT16, "bf16": TensorProto.BFLOAT16}
 LOW_TYPE_STR = {"fp16": "tensor(float16)", "bf16": "tensor(bfloat16)"}
-KEEP_OPS = frozenset({
-    "LayerNormalization", "SimplifiedLayerNormalization", "SkipLayerNormalization", "RMSNormalization",
-    "GroupNormalization", "InstanceNormalization", "LpNormalization", "MeanVarianceNormalization",
-    "ReduceMean", "ReduceSum", "ReduceSumSquare", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp",
-    "ReduceProd", "CumSum", "Pow", "Exp", "Log", "Softmax", "LogSoftmax",
-})
-NEUTRAL_OPS = frozenset({"Cast", "CastLike", "Constant", "ConstantOfShape", "QuantizeLinear", "DequantizeLinear",
-                         "If", "Loop", "Scan", "Identity", "Shape", "Size"})
+KEEP_OPS = frozenset(
+    {
+        "LayerNormalization",
+        "SimplifiedLayerNormalization",
+        "SkipLayerNormalization",
+        "RMSNormalization",
+        "GroupNormalization",
+        "InstanceNormalization",
+        "LpNormalization",
+        "MeanVarianceNormalization",
+        "ReduceMean",
+        "ReduceSum",
+        "ReduceSumSquare",
+        "ReduceL1",
+        "ReduceL2",
+        "ReduceLogSum",
+        "ReduceLogSumExp",
+        "ReduceProd",
+        "CumSum",
+        "Pow",
+        "Exp",
+        "Log",
+        "Softmax",
+        "LogSoftmax",
+    }
+)
+NEUTRAL_OPS = frozenset(
+    {
+        "Cast",
+        "CastLike",
+        "Constant",
+        "ConstantOfShape",
+        "QuantizeLinear",
+        "DequantizeLinear",
+        "If",
+        "Loop",
+        "Scan",
+        "Identity",
+        "Shape",
+        "Size",
+    }
+)
 FOLLOWERS = frozenset({"Identity"})
 """Ops that take the type their readers want (an exporter's shared weights come through Identity)."""
 FP16_SAFE = 16384.0
@@ -84,14 +118,18 @@ def infer_types(m: onnx.ModelProto) -> dict[str, int]:
     except Exception:  # noqa: BLE001 - inference failure only makes the plan more conservative
         inferred = m
     g = inferred.graph
-    types = {v.name: v.type.tensor_type.elem_type for v in [*g.input, *g.value_info, *g.output]
-             if v.type.HasField("tensor_type")}
+    types = {
+        v.name: v.type.tensor_type.elem_type
+        for v in [*g.input, *g.value_info, *g.output]
+        if v.type.HasField("tensor_type")
+    }
     types.update({i.name: i.data_type for i in g.initializer})
     return types
 
 
-def _allowed(schema: onnx.defs.OpSchema, formals: list[onnx.defs.OpSchema.FormalParameter], k: int,
-             type_str: str) -> tuple[str | None, bool]:
+def _allowed(
+    schema: onnx.defs.OpSchema, formals: list[onnx.defs.OpSchema.FormalParameter], k: int, type_str: str
+) -> tuple[str | None, bool]:
     """The type parameter of input/output ``k`` and whether it allows ``type_str``."""
     if not formals:
         return None, False
@@ -104,9 +142,16 @@ def _allowed(schema: onnx.defs.OpSchema, formals: list[onnx.defs.OpSchema.Formal
     return None, f.type_str == type_str
 
 
-def plan(model: onnx.ModelProto, precision: str, keep: set[str] | None = None, default_keep: bool = True,
-         absmax: dict[str, float] | None = None, types: dict[str, int] | None = None,
-         only: set[str] | None = None, force: set[str] | None = None) -> CastPlan:
+def plan(
+    model: onnx.ModelProto,
+    precision: str,
+    keep: set[str] | None = None,
+    default_keep: bool = True,
+    absmax: dict[str, float] | None = None,
+    types: dict[str, int] | None = None,
+    only: set[str] | None = None,
+    force: set[str] | None = None,
+) -> CastPlan:
     """Which nodes of ``model`` run in ``precision`` (``fp16`` or ``bf16``); see the module docstring.
     ``only``: the candidates are these nodes alone (nodes pinned to FP16 in an INT8/FP8 model); ``force``:
     nodes the user pinned to the reduced type, kept neither by default nor by the data."""
@@ -160,8 +205,13 @@ def plan(model: onnx.ModelProto, precision: str, keep: set[str] | None = None, d
         if not outs_ok:
             continue
         # Inputs that share a type parameter with a reduced one must be reduced too (or the node stays FP32).
-        shared = {k for k, name in enumerate(n.input) if name and types.get(name) == TensorProto.FLOAT
-                  and _allowed(schema, list(schema.inputs), k, low_str)[0] in params_low}
+        shared = {
+            k
+            for k, name in enumerate(n.input)
+            if name
+            and types.get(name) == TensorProto.FLOAT
+            and _allowed(schema, list(schema.inputs), k, low_str)[0] in params_low
+        }
         if not shared <= set(low_inputs):
             continue
         reason = None
@@ -189,8 +239,10 @@ def plan(model: onnx.ModelProto, precision: str, keep: set[str] | None = None, d
     return p
 
 
-ORT_TRANSPOSE_REASON = ("kept in FP32: ONNX Runtime 1.30-1.32's CPU optimiser crashes on an FP16 3-D Transpose "
-                        "moving the first axis before a MatMul (MatmulTransposeFusion, then NchwcTransformer)")
+ORT_TRANSPOSE_REASON = (
+    "kept in FP32: ONNX Runtime 1.30-1.32's CPU optimiser crashes on an FP16 3-D Transpose "
+    "moving the first axis before a MatMul (MatmulTransposeFusion, then NchwcTransformer)"
+)
 
 
 def _crashes_ort_cpu(n: onnx.NodeProto, reads_matmul: set[str]) -> bool:
@@ -210,12 +262,13 @@ def _subgraph_reads(g: onnx.GraphProto) -> set[str]:
     out: set[str] = set()
 
     def walk(body: onnx.GraphProto) -> None:
-        made = {o for n in body.node for o in n.output} | {i.name for i in body.input} | \
-            {i.name for i in body.initializer}
+        made = (
+            {o for n in body.node for o in n.output} | {i.name for i in body.input} | {i.name for i in body.initializer}
+        )
         for n in body.node:
             out.update(x for x in n.input if x and x not in made)
             for a in n.attribute:
-                for sub in ([a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs)):
+                for sub in [a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs):
                     walk(sub)
 
     for n in g.node:
@@ -240,8 +293,12 @@ def _followers(g: onnx.GraphProto, p: CastPlan, types: dict[str, int], body_read
         if n.op_type not in FOLLOWERS or not n.input or types.get(n.input[0]) != TensorProto.FLOAT:
             continue
         r = readers.get(n.output[0], [])
-        if r and n.output[0] not in outputs and n.output[0] not in body_reads and \
-                all(lbl in low and k in p.low_inputs[lbl] for lbl, k in r):
+        if (
+            r
+            and n.output[0] not in outputs
+            and n.output[0] not in body_reads
+            and all(lbl in low and k in p.low_inputs[lbl] for lbl, k in r)
+        ):
             label = _label(n)
             p.low.append(label)
             p.low_inputs[label] = [0]
@@ -276,8 +333,13 @@ def _reduced_outputs(g: onnx.GraphProto, labels: list[str], cplan: CastPlan) -> 
     """The FP32 outputs of the plan's nodes that become reduced (``labels``: each node's label, taken before
     any renaming)."""
     low = set(cplan.low)
-    return {n.output[k] for n, lbl in zip(g.node, labels, strict=True) if lbl in low
-            for k in cplan.low_outputs.get(lbl, []) if k < len(n.output) and n.output[k]}
+    return {
+        n.output[k]
+        for n, lbl in zip(g.node, labels, strict=True)
+        if lbl in low
+        for k in cplan.low_outputs.get(lbl, [])
+        if k < len(n.output) and n.output[k]
+    }
 
 
 def _rename_outputs(g: onnx.GraphProto, names: set[str], suffix: str) -> dict[str, str]:
@@ -331,13 +393,26 @@ def apply(m: onnx.ModelProto, cplan: CastPlan) -> tuple[onnx.ModelProto, dict[st
     for name in wants_low:
         if name not in stored_low and name not in low_out:
             to_low[name] = f"{name}_{precision}"
-            casts.append((position.get(name, -1), helper.make_node(
-                "Cast", [name], [to_low[name]], name=f"{name}_Cast_{precision}", to=low_t)))
+            casts.append(
+                (
+                    position.get(name, -1),
+                    helper.make_node("Cast", [name], [to_low[name]], name=f"{name}_Cast_{precision}", to=low_t),
+                )
+            )
     for name in wants_f32:
         to_f32[name] = finals.get(name, f"{name}_fp32")
-        casts.append((position.get(name, -1), helper.make_node(
-            "Cast", [name], [to_f32[name]], name=f"{to_f32[name]}_Cast_fp32" if name in finals
-            else f"{name}_Cast_fp32", to=TensorProto.FLOAT)))
+        casts.append(
+            (
+                position.get(name, -1),
+                helper.make_node(
+                    "Cast",
+                    [name],
+                    [to_f32[name]],
+                    name=f"{to_f32[name]}_Cast_fp32" if name in finals else f"{name}_Cast_fp32",
+                    to=TensorProto.FLOAT,
+                ),
+            )
+        )
     for n, lbl in zip(g.node, labels, strict=True):
         lows = set(cplan.low_inputs.get(lbl, [])) if lbl in low_nodes else set()
         for k, name in enumerate(n.input):
@@ -393,10 +468,22 @@ def emulate(m: onnx.ModelProto, cplan: CastPlan, dims: dict[str, int] | None = N
                     g.input.append(helper.make_tensor_value_info(r, TensorProto.FLOAT, list(arr.shape)))
             else:
                 pos = position.get(name, -1)
-                casts.append((pos, helper.make_node("Cast", [name], [f"{name}_rounded_low"],
-                                                    name=f"{name}_round_down", to=round_t)))
-                casts.append((pos, helper.make_node("Cast", [f"{name}_rounded_low"], [r],
-                                                    name=f"{name}_round_up", to=TensorProto.FLOAT)))
+                casts.append(
+                    (
+                        pos,
+                        helper.make_node(
+                            "Cast", [name], [f"{name}_rounded_low"], name=f"{name}_round_down", to=round_t
+                        ),
+                    )
+                )
+                casts.append(
+                    (
+                        pos,
+                        helper.make_node(
+                            "Cast", [f"{name}_rounded_low"], [r], name=f"{name}_round_up", to=TensorProto.FLOAT
+                        ),
+                    )
+                )
             rounded[name] = r
         return rounded[name]
 
@@ -407,8 +494,15 @@ def emulate(m: onnx.ModelProto, cplan: CastPlan, dims: dict[str, int] | None = N
         for k, name in enumerate(n.input):
             if name in low_out or (k in lows and name):
                 n.input[k] = rounder(name)
-    biased = {n.output[0] for n, lbl in zip(g.node, labels, strict=True) if lbl in low_nodes and n.op_type == "Gemm"
-              and len(n.input) > 2 and n.input[2] and next((a.f for a in n.attribute if a.name == "beta"), 1.0) == 1.0}
+    biased = {
+        n.output[0]
+        for n, lbl in zip(g.node, labels, strict=True)
+        if lbl in low_nodes
+        and n.op_type == "Gemm"
+        and len(n.input) > 2
+        and n.input[2]
+        and next((a.f for a in n.attribute if a.name == "beta"), 1.0) == 1.0
+    }
     _insert(g, casts)
     del g.value_info[:]
     _round_product_before_bias(m, cplan, biased, dims)
@@ -427,8 +521,11 @@ def _gemm_rows(m: onnx.ModelProto, dims: dict[str, int] | None) -> dict[int, int
     except Exception:  # noqa: BLE001 - no shapes: no Gemm is treated as one-row
         return {}
     g = inferred.graph
-    shapes = {v.name: [d.dim_value if d.HasField("dim_value") else 0 for d in v.type.tensor_type.shape.dim]
-              for v in [*g.input, *g.value_info, *g.output] if v.type.HasField("tensor_type")}
+    shapes = {
+        v.name: [d.dim_value if d.HasField("dim_value") else 0 for d in v.type.tensor_type.shape.dim]
+        for v in [*g.input, *g.value_info, *g.output]
+        if v.type.HasField("tensor_type")
+    }
     shapes.update({i.name: list(i.dims) for i in g.initializer})
     rows: dict[int, int] = {}
     for k, n in enumerate(g.node):
@@ -439,8 +536,9 @@ def _gemm_rows(m: onnx.ModelProto, dims: dict[str, int] | None) -> dict[int, int
     return rows
 
 
-def _round_product_before_bias(m: onnx.ModelProto, cplan: CastPlan, gemm_outputs: set[str],
-                               dims: dict[str, int] | None) -> None:
+def _round_product_before_bias(
+    m: onnx.ModelProto, cplan: CastPlan, gemm_outputs: set[str], dims: dict[str, int] | None
+) -> None:
     """Reduced one-row Gemms with a bias (named by their outputs): the product rounded, then the bias added
     (and that sum rounded as every reduced output is)."""
     g = m.graph
@@ -460,11 +558,19 @@ def _round_product_before_bias(m: onnx.ModelProto, cplan: CastPlan, gemm_outputs
         product = copy.deepcopy(n)
         del product.input[2]
         product.output[0] = f"{y}_product"
-        merged += [product,
-                   helper.make_node("Cast", [f"{y}_product"], [f"{y}_product_low"], name=f"{y}_product_round_down",
-                                    to=round_t),
-                   helper.make_node("Cast", [f"{y}_product_low"], [f"{y}_product_rounded"],
-                                    name=f"{y}_product_round_up", to=TensorProto.FLOAT),
-                   helper.make_node("Add", [f"{y}_product_rounded", bias], [y], name=f"{y}_bias_add")]
+        merged += [
+            product,
+            helper.make_node(
+                "Cast", [f"{y}_product"], [f"{y}_product_low"], name=f"{y}_product_round_down", to=round_t
+            ),
+            helper.make_node(
+                "Cast",
+                [f"{y}_product_low"],
+                [f"{y}_product_rounded"],
+                name=f"{y}_product_round_up",
+                to=TensorProto.FLOAT,
+            ),
+            helper.make_node("Add", [f"{y}_product_rounded", bias], [y], name=f"{y}_bias_add"),
+        ]
     del g.node[:]
     g.node.extend(merged)

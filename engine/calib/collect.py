@@ -38,8 +38,13 @@ def _with_outputs(path: Path, tensors: list[str]) -> tuple[bytes | str, Path | N
     return name, Path(name)
 
 
-def collect(path: str | os.PathLike[str], tensors: list[str], data: CalibData, backend: str = "ort-cpu",
-            cancel: CancelToken | None = None) -> Generator[JobEvent, None, dict[str, TensorStats]]:
+def collect(
+    path: str | os.PathLike[str],
+    tensors: list[str],
+    data: CalibData,
+    backend: str = "ort-cpu",
+    cancel: CancelToken | None = None,
+) -> Generator[JobEvent, None, dict[str, TensorStats]]:
     """Statistics of ``tensors`` over ``data`` (one FP32 pass)."""
     cancel = cancel or CancelToken()
     path = Path(path)
@@ -70,8 +75,9 @@ def collect(path: str | os.PathLike[str], tensors: list[str], data: CalibData, b
                 except Exception as e:  # noqa: BLE001 - ORT's own error types
                     from splitscope.engine.runtime.ort import _run_message
 
-                    hint = _run_message(e).replace("give real inputs with --input FILE.npz",
-                                                   "give real samples with --data DIR")
+                    hint = _run_message(e).replace(
+                        "give real inputs with --input FILE.npz", "give real samples with --data DIR"
+                    )
                     raise InferenceError(f"Calibration sample {done + 1}: {hint}") from None
                 folded = pending.result() if pending is not None else None
                 pending = pool.submit(fold, outs)
@@ -116,7 +122,6 @@ def load_stats(file: Path) -> dict[str, TensorStats] | None:
     try:
         with np.load(file, allow_pickle=False) as z:
             n = sum(1 for k in z.files if k.startswith("n"))
-            return {str(z[f"n{k}"]): TensorStats.from_arrays(str(z[f"n{k}"]), z[f"h{k}"], z[f"s{k}"])
-                    for k in range(n)}
+            return {str(z[f"n{k}"]): TensorStats.from_arrays(str(z[f"n{k}"]), z[f"h{k}"], z[f"s{k}"]) for k in range(n)}
     except (OSError, ValueError, KeyError):
         return None

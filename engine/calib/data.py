@@ -50,8 +50,9 @@ class Recipe:
                 else:
                     raise ValueError
             except ValueError:
-                raise CalibDataError(f"--recipe {part!r}: use resize=INT, mean=A/B/C, std=A/B/C, layout=nchw|nhwc."
-                                     ) from None
+                raise CalibDataError(
+                    f"--recipe {part!r}: use resize=INT, mean=A/B/C, std=A/B/C, layout=nchw|nhwc."
+                ) from None
         return r
 
 
@@ -98,10 +99,13 @@ class CalibData:
     def describe(self) -> str:
         """A line for every result: where the data came from."""
         if self.random:
-            return (f"seeded random data ({self.samples} samples): for plumbing only, not for accuracy; give real "
-                    "samples with --data DIR")
-        return f"{len(self.files)} files from {self.folder}" + (f", {len(self.skipped)} skipped" if self.skipped
-                                                                 else "")
+            return (
+                f"seeded random data ({self.samples} samples): for plumbing only, not for accuracy; give real "
+                "samples with --data DIR"
+            )
+        return f"{len(self.files)} files from {self.folder}" + (
+            f", {len(self.skipped)} skipped" if self.skipped else ""
+        )
 
     def key(self) -> str:
         """What the statistics cache is keyed by, with the model: the data's identity."""
@@ -117,8 +121,14 @@ class CalibData:
         return h.hexdigest()
 
 
-def open_data(source: str, specs: list[InputSpec], samples: int = 32, dims: dict[str, int] | None = None,
-              seed: int = 0, recipe: str | None = None) -> CalibData:
+def open_data(
+    source: str,
+    specs: list[InputSpec],
+    samples: int = 32,
+    dims: dict[str, int] | None = None,
+    seed: int = 0,
+    recipe: str | None = None,
+) -> CalibData:
     """``source`` is ``random``, a folder of ``.npy``/``.npz`` files, or a folder of images (with ``recipe``)."""
     if source == "random":
         return CalibData(specs, None, samples, dict(dims or {}), seed)
@@ -130,8 +140,15 @@ def open_data(source: str, specs: list[InputSpec], samples: int = 32, dims: dict
     if not files and images:
         if len(specs) != 1:
             raise CalibDataError(f"{folder} holds images but the model has {len(specs)} inputs: give .npz files.")
-        return CalibData(specs, folder, samples, dict(dims or {}), seed, files=images[: max(samples, 1)],
-                         recipe=Recipe.parse(recipe or ""))
+        return CalibData(
+            specs,
+            folder,
+            samples,
+            dict(dims or {}),
+            seed,
+            files=images[: max(samples, 1)],
+            recipe=Recipe.parse(recipe or ""),
+        )
     if not files:
         raise CalibDataError(f"{folder} has no .npy, .npz or image files: save the samples with numpy.save/savez.")
     return CalibData(specs, folder, samples, dict(dims or {}), seed, files=files[: max(samples, 1)])
@@ -141,11 +158,12 @@ def _fit(spec: InputSpec, a: np.ndarray, where: str) -> np.ndarray:
     """One array for one input: a sample gets its batch axis; floats are cast to the input's float type."""
     if a.ndim == len(spec.dims) - 1:
         a = a[None]
-    if a.ndim != len(spec.dims) or any(isinstance(d, int) and d != n for d, n in zip(spec.dims, a.shape,
-                                                                                     strict=True)):
+    if a.ndim != len(spec.dims) or any(isinstance(d, int) and d != n for d, n in zip(spec.dims, a.shape, strict=True)):
         want = "[" + ", ".join(str(d) for d in spec.dims) + "]"
-        raise CalibDataError(f"{where}: input '{spec.name}' has shape {list(a.shape)}, the model wants {want}: "
-                             "save samples of that shape (with or without the batch axis).")
+        raise CalibDataError(
+            f"{where}: input '{spec.name}' has shape {list(a.shape)}, the model wants {want}: "
+            "save samples of that shape (with or without the batch axis)."
+        )
     if a.dtype != spec.dtype:
         if a.dtype.kind == "f" and spec.dtype.kind == "f":
             a = a.astype(spec.dtype)
@@ -173,8 +191,10 @@ def batches(data: CalibData) -> Iterator[dict[str, np.ndarray]]:
         try:
             if f.suffix.lower() == ".npy":
                 if len(data.specs) != 1:
-                    raise CalibDataError(f"{f.name} holds one array but the model has {len(data.specs)} inputs: "
-                                         "save them together in .npz files named after the inputs.")
+                    raise CalibDataError(
+                        f"{f.name} holds one array but the model has {len(data.specs)} inputs: "
+                        "save them together in .npz files named after the inputs."
+                    )
                 arrays = {data.specs[0].name: np.load(f, allow_pickle=False)}
             else:
                 with np.load(f, allow_pickle=False) as z:
@@ -188,9 +208,11 @@ def batches(data: CalibData) -> Iterator[dict[str, np.ndarray]]:
             feeds = {s.name: _fit(s, arrays[s.name], f.name) for s in data.specs}
         except KeyError as e:
             if first:
-                raise CalibDataError(f"{f.name} has no array for input {e.args[0]!r} (it has "
-                                     f"{', '.join(map(repr, arrays)) or 'none'}): name the arrays after the "
-                                     "model's inputs.") from None
+                raise CalibDataError(
+                    f"{f.name} has no array for input {e.args[0]!r} (it has "
+                    f"{', '.join(map(repr, arrays)) or 'none'}): name the arrays after the "
+                    "model's inputs."
+                ) from None
             data.skipped.append(f"{f.name}: no array for input {e.args[0]!r}")
             continue
         except CalibDataError:

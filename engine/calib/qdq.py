@@ -95,8 +95,13 @@ def _weight_axis(n: onnx.NodeProto) -> int:
     return 1  # MatMul: weight [K, N], channels on N
 
 
-def write(model_path: str | os.PathLike[str], writer: ModelWriter, amax: dict[str, float], qplan: QdqPlan,
-          precision: str = "int8") -> dict[str, int]:
+def write(
+    model_path: str | os.PathLike[str],
+    writer: ModelWriter,
+    amax: dict[str, float],
+    qplan: QdqPlan,
+    precision: str = "int8",
+) -> dict[str, int]:
     """Stage ``model_path`` with Q/DQ per ``qplan`` and the activation ranges ``amax`` in ``writer`` (a model
     with external data keeps it external). Returns counts."""
     m, counts = apply(onnx.load(str(model_path)), amax, qplan, precision)
@@ -104,8 +109,9 @@ def write(model_path: str | os.PathLike[str], writer: ModelWriter, amax: dict[st
     return counts
 
 
-def apply(m: onnx.ModelProto, amax: dict[str, float], qplan: QdqPlan,
-          precision: str = "int8") -> tuple[onnx.ModelProto, dict[str, int]]:
+def apply(
+    m: onnx.ModelProto, amax: dict[str, float], qplan: QdqPlan, precision: str = "int8"
+) -> tuple[onnx.ModelProto, dict[str, int]]:
     """The model with Q/DQ inserted (``m`` is changed and returned, or a converted copy for FP8), and counts."""
     qmax = QMAX[precision]
     zp_type = TensorProto.INT8 if precision == "int8" else TensorProto.FLOAT8E4M3FN
@@ -121,8 +127,14 @@ def apply(m: onnx.ModelProto, amax: dict[str, float], qplan: QdqPlan,
         if not a or not np.isfinite(a):
             continue
         scale = np.float32(a / qmax)
-        dq = _qdq(name, numpy_helper.from_array(np.array(scale, dtype=np.float32), f"{name}_scale"),
-                  helper.make_tensor(f"{name}_zero_point", zp_type, [], [0]), None, new_nodes, new_inits)
+        dq = _qdq(
+            name,
+            numpy_helper.from_array(np.array(scale, dtype=np.float32), f"{name}_scale"),
+            helper.make_tensor(f"{name}_zero_point", zp_type, [], [0]),
+            None,
+            new_nodes,
+            new_inits,
+        )
         rename[name] = dq
         done_acts += 1
     for name, axis in qplan.weights.items():
@@ -169,14 +181,24 @@ def apply(m: onnx.ModelProto, amax: dict[str, float], qplan: QdqPlan,
     return m, {"activations": done_acts, "weights": done_w, "nodes": len(qplan.nodes)}
 
 
-def _qdq(name: str, scale: onnx.TensorProto, zp: onnx.TensorProto, axis: int | None,
-         nodes: list[onnx.NodeProto], inits: list[onnx.TensorProto]) -> str:
+def _qdq(
+    name: str,
+    scale: onnx.TensorProto,
+    zp: onnx.TensorProto,
+    axis: int | None,
+    nodes: list[onnx.NodeProto],
+    inits: list[onnx.TensorProto],
+) -> str:
     kw: dict[str, Any] = {} if axis is None else {"axis": axis}
     q_out, dq_out = f"{name}_quantized", f"{name}_dequantized"
-    nodes.append(helper.make_node("QuantizeLinear", [name, scale.name, zp.name], [q_out],
-                                  name=f"{name}_QuantizeLinear", **kw))
-    nodes.append(helper.make_node("DequantizeLinear", [q_out, scale.name, zp.name], [dq_out],
-                                  name=f"{name}_DequantizeLinear", **kw))
+    nodes.append(
+        helper.make_node("QuantizeLinear", [name, scale.name, zp.name], [q_out], name=f"{name}_QuantizeLinear", **kw)
+    )
+    nodes.append(
+        helper.make_node(
+            "DequantizeLinear", [q_out, scale.name, zp.name], [dq_out], name=f"{name}_DequantizeLinear", **kw
+        )
+    )
     inits.extend([scale, zp])
     return dq_out
 
@@ -194,6 +216,7 @@ def _at_least(m: onnx.ModelProto, version: int) -> onnx.ModelProto:
     except Exception as e:  # noqa: BLE001 - the converter raises plain RuntimeError/ValueError for unsupported ops
         from splitscope.engine.errors import SplitscopeError
 
-        raise SplitscopeError(f"The model is at opset {current}; FP8 Q/DQ needs opset {version} and onnx's "
-                              f"converter failed ({str(e).splitlines()[0][:150]}): re-export at opset {version}."
-                              ) from None
+        raise SplitscopeError(
+            f"The model is at opset {current}; FP8 Q/DQ needs opset {version} and onnx's "
+            f"converter failed ({str(e).splitlines()[0][:150]}): re-export at opset {version}."
+        ) from None

@@ -30,8 +30,9 @@ def parse_budget(text: str) -> tuple[str, float]:
     except ValueError:
         v = float("nan")
     if not sep or key not in ("snr", "cosine", "top1") or not np.isfinite(v):
-        raise SplitscopeError(f"--budget {text!r}: write snr=DB, cosine=VALUE or top1=ACCURACY (with --labels), "
-                              "e.g. snr=30.")
+        raise SplitscopeError(
+            f"--budget {text!r}: write snr=DB, cosine=VALUE or top1=ACCURACY (with --labels), e.g. snr=30."
+        )
     return {"snr": "snr_db", "cosine": "cosine", "top1": "top1"}[key], v
 
 
@@ -39,8 +40,14 @@ class Evaluator:
     """Accuracy of the model with some nodes kept in float, on fixed held-out feeds: ``build(keep)`` gives the
     model to run (Q/DQ inserted, or the reduced-precision emulation) with the nodes of ``keep`` in FP32."""
 
-    def __init__(self, build: Callable[[set[str]], onnx.ModelProto], feeds: list[dict[str, np.ndarray]],
-                 refs: dict[str, list[np.ndarray]], path: Any, labels: list[int] | None = None) -> None:
+    def __init__(
+        self,
+        build: Callable[[set[str]], onnx.ModelProto],
+        feeds: list[dict[str, np.ndarray]],
+        refs: dict[str, list[np.ndarray]],
+        path: Any,
+        labels: list[int] | None = None,
+    ) -> None:
         self.build = build
         self.feeds, self.refs = feeds, refs
         self.labels = labels
@@ -67,31 +74,43 @@ class Evaluator:
         return score
 
 
-def qdq_builder(proto: onnx.ModelProto, ranges: dict[str, float],
-                precision: str) -> Callable[[set[str]], onnx.ModelProto]:
+def qdq_builder(
+    proto: onnx.ModelProto, ranges: dict[str, float], precision: str
+) -> Callable[[set[str]], onnx.ModelProto]:
     """``build(keep)`` for Q/DQ: the model quantized with ``keep`` left in float."""
+
     def build(keep: set[str]) -> onnx.ModelProto:
         m = copy.deepcopy(proto)
         return qdq.apply(m, ranges, qdq.plan(m, keep), precision)[0]
+
     return build
 
 
-def sensitivity(ev: Evaluator, nodes: list[str], cancel: CancelToken,
-                base: dict[str, float]) -> Generator[JobEvent, None, list[dict[str, Any]]]:
+def sensitivity(
+    ev: Evaluator, nodes: list[str], cancel: CancelToken, base: dict[str, float]
+) -> Generator[JobEvent, None, list[dict[str, Any]]]:
     """Each node left alone in float: its accuracy, and its gain over the fully quantized model."""
     out = []
     for k, n in enumerate(nodes):
         cancel.raise_if_cancelled()
         s = ev.score({n})
-        out.append({"node": n, "snr_db": s["snr_db"], "cosine": s["cosine"],
-                    "gain_db": round(s["snr_db"] - base["snr_db"], 3)})
+        out.append(
+            {"node": n, "snr_db": s["snr_db"], "cosine": s["cosine"], "gain_db": round(s["snr_db"] - base["snr_db"], 3)}
+        )
         yield Sample("sensitivity", float(k), {n: s["snr_db"]})
         yield Progress("sensitivity", k + 1, len(nodes), f"Sensitivity of {n}")
     return out
 
 
-def search(ev: Evaluator, sens: list[dict[str, Any]], metric: str, target: float, base: dict[str, float],
-           cancel: CancelToken, most: int = 64) -> Generator[JobEvent, None, dict[str, Any]]:
+def search(
+    ev: Evaluator,
+    sens: list[dict[str, Any]],
+    metric: str,
+    target: float,
+    base: dict[str, float],
+    cancel: CancelToken,
+    most: int = 64,
+) -> Generator[JobEvent, None, dict[str, Any]]:
     """Keep the nodes of largest gain in float until ``metric`` reaches ``target``."""
     order = [s["node"] for s in sorted(sens, key=lambda s: -s["gain_db"])]
     path = [{"kept": 0, metric: base[metric]}]
@@ -107,6 +126,7 @@ def search(ev: Evaluator, sens: list[dict[str, Any]], metric: str, target: float
         path.append({"kept": len(keep), metric: score[metric]})
         met = score[metric] >= target
         yield Sample("search", float(len(keep)), {"kept": float(len(keep)), metric: score[metric]})
-        yield Progress("search", len(keep), min(most, len(order)), f"Search: {len(keep)} kept, "
-                                                                     f"{metric} {score[metric]:.4g}")
+        yield Progress(
+            "search", len(keep), min(most, len(order)), f"Search: {len(keep)} kept, {metric} {score[metric]:.4g}"
+        )
     return {"metric": metric, "target": target, "met": met, "keep": keep, "path": path, "final": score}

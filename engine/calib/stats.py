@@ -22,7 +22,7 @@ def _stride(size: int) -> int:
     with any dimension of the tensor (a channel count of 3, a width of 64), so every channel is sampled."""
     p = max(-(-size // HIST_VALUES), 2)
     while True:
-        if size % p and all(p % d for d in range(2, int(p ** 0.5) + 1)):
+        if size % p and all(p % d for d in range(2, int(p**0.5) + 1)):
             return p
         p += 1
 
@@ -98,8 +98,16 @@ class TensorStats:
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         """For the cache (``np.savez``)."""
-        scalars = [self.count, self.min, self.max, self.absmax, self.hist_max, self.nonfinite, self.sentinels,
-                   self.rebins]
+        scalars = [
+            self.count,
+            self.min,
+            self.max,
+            self.absmax,
+            self.hist_max,
+            self.nonfinite,
+            self.sentinels,
+            self.rebins,
+        ]
         return {"hist": self.hist, "scalars": np.array(scalars, dtype=np.float64)}
 
     @classmethod

@@ -110,7 +110,7 @@ def scope_of(node: onnx.NodeProto) -> tuple[str, ...]:
         out: list[str] = []
         prev = ""
         for e in entries:
-            out.append(e[len(prev) + 1:] if prev and e.startswith(prev + ".") else e)
+            out.append(e[len(prev) + 1 :] if prev and e.startswith(prev + ".") else e)
             prev = e
         return tuple(out)
     name = node.name
@@ -137,7 +137,8 @@ def adjacency_of(nodes: list[Node], tensors: dict[str, Tensor], label: str) -> A
             if u == v:
                 raise CyclicGraphError(
                     f"Node '{node.label}' ({node.op_type}) in {label} reads its own output: the graph has a cycle, "
-                    "which ONNX forbids; re-export the model.")
+                    "which ONNX forbids; re-export the model."
+                )
             names = edges.get((u, v))
             if names is None:
                 edges[(u, v)] = [name]
@@ -159,8 +160,7 @@ def adjacency_of(nodes: list[Node], tensors: dict[str, Tensor], label: str) -> A
         stuck = [nd for nd in nodes if indeg[nd.index] > 0]
         cycle = _find_cycle(stuck, nodes, tensors)
         names_ = " -> ".join(nodes[i].label for i in cycle)
-        raise CyclicGraphError(
-            f"The graph {label} has a cycle ({names_}), which ONNX forbids: re-export the model.")
+        raise CyclicGraphError(f"The graph {label} has a cycle ({names_}), which ONNX forbids: re-export the model.")
     return Adjacency(order, preds, succs, edges)
 
 
@@ -172,8 +172,12 @@ def outer_references(g: Graph) -> set[str]:
             refs.add(t.name)
     for n in g.nodes:
         for sub in n.subgraphs.values():
-            refs |= {r for r in outer_references(sub) if r not in g.tensors or (
-                g.tensors[r].producer is None and not g.tensors[r].is_input and not g.tensors[r].is_initializer)}
+            refs |= {
+                r
+                for r in outer_references(sub)
+                if r not in g.tensors
+                or (g.tensors[r].producer is None and not g.tensors[r].is_input and not g.tensors[r].is_initializer)
+            }
     return refs
 
 
@@ -195,14 +199,19 @@ def _find_cycle(stuck: list[Node], nodes: list[Node], tensors: dict[str, Tensor]
         if nxt is None:
             return path
         cur = nxt
-    cyc = path[seen[cur]:]
+    cyc = path[seen[cur] :]
     cyc.reverse()
     return [*cyc, cyc[0]]
 
 
-def build_graph(g: onnx.GraphProto, path: str, initializers: dict[str, Initializer] | None,
-                functions: dict[tuple[str, str], Graph], outer: set[str] | None = None,
-                opsets: dict[str, int] | None = None) -> tuple[Graph, list[int]]:
+def build_graph(
+    g: onnx.GraphProto,
+    path: str,
+    initializers: dict[str, Initializer] | None,
+    functions: dict[tuple[str, str], Graph],
+    outer: set[str] | None = None,
+    opsets: dict[str, int] | None = None,
+) -> tuple[Graph, list[int]]:
     """Build a :class:`Graph` (recursing into bodies) and return it with a topological order.
 
     With ``opsets`` (domain to version) every node is also checked against its schema
@@ -236,8 +245,11 @@ def build_graph(g: onnx.GraphProto, path: str, initializers: dict[str, Initializ
         t.dtype = dtype_name(init.data_type)
         t.shape = tuple(init.dims)
         init_names.add(init.name)
-        if len(init.dims) <= 1 and (not init.dims or init.dims[0] <= _MAX_ATTR_VALUES) \
-                and init.data_location != onnx.TensorProto.EXTERNAL:
+        if (
+            len(init.dims) <= 1
+            and (not init.dims or init.dims[0] <= _MAX_ATTR_VALUES)
+            and init.data_location != onnx.TensorProto.EXTERNAL
+        ):
             with contextlib.suppress(Exception):  # exotic dtypes: no values, only the shape
                 constants[init.name] = onnx.numpy_helper.to_array(init).reshape(-1).tolist()
     if initializers is not None:
@@ -271,10 +283,23 @@ def build_graph(g: onnx.GraphProto, path: str, initializers: dict[str, Initializ
             scope = scope_of(pn)
         except BadText as e:
             raise ModelTextError(f"{label}: node #{idx} {e}") from None
-        node = Node(idx, pn.name, pn.op_type, pn.domain, list(pn.input), list(pn.output), attrs,
-                    scope, subgraphs, functions.get((pn.domain, pn.op_type)))
-        if bytes in (type(node.name), type(node.op_type), type(node.domain)) or \
-                bytes in map(type, node.inputs) or bytes in map(type, node.outputs):
+        node = Node(
+            idx,
+            pn.name,
+            pn.op_type,
+            pn.domain,
+            list(pn.input),
+            list(pn.output),
+            attrs,
+            scope,
+            subgraphs,
+            functions.get((pn.domain, pn.op_type)),
+        )
+        if (
+            bytes in (type(node.name), type(node.op_type), type(node.domain))
+            or bytes in map(type, node.inputs)
+            or bytes in map(type, node.outputs)
+        ):
             raise ModelTextError(f"{label}: node #{idx} ({node.name!r}, {node.op_type!r})")
         if opsets is not None:
             node.defect = node_defect(pn, opsets, tensors, constants, protos, node)
@@ -285,8 +310,9 @@ def build_graph(g: onnx.GraphProto, path: str, initializers: dict[str, Initializ
                 out.dtype = out.dtype or dtype_name(value.t.data_type)
                 out.shape = out.shape if out.shape is not None else tuple(value.t.dims)
         if subgraphs:
-            node.implicit_inputs = sorted({r for sub in subgraphs.values() for r in outer_references(sub)}
-                                          - set(node.inputs))
+            node.implicit_inputs = sorted(
+                {r for sub in subgraphs.values() for r in outer_references(sub)} - set(node.inputs)
+            )
         nodes.append(node)
         for i in node.all_inputs:
             if i:
@@ -294,9 +320,16 @@ def build_graph(g: onnx.GraphProto, path: str, initializers: dict[str, Initializ
         for o in node.outputs:
             if o:
                 tensor(o).producer = idx
-    graph = Graph(g.name, nodes, tensors, [i.name for i in g.input if i.name not in init_names],
-                  [o.name for o in g.output],
-                  initializers if initializers is not None else {}, constants, path)
+    graph = Graph(
+        g.name,
+        nodes,
+        tensors,
+        [i.name for i in g.input if i.name not in init_names],
+        [o.name for o in g.output],
+        initializers if initializers is not None else {},
+        constants,
+        path,
+    )
     graph.adjacency = adjacency_of(nodes, tensors, label)
     return graph, graph.adjacency.order
 
@@ -324,17 +357,30 @@ def graph_from_onnx(loaded: LoadedModel) -> tuple[GraphModel, list[int]]:
     functions: dict[tuple[str, str], Graph] = {}
     opsets = {(o.domain or "ai.onnx"): o.version for o in m.opset_import}
     for f in m.functions:
-        fg = onnx.helper.make_graph(list(f.node), f.name, [onnx.helper.make_value_info(i, onnx.TypeProto())
-                                                           for i in f.input],
-                                    [onnx.helper.make_value_info(o, onnx.TypeProto()) for o in f.output])
+        fg = onnx.helper.make_graph(
+            list(f.node),
+            f.name,
+            [onnx.helper.make_value_info(i, onnx.TypeProto()) for i in f.input],
+            [onnx.helper.make_value_info(o, onnx.TypeProto()) for o in f.output],
+        )
         f_opsets = {**opsets, **{(o.domain or "ai.onnx"): o.version for o in f.opset_import}}
-        functions[(f.domain, f.name)], _ = build_graph(fg, f"function {f.domain}::{f.name}", None, functions,
-                                                       None, f_opsets)
+        functions[(f.domain, f.name)], _ = build_graph(
+            fg, f"function {f.domain}::{f.name}", None, functions, None, f_opsets
+        )
     graph, order = build_graph(m.graph, "", loaded.initializers, functions, None, opsets)
     if not is_topologically_sorted(graph):
-        warnings.append("Nodes are not in topological order, as ONNX requires: TensorRT's parser may reject "
-                        "the model; re-export or sort it (onnx-graphsurgeon's toposort).")
-    gm = GraphModel(loaded.path, graph, m.ir_version, opsets,
-                    f"{m.producer_name} {m.producer_version}".strip(), functions, warnings=warnings,
-                    model_bytes=loaded.file_bytes)
+        warnings.append(
+            "Nodes are not in topological order, as ONNX requires: TensorRT's parser may reject "
+            "the model; re-export or sort it (onnx-graphsurgeon's toposort)."
+        )
+    gm = GraphModel(
+        loaded.path,
+        graph,
+        m.ir_version,
+        opsets,
+        f"{m.producer_name} {m.producer_version}".strip(),
+        functions,
+        warnings=warnings,
+        model_bytes=loaded.file_bytes,
+    )
     return gm, order

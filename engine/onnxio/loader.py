@@ -85,13 +85,15 @@ def _external_record(t: TensorProto, where: str) -> tuple[str, int, int | None]:
         if e.key in seen:
             raise ExternalDataError(
                 f"Initializer '{_safe(t.name)}'{where} gives its external-data key '{_safe(e.key)}' twice: the "
-                "model is damaged; re-save it with onnx.save(..., save_as_external_data=True).")
+                "model is damaged; re-save it with onnx.save(..., save_as_external_data=True)."
+            )
         seen[e.key] = e.value
     loc = seen.get("location", "")
     if not loc or any(not c.isprintable() for c in loc):
         raise ExternalDataError(
             f"Initializer '{_safe(t.name)}'{where} names external file {_safe(repr(loc))}, which is not a usable "
-            "file name: the model is damaged; re-save it with its weights (save_as_external_data=True).")
+            "file name: the model is damaged; re-save it with its weights (save_as_external_data=True)."
+        )
     numbers: dict[str, int | None] = {}
     for key in ("offset", "length"):
         raw = seen.get(key)
@@ -101,7 +103,8 @@ def _external_record(t: TensorProto, where: str) -> tuple[str, int, int | None]:
         if not (raw.isascii() and raw.isdigit()):
             raise ExternalDataError(
                 f"Initializer '{_safe(t.name)}'{where} has external-data {key} {_safe(repr(raw))}, not a "
-                "whole number of bytes at or above 0: the model is damaged; re-save it with its weights.")
+                "whole number of bytes at or above 0: the model is damaged; re-save it with its weights."
+            )
         numbers[key] = int(raw)
     return loc, numbers["offset"] or 0, numbers["length"]
 
@@ -112,32 +115,38 @@ def _check_external(t: TensorProto, base: Path | None, where: str) -> None:
     if base is None:
         raise ExternalDataError(
             f"Initializer '{name}' keeps its weights in external file '{_safe(loc)}', but the model was "
-            "given as bytes without a folder: open it from its file instead.")
+            "given as bytes without a folder: open it from its file instead."
+        )
     target = (base / loc).resolve()
     if os.path.isabs(loc) or (base.resolve() not in target.parents and target != base.resolve()):
         raise ExternalDataError(
             f"Initializer '{name}'{where} names external file '{_safe(loc)}' outside the model's folder; "
-            "re-save the model with its weights next to it (onnx.save(..., save_as_external_data=True)).")
+            "re-save the model with its weights next to it (onnx.save(..., save_as_external_data=True))."
+        )
     try:
         st = target.stat()
     except OSError:
         raise ExternalDataError(
             f"Weights file '{_safe(loc)}' (initializer '{name}'{where}) is missing from {base.resolve()}: copy it next "
-            "to the model, or re-export the model with its weights.") from None
+            "to the model, or re-export the model with its weights."
+        ) from None
     if not stat.S_ISREG(st.st_mode):
         raise ExternalDataError(
             f"Weights file '{_safe(loc)}' (initializer '{name}'{where}) is not a regular file (a folder, pipe or "
-            "device): copy the real weights file next to the model.")
+            "device): copy the real weights file next to the model."
+        )
     need = _tensor_bytes(t)
     if length is not None and need is not None and length < need:
         raise ExternalDataError(
             f"Initializer '{name}'{where} is {need} bytes ({dtype_name(t.data_type)}{list(t.dims)}) but its "
-            f"external-data length says {length}: the model is damaged; re-save it with its weights.")
+            f"external-data length says {length}: the model is damaged; re-save it with its weights."
+        )
     end = offset + (length if length is not None else (need or 0))
     if end > st.st_size:
         raise ExternalDataError(
             f"Weights file '{_safe(loc)}' is {st.st_size} bytes but initializer '{name}'{where} needs bytes up to "
-            f"{end}: the file is truncated; copy it again.")
+            f"{end}: the file is truncated; copy it again."
+        )
 
 
 _MAX_DIM = 2**40
@@ -151,13 +160,15 @@ def _check_tensor_size(t: TensorProto, where: str) -> None:
     if any(d < 0 or d > _MAX_DIM for d in t.dims):
         raise ModelDecodeError(
             f"Initializer '{_safe(t.name)}'{where} has dims {list(t.dims)}: a dimension is negative or impossibly "
-            "large; the model is damaged; re-export it.")
+            "large; the model is damaged; re-export it."
+        )
     size = DTYPE_SIZES.get(dtype_name(t.data_type) or "")
     n = _numel(t.dims)
     if n > _MAX_ELEMENTS:
         raise ModelDecodeError(
             f"Initializer '{_safe(t.name)}'{where} has dims {list(t.dims)}: {n} elements, more than any real tensor; "
-            "the model is damaged; re-export it.")
+            "the model is damaged; re-export it."
+        )
     have = None
     if t.HasField("raw_data"):
         if size and size >= 1:
@@ -177,7 +188,8 @@ def _check_tensor_size(t: TensorProto, where: str) -> None:
     if have is not None and have != need:
         raise ModelDecodeError(
             f"Initializer '{_safe(t.name)}'{where} has dims {list(t.dims)} ({n} elements) but holds {have} "
-            f"{'bytes' if t.HasField('raw_data') else 'values'} instead of {need}: the model is damaged; re-export it.")
+            f"{'bytes' if t.HasField('raw_data') else 'values'} instead of {need}: the model is damaged; re-export it."
+        )
 
 
 def _check_value_dims(g: onnx.GraphProto, source: str) -> None:
@@ -195,11 +207,18 @@ def _check_value_dims(g: onnx.GraphProto, source: str) -> None:
             elif d.dim_value > _MAX_DIM:
                 raise InvalidGraphError(
                     f"Tensor '{_safe(vi.name)}' of {source} is declared with dimension {d.dim_value}, which no "
-                    "tensor can have: the model is damaged; re-export it.")
+                    "tensor can have: the model is damaged; re-export it."
+                )
 
 
-_TENSOR_KINDS = frozenset({onnx.AttributeProto.TENSOR, onnx.AttributeProto.TENSORS, onnx.AttributeProto.SPARSE_TENSOR,
-                           onnx.AttributeProto.SPARSE_TENSORS})
+_TENSOR_KINDS = frozenset(
+    {
+        onnx.AttributeProto.TENSOR,
+        onnx.AttributeProto.TENSORS,
+        onnx.AttributeProto.SPARSE_TENSOR,
+        onnx.AttributeProto.SPARSE_TENSORS,
+    }
+)
 
 
 def _attribute_tensors(a: onnx.AttributeProto):  # type: ignore[no-untyped-def]
@@ -222,8 +241,7 @@ def _numel(dims: Iterable[int]) -> int:
     return n
 
 
-def _strip_graph(g: onnx.GraphProto, base: Path | None, record: dict[str, Initializer] | None,
-                 where: str) -> None:
+def _strip_graph(g: onnx.GraphProto, base: Path | None, record: dict[str, Initializer] | None, where: str) -> None:
     """Check external data and replace large initializers of ``g`` (and nested graphs) by inputs.
 
     Sparse initializers always become typed inputs (analysis needs their dense shape only).
@@ -299,11 +317,13 @@ def _check_opsets(m: onnx.ModelProto) -> None:
             raise UnsupportedOpsetError(
                 f"The model imports opset {imp.version} of '{dom}', but this installation knows "
                 f"versions 1 to {top} (onnx {onnx.__version__}): re-export with opset <= {top}, "
-                "or upgrade the onnx package.")
+                "or upgrade the onnx package."
+            )
     if m.ir_version > onnx.IR_VERSION:
         raise UnsupportedOpsetError(
             f"The model has IR version {m.ir_version}, newer than this onnx {onnx.__version__} reads "
-            f"(up to {onnx.IR_VERSION}): upgrade the onnx package or re-export with an older IR.")
+            f"(up to {onnx.IR_VERSION}): upgrade the onnx package or re-export with an older IR."
+        )
 
 
 def decode_model(data: bytes, source: str) -> onnx.ModelProto:
@@ -316,11 +336,13 @@ def decode_model(data: bytes, source: str) -> onnx.ModelProto:
     except (DecodeError, RuntimeError, ValueError) as e:
         raise ModelDecodeError(
             f"{source} is not a readable ONNX model ({e}): the file is truncated or not ONNX; "
-            "re-export or re-download it.") from None
+            "re-export or re-download it."
+        ) from None
     if m.ir_version <= 0 or not m.HasField("graph") or not m.opset_import:
         raise ModelDecodeError(
             f"{source} decodes as protobuf but is not an ONNX model (no IR version, graph or opset): "
-            "the file is damaged or of another format.")
+            "the file is damaged or of another format."
+        )
     return m
 
 
@@ -348,8 +370,7 @@ def _bad_text(msg: Any, path: str) -> str | None:
     if type(msg) is TensorProto:  # the many initializers, fast: a tensor's only strings
         if type(msg.name) is bytes or type(msg.doc_string) is bytes:
             return f"{path}.name"
-        for e in (*msg.external_data, *msg.metadata_props) if len(msg.external_data) or len(msg.metadata_props) \
-                else ():
+        for e in (*msg.external_data, *msg.metadata_props) if len(msg.external_data) or len(msg.metadata_props) else ():
             if type(e.key) is bytes or type(e.value) is bytes:
                 return f"{path}.external_data"
         return None
@@ -381,7 +402,8 @@ def text_error(source: str, where: str) -> ModelDecodeError:
     """The error for a string that is not valid UTF-8 at ``where``."""
     return ModelDecodeError(
         f"{source} holds text that is not valid UTF-8, as ONNX requires (at {_safe(where)}): the file is "
-        "damaged or was written by a broken exporter; re-export it.")
+        "damaged or was written by a broken exporter; re-export it."
+    )
 
 
 def _check_text(m: onnx.ModelProto, source: str) -> None:
@@ -402,13 +424,15 @@ def _check_structure(m: onnx.ModelProto, source: str) -> None:
         if out.name not in produced:
             raise InvalidGraphError(
                 f"Graph output '{out.name}' of {source} is produced by no node: the model is "
-                "truncated or malformed; re-export it.")
+                "truncated or malformed; re-export it."
+            )
     for idx, n in enumerate(g.node):
         for i in n.input:
             if i and i not in produced:
                 raise InvalidGraphError(
                     f"Node '{n.name or '#' + str(idx)}' ({n.op_type}) reads '{i}', which no node, input or "
-                    f"initializer of {source} provides: the model is truncated or malformed; re-export it.")
+                    f"initializer of {source} provides: the model is truncated or malformed; re-export it."
+                )
 
 
 def load_model(path: str | os.PathLike[str]) -> LoadedModel:
@@ -433,24 +457,29 @@ def load_model(path: str | os.PathLike[str]) -> LoadedModel:
     if st is None:
         raise ModelNotFoundError(f"No such file: {_safe(str(p), 300)}. Check the path and try again.")
     if stat.S_ISDIR(st.st_mode):
-        raise ModelNotFoundError(f"{_safe(str(p), 300)} is a folder, not an .onnx file: choose the model file "
-                                 "inside it.")
+        raise ModelNotFoundError(
+            f"{_safe(str(p), 300)} is a folder, not an .onnx file: choose the model file inside it."
+        )
     if not stat.S_ISREG(st.st_mode):
-        raise ModelNotFoundError(f"{_safe(str(p), 300)} is not a regular file (a pipe, socket or device): save the "
-                                 "model to a file and open that.")
+        raise ModelNotFoundError(
+            f"{_safe(str(p), 300)} is not a regular file (a pipe, socket or device): save the "
+            "model to a file and open that."
+        )
     size = st.st_size
     try:
         data = read_structure(p, SMALL_INITIALIZER_ELEMENTS)
     except WireError as e:
         raise ModelDecodeError(
             f"{p.name} is not a readable ONNX model ({e}): the file is truncated or not ONNX; "
-            "re-export or re-download it.") from None
+            "re-export or re-download it."
+        ) from None
     except OSError as e:
         raise ModelLoadError(f"Cannot read {p}: {e.strerror}. Check permissions and try again.") from None
     if len(data) >= _TWO_GB:
         raise ModelDecodeError(
             f"{p.name} holds over 2 GiB of graph structure, more than protobuf can decode: split it or "
-            "save its constants as external data.")
+            "save its constants as external data."
+        )
     m = decode_model(data, p.name)
     del data
     return prepare_model(m, p, size)

@@ -33,8 +33,11 @@ def main(argv: list[str]) -> int:
     out.input.extend(m.graph.input)
     out.value_info.extend(m.graph.value_info)
     out.output.extend(m.graph.output)
-    bodies = [i for i, n in enumerate(m.graph.node)
-              if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in n.attribute)]
+    bodies = [
+        i
+        for i, n in enumerate(m.graph.node)
+        if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in n.attribute)
+    ]
     out.node.extend(m.graph.node[i] for i in bodies)
     data = out.SerializeToString()
     header = {"assumed": sorted(assumed), "warnings": warnings, "bodies": bodies, "bytes": len(data)}

@@ -19,8 +19,13 @@ from splitscope.engine.text import plural
 
 
 def _is_opaque(node: onnx.NodeProto, functions: set[tuple[str, str]]) -> bool:
-    return (node.domain not in ("", "ai.onnx", "ai.onnx.ml") and (node.domain, node.op_type) not in functions
-            and len(node.input) > 0 and bool(node.input[0]) and len(node.output) > 0)
+    return (
+        node.domain not in ("", "ai.onnx", "ai.onnx.ml")
+        and (node.domain, node.op_type) not in functions
+        and len(node.input) > 0
+        and bool(node.input[0])
+        and len(node.output) > 0
+    )
 
 
 def infer_shapes(m: onnx.ModelProto, warnings: list[str]) -> tuple[onnx.ModelProto, set[str]]:
@@ -58,8 +63,10 @@ def infer_shapes(m: onnx.ModelProto, warnings: list[str]) -> tuple[onnx.ModelPro
             out.graph.node[idx].CopyFrom(node)
         assumed.add(node.output[0])
     if assumed:
-        warnings.append(f"Shapes of {plural(len(assumed), 'custom-op output')} are assumed equal to their first "
-                        "input's (ONNX cannot infer through custom ops).")
+        warnings.append(
+            f"Shapes of {plural(len(assumed), 'custom-op output')} are assumed equal to their first "
+            "input's (ONNX cannot infer through custom ops)."
+        )
     return out, assumed
 
 
@@ -122,8 +129,14 @@ def _infer_in_subprocess(path: Path) -> tuple[onnx.GraphProto, list[int], list[s
     from splitscope.engine.entry import child_command, child_env
 
     env, root = child_env()
-    proc = subprocess.run(child_command("shapes", str(path.resolve())),
-                          capture_output=True, env=env, cwd=root, stdin=subprocess.DEVNULL, check=False)
+    proc = subprocess.run(
+        child_command("shapes", str(path.resolve())),
+        capture_output=True,
+        env=env,
+        cwd=root,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
     head, _, body = proc.stdout.partition(b"\n")
     try:
         header = json.loads(head)
@@ -163,8 +176,12 @@ def bind_function_shapes(gm: GraphModel, proto: onnx.ModelProto) -> None:
         node.function = body
 
 
-def _function_body(f: onnx.FunctionProto, types: list[tuple[str | None, tuple[Dim, ...] | None]],
-                   model_opsets: list[onnx.OperatorSetIdProto], gm: GraphModel) -> Graph:
+def _function_body(
+    f: onnx.FunctionProto,
+    types: list[tuple[str | None, tuple[Dim, ...] | None]],
+    model_opsets: list[onnx.OperatorSetIdProto],
+    gm: GraphModel,
+) -> Graph:
     inputs = []
     for name, (dtype, shape) in zip(f.input, types, strict=False):
         elem = 0
@@ -172,14 +189,21 @@ def _function_body(f: onnx.FunctionProto, types: list[tuple[str | None, tuple[Di
             with contextlib.suppress(ValueError):
                 elem = onnx.TensorProto.DataType.Value(dtype)
         inputs.append(onnx.helper.make_tensor_value_info(name, elem, list(shape) if shape is not None else None))
-    g = onnx.helper.make_graph(list(f.node), f.name, inputs,
-                               [onnx.helper.make_value_info(o, onnx.TypeProto()) for o in f.output])
+    g = onnx.helper.make_graph(
+        list(f.node), f.name, inputs, [onnx.helper.make_value_info(o, onnx.TypeProto()) for o in f.output]
+    )
     opsets = {o.domain: o.version for o in model_opsets}
     opsets.update({o.domain: o.version for o in f.opset_import})
     m = onnx.helper.make_model(g, opset_imports=[onnx.helper.make_opsetid(d, v) for d, v in opsets.items()])
     m.ir_version = 8
     with contextlib.suppress(Exception):  # best effort: an untyped body still shows its structure
         m = onnx.shape_inference.infer_shapes(m, strict_mode=False)
-    body, _ = build_graph(m.graph, f"function {f.domain}::{f.name}", None, gm.functions, None,
-                          {(o.domain or "ai.onnx"): o.version for o in m.opset_import})
+    body, _ = build_graph(
+        m.graph,
+        f"function {f.domain}::{f.name}",
+        None,
+        gm.functions,
+        None,
+        {(o.domain or "ai.onnx"): o.version for o in m.opset_import},
+    )
     return body

@@ -42,8 +42,13 @@ def _spec(op: str, domain: str, version: int) -> tuple[int, int, int, dict[str, 
         return None
     attrs = schema.attributes
     types = {name: int(a.type) for name, a in attrs.items()}  # pyright: ignore[reportArgumentType] - pybind enums
-    return (schema.since_version, schema.min_input, schema.min_output, types,
-            tuple(n for n, a in attrs.items() if a.required))
+    return (
+        schema.since_version,
+        schema.min_input,
+        schema.min_output,
+        types,
+        tuple(n for n, a in attrs.items() if a.required),
+    )
 
 
 def _valid_dtype(v: int, optional: bool) -> bool:
@@ -60,9 +65,14 @@ def _valid_dtype(v: int, optional: bool) -> bool:
     return True
 
 
-def node_defect(pn: onnx.NodeProto, opsets: Mapping[str, int], tensors: Mapping[str, Tensor] | None = None,
-                constants: Mapping[str, list[object]] | None = None,
-                attributes: list[onnx.AttributeProto] | None = None, node: Node | None = None) -> str:
+def node_defect(
+    pn: onnx.NodeProto,
+    opsets: Mapping[str, int],
+    tensors: Mapping[str, Tensor] | None = None,
+    constants: Mapping[str, list[object]] | None = None,
+    attributes: list[onnx.AttributeProto] | None = None,
+    node: Node | None = None,
+) -> str:
     """What makes ``pn`` malformed ONNX, or '' when nothing is found.
 
     ``opsets`` maps domains (``ai.onnx`` for the default) to the imported version;
@@ -100,10 +110,16 @@ def node_defect(pn: onnx.NodeProto, opsets: Mapping[str, int], tensors: Mapping[
             continue
         kind = a.type
         if kind != want and not a.ref_attr_name:
-            return (f"attribute '{name}' is {_ATTR_NAMES.get(kind, kind)}, but {op_type} requires "
-                    f"{_ATTR_NAMES.get(want, want)}")
-        if kind == AttributeProto.INT and name in _DTYPE_ATTRS and not a.ref_attr_name \
-                and not _valid_dtype(a.i, optional=name != "to"):
+            return (
+                f"attribute '{name}' is {_ATTR_NAMES.get(kind, kind)}, but {op_type} requires "
+                f"{_ATTR_NAMES.get(want, want)}"
+            )
+        if (
+            kind == AttributeProto.INT
+            and name in _DTYPE_ATTRS
+            and not a.ref_attr_name
+            and not _valid_dtype(a.i, optional=name != "to")
+        ):
             return f"attribute '{name}' = {a.i} is not an ONNX element type"
     for name in required:
         if name not in given:
@@ -111,25 +127,31 @@ def node_defect(pn: onnx.NodeProto, opsets: Mapping[str, int], tensors: Mapping[
     return _structural(pn, tensors, constants) if op_type in _STRUCTURAL else ""
 
 
-def _structural(pn: onnx.NodeProto, tensors: Mapping[str, Tensor] | None,
-                constants: Mapping[str, list[object]] | None) -> str:
+def _structural(
+    pn: onnx.NodeProto, tensors: Mapping[str, Tensor] | None, constants: Mapping[str, list[object]] | None
+) -> str:
     op = pn.op_type
     if op not in _STRUCTURAL:
         return ""
     if op == "Loop":
         body = next((a.g for a in pn.attribute if a.name == "body" and a.type == AttributeProto.GRAPH), None)
         if body is not None and (len(body.input) < 2 or len(body.output) < 1):
-            return (f"its body has {len(body.input)} inputs and {len(body.output)} outputs; a Loop body takes the "
-                    "iteration number and the condition first and returns the condition")
+            return (
+                f"its body has {len(body.input)} inputs and {len(body.output)} outputs; a Loop body takes the "
+                "iteration number and the condition first and returns the condition"
+            )
         if body is not None and len(body.input) - 2 != len(pn.input) - 2:
-            return (f"its body carries {len(body.input) - 2} loop values, but the node passes "
-                    f"{max(len(pn.input) - 2, 0)}")
+            return (
+                f"its body carries {len(body.input) - 2} loop values, but the node passes {max(len(pn.input) - 2, 0)}"
+            )
     elif op == "If":
         branches = {a.name: a.g for a in pn.attribute if a.type == AttributeProto.GRAPH}
         counts = {k: len(g.output) for k, g in branches.items()}
         if len(set(counts.values())) > 1 or any(c != len(pn.output) for c in counts.values()):
-            return (f"its branches return {', '.join(f'{k} {v}' for k, v in sorted(counts.items()))} values, "
-                    f"but the node has {len(pn.output)} outputs")
+            return (
+                f"its branches return {', '.join(f'{k} {v}' for k, v in sorted(counts.items()))} values, "
+                f"but the node has {len(pn.output)} outputs"
+            )
     elif op == "TopK" and len(pn.input) > 1 and tensors is not None:
         return topk_k_defect(pn.input[1], tensors, constants)
     return ""

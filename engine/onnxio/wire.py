@@ -24,8 +24,27 @@ _TENSOR_DIMS = 1
 _TENSOR_DATA_TYPE = 2
 _TENSOR_RAW_DATA = 9
 # Bytes per element of the fixed-size ONNX element types (TensorProto.DataType numbers).
-_ELEMENT_BYTES = {1: 4, 2: 1, 3: 1, 4: 2, 5: 2, 6: 4, 7: 8, 9: 1, 10: 2, 11: 8, 12: 4, 13: 8, 14: 8, 15: 16,
-                  16: 2, 17: 1, 18: 1, 19: 1, 20: 1}
+_ELEMENT_BYTES = {
+    1: 4,
+    2: 1,
+    3: 1,
+    4: 2,
+    5: 2,
+    6: 4,
+    7: 8,
+    9: 1,
+    10: 2,
+    11: 8,
+    12: 4,
+    13: 8,
+    14: 8,
+    15: 16,
+    16: 2,
+    17: 1,
+    18: 1,
+    19: 1,
+    20: 1,
+}
 
 
 # Protobuf's largest field number; ONNX's messages use small ones.
@@ -131,8 +150,7 @@ def _strip_tensor(buf: memoryview, start: int, end: int, max_elements: int) -> b
             parts.append(bytes(buf[fs:pe]))
     size = _ELEMENT_BYTES.get(data_type)
     if raw >= 0 and size is not None and raw != numel * size:
-        raise WireError(f"an initializer's dims say {numel} elements ({numel * size} bytes) but it holds {raw} "
-                        "bytes")
+        raise WireError(f"an initializer's dims say {numel} elements ({numel * size} bytes) but it holds {raw} bytes")
     return b"".join(parts)
 
 

@@ -111,8 +111,7 @@ class ModelWriter:
         self._remove_stale()
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         self.discard()
 
     def _remove_stale(self) -> None:
@@ -122,7 +121,7 @@ class ModelWriter:
             for p in self.out.parent.iterdir():
                 if not (p.name.startswith(prefix) and p.name.endswith(".staging") and p.is_dir()):
                     continue
-                pid = p.name[len(prefix):-len(".staging")].split("-")[0]
+                pid = p.name[len(prefix) : -len(".staging")].split("-")[0]
                 if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
                     shutil.rmtree(p, ignore_errors=True)
 
@@ -135,8 +134,14 @@ class ModelWriter:
         data.unlink(missing_ok=True)  # onnx >= 1.23 refuses to write over it; older ones append to it
         big = m.ByteSize() > EXTERNAL_ABOVE
         if self.external or big:
-            onnx.save(m, str(self.path), save_as_external_data=True, all_tensors_to_one_file=True,
-                      location=sidecar_name(self.out), size_threshold=1024)
+            onnx.save(
+                m,
+                str(self.path),
+                save_as_external_data=True,
+                all_tensors_to_one_file=True,
+                location=sidecar_name(self.out),
+                size_threshold=1024,
+            )
         else:
             onnx.save(m, str(self.path))
         return self.path

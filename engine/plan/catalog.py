@@ -41,24 +41,43 @@ class PluginMatch:
     """``exact``, ``op`` or ``related`` (see the module docstring)."""
 
     def describe(self) -> str:
-        what = {"exact": "the same op: register TensorRT's plugin library and the parser loads it",
-                "op": "implements this ONNX op", "related": "a related plugin to adapt or check"}[self.kind]
+        what = {
+            "exact": "the same op: register TensorRT's plugin library and the parser loads it",
+            "op": "implements this ONNX op",
+            "related": "a related plugin to adapt or check",
+        }[self.kind]
         dep = " (deprecated)" if self.plugin.deprecated else ""
         return f"{self.plugin.name}{dep}, {self.plugin.folder}: {what}" + (
-            f"; {self.plugin.note}" if self.plugin.note else "")
+            f"; {self.plugin.note}" if self.plugin.note else ""
+        )
 
     def to_json(self) -> dict[str, Any]:
-        return {"plugin": self.plugin.name, "kind": self.kind, "folder": self.plugin.folder,
-                "versions": list(self.plugin.versions), "deprecated": self.plugin.deprecated,
-                "note": self.plugin.note}
+        return {
+            "plugin": self.plugin.name,
+            "kind": self.kind,
+            "folder": self.plugin.folder,
+            "versions": list(self.plugin.versions),
+            "deprecated": self.plugin.deprecated,
+            "note": self.plugin.note,
+        }
 
 
 @cache
 def catalog() -> tuple[ShippedPlugin, ...]:
     """Every plugin in the bundled table."""
     doc = json.loads(resources.files("splitscope.resources").joinpath("trt_plugins.json").read_text("utf-8"))
-    return tuple(ShippedPlugin(p["name"], tuple(p["versions"]), p["folder"], p["deprecated"], tuple(p["onnx_ops"]),
-                               tuple(p["patterns"]), p["note"]) for p in doc["plugins"])
+    return tuple(
+        ShippedPlugin(
+            p["name"],
+            tuple(p["versions"]),
+            p["folder"],
+            p["deprecated"],
+            tuple(p["onnx_ops"]),
+            tuple(p["patterns"]),
+            p["note"],
+        )
+        for p in doc["plugins"]
+    )
 
 
 @cache

@@ -73,10 +73,20 @@ class Item:
         return "write-plugin"
 
     def to_json(self) -> dict[str, Any]:
-        return {"key": self.key, "label": self.label, "kind": self.kind, "reason": self.reason,
-                "remedy": self.remedy, "suggested": self.suggested,
-                "options": self.options, "today": self.today, "matches": self.matches, "nodes": len(self.nodes),
-                "flops": self.flops, "bytes": self.bytes}
+        return {
+            "key": self.key,
+            "label": self.label,
+            "kind": self.kind,
+            "reason": self.reason,
+            "remedy": self.remedy,
+            "suggested": self.suggested,
+            "options": self.options,
+            "today": self.today,
+            "matches": self.matches,
+            "nodes": len(self.nodes),
+            "flops": self.flops,
+            "bytes": self.bytes,
+        }
 
 
 @dataclass(slots=True)
@@ -107,18 +117,39 @@ def items(gm: GraphModel) -> list[Item]:
             first = nodes[min(run, key=lambda i: pos.get(i, i))]
             if any(nodes[i].status is Status.PLUGIN for i in run):  # its custom nodes are planned one by one
                 continue
-            out.append(Item(f"{kind.split('-')[0]}:{first.name or first.index}",
-                            f"{kind} ({plural(len(run), 'node')} from {first.label})", sorted(run), kind,
-                            f"{kind} TensorRT takes today; it could move out to DALI or the host",
-                            ["engine", "outside-gpu", "host"], "engine",
-                            flops=sum(nodes[i].flops or 0 for i in run), bytes=sum(nodes[i].bytes or 0 for i in run)))
+            out.append(
+                Item(
+                    f"{kind.split('-')[0]}:{first.name or first.index}",
+                    f"{kind} ({plural(len(run), 'node')} from {first.label})",
+                    sorted(run),
+                    kind,
+                    f"{kind} TensorRT takes today; it could move out to DALI or the host",
+                    ["engine", "outside-gpu", "host"],
+                    "engine",
+                    flops=sum(nodes[i].flops or 0 for i in run),
+                    bytes=sum(nodes[i].bytes or 0 for i in run),
+                )
+            )
     for n in nodes:
         if n.status is not Status.PLUGIN:
             continue
         found = [m.to_json() for m in match(n.op_type, n.domain)]
         opts = ["outside-gpu", "write-plugin"] + (["shipped-plugin"] if found else []) + ["replace", "host"]
-        out.append(Item(n.name or str(n.index), f"{n.op_type} {n.name}".strip(), [n.index], "plugin",
-                        n.cause or n.reason, opts, "outside-gpu", found, n.flops or 0, n.bytes or 0, n.remedy))
+        out.append(
+            Item(
+                n.name or str(n.index),
+                f"{n.op_type} {n.name}".strip(),
+                [n.index],
+                "plugin",
+                n.cause or n.reason,
+                opts,
+                "outside-gpu",
+                found,
+                n.flops or 0,
+                n.bytes or 0,
+                n.remedy,
+            )
+        )
     return out
 
 
@@ -147,8 +178,9 @@ def _touches_ends(gm: GraphModel, run: set[int]) -> bool:
     return any(t in ends for i in run for t in (*g.nodes[i].inputs, *g.nodes[i].outputs))
 
 
-def evaluate(gm: GraphModel, scenario: Scenario, profile: dict[str, Any] | None = None,
-             all_items: list[Item] | None = None) -> dict[str, Any]:
+def evaluate(
+    gm: GraphModel, scenario: Scenario, profile: dict[str, Any] | None = None, all_items: list[Item] | None = None
+) -> dict[str, Any]:
     """The split and the cost under ``scenario``: partitions, boundary bytes, host copies and (with a profile,
     the JSON of :class:`splitscope.engine.runtime.profile.ProfileResult`) the estimated latency range."""
     its = all_items if all_items is not None else items(gm)
@@ -173,9 +205,15 @@ def evaluate(gm: GraphModel, scenario: Scenario, profile: dict[str, Any] | None 
     host_bytes = _host_bytes(gm, host)
     gbps, gbps_source = _copy_rate(profile)
     doc: dict[str, Any] = {
-        "name": scenario.name, "plans": chosen, "partitions": len(parts), "boundary_bytes": sum(seen.values()),
-        "boundary_tensors": len(seen), "host_bytes": host_bytes,
-        "host_copy_ms": round(host_bytes / (gbps * 1e9) * 1e3, 6), "copy_gbps": gbps, "copy_source": gbps_source,
+        "name": scenario.name,
+        "plans": chosen,
+        "partitions": len(parts),
+        "boundary_bytes": sum(seen.values()),
+        "boundary_tensors": len(seen),
+        "host_bytes": host_bytes,
+        "host_copy_ms": round(host_bytes / (gbps * 1e9) * 1e3, 6),
+        "copy_gbps": gbps,
+        "copy_source": gbps_source,
         "custom_work": sorted(k for k, v in chosen.items() if v == "write-plugin"),
         "delegated_flops_share": _share(gm, inside),
     }
@@ -228,8 +266,9 @@ def _copy_rate(profile: dict[str, Any] | None) -> tuple[float, str]:
     return ASSUMED_PCIE_GBPS, "estimate: 25 GB/s assumed (PCIe 4.0 x16, pinned; no copy was measured)"
 
 
-def _latency(gm: GraphModel, its: list[Item], chosen: dict[str, str], profile: dict[str, Any],
-             host_copy_ms: float) -> dict[str, Any]:
+def _latency(
+    gm: GraphModel, its: list[Item], chosen: dict[str, str], profile: dict[str, Any], host_copy_ms: float
+) -> dict[str, Any]:
     """Today's measured latency, less what each item's plan changes: a range with the source of each part."""
     today = float(profile["latency_ms"]["mean"])
     by_name = {r["name"]: r for r in profile.get("per_node", [])}
@@ -250,23 +289,47 @@ def _latency(gm: GraphModel, its: list[Item], chosen: dict[str, str], profile: d
         if plan in IN_ENGINE:
             lo_ms = min(sol, measured) if has_sol else 0.0
             low -= measured - lo_ms
-            parts.append({"item": it.key, "plan": plan, "measured_ms": round(measured, 4),
-                          "low_ms": round(lo_ms, 4), "high_ms": round(measured, 4),
-                          "source": ("measured node time" + (f" (scaled by {fit:.2f} into the timed latency)"
-                                                             if fit < 1 else "")
-                                     + ("; the low end is the speed-of-light bound at the GPU's peaks" if has_sol
-                                        else "; no GPU peaks known, so the low end assumes it is free"))})
+            parts.append(
+                {
+                    "item": it.key,
+                    "plan": plan,
+                    "measured_ms": round(measured, 4),
+                    "low_ms": round(lo_ms, 4),
+                    "high_ms": round(measured, 4),
+                    "source": (
+                        "measured node time"
+                        + (f" (scaled by {fit:.2f} into the timed latency)" if fit < 1 else "")
+                        + (
+                            "; the low end is the speed-of-light bound at the GPU's peaks"
+                            if has_sol
+                            else "; no GPU peaks known, so the low end assumes it is free"
+                        )
+                    ),
+                }
+            )
         elif plan == "host":
             on_cpu = profile.get("backend") == "ort-cpu"
-            parts.append({"item": it.key, "plan": plan, "measured_ms": round(measured, 4),
-                          "source": "measured on the CPU" if on_cpu else
-                          "its time on the host is not measured (profile with ort-cpu to price it)"})
+            parts.append(
+                {
+                    "item": it.key,
+                    "plan": plan,
+                    "measured_ms": round(measured, 4),
+                    "source": "measured on the CPU"
+                    if on_cpu
+                    else "its time on the host is not measured (profile with ort-cpu to price it)",
+                }
+            )
     low += host_copy_ms
     high += host_copy_ms
-    return {"today_ms": round(today, 4), "low_ms": round(max(low, 0.0), 4), "high_ms": round(high, 4),
-            "saves_at_most_ms": round(today - max(low, 0.0), 4), "parts": parts,
-            "source": f"measured mean latency of {profile.get('backend', '?')} on {profile.get('device', '?')}",
-            "not_priced": "engine switches beyond the copies, and kernel launches saved by fusion"}
+    return {
+        "today_ms": round(today, 4),
+        "low_ms": round(max(low, 0.0), 4),
+        "high_ms": round(high, 4),
+        "saves_at_most_ms": round(today - max(low, 0.0), 4),
+        "parts": parts,
+        "source": f"measured mean latency of {profile.get('backend', '?')} on {profile.get('device', '?')}",
+        "not_priced": "engine switches beyond the copies, and kernel launches saved by fusion",
+    }
 
 
 def fmt_ms(v: float) -> str:
@@ -289,8 +352,9 @@ def decision(its: list[Item], today: dict[str, Any] | None, mine: dict[str, Any]
     ships = sum(1 for it in plugins if it.matches and it.matches[0]["kind"] in ("exact", "op"))
     related = sum(1 for it in plugins if it.matches and it.matches[0]["kind"] == "related")
     if ships:
-        parts.append("TensorRT already ships a plugin for " + ("it" if n == 1 else "all of them" if ships == n
-                                                                 else f"{ships}"))
+        parts.append(
+            "TensorRT already ships a plugin for " + ("it" if n == 1 else "all of them" if ships == n else f"{ships}")
+        )
     elif related:
         parts.append(f"TensorRT ships a related plugin for {'it' if n == 1 else related}")
     if mine is not None and today is not None and mine["name"] != today["name"]:
@@ -308,14 +372,17 @@ def decision(its: list[Item], today: dict[str, Any] | None, mine: dict[str, Any]
         elif mine["boundary_bytes"] != today["boundary_bytes"]:
             from splitscope.engine.text import format_bytes
 
-            effects.append(f"takes the bytes crossing engines from {format_bytes(today['boundary_bytes'])} to "
-                           f"{format_bytes(mine['boundary_bytes'])} per inference")
+            effects.append(
+                f"takes the bytes crossing engines from {format_bytes(today['boundary_bytes'])} to "
+                f"{format_bytes(mine['boundary_bytes'])} per inference"
+            )
         work = len(mine["custom_work"])
         if work:
             effects.insert(0, f"writes {work} plugin{'s' if work > 1 else ''}")
         if effects:
-            parts.append(f"{mine['name']} " + ", ".join(effects[:-1]) + (" and " if len(effects) > 1 else "")
-                         + effects[-1])
+            parts.append(
+                f"{mine['name']} " + ", ".join(effects[:-1]) + (" and " if len(effects) > 1 else "") + effects[-1]
+            )
     return "; ".join(parts) + "."
 
 
@@ -333,6 +400,8 @@ def work_share(gm: GraphModel, profile: dict[str, Any] | None = None) -> tuple[f
     share = split_summary(gm)["delegate"]["flops_share"]
     unknown = sum(1 for n in gm.nodes if n.status is Status.PLUGIN and not n.flops)
     if unknown:
-        return share, (f"of the known FLOPs TensorRT takes ({plural(unknown, 'custom node')} of unknown cost: "
-                       "profile to weigh them)")
+        return share, (
+            f"of the known FLOPs TensorRT takes ({plural(unknown, 'custom node')} of unknown cost: "
+            "profile to weigh them)"
+        )
     return share, "of the work (FLOPs) TensorRT takes"

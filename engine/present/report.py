@@ -36,16 +36,20 @@ def load_doc(path: str | os.PathLike[str], what: str) -> dict[str, Any]:
     except FileNotFoundError:
         raise SplitscopeError(f"--{what} {p}: no such file.") from None
     except (OSError, ValueError, UnicodeDecodeError) as e:
-        raise SplitscopeError(f"--{what} {p}: not a JSON file ({str(e)[:80]}); give the file "
-                              f"'splitscope {what if what != 'calibration' else 'calibrate'} --json' wrote.") from None
+        raise SplitscopeError(
+            f"--{what} {p}: not a JSON file ({str(e)[:80]}); give the file "
+            f"'splitscope {what if what != 'calibration' else 'calibrate'} --json' wrote."
+        ) from None
     if isinstance(doc, dict) and isinstance(doc.get("result"), dict) and "kind" in doc:
         doc = doc["result"]
     if not isinstance(doc, dict):
         raise SplitscopeError(f"--{what} {p}: not a Splitscope {what} document.")
     keys = {"profile": "latency_ms", "engine": "layers", "calibration": "accuracy"}[what]
     if keys not in doc:
-        raise SplitscopeError(f"--{what} {p}: no '{keys}' in it: is it the JSON of 'splitscope "
-                              f"{what if what != 'calibration' else 'calibrate'}'?")
+        raise SplitscopeError(
+            f"--{what} {p}: no '{keys}' in it: is it the JSON of 'splitscope "
+            f"{what if what != 'calibration' else 'calibrate'}'?"
+        )
     return doc
 
 
@@ -64,13 +68,21 @@ def check_same_model(gm: GraphModel, doc: dict[str, Any], what: str, path: str |
     hit = len(names & ours)
     if hit < 0.5 * len(names):
         other = Path(str(doc.get("model") or "another model")).name
-        raise SplitscopeError(f"--{what} {Path(path).name} is of another model ({other}: {hit} of its {len(names)} "
-                              f"nodes are in {gm.path.name if gm.path else 'this model'}); give this model's {what}.")
+        raise SplitscopeError(
+            f"--{what} {Path(path).name} is of another model ({other}: {hit} of its {len(names)} "
+            f"nodes are in {gm.path.name if gm.path else 'this model'}); give this model's {what}."
+        )
 
 
-def report_data(gm: GraphModel, view: Any, profiles: list[dict[str, Any]] | None = None,
-                engine: dict[str, Any] | None = None, calibration: dict[str, Any] | None = None,
-                scenarios: list[Scenario] | None = None, chosen: str | None = None) -> dict[str, Any]:
+def report_data(
+    gm: GraphModel,
+    view: Any,
+    profiles: list[dict[str, Any]] | None = None,
+    engine: dict[str, Any] | None = None,
+    calibration: dict[str, Any] | None = None,
+    scenarios: list[Scenario] | None = None,
+    chosen: str | None = None,
+) -> dict[str, Any]:
     """Every figure of the report, with its source (JSON-ready)."""
     from splitscope.engine.report.stats import headline, split_summary
 
@@ -81,45 +93,79 @@ def report_data(gm: GraphModel, view: Any, profiles: list[dict[str, Any]] | None
     scen = [Scenario("today"), *(scenarios or [])]
     evaluated = [evaluate(gm, s, prof, its) for s in scen]
     if chosen is not None and chosen not in {s.name for s in scen}:
-        raise SplitscopeError(f"--scenario {chosen!r}: no scenario of that name is saved for this model "
-                              f"({', '.join(s.name for s in scen[1:]) or 'none saved yet'}); make it in the "
-                              "planner (View › Panels › Planner) first.")
+        raise SplitscopeError(
+            f"--scenario {chosen!r}: no scenario of that name is saved for this model "
+            f"({', '.join(s.name for s in scen[1:]) or 'none saved yet'}); make it in the "
+            "planner (View › Panels › Planner) first."
+        )
     pick = next((e for e in evaluated if e["name"] == chosen), evaluated[0])  # none chosen: today
     share, share_caption = work_share(gm, prof)
     plugins = [n for n in gm.nodes if n.status is Status.PLUGIN]
     dele = summary.get("delegate", {})
     gpu = next((p.get("gpu") for p in profiles if p.get("gpu")), None)
     data: dict[str, Any] = {
-        "title": TITLE, "model": gm.path.name if gm.path else "model", "model_path": str(gm.path or ""),
-        "date": time.strftime("%Y-%m-%d %H:%M"), "producer": gm.producer,
+        "title": TITLE,
+        "model": gm.path.name if gm.path else "model",
+        "model_path": str(gm.path or ""),
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+        "producer": gm.producer,
         "parser": f"{gm.parser.name} {gm.parser.version}".strip(),
-        "gpu": (gpu or {}).get("name") or (f"none: profiled with {profiles[0].get('backend')} on the CPU"
-                                           if profiles else None),
+        "gpu": (gpu or {}).get("name")
+        or (f"none: profiled with {profiles[0].get('backend')} on the CPU" if profiles else None),
         "tensorrt": _trt_version(gm, engine),
         "headline": headline(gm, summary),
         "decision": decision(its, evaluated[0], pick),
-        "numbers": {"delegated_flops_share": dele.get("flops_share"), "delegated_node_share": dele.get("node_share"),
-                    "work_share": share, "work_caption": share_caption,
-                    "nodes": len(gm.nodes), "plugin_nodes": len(plugins), "partitions": len(gm.partitions),
-                    "boundary_bytes": gm.boundary_bytes},
-        "scenarios": evaluated, "chosen": pick["name"],
+        "numbers": {
+            "delegated_flops_share": dele.get("flops_share"),
+            "delegated_node_share": dele.get("node_share"),
+            "work_share": share,
+            "work_caption": share_caption,
+            "nodes": len(gm.nodes),
+            "plugin_nodes": len(plugins),
+            "partitions": len(gm.partitions),
+            "boundary_bytes": gm.boundary_bytes,
+        },
+        "scenarios": evaluated,
+        "chosen": pick["name"],
         "custom": [_custom_row(it, pick) for it in its],
-        "partitions": [{"index": p.index, "nodes": len(p.nodes), "flops": p.flops,
-                        "boundary_bytes": p.boundary_bytes, "boundary_tensors": len(p.boundary_tensors)}
-                       for p in gm.partitions],
+        "partitions": [
+            {
+                "index": p.index,
+                "nodes": len(p.nodes),
+                "flops": p.flops,
+                "boundary_bytes": p.boundary_bytes,
+                "boundary_tensors": len(p.boundary_tensors),
+            }
+            for p in gm.partitions
+        ],
         "figures": {"overview": figures.overview(view)},
         "sources": _sources(gm, prof, engine, calibration),
     }
     lat = [e for e in evaluated if "latency" in e]
     if lat:
         data["figures"]["scenarios"] = figures.bars(
-            [{"name": e["name"], "ms": e["latency"]["high_ms"], "low": e["latency"]["low_ms"],
-              "high": e["latency"]["high_ms"]} for e in lat], "ms", "estimated latency per inference (range)", "ms",
-            "low", "high")
+            [
+                {
+                    "name": e["name"],
+                    "ms": e["latency"]["high_ms"],
+                    "low": e["latency"]["low_ms"],
+                    "high": e["latency"]["high_ms"],
+                }
+                for e in lat
+            ],
+            "ms",
+            "estimated latency per inference (range)",
+            "ms",
+            "low",
+            "high",
+        )
     elif len(evaluated) > 1:  # nothing to compare with today alone
         data["figures"]["scenarios"] = figures.bars(
-            [{"name": e["name"], "kb": e["boundary_bytes"] / 1e3} for e in evaluated], "kb",
-            "bytes crossing engine boundaries per inference", "kB")
+            [{"name": e["name"], "kb": e["boundary_bytes"] / 1e3} for e in evaluated],
+            "kb",
+            "bytes crossing engine boundaries per inference",
+            "kB",
+        )
     if prof:
         data["time"] = _time(prof)
         data["figures"]["roofline"] = figures.roofline(prof)
@@ -147,9 +193,18 @@ def _trt_version(gm: GraphModel, engine: dict[str, Any] | None) -> str:
 
 def _custom_row(it: Any, pick: dict[str, Any]) -> dict[str, Any]:
     best = it.matches[0] if it.matches else None
-    return {"key": it.key, "label": it.label, "kind": it.kind, "reason": it.reason, "remedy": it.remedy,
-            "plan": PLANS[pick["plans"].get(it.key, it.today)], "suggested": PLANS[it.suggested],
-            "shipped": f"{best['plugin']} ({best['kind']})" if best else "", "flops": it.flops, "bytes": it.bytes}
+    return {
+        "key": it.key,
+        "label": it.label,
+        "kind": it.kind,
+        "reason": it.reason,
+        "remedy": it.remedy,
+        "plan": PLANS[pick["plans"].get(it.key, it.today)],
+        "suggested": PLANS[it.suggested],
+        "shipped": f"{best['plugin']} ({best['kind']})" if best else "",
+        "flops": it.flops,
+        "bytes": it.bytes,
+    }
 
 
 def _time(prof: dict[str, Any]) -> dict[str, Any]:
@@ -157,38 +212,67 @@ def _time(prof: dict[str, Any]) -> dict[str, Any]:
 
     v = prof.get("verdict") or {}
     colours = colour_table()["time_split"]
-    split = [(label, ms, colours[k]) for k, (label, ms) in zip(("graph", "kernels", "copies"), time_split(prof),
-                                                               strict=True)]
+    split = [
+        (label, ms, colours[k]) for k, (label, ms) in zip(("graph", "kernels", "copies"), time_split(prof), strict=True)
+    ]
     top = sorted(prof.get("per_node", []), key=lambda r: -(r.get("ms") or 0))[:10]
-    return {"backend": prof.get("backend"), "device": prof.get("device"), "latency_ms": prof.get("latency_ms"),
-            "verdict": v.get("verdict"), "why": v.get("why"), "fix": v.get("fix"),
-            "split": [(a, round(b, 4) if b is not None else None, c) for a, b, c in split],
-            "verified": prof.get("verified", True),
-            "copies_not_measured": (prof.get("copies") or {}).get("not_measured"),
-            "top": [{"name": r["name"], "op_type": r["op_type"], "ms": r["ms"], "share": r.get("share"),
-                     "status": r["status"], "class": r.get("class")} for r in top],
-            "node_cover": prof.get("node_cover")}
+    return {
+        "backend": prof.get("backend"),
+        "device": prof.get("device"),
+        "latency_ms": prof.get("latency_ms"),
+        "verdict": v.get("verdict"),
+        "why": v.get("why"),
+        "fix": v.get("fix"),
+        "split": [(a, round(b, 4) if b is not None else None, c) for a, b, c in split],
+        "verified": prof.get("verified", True),
+        "copies_not_measured": (prof.get("copies") or {}).get("not_measured"),
+        "top": [
+            {
+                "name": r["name"],
+                "op_type": r["op_type"],
+                "ms": r["ms"],
+                "share": r.get("share"),
+                "status": r["status"],
+                "class": r.get("class"),
+            }
+            for r in top
+        ],
+        "node_cover": prof.get("node_cover"),
+    }
 
 
 def _commitment(gm: GraphModel, profiles: list[dict[str, Any]], engine: dict[str, Any] | None) -> dict[str, Any]:
     gpu = next((p.get("gpu") for p in profiles if p.get("gpu")), None) or {}
     ort = next((p for p in profiles if str(p.get("backend", "")).startswith("ort")), None)
     trt = next((p for p in profiles if p.get("backend") in ("tensorrt", "rtx")), None)
-    return {"architecture": f"compute capability {gpu['compute_capability']} ({gpu.get('name')})"
-            if gpu.get("compute_capability") else "the GPU it is built on (none profiled here)",
-            "tensorrt": _trt_version(gm, engine),
-            "ort_ms": ort["latency_ms"]["mean"] if ort else None, "ort_backend": ort.get("backend") if ort else None,
-            "trt_ms": trt["latency_ms"]["mean"] if trt else None}
+    return {
+        "architecture": f"compute capability {gpu['compute_capability']} ({gpu.get('name')})"
+        if gpu.get("compute_capability")
+        else "the GPU it is built on (none profiled here)",
+        "tensorrt": _trt_version(gm, engine),
+        "ort_ms": ort["latency_ms"]["mean"] if ort else None,
+        "ort_backend": ort.get("backend") if ort else None,
+        "trt_ms": trt["latency_ms"]["mean"] if trt else None,
+    }
 
 
 def _calibration(c: dict[str, Any]) -> dict[str, Any]:
-    return {"precision": c.get("precision"), "method": c.get("method"), "samples": c.get("samples"),
-            "random_data": c.get("random_data"), "quantized": len(c.get("quantized", [])),
-            "excluded": len(c.get("excluded", [])),
-            "accuracy": [{"output": o, **{k: a.get(k) for k in ("snr_db", "cosine", "max_abs", "top1_agreement")}}
-                         for o, a in c.get("accuracy", {}).items()],
-            "search": {k: c["search"].get(k) for k in ("metric", "target", "met", "final")} if c.get("search")
-            and "met" in c["search"] else None, "notes": c.get("notes", [])}
+    return {
+        "precision": c.get("precision"),
+        "method": c.get("method"),
+        "samples": c.get("samples"),
+        "random_data": c.get("random_data"),
+        "quantized": len(c.get("quantized", [])),
+        "excluded": len(c.get("excluded", [])),
+        "accuracy": [
+            {"output": o, **{k: a.get(k) for k in ("snr_db", "cosine", "max_abs", "top1_agreement")}}
+            for o, a in c.get("accuracy", {}).items()
+        ],
+        "search": {k: c["search"].get(k) for k in ("metric", "target", "met", "final")}
+        if c.get("search") and "met" in c["search"]
+        else None,
+        "notes": c.get("notes", []),
+    }
 
 
 def _engine(e: dict[str, Any]) -> dict[str, Any]:
@@ -197,39 +281,62 @@ def _engine(e: dict[str, Any]) -> dict[str, Any]:
     precisions: dict[str, int] = {}
     for r in layers:
         precisions[r.get("precision") or "?"] = precisions.get(r.get("precision") or "?", 0) + 1
-    return {"layers": len(layers), "layout": e.get("layout"), "total_ms": e.get("total_layer_ms"),
-            "mapped_node_share": e.get("mapped_node_share"), "precisions": precisions,
-            "top": [{"name": r["name"], "type": r["type"], "precision": r["precision"], "ms": r["ms"],
-                     "share": r["share"]} for r in top],
-            "lint": [{"kind": f["kind"], "advice": f["advice"], "layers": len(f["layers"]), "ms": f["ms"]}
-                     for f in e.get("lint", [])]}
+    return {
+        "layers": len(layers),
+        "layout": e.get("layout"),
+        "total_ms": e.get("total_layer_ms"),
+        "mapped_node_share": e.get("mapped_node_share"),
+        "precisions": precisions,
+        "top": [
+            {"name": r["name"], "type": r["type"], "precision": r["precision"], "ms": r["ms"], "share": r["share"]}
+            for r in top
+        ],
+        "lint": [
+            {"kind": f["kind"], "advice": f["advice"], "layers": len(f["layers"]), "ms": f["ms"]}
+            for f in e.get("lint", [])
+        ],
+    }
 
 
-def _sources(gm: GraphModel, prof: dict[str, Any] | None, engine: dict[str, Any] | None,
-             calibration: dict[str, Any] | None) -> list[str]:
+def _sources(
+    gm: GraphModel, prof: dict[str, Any] | None, engine: dict[str, Any] | None, calibration: dict[str, Any] | None
+) -> list[str]:
     from splitscope.engine.plan.catalog import source
 
-    out = [f"The split: {gm.parser.name} {gm.parser.version}".strip()
-           + (" (the real ONNX parser, asked about this model)" if gm.parser.name != "table" else
-              " (TensorRT's published operator support table and static checks; no parser was run)"),
-           "FLOPs and bytes: counted from the ONNX shapes (symbolic dims at 1 unless set)",
-           "Partitions and boundary bytes: recomputed from the split for each scenario (the same partitioning "
-           "as the analysis); bytes at the model's dtypes",
-           "Shipped plugins: " + source()]
+    out = [
+        f"The split: {gm.parser.name} {gm.parser.version}".strip()
+        + (
+            " (the real ONNX parser, asked about this model)"
+            if gm.parser.name != "table"
+            else " (TensorRT's published operator support table and static checks; no parser was run)"
+        ),
+        "FLOPs and bytes: counted from the ONNX shapes (symbolic dims at 1 unless set)",
+        "Partitions and boundary bytes: recomputed from the split for each scenario (the same partitioning "
+        "as the analysis); bytes at the model's dtypes",
+        "Shipped plugins: " + source(),
+    ]
     if prof:
         dims = ", ".join(f"{k}={v}" for k, v in (prof.get("dims") or {}).items()) or "no symbolic dims"
-        out.append(f"Latency and node times: measured with {prof.get('backend')} on {prof.get('device')}, "
-                   f"{prof.get('iterations')} iterations after {prof.get('warmup')} warm-up, {prof.get('started')}, "
-                   f"on {Path(str(prof.get('model', '?'))).name} ({dims})")
-        out.append("Scenario latencies: estimates: a node brought into the engine between its speed-of-light bound "
-                   "and its measured time; host copies at the measured (or stated) copy rate; engine switches "
-                   "beyond the copies are not priced")
+        out.append(
+            f"Latency and node times: measured with {prof.get('backend')} on {prof.get('device')}, "
+            f"{prof.get('iterations')} iterations after {prof.get('warmup')} warm-up, {prof.get('started')}, "
+            f"on {Path(str(prof.get('model', '?'))).name} ({dims})"
+        )
+        out.append(
+            "Scenario latencies: estimates: a node brought into the engine between its speed-of-light bound "
+            "and its measured time; host copies at the measured (or stated) copy rate; engine switches "
+            "beyond the copies are not priced"
+        )
     if engine:
-        out.append("Engine layers: trtexec's layer information and profile (or TensorRT-RTX's build log), read "
-                   "and mapped onto the model's nodes")
+        out.append(
+            "Engine layers: trtexec's layer information and profile (or TensorRT-RTX's build log), read "
+            "and mapped onto the model's nodes"
+        )
     if calibration:
-        out.append("Accuracy: ONNX Runtime (CPU), the quantized model against FP32 on held-out samples"
-                   + (" (random data: plumbing only)" if calibration.get("random_data") else ""))
+        out.append(
+            "Accuracy: ONNX Runtime (CPU), the quantized model against FP32 on held-out samples"
+            + (" (random data: plumbing only)" if calibration.get("random_data") else "")
+        )
     return out
 
 
@@ -247,9 +354,11 @@ def render_html(data: dict[str, Any]) -> str:
     env.filters["num"] = lambda v: "—" if v is None else f"{v:,}"
     env.filters["bytes"] = lambda v: "—" if v is None else fmt_bytes(int(v))
     env.filters["css"] = lambda v: Markup(  # a CSS string: no HTML entities in it
-        "".join(c if c.isalnum() or c in " ._-:()[]+,/" else f"\\{ord(c):06x}" for c in str(v)))
-    return env.from_string(text).render(d={**data, "palette": colour_table()},
-                                        svg=lambda k: Markup(data["figures"].get(k) or ""))
+        "".join(c if c.isalnum() or c in " ._-:()[]+,/" else f"\\{ord(c):06x}" for c in str(v))
+    )
+    return env.from_string(text).render(
+        d={**data, "palette": colour_table()}, svg=lambda k: Markup(data["figures"].get(k) or "")
+    )
 
 
 def write_report(data: dict[str, Any], out: str | os.PathLike[str]) -> Path:
@@ -265,11 +374,14 @@ def write_report(data: dict[str, Any], out: str | os.PathLike[str]) -> Path:
     try:
         import weasyprint
     except ImportError:
-        raise SplitscopeError("PDF reports need WeasyPrint, an optional extra: pip install 'splitscope[pdf]' "
-                              "(or write .html).") from None
+        raise SplitscopeError(
+            "PDF reports need WeasyPrint, an optional extra: pip install 'splitscope[pdf]' (or write .html)."
+        ) from None
     except OSError as e:  # the Pango library it needs is missing
-        raise SplitscopeError(f"PDF needs the Pango library ({str(e).splitlines()[0][:100]}): install it "
-                              "(packaging/system-deps.sh), or write .html.") from None
+        raise SplitscopeError(
+            f"PDF needs the Pango library ({str(e).splitlines()[0][:100]}): install it "
+            "(packaging/system-deps.sh), or write .html."
+        ) from None
     pdf = weasyprint.HTML(string=html).write_pdf()  # bytes, with no target given
     assert pdf is not None
     return write_bytes_atomic(out, pdf)
@@ -284,10 +396,18 @@ def _checked_out(out: str | os.PathLike[str]) -> Path:
     return out
 
 
-def make_report(model: str | os.PathLike[str] | None, out: str | os.PathLike[str], *,
-                profiles: list[str] | None = None, engine: str | None = None, calibration: str | None = None,
-                scenario: str | None = None, parser: str = "auto", dims: dict[str, int] | None = None,
-                cancel: CancelToken | None = None) -> Generator[JobEvent, None, dict[str, Any]]:
+def make_report(
+    model: str | os.PathLike[str] | None,
+    out: str | os.PathLike[str],
+    *,
+    profiles: list[str] | None = None,
+    engine: str | None = None,
+    calibration: str | None = None,
+    scenario: str | None = None,
+    parser: str = "auto",
+    dims: dict[str, int] | None = None,
+    cancel: CancelToken | None = None,
+) -> Generator[JobEvent, None, dict[str, Any]]:
     """The report job: analyse, lay out the overview, gather the files given, write ``out``."""
     from splitscope.engine.plan.store import load_scenarios
     from splitscope.engine.split.analyze import analyze
@@ -296,9 +416,11 @@ def make_report(model: str | os.PathLike[str] | None, out: str | os.PathLike[str
     out = _checked_out(out)  # before the analysis: a wrong name fails at once
     gm = yield from analyze(model, parser=parser, dims=dims)
     cancel.raise_if_cancelled()
-    docs = {"profile": [load_doc(p, "profile") for p in profiles or []],
-            "engine": load_doc(engine, "engine") if engine else None,
-            "calibration": load_doc(calibration, "calibration") if calibration else None}
+    docs = {
+        "profile": [load_doc(p, "profile") for p in profiles or []],
+        "engine": load_doc(engine, "engine") if engine else None,
+        "calibration": load_doc(calibration, "calibration") if calibration else None,
+    }
     for p, d in zip(profiles or [], docs["profile"], strict=True):
         check_same_model(gm, d, "profile", p)
     if engine:
@@ -306,14 +428,21 @@ def make_report(model: str | os.PathLike[str] | None, out: str | os.PathLike[str
     if calibration:
         check_same_model(gm, docs["calibration"], "calibration", calibration)  # type: ignore[arg-type]
     saved = load_scenarios(gm.path) if gm.path else []
-    return (yield from report_job(gm, out, docs["profile"], docs["engine"], docs["calibration"], saved, scenario,
-                                  cancel))
+    return (
+        yield from report_job(gm, out, docs["profile"], docs["engine"], docs["calibration"], saved, scenario, cancel)
+    )
 
 
-def report_job(gm: GraphModel, out: str | os.PathLike[str], profiles: list[dict[str, Any]] | None = None,
-               engine: dict[str, Any] | None = None, calibration: dict[str, Any] | None = None,
-               scenarios: list[Scenario] | None = None, chosen: str | None = None,
-               cancel: CancelToken | None = None) -> Generator[JobEvent, None, dict[str, Any]]:
+def report_job(
+    gm: GraphModel,
+    out: str | os.PathLike[str],
+    profiles: list[dict[str, Any]] | None = None,
+    engine: dict[str, Any] | None = None,
+    calibration: dict[str, Any] | None = None,
+    scenarios: list[Scenario] | None = None,
+    chosen: str | None = None,
+    cancel: CancelToken | None = None,
+) -> Generator[JobEvent, None, dict[str, Any]]:
     """Lay out the overview of an analysed model and write the report of the documents given to ``out``
     (the window's File › Export Report…, with what it has open)."""
     from splitscope.engine.view.layout import prepare_view

@@ -23,8 +23,14 @@ def to_json(gm: GraphModel, summary: dict[str, Any] | None = None) -> dict[str, 
         "producer": gm.producer,
         "ir_version": gm.ir_version,
         "opsets": gm.opsets,
-        "parser": {"name": p.name, "version": p.version, **({"target": p.target} if p.name == "table" else {}),
-                   "calls": p.calls, "seconds": round(p.seconds, 3), "notes": p.notes},
+        "parser": {
+            "name": p.name,
+            "version": p.version,
+            **({"target": p.target} if p.name == "table" else {}),
+            "calls": p.calls,
+            "seconds": round(p.seconds, 3),
+            "notes": p.notes,
+        },
         "nodes": len(nodes),
         "nested_nodes": sum(1 for _ in gm.graph.walk()) - len(nodes),
         "summary": summary,
@@ -32,10 +38,16 @@ def to_json(gm: GraphModel, summary: dict[str, Any] | None = None) -> dict[str, 
         "flops": gm.total_flops(),
         "headline": headline(gm, summary),
         "partitions": [
-            {"index": part.index, "nodes": [nodes[i].label for i in part.nodes], "flops": part.flops,
-             "boundary_tensors": [{"name": t.name, "bytes": t.bytes, "direction": t.direction,
-                                   "symbolic": t.symbolic} for t in part.boundary_tensors],
-             "boundary_bytes": part.boundary_bytes}
+            {
+                "index": part.index,
+                "nodes": [nodes[i].label for i in part.nodes],
+                "flops": part.flops,
+                "boundary_tensors": [
+                    {"name": t.name, "bytes": t.bytes, "direction": t.direction, "symbolic": t.symbolic}
+                    for t in part.boundary_tensors
+                ],
+                "boundary_bytes": part.boundary_bytes,
+            }
             for part in gm.partitions
         ],
         "boundary_bytes": gm.boundary_bytes,
@@ -44,12 +56,21 @@ def to_json(gm: GraphModel, summary: dict[str, Any] | None = None) -> dict[str, 
         "assumed_shapes": sorted(gm.assumed_shapes),
         "warnings": gm.warnings,
         "node_status": [
-            {"name": n.label, "op_type": n.op_type, "domain": n.domain, "status": n.status.value,
-             "role": n.role.value, "reason": n.reason, "source": n.source.value,
-             **({"cause": n.cause, "remedy": n.remedy} if n.remedy else {}), "flops": n.flops,
-             "bytes": n.bytes, "scope": "/".join(n.scope),
-             **({"table_status": n.table_status.value} if n.table_status is not None else {}),
-             **({"parser_status": n.parser_status.value} if n.parser_status is not None else {})}
+            {
+                "name": n.label,
+                "op_type": n.op_type,
+                "domain": n.domain,
+                "status": n.status.value,
+                "role": n.role.value,
+                "reason": n.reason,
+                "source": n.source.value,
+                **({"cause": n.cause, "remedy": n.remedy} if n.remedy else {}),
+                "flops": n.flops,
+                "bytes": n.bytes,
+                "scope": "/".join(n.scope),
+                **({"table_status": n.table_status.value} if n.table_status is not None else {}),
+                **({"parser_status": n.parser_status.value} if n.parser_status is not None else {}),
+            }
             for n in nodes
         ],
     }

@@ -18,8 +18,15 @@ def split_summary(gm: GraphModel) -> dict[str, dict[str, float | int]]:
     for n in gm.nodes:
         counts[n.status] += 1
         flops[n.status] += n.flops or 0
-    return {st.value: {"nodes": counts[st], "node_share": counts[st] / total_nodes, "flops": flops[st],
-                       "flops_share": flops[st] / total_flops if total_flops else 0.0} for st in Status}
+    return {
+        st.value: {
+            "nodes": counts[st],
+            "node_share": counts[st] / total_nodes,
+            "flops": flops[st],
+            "flops_share": flops[st] / total_flops if total_flops else 0.0,
+        }
+        for st in Status
+    }
 
 
 def role_summary(gm: GraphModel) -> dict[str, dict[str, int]]:
@@ -29,8 +36,11 @@ def role_summary(gm: GraphModel) -> dict[str, dict[str, int]]:
         members = [n for n in gm.nodes if n.role is role]
         if not members:
             continue
-        out[role.value] = {"nodes": len(members), "flops": sum(n.flops or 0 for n in members),
-                           **{f"{st.value}_nodes": sum(1 for n in members if n.status is st) for st in Status}}
+        out[role.value] = {
+            "nodes": len(members),
+            "flops": sum(n.flops or 0 for n in members),
+            **{f"{st.value}_nodes": sum(1 for n in members if n.status is st) for st in Status},
+        }
     return out
 
 
@@ -49,9 +59,19 @@ def op_table(gm: GraphModel) -> list[dict[str, Any]]:
         plugin = sum(1 for n in nodes if n.status is Status.PLUGIN)
         flops = sum(n.flops or 0 for n in nodes)
         first = next((n for n in nodes if n.remedy), None)
-        rows.append({"op": op, "count": len(members), "plugin": plugin, "flops": flops, "flops_share": flops / total,
-                     "roles": sorted({n.role.value for n in nodes}), "nodes": members,
-                     "cause": first.cause if first else "", "remedy": first.remedy if first else ""})
+        rows.append(
+            {
+                "op": op,
+                "count": len(members),
+                "plugin": plugin,
+                "flops": flops,
+                "flops_share": flops / total,
+                "roles": sorted({n.role.value for n in nodes}),
+                "nodes": members,
+                "cause": first.cause if first else "",
+                "remedy": first.remedy if first else "",
+            }
+        )
     rows.sort(key=lambda r: (-(r["plugin"] > 0), -r["flops_share"], -r["count"]))
     return rows
 
@@ -93,19 +113,28 @@ def headline(gm: GraphModel, summary: dict[str, dict[str, float | int]] | None =
     s = summary or split_summary(gm)
     n_nodes, n_parts = len(gm.nodes), len(gm.partitions)
     n_plugin = int(s["plugin"]["nodes"])
-    share = f"{s['delegate']['flops_share']:.0%} of known FLOPs delegated ({s['delegate']['nodes']} of " \
-            f"{plural(n_nodes, 'node')})"
+    share = (
+        f"{s['delegate']['flops_share']:.0%} of known FLOPs delegated ({s['delegate']['nodes']} of "
+        f"{plural(n_nodes, 'node')})"
+    )
     unknown = sum(1 for n in gm.nodes if n.status is Status.PLUGIN and n.flops is None)
     tail = f"; the cost of {plural(unknown, 'custom node')} is unknown until profiled" if unknown else ""
     if n_plugin == 0:
-        return (f"TensorRT takes all {plural(n_nodes, 'node')}: one engine, nothing crosses a partition boundary"
-                if n_parts <= 1 else f"TensorRT takes all {plural(n_nodes, 'node')}; {share}")
+        return (
+            f"TensorRT takes all {plural(n_nodes, 'node')}: one engine, nothing crosses a partition boundary"
+            if n_parts <= 1
+            else f"TensorRT takes all {plural(n_nodes, 'node')}; {share}"
+        )
     if n_parts > 1:
-        return (f"{plural(n_parts, 'engine partition')}, {format_bytes(gm.boundary_bytes)} crossing their "
-                f"boundaries per inference, because {plural(n_plugin, 'node')} need{'s' if n_plugin == 1 else ''} "
-                f"custom CUDA: {_causes_text(gm)}. {share}{tail}")
-    return (f"One engine partition; {plural(n_plugin, 'node')} outside it need{'s' if n_plugin == 1 else ''} "
-            f"custom CUDA: {_causes_text(gm)}. {share}{tail}")
+        return (
+            f"{plural(n_parts, 'engine partition')}, {format_bytes(gm.boundary_bytes)} crossing their "
+            f"boundaries per inference, because {plural(n_plugin, 'node')} need{'s' if n_plugin == 1 else ''} "
+            f"custom CUDA: {_causes_text(gm)}. {share}{tail}"
+        )
+    return (
+        f"One engine partition; {plural(n_plugin, 'node')} outside it need{'s' if n_plugin == 1 else ''} "
+        f"custom CUDA: {_causes_text(gm)}. {share}{tail}"
+    )
 
 
 def panel_stats(gm: GraphModel) -> dict[str, Any]:

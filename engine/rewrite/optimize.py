@@ -44,8 +44,9 @@ class SplitFigures:
 
     @classmethod
     def of(cls, gm: GraphModel) -> SplitFigures:
-        return cls(len(gm.nodes), sum(1 for n in gm.nodes if n.status is Status.PLUGIN), len(gm.partitions),
-                   gm.boundary_bytes)
+        return cls(
+            len(gm.nodes), sum(1 for n in gm.nodes if n.status is Status.PLUGIN), len(gm.partitions), gm.boundary_bytes
+        )
 
 
 @dataclass(slots=True)
@@ -68,12 +69,20 @@ class OptimizeResult:
 
     def to_json(self) -> dict[str, Any]:
         """JSON-ready figures (``splitscope optimize --json``)."""
-        return {"source": str(self.source), "output": str(self.output), "optimizer": self.optimizer,
-                "optimizer_seconds": round(self.optimizer_seconds, 3),
-                "before": _fig(self.before),
-                "after": _fig(self.after), "compared": self.compared, "outputs_compared": self.outputs,
-                "max_abs_diff": self.max_abs_diff, "max_rel_diff": self.max_rel_diff,
-                "tolerance": {"rtol": RTOL, "atol": ATOL}, "notes": self.notes}
+        return {
+            "source": str(self.source),
+            "output": str(self.output),
+            "optimizer": self.optimizer,
+            "optimizer_seconds": round(self.optimizer_seconds, 3),
+            "before": _fig(self.before),
+            "after": _fig(self.after),
+            "compared": self.compared,
+            "outputs_compared": self.outputs,
+            "max_abs_diff": self.max_abs_diff,
+            "max_rel_diff": self.max_rel_diff,
+            "tolerance": {"rtol": RTOL, "atol": ATOL},
+            "notes": self.notes,
+        }
 
 
 def _fig(f: SplitFigures) -> dict[str, int]:
@@ -98,8 +107,10 @@ def seeded_inputs(model: Any, dims: dict[str, int] | None = None, seed: int = 0)
         if vi.name in inits or not vi.type.HasField("tensor_type"):
             continue
         tt = vi.type.tensor_type
-        shape = [d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else (dims or {}).get(d.dim_param, 1)
-                 for d in tt.shape.dim]
+        shape = [
+            d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else (dims or {}).get(d.dim_param, 1)
+            for d in tt.shape.dim
+        ]
         dtype = np.dtype(helper.tensor_dtype_to_np_dtype(tt.elem_type))
         if dtype.kind == "f":
             feeds[vi.name] = rng.standard_normal(shape).astype(dtype)
@@ -108,8 +119,10 @@ def seeded_inputs(model: Any, dims: dict[str, int] | None = None, seed: int = 0)
         elif dtype.kind == "b":
             feeds[vi.name] = rng.random(shape) < 0.5
         else:
-            raise OptimizeError(f"Input '{vi.name}' is of type {dtype}, for which no test input can be made: "
-                                "the outputs cannot be compared.")
+            raise OptimizeError(
+                f"Input '{vi.name}' is of type {dtype}, for which no test input can be made: "
+                "the outputs cannot be compared."
+            )
     return feeds
 
 
@@ -126,12 +139,18 @@ def _run(path: Path, feeds: dict[str, Any], basic: bool = False) -> list[Any]:
     return list(sess.run(None, {k: v for k, v in feeds.items() if k in names}))
 
 
-def _reference(src: Path, model: Any,
-               dims: dict[str, int] | None) -> tuple[list[Any] | None, dict[str, Any], str, dict[str, int] | None]:
+def _reference(
+    src: Path, model: Any, dims: dict[str, int] | None
+) -> tuple[list[Any] | None, dict[str, Any], str, dict[str, int] | None]:
     """Run the original on seeded inputs. Symbolic dimensions at 1 can break a model traced with fixed
     reshapes, so without ``dims`` from the user a few sizes are tried (1, 2, 4, 8, 16)."""
-    params = {d.dim_param for vi in model.graph.input if vi.type.HasField("tensor_type")
-              for d in vi.type.tensor_type.shape.dim if d.HasField("dim_param")}
+    params = {
+        d.dim_param
+        for vi in model.graph.input
+        if vi.type.HasField("tensor_type")
+        for d in vi.type.tensor_type.shape.dim
+        if d.HasField("dim_param")
+    }
     tries = [dims] if dims or not params else [{p: k for p in params} for k in (1, 2, 4, 8, 16)]
     why = ""
     for d in tries:
@@ -145,9 +164,14 @@ def _reference(src: Path, model: Any,
     return None, {}, why, None
 
 
-def optimize_export(source: str | os.PathLike[str], output: str | os.PathLike[str], *, parser: str = "table",
-                    dims: dict[str, int] | None = None,
-                    cancel: CancelToken | None = None) -> Generator[JobEvent, None, OptimizeResult]:
+def optimize_export(
+    source: str | os.PathLike[str],
+    output: str | os.PathLike[str],
+    *,
+    parser: str = "table",
+    dims: dict[str, int] | None = None,
+    cancel: CancelToken | None = None,
+) -> Generator[JobEvent, None, OptimizeResult]:
     """Optimize ``source`` into ``output`` (a job generator); raises :class:`OptimizeError` and writes
     nothing when the optimizer fails or its result does not pass every check."""
     import numpy as np
@@ -169,8 +193,9 @@ def optimize_export(source: str | os.PathLike[str], output: str | os.PathLike[st
         import onnxscript
         from onnxscript import optimizer
     except ImportError:
-        raise OptimizeError("The onnxscript package is missing: pip install onnxscript (the optimizer "
-                            "Splitscope runs).") from None
+        raise OptimizeError(
+            "The onnxscript package is missing: pip install onnxscript (the optimizer Splitscope runs)."
+        ) from None
     model = onnx.load(str(src))
     cancel.raise_if_cancelled()
     t0 = time.perf_counter()
@@ -187,8 +212,10 @@ def optimize_export(source: str | os.PathLike[str], output: str | os.PathLike[st
         try:
             onnx.checker.check_model(str(tmp), full_check=False)
         except Exception as e:  # noqa: BLE001
-            raise OptimizeError(f"The optimizer broke {src.name}: onnx.checker rejects its output "
-                                f"({_one_line(e)}); nothing was written.") from None
+            raise OptimizeError(
+                f"The optimizer broke {src.name}: onnx.checker rejects its output "
+                f"({_one_line(e)}); nothing was written."
+            ) from None
         try:
             load_model(tmp)
         except SplitscopeError as e:
@@ -205,17 +232,22 @@ def optimize_export(source: str | os.PathLike[str], output: str | os.PathLike[st
             try:
                 got = _run(tmp, feeds, basic=any("ORT_ENABLE_BASIC" in n for n in checks))
             except Exception as e:  # noqa: BLE001
-                raise OptimizeError(f"The optimizer broke {src.name}: ONNX Runtime runs the original but not the "
-                                    f"optimized model ({_one_line(e)}); nothing was written.") from None
+                raise OptimizeError(
+                    f"The optimizer broke {src.name}: ONNX Runtime runs the original but not the "
+                    f"optimized model ({_one_line(e)}); nothing was written."
+                ) from None
             if len(got) != len(ref):
-                raise OptimizeError(f"The optimized model has {len(got)} outputs, the original {len(ref)}; "
-                                    "nothing was written.")
+                raise OptimizeError(
+                    f"The optimized model has {len(got)} outputs, the original {len(ref)}; nothing was written."
+                )
             max_abs, max_rel = 0.0, 0.0
             for a, b in zip(ref, got, strict=True):
                 a, b = np.asarray(a), np.asarray(b)
                 if a.shape != b.shape:
-                    raise OptimizeError(f"An output changed shape ({list(a.shape)} to {list(b.shape)}) in the "
-                                        "optimized model; nothing was written.")
+                    raise OptimizeError(
+                        f"An output changed shape ({list(a.shape)} to {list(b.shape)}) in the "
+                        "optimized model; nothing was written."
+                    )
                 if a.dtype.kind in "fc":
                     diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
                     finite = np.isfinite(diff)
@@ -224,11 +256,15 @@ def optimize_export(source: str | os.PathLike[str], output: str | os.PathLike[st
                         scale = np.abs(a.astype(np.float64))[finite]
                         max_rel = max(max_rel, float((diff[finite] / np.maximum(scale, 1e-12)).max()))
                     if not np.allclose(a, b, rtol=RTOL, atol=ATOL, equal_nan=True):
-                        raise OptimizeError(f"The optimized model's outputs differ from the original's (max abs "
-                                            f"{max_abs:.3g}, past rtol {RTOL} / atol {ATOL}); nothing was written.")
+                        raise OptimizeError(
+                            f"The optimized model's outputs differ from the original's (max abs "
+                            f"{max_abs:.3g}, past rtol {RTOL} / atol {ATOL}); nothing was written."
+                        )
                 elif not np.array_equal(a, b):
-                    raise OptimizeError("An integer or boolean output of the optimized model differs from the "
-                                        "original's; nothing was written.")
+                    raise OptimizeError(
+                        "An integer or boolean output of the optimized model differs from the "
+                        "original's; nothing was written."
+                    )
             compared, n_out = True, len(ref)
         yield Progress("optimize", 4, 6, "Analysing the optimized model")
         after_gm = run_to_end(analyze(tmp, parser=parser, dims=dims, cancel=cancel))
@@ -236,6 +272,17 @@ def optimize_export(source: str | os.PathLike[str], output: str | os.PathLike[st
         cancel.raise_if_cancelled()
         writer.commit()
     yield Progress("optimize", 6, 6, "Done")
-    return OptimizeResult(src, out, SplitFigures.of(before_gm), SplitFigures.of(after_gm),
-                          f"onnxscript {onnxscript.__version__}", seconds, compared, max_abs, max_rel, n_out, notes,
-                          after_gm)
+    return OptimizeResult(
+        src,
+        out,
+        SplitFigures.of(before_gm),
+        SplitFigures.of(after_gm),
+        f"onnxscript {onnxscript.__version__}",
+        seconds,
+        compared,
+        max_abs,
+        max_rel,
+        n_out,
+        notes,
+        after_gm,
+    )

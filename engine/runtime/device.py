@@ -12,9 +12,11 @@ from typing import Any
 
 import numpy as np
 
-PEAKS_SOURCE = ("NVIDIA H100 Tensor Core GPU Architecture whitepaper (2022), per-SM dense throughput of the "
-                "SXM5 part; NVIDIA A100 Tensor Core GPU Architecture whitepaper (2020) for compute "
-                "capability 8.0; NVIDIA Ampere GA102 and Ada AD102 whitepapers for 8.6 and 8.9")
+PEAKS_SOURCE = (
+    "NVIDIA H100 Tensor Core GPU Architecture whitepaper (2022), per-SM dense throughput of the "
+    "SXM5 part; NVIDIA A100 Tensor Core GPU Architecture whitepaper (2020) for compute "
+    "capability 8.0; NVIDIA Ampere GA102 and Ada AD102 whitepapers for 8.6 and 8.9"
+)
 FLOP_PER_CLK_PER_SM: dict[tuple[int, int], dict[str, int]] = {
     # Hopper (H100/H200): 128 FP32 lanes (FMA = 2 FLOP); tensor cores dense.
     (9, 0): {"fp64": 128, "fp32": 256, "tf32": 2048, "fp16": 4096, "bf16": 4096, "fp8": 8192, "int8": 8192},

@@ -16,10 +16,18 @@ import onnx
 from splitscope.engine.errors import SplitscopeError
 
 _NP: dict[int, Any] = {
-    onnx.TensorProto.FLOAT: np.float32, onnx.TensorProto.DOUBLE: np.float64, onnx.TensorProto.FLOAT16: np.float16,
-    onnx.TensorProto.INT8: np.int8, onnx.TensorProto.UINT8: np.uint8, onnx.TensorProto.INT16: np.int16,
-    onnx.TensorProto.UINT16: np.uint16, onnx.TensorProto.INT32: np.int32, onnx.TensorProto.UINT32: np.uint32,
-    onnx.TensorProto.INT64: np.int64, onnx.TensorProto.UINT64: np.uint64, onnx.TensorProto.BOOL: np.bool_,
+    onnx.TensorProto.FLOAT: np.float32,
+    onnx.TensorProto.DOUBLE: np.float64,
+    onnx.TensorProto.FLOAT16: np.float16,
+    onnx.TensorProto.INT8: np.int8,
+    onnx.TensorProto.UINT8: np.uint8,
+    onnx.TensorProto.INT16: np.int16,
+    onnx.TensorProto.UINT16: np.uint16,
+    onnx.TensorProto.INT32: np.int32,
+    onnx.TensorProto.UINT32: np.uint32,
+    onnx.TensorProto.INT64: np.int64,
+    onnx.TensorProto.UINT64: np.uint64,
+    onnx.TensorProto.BOOL: np.bool_,
 }
 
 
@@ -49,13 +57,16 @@ def input_specs(model: onnx.ModelProto) -> list[InputSpec]:
             continue
         tt = vi.type.tensor_type
         if not vi.type.HasField("tensor_type"):
-            raise ProfileInputError(f"Input '{vi.name}' is not a tensor (a sequence or map): profiling supports "
-                                    "tensor inputs only.")
+            raise ProfileInputError(
+                f"Input '{vi.name}' is not a tensor (a sequence or map): profiling supports tensor inputs only."
+            )
         np_type = _NP.get(tt.elem_type)
         if np_type is None:
-            raise ProfileInputError(f"Input '{vi.name}' has element type "
-                                    f"{onnx.TensorProto.DataType.Name(tt.elem_type) if tt.elem_type in onnx.TensorProto.DataType.values() else tt.elem_type}"  # noqa: E501
-                                    ", which this profiler cannot feed; give the model a float or integer input.")
+            raise ProfileInputError(
+                f"Input '{vi.name}' has element type "
+                f"{onnx.TensorProto.DataType.Name(tt.elem_type) if tt.elem_type in onnx.TensorProto.DataType.values() else tt.elem_type}"  # noqa: E501
+                ", which this profiler cannot feed; give the model a float or integer input."
+            )
         dims: list[int | str] = []
         for k, d in enumerate(tt.shape.dim):
             if d.HasField("dim_value") and d.dim_value > 0:
@@ -109,8 +120,10 @@ def file_feeds(path: Path, specs: list[InputSpec]) -> dict[str, np.ndarray]:
     try:
         if path.suffix.lower() == ".npy":
             if len(specs) != 1:
-                raise ProfileInputError(f"{path.name} holds one array but the model has {len(specs)} inputs "
-                                        f"({', '.join(s.name for s in specs)}): save them together in a .npz.")
+                raise ProfileInputError(
+                    f"{path.name} holds one array but the model has {len(specs)} inputs "
+                    f"({', '.join(s.name for s in specs)}): save them together in a .npz."
+                )
             arrays = {specs[0].name: np.load(path, allow_pickle=False)}
         else:
             with np.load(path, allow_pickle=False) as z:
@@ -120,23 +133,28 @@ def file_feeds(path: Path, specs: list[InputSpec]) -> dict[str, np.ndarray]:
     except FileNotFoundError:
         raise ProfileInputError(f"Input file {path} does not exist: pick a .npz or .npy file.") from None
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as e:
-        raise ProfileInputError(f"Could not read {path.name} as .npz/.npy ({str(e).splitlines()[0][:120]}): "
-                                "save it with numpy.savez.") from None
+        raise ProfileInputError(
+            f"Could not read {path.name} as .npz/.npy ({str(e).splitlines()[0][:120]}): save it with numpy.savez."
+        ) from None
     missing = [s.name for s in specs if s.name not in arrays]
     if missing:
-        raise ProfileInputError(f"{path.name} has no array for input {', '.join(repr(m) for m in missing)} "
-                                f"(it has {', '.join(repr(k) for k in arrays) or 'none'}): name the arrays after "
-                                "the model's inputs.")
+        raise ProfileInputError(
+            f"{path.name} has no array for input {', '.join(repr(m) for m in missing)} "
+            f"(it has {', '.join(repr(k) for k in arrays) or 'none'}): name the arrays after "
+            "the model's inputs."
+        )
     feeds = {}
     for s in specs:
         a = arrays[s.name]
         if a.dtype != s.dtype:
-            raise ProfileInputError(f"Input '{s.name}' in {path.name} is {a.dtype}, the model wants {s.dtype}: "
-                                    f"save it as {s.dtype}.")
+            raise ProfileInputError(
+                f"Input '{s.name}' in {path.name} is {a.dtype}, the model wants {s.dtype}: save it as {s.dtype}."
+            )
         if a.ndim != len(s.dims) or any(isinstance(d, int) and d != n for d, n in zip(s.dims, a.shape, strict=True)):
             want = "[" + ", ".join(str(d) for d in s.dims) + "]"
-            raise ProfileInputError(f"Input '{s.name}' in {path.name} has shape {list(a.shape)}, the model wants "
-                                    f"{want}: reshape it.")
+            raise ProfileInputError(
+                f"Input '{s.name}' in {path.name} has shape {list(a.shape)}, the model wants {want}: reshape it."
+            )
         feeds[s.name] = a
     return feeds
 
@@ -147,6 +165,7 @@ def dims_from_feeds(specs: list[InputSpec], feeds: dict[str, np.ndarray]) -> dic
     for s in specs:
         for d, n in zip(s.dims, feeds[s.name].shape, strict=True):
             if isinstance(d, str) and out.setdefault(d, int(n)) != n:
-                raise ProfileInputError(f"Dim '{d}' is {out[d]} in one input and {n} in '{s.name}': "
-                                        "make the arrays agree.")
+                raise ProfileInputError(
+                    f"Dim '{d}' is {out[d]} in one input and {n} in '{s.name}': make the arrays agree."
+                )
     return out

@@ -28,8 +28,9 @@ def ort_module() -> Any:
     try:
         import onnxruntime as ort
     except ImportError:
-        raise BackendUnavailableError("ONNX Runtime is not installed: pip install onnxruntime "
-                                      "(or onnxruntime-gpu for ort-cuda).") from None
+        raise BackendUnavailableError(
+            "ONNX Runtime is not installed: pip install onnxruntime (or onnxruntime-gpu for ort-cuda)."
+        ) from None
     return ort
 
 
@@ -43,8 +44,10 @@ def check_backend(backend: str) -> None:
             with contextlib.suppress(Exception):  # missing CUDA libraries show as no CUDA provider below
                 ort.preload_dlls()
         if "CUDAExecutionProvider" not in ort.get_available_providers():
-            raise BackendUnavailableError("ort-cuda needs onnxruntime-gpu and an NVIDIA GPU: pip install "
-                                          "onnxruntime-gpu, or profile with --backend ort-cpu.")
+            raise BackendUnavailableError(
+                "ort-cuda needs onnxruntime-gpu and an NVIDIA GPU: pip install "
+                "onnxruntime-gpu, or profile with --backend ort-cpu."
+            )
     elif backend == "ort-cpu":
         ort_module()
     else:  # tensorrt, rtx: the module, cuda-python and a GPU
@@ -55,8 +58,10 @@ def check_backend(backend: str) -> None:
         try:
             gpu_info()
         except NoGpu as e:
-            raise BackendUnavailableError(f"Running a {backend} engine needs an NVIDIA GPU ({e}); building one works "
-                                          "without: profile with --backend ort-cpu here.") from None
+            raise BackendUnavailableError(
+                f"Running a {backend} engine needs an NVIDIA GPU ({e}); building one works "
+                "without: profile with --backend ort-cpu here."
+            ) from None
 
 
 def named_model(path: Path) -> tuple[bytes | str, dict[str, int]]:
@@ -91,16 +96,19 @@ def _run_message(e: Exception) -> str:
         op = text.split("running ", 1)[1].split(" node", 1)[0] if "running " in text else "a"
         detail = text.rsplit("Status Message:", 1)[-1].strip()
         detail = detail.rsplit(" was false. ", 1)[-1] if " was false. " in detail else detail
-        return (f"ONNX Runtime failed in {op} node '{node}': {detail[:200]} (the model may need other values for "
-                "its symbolic dims: set them with --dim NAME=VALUE, or give real inputs with --input FILE.npz)")
+        return (
+            f"ONNX Runtime failed in {op} node '{node}': {detail[:200]} (the model may need other values for "
+            "its symbolic dims: set them with --dim NAME=VALUE, or give real inputs with --input FILE.npz)"
+        )
     return f"ONNX Runtime failed: {text[:300]}"
 
 
 class OrtBackend:
     """Sessions of one model on one provider."""
 
-    def __init__(self, path: Path, backend: str, threads: int = 0, custom_ops: list[str] | None = None,
-                 exact_fp32: bool = False) -> None:
+    def __init__(
+        self, path: Path, backend: str, threads: int = 0, custom_ops: list[str] | None = None, exact_fp32: bool = False
+    ) -> None:
         """``exact_fp32``: an FP32 reference (calibration statistics, accuracy): CUDA runs with TF32 off, which
         is on by default and leaves CUDA's FP32 only about 70 dB from the CPU's."""
         check_backend(backend)
@@ -136,15 +144,17 @@ class OrtBackend:
 
     def session(self, profile: bool = False, model: bytes | str | None = None, plain: bool = False) -> Any:
         try:
-            return self.ort.InferenceSession(model if model is not None else str(self.path),
-                                             self._options(profile, plain), providers=self.providers)
+            return self.ort.InferenceSession(
+                model if model is not None else str(self.path), self._options(profile, plain), providers=self.providers
+            )
         except Exception as e:  # noqa: BLE001 - ORT raises its own Fail/InvalidGraph/RuntimeException types
             text = str(e).replace("\n", " ")
             if "is not a registered function/op" in text:
                 op = text.split("Fatal error: ", 1)[-1].split(" is not a registered", 1)[0]
-                raise InferenceError(f"ONNX Runtime has no kernel for {op}: register its custom-op library "
-                                     "(--custom-op-library PATH) to run it, or use an export without it."
-                                     ) from None
+                raise InferenceError(
+                    f"ONNX Runtime has no kernel for {op}: register its custom-op library "
+                    "(--custom-op-library PATH) to run it, or use an export without it."
+                ) from None
             raise InferenceError(f"ONNX Runtime could not load the model: {text[:300]}") from None
 
     def runner(self, sess: Any, feeds: dict[str, np.ndarray]) -> Any:
@@ -152,11 +162,13 @@ class OrtBackend:
         device (no copies inside the timed call), on CPU a plain run. A failing run raises
         :class:`InferenceError` with its first line."""
         if not self.cuda:
+
             def run_cpu() -> None:
                 try:
                     sess.run(None, feeds)
                 except Exception as e:  # noqa: BLE001 - ORT's Fail/RuntimeException/InvalidArgument
                     raise InferenceError(_run_message(e)) from None
+
             return run_cpu
         io = sess.io_binding()
         for name, a in feeds.items():
@@ -170,6 +182,7 @@ class OrtBackend:
                 io.synchronize_outputs()
             except Exception as e:  # noqa: BLE001
                 raise InferenceError(_run_message(e)) from None
+
         return run
 
     def close(self) -> None:
@@ -177,14 +190,16 @@ class OrtBackend:
         shutil.rmtree(self._tmp, ignore_errors=True)
 
 
-def parse_ort_profile(path: str | os.PathLike[str], skip_runs: int = 0) -> tuple[dict[str, float], dict[str, str],
-                                                                        int, float]:
+def parse_ort_profile(
+    path: str | os.PathLike[str], skip_runs: int = 0
+) -> tuple[dict[str, float], dict[str, str], int, float]:
     """Per-node kernel microseconds summed over the profiled runs after the first ``skip_runs``, each node's op
     type, how many runs were kept, and those runs' own total microseconds (what the node times cover). Node
     events are ``{cat: Node, name: NAME_kernel_time, dur, ts, args}``, runs ``{cat: Session, name: model_run}``."""
     events = json.loads(Path(path).read_text(encoding="utf-8"))
-    runs = sorted((e["ts"], e["ts"] + e["dur"]) for e in events
-                  if e.get("cat") == "Session" and e.get("name") == "model_run")
+    runs = sorted(
+        (e["ts"], e["ts"] + e["dur"]) for e in events if e.get("cat") == "Session" and e.get("name") == "model_run"
+    )
     kept = runs[skip_runs:]
     if not kept:
         return {}, {}, 0, 0.0

@@ -83,11 +83,22 @@ def _dtype_of(gm: GraphModel, i: int) -> str | None:
     return None
 
 
-def profile(path: str | Path, gm: GraphModel, *, backend: str = "ort-cpu", iterations: int = 100,
-            warmup: int = 10, profiled: int = 20, dims: dict[str, int] | None = None,
-            input_file: str | Path | None = None, seed: int = 0, telemetry: bool = True,
-            custom_ops: list[str] | None = None, cancel: CancelToken | None = None,
-            session_factory: Any = None) -> Generator[JobEvent, None, ProfileResult]:
+def profile(
+    path: str | Path,
+    gm: GraphModel,
+    *,
+    backend: str = "ort-cpu",
+    iterations: int = 100,
+    warmup: int = 10,
+    profiled: int = 20,
+    dims: dict[str, int] | None = None,
+    input_file: str | Path | None = None,
+    seed: int = 0,
+    telemetry: bool = True,
+    custom_ops: list[str] | None = None,
+    cancel: CancelToken | None = None,
+    session_factory: Any = None,
+) -> Generator[JobEvent, None, ProfileResult]:
     """Profile ``path`` (already analysed as ``gm``) on ``backend``. See the module docstring.
 
     ``session_factory`` replaces :class:`splitscope.engine.runtime.trt.EngineSession` for the TensorRT
@@ -114,8 +125,24 @@ def profile(path: str | Path, gm: GraphModel, *, backend: str = "ort-cpu", itera
     if specs and specs[0].dims and isinstance(specs[0].dims[0], str):
         batch = int(feeds[specs[0].name].shape[0])
     if backend in ("tensorrt", "rtx"):
-        return (yield from _profile_engine(path, gm, backend, feeds, dims, batch, warmup, iterations, profiled,
-                                           notes, started, t_start, cancel, session_factory))
+        return (
+            yield from _profile_engine(
+                path,
+                gm,
+                backend,
+                feeds,
+                dims,
+                batch,
+                warmup,
+                iterations,
+                profiled,
+                notes,
+                started,
+                t_start,
+                cancel,
+                session_factory,
+            )
+        )
     be = OrtBackend(path, backend, custom_ops=custom_ops)
     gpu = None
     sampler = NvmlSampler() if telemetry and be.cuda else None
@@ -201,12 +228,17 @@ def profile(path: str | Path, gm: GraphModel, *, backend: str = "ort-cpu", itera
         ms = us / kept / 1000 if kept else 0.0
         idx = index_of.get(key)
         node = gm.nodes[idx] if idx is not None and idx < len(gm.nodes) else None
-        row: dict[str, Any] = {"name": key, "index": idx, "op_type": node.op_type if node else ops.get(key, ""),
-                               "ms": round(ms, 5),
-                               "share": 0.0, "status": node.status.value if node else "runtime",
-                               "flops": node.flops if node else None, "bytes": node.bytes if node else None}
-        row.update(classify(ms, row["flops"], row["bytes"], _dtype_of(gm, idx) if idx is not None else None,
-                            peaks, bw))
+        row: dict[str, Any] = {
+            "name": key,
+            "index": idx,
+            "op_type": node.op_type if node else ops.get(key, ""),
+            "ms": round(ms, 5),
+            "share": 0.0,
+            "status": node.status.value if node else "runtime",
+            "flops": node.flops if node else None,
+            "bytes": node.bytes if node else None,
+        }
+        row.update(classify(ms, row["flops"], row["bytes"], _dtype_of(gm, idx) if idx is not None else None, peaks, bw))
         if not peaks:
             row["sol_ms"] = row["headroom_ms"] = None
         per_node.append(row)
@@ -226,27 +258,63 @@ def profile(path: str | Path, gm: GraphModel, *, backend: str = "ort-cpu", itera
     if not per_node:
         notes.append("ONNX Runtime's profiler reported no node times")
     elif mean > 0 and kept:
-        notes.append(f"per-node times come from separate profiled sessions at basic graph optimisation (so that "
-                     f"they name the model's nodes): a profiled run took {profiled_run_us / kept / 1000:.3f} ms, "
-                     f"{profiled_run_us / kept / 1000 / mean:.2f}x the timed latency")
-    device = (f"{gpu.name} (cc {gpu.compute_capability[0]}.{gpu.compute_capability[1]})" if gpu is not None
-              else "CPU" if not be.cuda else "CUDA GPU")
+        notes.append(
+            f"per-node times come from separate profiled sessions at basic graph optimisation (so that "
+            f"they name the model's nodes): a profiled run took {profiled_run_us / kept / 1000:.3f} ms, "
+            f"{profiled_run_us / kept / 1000 / mean:.2f}x the timed latency"
+        )
+    device = (
+        f"{gpu.name} (cc {gpu.compute_capability[0]}.{gpu.compute_capability[1]})"
+        if gpu is not None
+        else "CPU"
+        if not be.cuda
+        else "CUDA GPU"
+    )
     series = list(sampler.samples) if sampler is not None else []
     yield LogLine(f"{backend}: mean {mean:.3f} ms over {iterations} iterations; verdict {v['verdict']}")
-    return ProfileResult(str(path), backend, device, iterations, warmup, dims, latency_stats(times),
-                         [round(x, 4) for x in warm], [round(x, 4) for x in times], throughput(mean, batch), per_node,
-                         sorted(per_op.values(), key=lambda o: -o["ms"]), copies, split_cost, v,
-                         gpu.to_json() if gpu is not None else None,
-                         sampler.summary() if sampler is not None else None,
-                         [{k: round(val, 3) for k, val in s.items()} for s in series[:: max(1, len(series) // 2000)]],
-                         notes, round(cover, 4), round(profiled_run_us / kept / 1000, 4) if kept else 0.0, started,
-                         round(time.perf_counter() - t_start, 3))
+    return ProfileResult(
+        str(path),
+        backend,
+        device,
+        iterations,
+        warmup,
+        dims,
+        latency_stats(times),
+        [round(x, 4) for x in warm],
+        [round(x, 4) for x in times],
+        throughput(mean, batch),
+        per_node,
+        sorted(per_op.values(), key=lambda o: -o["ms"]),
+        copies,
+        split_cost,
+        v,
+        gpu.to_json() if gpu is not None else None,
+        sampler.summary() if sampler is not None else None,
+        [{k: round(val, 3) for k, val in s.items()} for s in series[:: max(1, len(series) // 2000)]],
+        notes,
+        round(cover, 4),
+        round(profiled_run_us / kept / 1000, 4) if kept else 0.0,
+        started,
+        round(time.perf_counter() - t_start, 3),
+    )
 
 
-def _profile_engine(path: Path, gm: GraphModel, backend: str, feeds: dict[str, Any], dims: dict[str, int],
-                    batch: int | None, warmup: int, iterations: int, profiled: int, notes: list[str], started: str,
-                    t_start: float, cancel: CancelToken,
-                    session_factory: Any = None) -> Generator[JobEvent, None, ProfileResult]:
+def _profile_engine(
+    path: Path,
+    gm: GraphModel,
+    backend: str,
+    feeds: dict[str, Any],
+    dims: dict[str, int],
+    batch: int | None,
+    warmup: int,
+    iterations: int,
+    profiled: int,
+    notes: list[str],
+    started: str,
+    t_start: float,
+    cancel: CancelToken,
+    session_factory: Any = None,
+) -> Generator[JobEvent, None, ProfileResult]:
     """A TensorRT / TensorRT-RTX profile: per-layer rows, each mapped to the ONNX nodes it fused."""
     from splitscope.engine.runtime.trt import EngineSession, onnx_nodes_of, run_engine
 
@@ -255,8 +323,9 @@ def _profile_engine(path: Path, gm: GraphModel, backend: str, feeds: dict[str, A
         gpu = gpu_info(0)
     except NoGpu as e:
         notes.append(f"no GPU peaks: {e}")
-    out = yield from run_engine(path, backend, feeds, dims, warmup, iterations, profiled, cancel, now(),
-                                session_factory or EngineSession)
+    out = yield from run_engine(
+        path, backend, feeds, dims, warmup, iterations, profiled, cancel, now(), session_factory or EngineSession
+    )
     by_name = {n.name: n.index for n in gm.nodes if n.name}
     fused = {str(layer.get("Name", "")): onnx_nodes_of(layer) for layer in out["layers"]}
     kept = max(out["kept"], 1)
@@ -268,12 +337,17 @@ def _profile_engine(path: Path, gm: GraphModel, backend: str, feeds: dict[str, A
         nodes = [by_name[n] for n in fused.get(layer, []) if n in by_name]
         flops = sum(gm.nodes[i].flops or 0 for i in nodes) or None
         nbytes = sum(gm.nodes[i].bytes or 0 for i in nodes) or None
-        row: dict[str, Any] = {"name": layer, "index": nodes[0] if nodes else None,
-                               "onnx_nodes": [gm.nodes[i].name for i in nodes],
-                               "op_type": gm.nodes[nodes[0]].op_type if nodes else "layer", "ms": round(ms, 5),
-                               "share": 0.0, "status": "plugin" if any(gm.nodes[i].status is Status.PLUGIN
-                                                                       for i in nodes) else "delegate",
-                               "flops": flops, "bytes": nbytes}
+        row: dict[str, Any] = {
+            "name": layer,
+            "index": nodes[0] if nodes else None,
+            "onnx_nodes": [gm.nodes[i].name for i in nodes],
+            "op_type": gm.nodes[nodes[0]].op_type if nodes else "layer",
+            "ms": round(ms, 5),
+            "share": 0.0,
+            "status": "plugin" if any(gm.nodes[i].status is Status.PLUGIN for i in nodes) else "delegate",
+            "flops": flops,
+            "bytes": nbytes,
+        }
         row.update(classify(ms, flops, nbytes, _dtype_of(gm, nodes[0]) if nodes else None, peaks, bw))
         per_node.append(row)
     node_total = sum(r["ms"] for r in per_node) or 1.0
@@ -283,32 +357,58 @@ def _profile_engine(path: Path, gm: GraphModel, backend: str, feeds: dict[str, A
     times = out["times"]
     mean = float(np.mean(times)) if times else 0.0
     cover = node_total / mean if mean else 0.0
-    notes.append(f"engine built in {out['build_s']:.2f} s; {len(out['layers'])} engine layers for "
-                 f"{len(gm.nodes)} ONNX nodes")
+    notes.append(
+        f"engine built in {out['build_s']:.2f} s; {len(out['layers'])} engine layers for {len(gm.nodes)} ONNX nodes"
+    )
     copies = yield from _copies(gm, feeds, True, gpu)
     io_ms, boundary_ms = _copy_figures(gm, copies, on_device=True)
     split_cost, plugin_ms = _split_cost(gm, per_node, copies, mean, io_ms, boundary_ms)
-    split_cost["assumes"] = ("plugin layers run inside the engine; " + split_cost["assumes"]
-                             if boundary_ms is not None else "plugin layers run inside the engine")
+    split_cost["assumes"] = (
+        "plugin layers run inside the engine; " + split_cost["assumes"]
+        if boundary_ms is not None
+        else "plugin layers run inside the engine"
+    )
     v = verdict(mean, per_node, io_ms, boundary_ms, plugin_ms, cover)
-    notes.insert(0, f"the {backend} backend is {UNVERIFIED}: its figures come from code written to TensorRT's "
-                    "documented API and tested against a fake engine")
-    device = (f"{gpu.name} (cc {gpu.compute_capability[0]}.{gpu.compute_capability[1]})" if gpu is not None
-              else "GPU")
+    notes.insert(
+        0,
+        f"the {backend} backend is {UNVERIFIED}: its figures come from code written to TensorRT's "
+        "documented API and tested against a fake engine",
+    )
+    device = f"{gpu.name} (cc {gpu.compute_capability[0]}.{gpu.compute_capability[1]})" if gpu is not None else "GPU"
     per_op: dict[str, dict[str, Any]] = {}
     for r in per_node:
         o = per_op.setdefault(r["op_type"], {"op_type": r["op_type"], "count": 0, "ms": 0.0})
         o["count"] += 1
         o["ms"] = round(o["ms"] + r["ms"], 5)
-    return ProfileResult(str(path), backend, device, iterations, warmup, dims, latency_stats(times),
-                         [round(x, 4) for x in out["warm"]], [round(x, 4) for x in times], throughput(mean, batch),
-                         per_node, sorted(per_op.values(), key=lambda o: -o["ms"]), copies, split_cost, v,
-                         gpu.to_json() if gpu is not None else None, None, [], notes, round(min(cover, 9.99), 4),
-                         round(node_total, 4), started, round(time.perf_counter() - t_start, 3), verified=False)
+    return ProfileResult(
+        str(path),
+        backend,
+        device,
+        iterations,
+        warmup,
+        dims,
+        latency_stats(times),
+        [round(x, 4) for x in out["warm"]],
+        [round(x, 4) for x in times],
+        throughput(mean, batch),
+        per_node,
+        sorted(per_op.values(), key=lambda o: -o["ms"]),
+        copies,
+        split_cost,
+        v,
+        gpu.to_json() if gpu is not None else None,
+        None,
+        [],
+        notes,
+        round(min(cover, 9.99), 4),
+        round(node_total, 4),
+        started,
+        round(time.perf_counter() - t_start, 3),
+        verified=False,
+    )
 
 
-def _copies(gm: GraphModel, feeds: dict[str, Any], on_gpu: bool,
-            gpu: Any) -> Generator[JobEvent, None, dict[str, Any]]:
+def _copies(gm: GraphModel, feeds: dict[str, Any], on_gpu: bool, gpu: Any) -> Generator[JobEvent, None, dict[str, Any]]:
     """The model's input/output copies and every partition-boundary tensor's round trip, timed with CUDA on
     this GPU (pinned and pageable). Without a GPU (or on the CPU) ``not_measured`` says why, and no figure is
     filled in."""
@@ -330,10 +430,14 @@ def _copies(gm: GraphModel, feeds: dict[str, Any], on_gpu: bool,
     copies["measured"] = table
     for mem in ("pinned", "pageable"):
         copies[f"io_{mem}_ms"] = round(copy_ms(in_bytes, table, "h2d", mem) + copy_ms(out_bytes, table, "d2h", mem), 4)
-    copies["boundary"] = [{"tensor": name, "bytes": b,
-                           "round_trip_pinned_ms": round(copy_ms(b, table, "d2h", "pinned")
-                                                         + copy_ms(b, table, "h2d", "pinned"), 4)}
-                          for name, b in boundary]
+    copies["boundary"] = [
+        {
+            "tensor": name,
+            "bytes": b,
+            "round_trip_pinned_ms": round(copy_ms(b, table, "d2h", "pinned") + copy_ms(b, table, "h2d", "pinned"), 4),
+        }
+        for name, b in boundary
+    ]
     if gpu is not None and gpu.pcie_peak:
         big = max(table, key=lambda r: r["bytes"])
         copies["link_peak_gbps"] = round(gpu.pcie_peak / 1e9, 1)
@@ -341,8 +445,7 @@ def _copies(gm: GraphModel, feeds: dict[str, Any], on_gpu: bool,
     return copies
 
 
-def _copy_figures(gm: GraphModel, copies: dict[str, Any], *,
-                  on_device: bool) -> tuple[float | None, float | None]:
+def _copy_figures(gm: GraphModel, copies: dict[str, Any], *, on_device: bool) -> tuple[float | None, float | None]:
     """(I/O copy ms, boundary copy ms) for the verdict: measured figures, 0 where there is nothing to copy
     (a CPU run has no I/O copies; a model of one partition no boundary), ``None`` where unmeasured."""
     measured = bool(copies.get("measured"))
@@ -353,21 +456,37 @@ def _copy_figures(gm: GraphModel, copies: dict[str, Any], *,
     return io, boundary
 
 
-def _split_cost(gm: GraphModel, per_node: list[dict[str, Any]], copies: dict[str, Any], mean: float,
-                io_ms: float | None, boundary_ms: float | None) -> tuple[dict[str, Any], float]:
+def _split_cost(
+    gm: GraphModel,
+    per_node: list[dict[str, Any]],
+    copies: dict[str, Any],
+    mean: float,
+    io_ms: float | None,
+    boundary_ms: float | None,
+) -> tuple[dict[str, Any], float]:
     """The custom part's cost: time in plugin nodes (or layers) plus the boundary copies they force."""
     plugin_rows = [r for r in per_node if r["status"] == Status.PLUGIN.value]
     plugin_ms = sum(r["ms"] for r in plugin_rows)
     boundary = [t for p in gm.partitions for t in p.boundary_tensors]
     end_to_end = max(mean + (io_ms or 0.0) + (boundary_ms or 0.0), 1e-9)
-    cost = {"plugin_nodes": len([n for n in gm.nodes if n.status is Status.PLUGIN]),
-            "plugin_ms": round(plugin_ms, 4), "boundary_tensors": len(boundary),
-            "boundary_copy_ms": round(boundary_ms, 4) if boundary_ms is not None else None,
-            "share_of_end_to_end": round((plugin_ms + boundary_ms) / end_to_end, 4)
-            if boundary_ms is not None else None,
-            "plugins": [{"name": r["name"], "op_type": r["op_type"], "ms": r["ms"], "sol_ms": r.get("sol_ms"),
-                         "most_a_kernel_saves_ms": r.get("headroom_ms")} for r in plugin_rows],
-            "assumes": "boundary tensors make a device-to-host and a host-to-device trip over pinned memory"}
+    cost = {
+        "plugin_nodes": len([n for n in gm.nodes if n.status is Status.PLUGIN]),
+        "plugin_ms": round(plugin_ms, 4),
+        "boundary_tensors": len(boundary),
+        "boundary_copy_ms": round(boundary_ms, 4) if boundary_ms is not None else None,
+        "share_of_end_to_end": round((plugin_ms + boundary_ms) / end_to_end, 4) if boundary_ms is not None else None,
+        "plugins": [
+            {
+                "name": r["name"],
+                "op_type": r["op_type"],
+                "ms": r["ms"],
+                "sol_ms": r.get("sol_ms"),
+                "most_a_kernel_saves_ms": r.get("headroom_ms"),
+            }
+            for r in plugin_rows
+        ],
+        "assumes": "boundary tensors make a device-to-host and a host-to-device trip over pinned memory",
+    }
     if boundary_ms is None:
         cost["not_measured"] = copies.get("not_measured", "boundary copies were not measured")
     return cost, plugin_ms

@@ -18,15 +18,30 @@ LAUNCH_BOUND_MS = 0.1
 LAUNCH_SOL_MS = 0.005
 """Less real work than this (5 µs at the device's peaks) cannot pay for a launch: such a node is overhead."""
 LAUNCH_NO_PEAKS_MS = 0.02
-DTYPE_PEAK = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float64": "fp64", "int8": "int8",
-              "uint8": "int8", "float8e4m3fn": "fp8", "float8e5m2": "fp8"}
+DTYPE_PEAK = {
+    "float32": "fp32",
+    "float16": "fp16",
+    "bfloat16": "bf16",
+    "float64": "fp64",
+    "int8": "int8",
+    "uint8": "int8",
+    "float8e4m3fn": "fp8",
+    "float8e5m2": "fp8",
+}
 
 
-def classify(ms: float, flops: int | None, nbytes: int | None, dtype: str | None,
-             peak_flops: dict[str, float], peak_bw: float) -> dict[str, Any]:
+def classify(
+    ms: float, flops: int | None, nbytes: int | None, dtype: str | None, peak_flops: dict[str, float], peak_bw: float
+) -> dict[str, Any]:
     """``{class, sol_ms, achieved_flops, achieved_bw, intensity, headroom_ms}`` for one node."""
-    out: dict[str, Any] = {"class": "unknown", "sol_ms": None, "achieved_flops": None, "achieved_bw": None,
-                           "intensity": None, "headroom_ms": None}
+    out: dict[str, Any] = {
+        "class": "unknown",
+        "sol_ms": None,
+        "achieved_flops": None,
+        "achieved_bw": None,
+        "intensity": None,
+        "headroom_ms": None,
+    }
     if ms <= 0:
         return out
     s = ms / 1000.0
@@ -50,8 +65,14 @@ def classify(ms: float, flops: int | None, nbytes: int | None, dtype: str | None
     return out
 
 
-def verdict(latency_ms: float, per_node: list[dict[str, Any]], io_copy_ms: float | None,
-            boundary_copy_ms: float | None, plugin_ms: float, cover: float | None = None) -> dict[str, Any]:
+def verdict(
+    latency_ms: float,
+    per_node: list[dict[str, Any]],
+    io_copy_ms: float | None,
+    boundary_copy_ms: float | None,
+    plugin_ms: float,
+    cover: float | None = None,
+) -> dict[str, Any]:
     """Graph-, kernel- or transfer-bound, with the numbers that decide it and the fix that fits.
 
     - *transfer-bound*: the model's input/output copies plus the copies its partition boundaries force are
@@ -75,34 +96,48 @@ def verdict(latency_ms: float, per_node: list[dict[str, Any]], io_copy_ms: float
     def r4(x: float | None) -> float | None:
         return None if x is None else round(x, 4)
 
-    numbers = {"latency_ms": round(latency_ms, 4), "node_ms": round(node_ms, 4), "node_cover": round(cover, 3),
-               "launch_bound_ms": round(small, 4), "launch_bound_nodes": sum(
-                   1 for n in per_node if n.get("class") == "launch-bound"),
-               "io_copy_ms": r4(io_copy_ms), "boundary_copy_ms": r4(boundary_copy_ms),
-               "copies_measured": measured,
-               "transfer_share": round(transfer / end_to_end, 3) if measured else None,
-               "plugin_ms": round(plugin_ms, 4),
-               "split_cost_share": round((plugin_ms + (boundary_copy_ms or 0.0)) / end_to_end, 3)
-               if boundary_copy_ms is not None else None}
+    numbers = {
+        "latency_ms": round(latency_ms, 4),
+        "node_ms": round(node_ms, 4),
+        "node_cover": round(cover, 3),
+        "launch_bound_ms": round(small, 4),
+        "launch_bound_nodes": sum(1 for n in per_node if n.get("class") == "launch-bound"),
+        "io_copy_ms": r4(io_copy_ms),
+        "boundary_copy_ms": r4(boundary_copy_ms),
+        "copies_measured": measured,
+        "transfer_share": round(transfer / end_to_end, 3) if measured else None,
+        "plugin_ms": round(plugin_ms, 4),
+        "split_cost_share": round((plugin_ms + (boundary_copy_ms or 0.0)) / end_to_end, 3)
+        if boundary_copy_ms is not None
+        else None,
+    }
     top = sorted(per_node, key=lambda n: -n["ms"])[:3]
     if transfer / end_to_end >= 0.3:
         kind = "transfer-bound"
-        why = (f"copies take {transfer / end_to_end:.0%} of the end-to-end time ({io_copy_ms or 0.0:.3f} ms of "
-               f"inputs and outputs, {boundary_copy_ms or 0.0:.3f} ms at partition boundaries)")
-        fix = ("pin host memory and overlap copies with compute; move pre/post-processing onto the GPU; remove "
-               "partition boundaries (a plugin for the op that splits the engine)")
+        why = (
+            f"copies take {transfer / end_to_end:.0%} of the end-to-end time ({io_copy_ms or 0.0:.3f} ms of "
+            f"inputs and outputs, {boundary_copy_ms or 0.0:.3f} ms at partition boundaries)"
+        )
+        fix = (
+            "pin host memory and overlap copies with compute; move pre/post-processing onto the GPU; remove "
+            "partition boundaries (a plugin for the op that splits the engine)"
+        )
     elif node_ms and (small / node_ms >= 0.5 or cover < 0.5):
         kind = "graph-bound"
-        why = (f"{numbers['launch_bound_nodes']} small nodes take {small / node_ms:.0%} of the node time"
-               if small / node_ms >= 0.5 else
-               f"the nodes' own times cover only {cover:.0%} of the latency: the rest is gaps between them")
+        why = (
+            f"{numbers['launch_bound_nodes']} small nodes take {small / node_ms:.0%} of the node time"
+            if small / node_ms >= 0.5
+            else f"the nodes' own times cover only {cover:.0%} of the latency: the rest is gaps between them"
+        )
         fix = "delegate to TensorRT: its layer fusion and CUDA graphs remove the per-node overhead"
     else:
         kind = "kernel-bound"
         names = ", ".join(f"{n['name']} ({n['ms']:.3f} ms)" for n in top)
         why = f"a few heavy nodes hold the time: {names}" if top else "no per-node times"
-        fix = ("tune or write the kernels of the heaviest nodes; for delegated nodes, try lower precision "
-               "(FP16/FP8/INT8 with Q/DQ) in TensorRT")
+        fix = (
+            "tune or write the kernels of the heaviest nodes; for delegated nodes, try lower precision "
+            "(FP16/FP8/INT8 with Q/DQ) in TensorRT"
+        )
     if not measured:
         why += "; copies were not measured, so transfers were not weighed"
     return {"verdict": kind, "why": why, "fix": fix, "numbers": numbers}
@@ -124,5 +159,6 @@ def time_split_text(prof: dict[str, Any]) -> str:
     """The split in one line of shares: 'graph 12% · kernels 80% · data movement 8%' (or 'not measured')."""
     parts = time_split(prof)
     total = max(sum(v for _, v in parts if v is not None), 1e-12)
-    return " · ".join(f"{label.split(' (')[0]} {v / total:.0%}" if v is not None else f"{label} not measured"
-                      for label, v in parts)
+    return " · ".join(
+        f"{label.split(' (')[0]} {v / total:.0%}" if v is not None else f"{label} not measured" for label, v in parts
+    )

@@ -11,9 +11,15 @@ def latency_stats(ms: list[float] | np.ndarray) -> dict[str, float]:
     if not len(a):
         return {k: 0.0 for k in ("mean", "min", "p50", "p90", "p99", "max", "std")}
     p50, p90, p99 = np.percentile(a, [50, 90, 99])
-    return {"mean": round(float(a.mean()), 4), "min": round(float(a.min()), 4), "p50": round(float(p50), 4),
-            "p90": round(float(p90), 4), "p99": round(float(p99), 4), "max": round(float(a.max()), 4),
-            "std": round(float(a.std(ddof=1)) if len(a) > 1 else 0.0, 4)}
+    return {
+        "mean": round(float(a.mean()), 4),
+        "min": round(float(a.min()), 4),
+        "p50": round(float(p50), 4),
+        "p90": round(float(p90), 4),
+        "p99": round(float(p99), 4),
+        "max": round(float(a.max()), 4),
+        "std": round(float(a.std(ddof=1)) if len(a) > 1 else 0.0, 4),
+    }
 
 
 def throughput(mean_ms: float, batch: int | None) -> dict[str, float]:

@@ -14,10 +14,17 @@ from typing import Any
 
 from splitscope.engine.runtime.device import NoGpu, _nvml, now
 
-FIELDS = ("gpu_util", "mem_util", "mem_used_mb", "sm_clock_mhz", "mem_clock_mhz", "power_w", "temp_c",
-          "throttle")
-THROTTLE_NAMES = {0x1: "idle", 0x2: "app clocks", 0x4: "power cap", 0x8: "HW slowdown", 0x20: "SW thermal",
-                  0x40: "HW thermal", 0x80: "power brake", 0x100: "display clocks"}
+FIELDS = ("gpu_util", "mem_util", "mem_used_mb", "sm_clock_mhz", "mem_clock_mhz", "power_w", "temp_c", "throttle")
+THROTTLE_NAMES = {
+    0x1: "idle",
+    0x2: "app clocks",
+    0x4: "power cap",
+    0x8: "HW slowdown",
+    0x20: "SW thermal",
+    0x40: "HW thermal",
+    0x80: "power brake",
+    0x100: "display clocks",
+}
 
 
 class NvmlSampler:
@@ -74,14 +81,21 @@ class NvmlSampler:
             try:
                 u = nv.nvmlDeviceGetUtilizationRates(h)
                 m = nv.nvmlDeviceGetMemoryInfo(h)
-                s = {"t": t, "gpu_util": float(u.gpu), "mem_util": float(u.memory), "mem_used_mb": m.used / 2**20,
-                     "sm_clock_mhz": float(nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM)),
-                     "mem_clock_mhz": float(nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_MEM)),
-                     "power_w": nv.nvmlDeviceGetPowerUsage(h) / 1000.0,
-                     "temp_c": float(nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU)),
-                     "throttle": float(nv.nvmlDeviceGetCurrentClocksEventReasons(h)
-                                       if hasattr(nv, "nvmlDeviceGetCurrentClocksEventReasons")
-                                       else nv.nvmlDeviceGetCurrentClocksThrottleReasons(h))}
+                s = {
+                    "t": t,
+                    "gpu_util": float(u.gpu),
+                    "mem_util": float(u.memory),
+                    "mem_used_mb": m.used / 2**20,
+                    "sm_clock_mhz": float(nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM)),
+                    "mem_clock_mhz": float(nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_MEM)),
+                    "power_w": nv.nvmlDeviceGetPowerUsage(h) / 1000.0,
+                    "temp_c": float(nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU)),
+                    "throttle": float(
+                        nv.nvmlDeviceGetCurrentClocksEventReasons(h)
+                        if hasattr(nv, "nvmlDeviceGetCurrentClocksEventReasons")
+                        else nv.nvmlDeviceGetCurrentClocksThrottleReasons(h)
+                    ),
+                }
             except Exception as e:  # noqa: BLE001 - a GPU that vanishes mid-run ends telemetry, not the job
                 self.error = f"NVML stopped answering: {e}"
                 return
@@ -117,10 +131,14 @@ class NvmlSampler:
         out["throttle_reasons"] = [name for bit, name in THROTTLE_NAMES.items() if bits & bit]
         p = list(self.pcie)
         if p:
-            out["pcie_tx_mbps"] = {"mean": round(sum(x["pcie_tx_mbps"] for x in p) / len(p), 1),
-                                   "max": round(max(x["pcie_tx_mbps"] for x in p), 1)}
-            out["pcie_rx_mbps"] = {"mean": round(sum(x["pcie_rx_mbps"] for x in p) / len(p), 1),
-                                   "max": round(max(x["pcie_rx_mbps"] for x in p), 1)}
+            out["pcie_tx_mbps"] = {
+                "mean": round(sum(x["pcie_tx_mbps"] for x in p) / len(p), 1),
+                "max": round(max(x["pcie_tx_mbps"] for x in p), 1),
+            }
+            out["pcie_rx_mbps"] = {
+                "mean": round(sum(x["pcie_rx_mbps"] for x in p) / len(p), 1),
+                "max": round(max(x["pcie_rx_mbps"] for x in p), 1),
+            }
         if self.error:
             out["note"] = self.error
         return out

@@ -25,15 +25,28 @@ from splitscope.engine.jobs import CancelToken, JobEvent, Progress, Sample
 MODULES = {"tensorrt": "tensorrt", "rtx": "tensorrt_rtx"}
 API_USED: dict[str, tuple[str, ...]] = {
     "Runtime": ("deserialize_cuda_engine",),
-    "ICudaEngine": ("num_io_tensors", "get_tensor_name", "get_tensor_mode", "get_tensor_shape", "get_tensor_dtype",
-                    "create_execution_context", "create_engine_inspector", "num_layers"),
-    "IExecutionContext": ("set_tensor_address", "set_input_shape", "execute_async_v3", "profiler",
-                          "get_tensor_shape"),
+    "ICudaEngine": (
+        "num_io_tensors",
+        "get_tensor_name",
+        "get_tensor_mode",
+        "get_tensor_shape",
+        "get_tensor_dtype",
+        "create_execution_context",
+        "create_engine_inspector",
+        "num_layers",
+    ),
+    "IExecutionContext": ("set_tensor_address", "set_input_shape", "execute_async_v3", "profiler", "get_tensor_shape"),
     "IProfiler": ("report_layer_time",),
     "IProgressMonitor": ("phase_start", "step_complete", "phase_finish"),
     "EngineInspector": ("get_engine_information",),
-    "IBuilderConfig": ("progress_monitor", "profiling_verbosity", "add_optimization_profile", "create_timing_cache",
-                       "set_timing_cache", "get_timing_cache"),
+    "IBuilderConfig": (
+        "progress_monitor",
+        "profiling_verbosity",
+        "add_optimization_profile",
+        "create_timing_cache",
+        "set_timing_cache",
+        "get_timing_cache",
+    ),
     "ITimingCache": ("serialize",),
     "ILogger": ("log",),
 }
@@ -47,17 +60,23 @@ def trt_module(backend: str) -> Any:
         return importlib.import_module(name)
     except ImportError:
         extra = "tensorrt" if backend == "tensorrt" else "rtx"
-        raise BackendUnavailableError(f"The {backend} backend needs {name}: pip install 'splitscope[{extra}]'."
-                                      ) from None
+        raise BackendUnavailableError(
+            f"The {backend} backend needs {name}: pip install 'splitscope[{extra}]'."
+        ) from None
 
 
 class BuildCancelled(Exception):
     """The user cancelled the build (the monitor told the builder to stop)."""
 
 
-def build_engine(path: str | Path, backend: str, dims: dict[str, int] | None = None,
-                 cancel: CancelToken | None = None,
-                 on_phase: Callable[[str, int, int], None] | None = None, logger: Any = None) -> bytes:
+def build_engine(
+    path: str | Path,
+    backend: str,
+    dims: dict[str, int] | None = None,
+    cancel: CancelToken | None = None,
+    on_phase: Callable[[str, int, int], None] | None = None,
+    logger: Any = None,
+) -> bytes:
     """Parse and build ``path`` into a serialized engine (detailed profiling verbosity, one optimisation profile
     at the given dims for dynamic inputs). ``on_phase(name, step, steps)`` reports progress; ``cancel`` stops
     the build at its next step (:class:`BuildCancelled`)."""
@@ -69,8 +88,10 @@ def build_engine(path: str | Path, backend: str, dims: dict[str, int] | None = N
     parser = trt.OnnxParser(network, logger)  # keep the network alive as long as the parser
     if not parser.parse_from_file(str(path)):
         errs = [parser.get_error(i).desc() for i in range(parser.num_errors)]
-        raise BackendUnavailableError(f"The {backend} parser rejected the model: {(errs or ['no reason'])[0][:200]} "
-                                      "(the Split summary names each node TensorRT cannot take).")
+        raise BackendUnavailableError(
+            f"The {backend} parser rejected the model: {(errs or ['no reason'])[0][:200]} "
+            "(the Split summary names each node TensorRT cannot take)."
+        )
     config = builder.create_builder_config()
     config.profiling_verbosity = trt.ProfilingVerbosity.DETAILED
     timing = _load_timing_cache(config, backend, trt)
@@ -81,8 +102,10 @@ def build_engine(path: str | Path, backend: str, dims: dict[str, int] | None = N
         shape = tuple(t.shape)
         if any(d < 0 for d in shape):
             names = specs.get(t.name, ())
-            concrete = tuple(d if d >= 0 else (dims or {}).get(str(names[k]) if k < len(names) else "", 1)
-                             for k, d in enumerate(shape))
+            concrete = tuple(
+                d if d >= 0 else (dims or {}).get(str(names[k]) if k < len(names) else "", 1)
+                for k, d in enumerate(shape)
+            )
             profile = profile or builder.create_optimization_profile()
             profile.set_shape(t.name, concrete, concrete, concrete)
     if profile is not None:
@@ -110,8 +133,10 @@ def build_engine(path: str | Path, backend: str, dims: dict[str, int] | None = N
     if cancel.cancelled:
         raise BuildCancelled()
     if plan is None:
-        raise BackendUnavailableError(f"The {backend} builder could not build an engine for this model "
-                                      "(see the Split summary for the nodes it cannot take).")
+        raise BackendUnavailableError(
+            f"The {backend} builder could not build an engine for this model "
+            "(see the Split summary for the nodes it cannot take)."
+        )
     _save_timing_cache(config, timing)
     return bytes(plan)
 
@@ -158,9 +183,13 @@ def _plan_key(path: str | Path, backend: str, dims: dict[str, int] | None, versi
     return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
 
 
-def cached_plan(path: str | Path, backend: str, dims: dict[str, int] | None = None,
-                cancel: CancelToken | None = None,
-                on_phase: Callable[[str, int, int], None] | None = None) -> tuple[bytes, bool]:
+def cached_plan(
+    path: str | Path,
+    backend: str,
+    dims: dict[str, int] | None = None,
+    cancel: CancelToken | None = None,
+    on_phase: Callable[[str, int, int], None] | None = None,
+) -> tuple[bytes, bool]:
     """The serialized engine of ``path`` from the plan cache, or built now and kept there (atomically); and
     whether it came from the cache. The key is the model's content, backend, version, dims and GPU, so a
     changed model or other dims never get a stale engine (``SPLITSCOPE_CACHE_DIR``/trt/plans)."""
@@ -177,9 +206,13 @@ def cached_plan(path: str | Path, backend: str, dims: dict[str, int] | None = No
     return plan, False
 
 
-def build_and_list_layers(path: str | Path, backend: str = "rtx", dims: dict[str, int] | None = None,
-                          cancel: CancelToken | None = None,
-                          on_phase: Callable[[str, int, int], None] | None = None) -> tuple[bytes, list[str]]:
+def build_and_list_layers(
+    path: str | Path,
+    backend: str = "rtx",
+    dims: dict[str, int] | None = None,
+    cancel: CancelToken | None = None,
+    on_phase: Callable[[str, int, int], None] | None = None,
+) -> tuple[bytes, list[str]]:
     """Build as :func:`build_engine` does, keeping the builder's verbose log: its ``Layers:`` listing is read by
     :func:`splitscope.engine.trtdata.buildlog.layers_from_log` where the engine itself cannot be inspected."""
     trt = trt_module(backend)
@@ -196,9 +229,14 @@ def build_and_list_layers(path: str | Path, backend: str = "rtx", dims: dict[str
     return plan, lines
 
 
-def from_build(path: str | Path, gm: Any, backend: str = "rtx",
-               dims: dict[str, int] | None = None, cancel: Any = None,
-               on_phase: Any = None) -> Any:
+def from_build(
+    path: str | Path,
+    gm: Any,
+    backend: str = "rtx",
+    dims: dict[str, int] | None = None,
+    cancel: Any = None,
+    on_phase: Any = None,
+) -> Any:
     """Build ``path`` here (TensorRT-RTX builds on the CPU) and read the layers its builder lists."""
     _, lines = build_and_list_layers(path, backend, dims, cancel, on_phase)
     return engine_data_from_log(lines, path, gm, backend)
@@ -240,7 +278,7 @@ def onnx_nodes_of(layer: dict[str, Any]) -> list[str]:
     for part in meta.replace("\x1f", "\x1e").split("\x1e"):
         part = part.strip()
         if part.startswith("[ONNX Layer:") and part.endswith("]"):
-            names.append(part[len("[ONNX Layer:"):-1].strip())
+            names.append(part[len("[ONNX Layer:") : -1].strip())
     return names
 
 
@@ -255,8 +293,9 @@ def engine_layers(engine: Any, trt: Any) -> list[dict[str, Any]]:
 class EngineSession:
     """A deserialized engine with device buffers for its I/O tensors and a stream (cuda-python)."""
 
-    def __init__(self, plan: bytes, backend: str, feeds: dict[str, np.ndarray], trt: Any = None,
-                 cuda: Any = None) -> None:
+    def __init__(
+        self, plan: bytes, backend: str, feeds: dict[str, np.ndarray], trt: Any = None, cuda: Any = None
+    ) -> None:
         self.trt = trt or trt_module(backend)
         if cuda is None:
             from splitscope.engine.runtime.device import NoGpu, cuda_runtime
@@ -264,15 +303,18 @@ class EngineSession:
             try:
                 cuda = cuda_runtime()
             except NoGpu:
-                raise BackendUnavailableError("Running an engine needs cuda-python: pip install 'splitscope[gpu]'."
-                                              ) from None
+                raise BackendUnavailableError(
+                    "Running an engine needs cuda-python: pip install 'splitscope[gpu]'."
+                ) from None
         self.cuda: Any = cuda
         logger = self.trt.Logger(self.trt.Logger.ERROR)
         self.runtime = self.trt.Runtime(logger)
         self.engine = self.runtime.deserialize_cuda_engine(plan)
         if self.engine is None:
-            raise BackendUnavailableError(f"The {backend} runtime could not load the engine on this GPU "
-                                          "(TensorRT-RTX runs on compute capability 8.0, 8.6, 8.9 and 12.x).")
+            raise BackendUnavailableError(
+                f"The {backend} runtime could not load the engine on this GPU "
+                "(TensorRT-RTX runs on compute capability 8.0, 8.6, 8.9 and 12.x)."
+            )
         self.context = self.engine.create_execution_context()
         _err, self.stream = cuda.cudaStreamCreate()
         self.buffers: dict[str, int] = {}
@@ -333,10 +375,18 @@ class EngineSession:
         self.cuda.cudaStreamDestroy(self.stream)
 
 
-def run_engine(path: Path, backend: str, feeds: dict[str, np.ndarray], dims: dict[str, int], warmup: int,
-               iterations: int, profiled: int, cancel: CancelToken, t0: float,
-               session_factory: Callable[..., EngineSession] = EngineSession
-               ) -> Generator[JobEvent, None, dict[str, Any]]:
+def run_engine(
+    path: Path,
+    backend: str,
+    feeds: dict[str, np.ndarray],
+    dims: dict[str, int],
+    warmup: int,
+    iterations: int,
+    profiled: int,
+    cancel: CancelToken,
+    t0: float,
+    session_factory: Callable[..., EngineSession] = EngineSession,
+) -> Generator[JobEvent, None, dict[str, Any]]:
     """Build, then time ``path`` on a TensorRT backend: warm-up, timed iterations with no profiler, profiled
     iterations for per-layer times. Returns ``{warm, times, layers, layer_ms, kept, build_s}``."""
     steps: list[tuple[str, int, int]] = []

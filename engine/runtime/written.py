@@ -34,14 +34,22 @@ class WrittenModelError(SplitscopeError):
     """A model Splitscope wrote does not run in ONNX Runtime: nothing is written."""
 
 
-def _check_in_child(path: Path, how: str, dims: dict[str, int] | None, cancel: CancelToken | None,
-                    timeout: float) -> tuple[dict[str, Any] | None, int]:
+def _check_in_child(
+    path: Path, how: str, dims: dict[str, int] | None, cancel: CancelToken | None, timeout: float
+) -> tuple[dict[str, Any] | None, int]:
     """Run one check in a child; returns (its JSON answer or None, return code)."""
     from splitscope.engine.entry import child_command, child_env
 
     env, root = child_env()
-    proc = subprocess.Popen(child_command("check", str(path), how, json.dumps(dims or {})), stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=env, cwd=root, text=True)
+    proc = subprocess.Popen(
+        child_command("check", str(path), how, json.dumps(dims or {})),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+        env=env,
+        cwd=root,
+        text=True,
+    )
     t0 = time.monotonic()
     try:
         while proc.poll() is None:
@@ -63,9 +71,15 @@ def _check_in_child(path: Path, how: str, dims: dict[str, int] | None, cancel: C
     return (json.loads(line) if line else None), proc.returncode
 
 
-def verify_written(path: str | Path, dims: dict[str, int] | None = None, *, source: str | Path | None = None,
-                   rtx: bool = True, cancel: CancelToken | None = None,
-                   timeout: float = CHECK_TIMEOUT_S) -> list[str]:
+def verify_written(
+    path: str | Path,
+    dims: dict[str, int] | None = None,
+    *,
+    source: str | Path | None = None,
+    rtx: bool = True,
+    cancel: CancelToken | None = None,
+    timeout: float = CHECK_TIMEOUT_S,
+) -> list[str]:
     """Load and run ``path`` in ONNX Runtime CPU at its default optimisation level and parse it with
     TensorRT-RTX (when installed); the notes to report with it. Raises :class:`WrittenModelError` when ONNX
     Runtime refuses the model for a reason other than a missing kernel, unless the ``source`` model it was
@@ -80,27 +94,37 @@ def verify_written(path: str | Path, dims: dict[str, int] | None = None, *, sour
         basic, _ = _check_in_child(path, "ort-basic", dims, cancel, timeout)
         how = f"signal {-rc}" if rc < 0 else f"exit code {rc}"
         if basic is not None and basic.get("ok"):
-            notes.append(f"ONNX Runtime {ort.__version__}'s CPU provider crashes on {path.name} at its default "
-                         f"optimisation level ({how}; its bug: the model is valid ONNX): load it with "
-                         "SessionOptions.graph_optimization_level = ORT_ENABLE_BASIC")
+            notes.append(
+                f"ONNX Runtime {ort.__version__}'s CPU provider crashes on {path.name} at its default "
+                f"optimisation level ({how}; its bug: the model is valid ONNX): load it with "
+                "SessionOptions.graph_optimization_level = ORT_ENABLE_BASIC"
+            )
         else:
-            notes.append(f"ONNX Runtime {ort.__version__}'s CPU provider crashes on {path.name} ({how}), also at "
-                         "ORT_ENABLE_BASIC: run it on another provider")
+            notes.append(
+                f"ONNX Runtime {ort.__version__}'s CPU provider crashes on {path.name} ({how}), also at "
+                "ORT_ENABLE_BASIC: run it on another provider"
+            )
     elif res.get("ok"):
         notes.append(f"{path.name} loads and runs in ONNX Runtime {ort.__version__} (CPU, default optimisation)")
     elif res.get("kind") == "no-kernel":
-        notes.append(f"ONNX Runtime's CPU provider has no kernel for part of {path.name} ({res['error'][:120]}): "
-                     "not run on the CPU")
+        notes.append(
+            f"ONNX Runtime's CPU provider has no kernel for part of {path.name} ({res['error'][:120]}): "
+            "not run on the CPU"
+        )
     elif res.get("kind") == "timeout":
         notes.append(f"{path.name} was not run in ONNX Runtime: {res['error']}")
     else:
         src, _ = _check_in_child(Path(source), "ort", dims, cancel, timeout) if source is not None else (None, 0)
         if src is not None and not src.get("ok"):
-            notes.append(f"{path.name} was not run in ONNX Runtime at these sizes: the original fails there too "
-                         f"({src.get('error', '')[:120]}); give the model's dims with --dim")
+            notes.append(
+                f"{path.name} was not run in ONNX Runtime at these sizes: the original fails there too "
+                f"({src.get('error', '')[:120]}); give the model's dims with --dim"
+            )
         else:
-            raise WrittenModelError(f"The written model does not run in ONNX Runtime ({res.get('error', '')[:200]}):"
-                                    " nothing was written; report it with the model.")
+            raise WrittenModelError(
+                f"The written model does not run in ONNX Runtime ({res.get('error', '')[:200]}):"
+                " nothing was written; report it with the model."
+            )
     if rtx and installed("tensorrt_rtx"):
         res, rc = _check_in_child(path, "rtx", None, cancel, timeout)
         if res is None:

@@ -36,8 +36,14 @@ def measure(paths: list[str | os.PathLike[str]], parser: str = "rtx") -> Agreeme
             elif n.table_status is n.parser_status:
                 out.agree += 1
             else:
-                out.disagreements.append({
-                    "model": os.path.basename(str(p)), "node": n.label, "op_type": n.op_type,
-                    "table": n.table_status.value if n.table_status else "", "parser": n.parser_status.value,
-                    "reason": n.reason})
+                out.disagreements.append(
+                    {
+                        "model": os.path.basename(str(p)),
+                        "node": n.label,
+                        "op_type": n.op_type,
+                        "table": n.table_status.value if n.table_status else "",
+                        "parser": n.parser_status.value,
+                        "reason": n.reason,
+                    }
+                )
     return out

@@ -23,9 +23,14 @@ from splitscope.engine.split.table import BUILD_TIME_CHECKS, TARGET_RTX, TARGET_
 from splitscope.engine.text import plural
 
 
-def analyze(path: str | os.PathLike[str] | None = None, *, parser: str = "auto",
-            dims: dict[str, int] | None = None, cancel: CancelToken | None = None,
-            responsive: bool = False) -> Generator[JobEvent, None, GraphModel]:
+def analyze(
+    path: str | os.PathLike[str] | None = None,
+    *,
+    parser: str = "auto",
+    dims: dict[str, int] | None = None,
+    cancel: CancelToken | None = None,
+    responsive: bool = False,
+) -> Generator[JobEvent, None, GraphModel]:
     """Analyse an ONNX model; a job generator that yields progress and returns a GraphModel.
 
     Parameters
@@ -57,8 +62,9 @@ def analyze(path: str | os.PathLike[str] | None = None, *, parser: str = "auto",
         return (yield from _analyze(path, parser, dims, cancel, responsive))
 
 
-def _analyze(path: str | os.PathLike[str] | None, parser: str, dims: dict[str, int] | None,
-             cancel: CancelToken, responsive: bool) -> Generator[JobEvent, None, GraphModel]:
+def _analyze(
+    path: str | os.PathLike[str] | None, parser: str, dims: dict[str, int] | None, cancel: CancelToken, responsive: bool
+) -> Generator[JobEvent, None, GraphModel]:
     model_path = Path(path) if path is not None else SAMPLE_MODEL
     module = resolve_backend(parser)
     # The parser works in its own process, in parallel with loading, shape
@@ -151,14 +157,14 @@ def defective_nodes(gm: GraphModel) -> dict[int, str]:
 def apply_parser_answer(gm: GraphModel, answer: ParserAnswer) -> None:
     """Overwrite table predictions with what the parser proved, keeping the table where it could not."""
     if answer.failure:
-        gm.warnings.append(f"{answer.failure}; statuses come from the support table instead, and no node "
-                           "was proven by the parser.")
+        gm.warnings.append(
+            f"{answer.failure}; statuses come from the support table instead, and no node was proven by the parser."
+        )
         gm.parser.notes.append(f"unproven: all {len(gm.nodes)} nodes ({answer.failure})")
         for node in gm.nodes:
             node.reason = f"{node.reason}; not proven: the parser failed ({answer.failure})"
         return
-    gm.parser = ParserInfo(DISPLAY[answer.module], answer.version, "", answer.calls, answer.seconds,
-                           list(answer.notes))
+    gm.parser = ParserInfo(DISPLAY[answer.module], answer.version, "", answer.calls, answer.seconds, list(answer.notes))
     name = DISPLAY[answer.module]
     for node in gm.nodes:
         i = node.index
@@ -180,20 +186,25 @@ def apply_parser_answer(gm: GraphModel, answer: ParserAnswer) -> None:
             why = check(gm.graph, node) if check is not None and not node.is_custom_domain else None
             if why:
                 node.status, node.source = Status.PLUGIN, Source.TABLE
-                node.reason = (f"{name} {answer.version} parser imports it, but the builder rejects it: "
-                               f"{node.op_type}: {why}")
+                node.reason = (
+                    f"{name} {answer.version} parser imports it, but the builder rejects it: {node.op_type}: {why}"
+                )
             else:
                 node.status, node.source = Status.DELEGATE, Source.PARSER
                 node.reason = f"{name} {answer.version} parser imports it"
     if answer.unverified:
         n = len(answer.unverified)
-        gm.warnings.append(f"{plural(n, 'node')} keep{'s' if n == 1 else ''} the table's prediction: the parser "
-                           f"could not verify {'it' if n == 1 else 'them'}.")
+        gm.warnings.append(
+            f"{plural(n, 'node')} keep{'s' if n == 1 else ''} the table's prediction: the parser "
+            f"could not verify {'it' if n == 1 else 'them'}."
+        )
     if answer.cut:
         n = len(answer.cut)
-        gm.warnings.append(f"{plural(n, 'node')} {'was' if n == 1 else 'were'} cut before the parser was asked "
-                           "(malformed ONNX, or the parser crashed with it); the table's prediction stands for "
-                           f"{'it' if n == 1 else 'them'}.")
+        gm.warnings.append(
+            f"{plural(n, 'node')} {'was' if n == 1 else 'were'} cut before the parser was asked "
+            "(malformed ONNX, or the parser crashed with it); the table's prediction stands for "
+            f"{'it' if n == 1 else 'them'}."
+        )
 
 
 def parser_reason(op_type: str, parser: str, desc: str) -> str:
@@ -213,11 +224,15 @@ def _engine_layers(gm: GraphModel) -> None:
         plugin = "plugin" in n.op_type.lower()
         n.status = Status.PLUGIN if plugin else Status.DELEGATE
         n.table_status = n.status
-        n.reason = ("a plugin layer of the engine: custom CUDA inside TensorRT" if plugin
-                    else f"an engine layer ({n.op_type}), read from trtexec's files")
+        n.reason = (
+            "a plugin layer of the engine: custom CUDA inside TensorRT"
+            if plugin
+            else f"an engine layer ({n.op_type}), read from trtexec's files"
+        )
 
 
-def analyze_model(path: str | os.PathLike[str] | None = None, *, parser: str = "auto",
-                  dims: dict[str, int] | None = None) -> GraphModel:
+def analyze_model(
+    path: str | os.PathLike[str] | None = None, *, parser: str = "auto", dims: dict[str, int] | None = None
+) -> GraphModel:
     """Run :func:`analyze` to the end (no progress, no cancel)."""
     return run_to_end(analyze(path, parser=parser, dims=dims))

@@ -13,24 +13,105 @@ import math
 from splitscope.engine.model import Graph, Node, Tensor
 
 _ELEMENTWISE_1 = {
-    "Add", "Sub", "Mul", "Div", "Max", "Min", "Sum", "Mean", "Neg", "Abs", "Relu", "LeakyRelu", "PRelu",
-    "Clip", "Sign", "Ceil", "Floor", "Round", "Reciprocal", "Sqrt", "Pow", "Mod", "Equal", "Greater",
-    "GreaterOrEqual", "Less", "LessOrEqual", "And", "Or", "Xor", "Not", "Where", "IsNaN", "IsInf",
-    "ThresholdedRelu", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot", "BitShift",
-    "QuantizeLinear", "DequantizeLinear", "Shrink",
+    "Add",
+    "Sub",
+    "Mul",
+    "Div",
+    "Max",
+    "Min",
+    "Sum",
+    "Mean",
+    "Neg",
+    "Abs",
+    "Relu",
+    "LeakyRelu",
+    "PRelu",
+    "Clip",
+    "Sign",
+    "Ceil",
+    "Floor",
+    "Round",
+    "Reciprocal",
+    "Sqrt",
+    "Pow",
+    "Mod",
+    "Equal",
+    "Greater",
+    "GreaterOrEqual",
+    "Less",
+    "LessOrEqual",
+    "And",
+    "Or",
+    "Xor",
+    "Not",
+    "Where",
+    "IsNaN",
+    "IsInf",
+    "ThresholdedRelu",
+    "BitwiseAnd",
+    "BitwiseOr",
+    "BitwiseXor",
+    "BitwiseNot",
+    "BitShift",
+    "QuantizeLinear",
+    "DequantizeLinear",
+    "Shrink",
 }
 _ELEMENTWISE_4 = {
-    "Sigmoid", "HardSigmoid", "Tanh", "Exp", "Log", "Erf", "Gelu", "Elu", "Selu", "Celu", "Softplus",
-    "Softsign", "HardSwish", "Mish", "Swish", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh",
-    "Asinh", "Acosh", "Atanh",
+    "Sigmoid",
+    "HardSigmoid",
+    "Tanh",
+    "Exp",
+    "Log",
+    "Erf",
+    "Gelu",
+    "Elu",
+    "Selu",
+    "Celu",
+    "Softplus",
+    "Softsign",
+    "HardSwish",
+    "Mish",
+    "Swish",
+    "Sin",
+    "Cos",
+    "Tan",
+    "Asin",
+    "Acos",
+    "Atan",
+    "Sinh",
+    "Cosh",
+    "Asinh",
+    "Acosh",
+    "Atanh",
 }
 _SOFTMAX = {"Softmax", "LogSoftmax", "Hardmax"}
-_NORMS = {"LayerNormalization": 8, "InstanceNormalization": 8, "GroupNormalization": 8,
-          "RMSNormalization": 6, "BatchNormalization": 2, "LpNormalization": 3,
-          "MeanVarianceNormalization": 6, "SimplifiedLayerNormalization": 6,
-          "SkipLayerNormalization": 9}
-_REDUCE = {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
-           "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare", "ArgMax", "ArgMin", "CumSum"}
+_NORMS = {
+    "LayerNormalization": 8,
+    "InstanceNormalization": 8,
+    "GroupNormalization": 8,
+    "RMSNormalization": 6,
+    "BatchNormalization": 2,
+    "LpNormalization": 3,
+    "MeanVarianceNormalization": 6,
+    "SimplifiedLayerNormalization": 6,
+    "SkipLayerNormalization": 9,
+}
+_REDUCE = {
+    "ReduceSum",
+    "ReduceMean",
+    "ReduceMax",
+    "ReduceMin",
+    "ReduceProd",
+    "ReduceL1",
+    "ReduceL2",
+    "ReduceLogSum",
+    "ReduceLogSumExp",
+    "ReduceSumSquare",
+    "ArgMax",
+    "ArgMin",
+    "CumSum",
+}
 _POOL = {"MaxPool", "AveragePool", "LpPool"}
 _GLOBAL_POOL = {"GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool"}
 
@@ -171,8 +252,12 @@ def fill_costs(graph: Graph, dims: dict[str, int] | None = None) -> None:
     for node in graph.nodes:
         for sub in node.subgraphs.values():
             fill_costs(sub, dims)
-        if node.function is not None and node.function.nodes and node.function.nodes[0].bytes is None \
-                and node.function.nodes[0].flops is None:
+        if (
+            node.function is not None
+            and node.function.nodes
+            and node.function.nodes[0].bytes is None
+            and node.function.nodes[0].flops is None
+        ):
             fill_costs(node.function, dims)
         node.flops = node_flops(graph, node, dims)
         node.bytes = node_bytes(graph, node, dims)

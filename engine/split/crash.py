@@ -23,22 +23,33 @@ MAX_PROBES = 24
 CRASH_REASON = "the parser process crashes on this node"
 
 
-def recover(gm: GraphModel, answer: ParserAnswer, module: str, path: Path, cut: dict[int, str],
-            cancel: CancelToken) -> Generator[JobEvent, None, ParserAnswer]:
+def recover(
+    gm: GraphModel, answer: ParserAnswer, module: str, path: Path, cut: dict[int, str], cancel: CancelToken
+) -> Generator[JobEvent, None, ParserAnswer]:
     """Ask the parser again after ``answer`` crashed; returns the first answer that did not crash
     (with the nodes that crash it in :attr:`ParserAnswer.crashers`), or the last crash."""
     name = DISPLAY[module]
     first_failure = answer.failure
-    retry = {**{n.index: "the table rejects it, and the parser crashed on the whole model"
-                for n in gm.nodes if n.status is Status.PLUGIN}, **cut}
+    retry = {
+        **{
+            n.index: "the table rejects it, and the parser crashed on the whole model"
+            for n in gm.nodes
+            if n.status is Status.PLUGIN
+        },
+        **cut,
+    }
     if retry.keys() - cut.keys():
-        yield Progress("parser", 4, 6, f"The {name} parser crashed; asking again without the {len(retry)} "
-                       "nodes the table rejects")
+        yield Progress(
+            "parser", 4, 6, f"The {name} parser crashed; asking again without the {len(retry)} nodes the table rejects"
+        )
         answer = yield from ParserProcess(module, path, retry).events(cancel)
         if not answer.crashed:
             if not answer.failure:
-                answer.notes.insert(0, f"{first_failure}; a second call without the {len(retry)} nodes the table "
-                                    "rejects answered for the rest.")
+                answer.notes.insert(
+                    0,
+                    f"{first_failure}; a second call without the {len(retry)} nodes the table "
+                    "rejects answered for the rest.",
+                )
             return answer
         cut = retry
     crashers: dict[int, str] = {}
@@ -48,20 +59,25 @@ def recover(gm: GraphModel, answer: ParserAnswer, module: str, path: Path, cut: 
             break
         crashers[culprit] = f"{name}: {CRASH_REASON} ({first_failure})"
         cut = {**cut, culprit: CRASH_REASON}
-        yield Progress("parser", 4, 6, f"The {name} parser crashes on {gm.nodes[culprit].label}; asking about "
-                       "the rest without it")
+        yield Progress(
+            "parser", 4, 6, f"The {name} parser crashes on {gm.nodes[culprit].label}; asking about the rest without it"
+        )
         answer = yield from ParserProcess(module, path, cut).events(cancel)
         if not answer.crashed:
             answer.crashers = crashers
-            answer.notes.insert(0, f"{first_failure}; the parser crashes on "
-                                f"{', '.join(gm.nodes[i].label for i in crashers)} (found by bisection), "
-                                "and answered for the rest without them.")
+            answer.notes.insert(
+                0,
+                f"{first_failure}; the parser crashes on "
+                f"{', '.join(gm.nodes[i].label for i in crashers)} (found by bisection), "
+                "and answered for the rest without them.",
+            )
             return answer
     return answer
 
 
-def _bisect(gm: GraphModel, module: str, path: Path, cut: dict[int, str],
-            cancel: CancelToken) -> Generator[JobEvent, None, int | None]:
+def _bisect(
+    gm: GraphModel, module: str, path: Path, cut: dict[int, str], cancel: CancelToken
+) -> Generator[JobEvent, None, int | None]:
     """The node whose addition to a prefix of the graph makes the parser crash, or None."""
     order = [i for i in gm.order if i not in cut]
     lo, hi = 0, len(order)  # a prefix of hi nodes crashes (the whole model did); of lo nodes it does not
@@ -71,8 +87,12 @@ def _bisect(gm: GraphModel, module: str, path: Path, cut: dict[int, str],
         keep = set(order[:mid])
         probe_cut = {**cut, **{i: "" for i in order if i not in keep}}
         probes += 1
-        yield Progress("parser", probes, 0, f"The parser crashed: looking for the node it crashes on (probe {probes}, "
-                       f"{hi - lo} candidates)")
+        yield Progress(
+            "parser",
+            probes,
+            0,
+            f"The parser crashed: looking for the node it crashes on (probe {probes}, {hi - lo} candidates)",
+        )
         answer = yield from ParserProcess(module, path, probe_cut).events(cancel)
         if answer.crashed:
             hi = mid

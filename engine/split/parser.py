@@ -47,7 +47,8 @@ def resolve_backend(parser: str) -> str | None:
         extra = "tensorrt" if parser == "tensorrt" else "rtx"
         raise ParserUnavailableError(
             f"The {DISPLAY[module]} Python package is not installed: pip install 'splitscope[{extra}]', "
-            "or use --parser table.")
+            "or use --parser table."
+        )
     return module
 
 
@@ -95,7 +96,13 @@ class ParserProcess:
             args.append(name)
         self.proc = subprocess.Popen(
             child_command("parser", *args),
-            stdout=subprocess.PIPE, stderr=self._stderr, stdin=subprocess.DEVNULL, env=env, text=True, cwd=root)
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            text=True,
+            cwd=root,
+        )
 
     def kill(self) -> None:
         """Hard-stop the child (cancel)."""

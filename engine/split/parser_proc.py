@@ -66,8 +66,11 @@ def _body_node_names(node: onnx.NodeProto) -> list[str]:
 
 
 def _signature(node: onnx.NodeProto, types: dict[str, tuple[int, int | None]], consts: set[str]) -> str:
-    attrs = sorted((a.name, str(onnx.helper.get_attribute_value(a))[:200]) for a in node.attribute
-                   if a.type not in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS))
+    attrs = sorted(
+        (a.name, str(onnx.helper.get_attribute_value(a))[:200])
+        for a in node.attribute
+        if a.type not in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+    )
     ins = [(types.get(i), i in consts) for i in node.input]
     outs = [bool(o) for o in node.output]
     return repr((node.domain, node.op_type, attrs, ins, outs))
@@ -174,10 +177,15 @@ class Session:
             used.update(_outer_refs(n))
         init_names = {t.name for t in fg.initializer}
         orig_inputs = {i.name: i for i in fg.input}
-        inputs = [orig_inputs[name] if name in orig_inputs else self._value_info(name)
-                  for name in sorted(used - produced - init_names)]
-        outs = [o if o.type.tensor_type.elem_type else self._value_info(o.name)
-                for o in fg.output if o.name in produced or o.name in orig_inputs]
+        inputs = [
+            orig_inputs[name] if name in orig_inputs else self._value_info(name)
+            for name in sorted(used - produced - init_names)
+        ]
+        outs = [
+            o if o.type.tensor_type.elem_type else self._value_info(o.name)
+            for o in fg.output
+            if o.name in produced or o.name in orig_inputs
+        ]
         out_names = {o.name for o in outs}
         for i, n in enumerate(fg.node):
             if i in keep_set:
@@ -188,8 +196,12 @@ class Session:
                     out_names.add(name)
         if not outs and kept_nodes:
             outs.extend(self._value_info(o) for o in kept_nodes[-1].output if o)
-        return self.layout.write(keep, [t.name for t in fg.initializer if t.name in used],
-                                 [v.SerializeToString() for v in inputs], [v.SerializeToString() for v in outs])
+        return self.layout.write(
+            keep,
+            [t.name for t in fg.initializer if t.name in used],
+            [v.SerializeToString() for v in inputs],
+            [v.SerializeToString() for v in outs],
+        )
 
     def run(self) -> dict[str, Any]:
         """Iterate until every node is proven or nothing more can be named."""
@@ -202,23 +214,39 @@ class Session:
             gone = set(precut)
             keep0 = [i for i in range(n_nodes) if i not in gone]
             if not keep0:
-                return {"event": "result", "plugin": {}, "unverified": {}, "calls": 0, "first_call": {},
-                        "notes": [], "seconds": time.perf_counter() - t0}
+                return {
+                    "event": "result",
+                    "plugin": {},
+                    "unverified": {},
+                    "calls": 0,
+                    "first_call": {},
+                    "notes": [],
+                    "seconds": time.perf_counter() - t0,
+                }
             ok, errors, subgraphs = self.call(self.cut_model(keep0))
         else:
             keep0 = []
             ok, errors, subgraphs = self.call(self.data)
-        first = {"supported": ok, "subgraphs": subgraphs,
-                 "errors": [{"node": e[0], "name": e[1], "op": e[2], "desc": e[3], "stack": e[4]}
-                            for e in errors]}
+        first = {
+            "supported": ok,
+            "subgraphs": subgraphs,
+            "errors": [{"node": e[0], "name": e[1], "op": e[2], "desc": e[3], "stack": e[4]} for e in errors],
+        }
         emit({"event": "progress", "call": 1, "seconds": time.perf_counter() - t0})
         plugin: dict[int, str] = {}
         unverified: dict[int, str] = {}
         notes: list[str] = []
 
         def result() -> dict[str, Any]:
-            return {"event": "result", "plugin": plugin, "unverified": unverified, "calls": self.calls,
-                    "first_call": first, "notes": notes, "seconds": time.perf_counter() - t0}
+            return {
+                "event": "result",
+                "plugin": plugin,
+                "unverified": unverified,
+                "calls": self.calls,
+                "first_call": first,
+                "notes": notes,
+                "seconds": time.perf_counter() - t0,
+            }
 
         if ok:
             return result()
@@ -269,8 +297,10 @@ class Session:
                     continue
                 guessed = [i for i in nodes[orig].input if i in self.guessed]
                 if guessed:
-                    doubtful[orig] = (f"the parser rejected it, but it reads '{guessed[0]}', whose type or shape "
-                                      f"had to be guessed at a cut boundary: {desc}")
+                    doubtful[orig] = (
+                        f"the parser rejected it, but it reads '{guessed[0]}', whose type or shape "
+                        f"had to be guessed at a cut boundary: {desc}"
+                    )
                 else:
                     new[orig] = desc
             # A failing op kind is often reported once: cut its look-alikes with it.
@@ -289,8 +319,10 @@ class Session:
                         tt = self.types.get(nm)
                         if tt is not None and tt[0] and tt[0] not in _TRT_TYPES:
                             dt = onnx.TensorProto.DataType.Name(tt[0])
-                            new[i] = (f"tensor '{nm}' is {dt}, a type TensorRT does not have (the parser "
-                                      f"failed the model without naming a node: {model_level[0]})")
+                            new[i] = (
+                                f"tensor '{nm}' is {dt}, a type TensorRT does not have (the parser "
+                                f"failed the model without naming a node: {model_level[0]})"
+                            )
                             break
             if not new and not doubtful and not retyped and model_level:
                 # Untyped graph outputs fail the whole model; retry once with inferred types.
@@ -301,16 +333,26 @@ class Session:
                 continue
             if not new and not doubtful:
                 for i in keep:
-                    unverified[i] = ("the parser stopped without naming a node"
-                                     + (f" ({model_level[0]})" if model_level else ""))
-                notes.append(f"The parser stopped without naming a node; {len(keep)} "
-                             f"node{'' if len(keep) == 1 else 's'} unverified.")
+                    unverified[i] = "the parser stopped without naming a node" + (
+                        f" ({model_level[0]})" if model_level else ""
+                    )
+                notes.append(
+                    f"The parser stopped without naming a node; {len(keep)} "
+                    f"node{'' if len(keep) == 1 else 's'} unverified."
+                )
                 return result()
             plugin.update(new)
             unverified.update(doubtful)
             keep = [i for i in keep if i not in new and i not in doubtful]
-            emit({"event": "progress", "call": self.calls, "plugin": len(plugin), "remaining": len(keep),
-                  "seconds": time.perf_counter() - t0})
+            emit(
+                {
+                    "event": "progress",
+                    "call": self.calls,
+                    "plugin": len(plugin),
+                    "remaining": len(keep),
+                    "seconds": time.perf_counter() - t0,
+                }
+            )
             if not keep:
                 return result()
             ok, errors, _ = self.call(self.cut_model(keep))
@@ -319,9 +361,18 @@ class Session:
 
 
 _TRT_TYPES = {
-    onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16, onnx.TensorProto.INT32,
-    onnx.TensorProto.INT64, onnx.TensorProto.INT8, onnx.TensorProto.UINT8, onnx.TensorProto.BOOL,
-    onnx.TensorProto.FLOAT8E4M3FN, onnx.TensorProto.INT4, onnx.TensorProto.FLOAT4E2M1, onnx.TensorProto.DOUBLE,
+    onnx.TensorProto.FLOAT,
+    onnx.TensorProto.FLOAT16,
+    onnx.TensorProto.BFLOAT16,
+    onnx.TensorProto.INT32,
+    onnx.TensorProto.INT64,
+    onnx.TensorProto.INT8,
+    onnx.TensorProto.UINT8,
+    onnx.TensorProto.BOOL,
+    onnx.TensorProto.FLOAT8E4M3FN,
+    onnx.TensorProto.INT4,
+    onnx.TensorProto.FLOAT4E2M1,
+    onnx.TensorProto.DOUBLE,
 }
 
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 from splitscope.engine.model import BoundaryTensor, Graph, Partition, Status
 
 
-def find_partitions(graph: Graph, order: list[int], dims: dict[str, int] | None = None,
-                    inside: list[bool] | None = None) -> list[Partition]:
+def find_partitions(
+    graph: Graph, order: list[int], dims: dict[str, int] | None = None, inside: list[bool] | None = None
+) -> list[Partition]:
     """Group the delegate nodes of ``graph`` into engine partitions, with boundary tensors.
 
     Parameters

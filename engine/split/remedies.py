@@ -46,8 +46,17 @@ def load_remedies(path: Path = REMEDIES_PATH) -> tuple[Remedy, ...]:
     out = []
     for e in data["remedies"]:
         m = e.get("match", {})
-        out.append(Remedy(e["id"], e["cause"], e["remedy"], e.get("source", ""), frozenset(m.get("op_types", ())),
-                          tuple(m.get("reason", ())), bool(m.get("custom_domain", False))))
+        out.append(
+            Remedy(
+                e["id"],
+                e["cause"],
+                e["remedy"],
+                e.get("source", ""),
+                frozenset(m.get("op_types", ())),
+                tuple(m.get("reason", ())),
+                bool(m.get("custom_domain", False)),
+            )
+        )
     return tuple(out)
 
 

@@ -4,38 +4,154 @@ from __future__ import annotations
 
 from splitscope.engine.model import Graph, Role
 
-HEAVY_OPS = frozenset({
-    "Conv", "ConvTranspose", "MatMul", "Gemm", "Attention", "MultiHeadAttention", "GroupQueryAttention",
-    "LSTM", "GRU", "RNN", "Einsum", "ConvInteger", "QLinearConv", "MatMulInteger", "QLinearMatMul",
-    "DeformConv",
-})
+HEAVY_OPS = frozenset(
+    {
+        "Conv",
+        "ConvTranspose",
+        "MatMul",
+        "Gemm",
+        "Attention",
+        "MultiHeadAttention",
+        "GroupQueryAttention",
+        "LSTM",
+        "GRU",
+        "RNN",
+        "Einsum",
+        "ConvInteger",
+        "QLinearConv",
+        "MatMulInteger",
+        "QLinearMatMul",
+        "DeformConv",
+    }
+)
 CONTROL_OPS = frozenset({"If", "Loop", "Scan", "SequenceMap"})
 SHAPE_SOURCES = frozenset({"Shape", "Size"})
-SHAPE_FOLLOWERS = frozenset({
-    "Gather", "Concat", "Unsqueeze", "Squeeze", "Slice", "Cast", "Add", "Sub", "Mul", "Div", "Equal",
-    "Where", "ReduceProd", "Reshape", "Range", "ConstantOfShape", "Max", "Min", "Neg", "Abs", "Expand",
-    "Identity", "Floor", "Ceil", "Mod", "Less", "Greater", "Not", "And", "Or", "Sqrt", "Tile", "Split",
-    "Constant",
-})
-DATA_MOVEMENT_OPS = frozenset({
-    "Reshape", "Transpose", "Concat", "Split", "Slice", "Gather", "GatherElements", "GatherND", "Squeeze",
-    "Unsqueeze", "Flatten", "Expand", "Tile", "Pad", "Identity", "Cast", "CastLike", "DepthToSpace",
-    "SpaceToDepth", "ScatterND", "ScatterElements", "Scatter", "Dropout", "ReverseSequence", "Compress",
-    "Trilu", "SplitToSequence", "ConcatFromSequence", "SequenceAt", "SequenceConstruct",
-    "SequenceInsert", "SequenceEmpty", "SequenceLength", "SequenceErase", "Optional",
-    "OptionalGetElement", "OptionalHasElement", "Col2Im", "CenterCropPad",
-})
+SHAPE_FOLLOWERS = frozenset(
+    {
+        "Gather",
+        "Concat",
+        "Unsqueeze",
+        "Squeeze",
+        "Slice",
+        "Cast",
+        "Add",
+        "Sub",
+        "Mul",
+        "Div",
+        "Equal",
+        "Where",
+        "ReduceProd",
+        "Reshape",
+        "Range",
+        "ConstantOfShape",
+        "Max",
+        "Min",
+        "Neg",
+        "Abs",
+        "Expand",
+        "Identity",
+        "Floor",
+        "Ceil",
+        "Mod",
+        "Less",
+        "Greater",
+        "Not",
+        "And",
+        "Or",
+        "Sqrt",
+        "Tile",
+        "Split",
+        "Constant",
+    }
+)
+DATA_MOVEMENT_OPS = frozenset(
+    {
+        "Reshape",
+        "Transpose",
+        "Concat",
+        "Split",
+        "Slice",
+        "Gather",
+        "GatherElements",
+        "GatherND",
+        "Squeeze",
+        "Unsqueeze",
+        "Flatten",
+        "Expand",
+        "Tile",
+        "Pad",
+        "Identity",
+        "Cast",
+        "CastLike",
+        "DepthToSpace",
+        "SpaceToDepth",
+        "ScatterND",
+        "ScatterElements",
+        "Scatter",
+        "Dropout",
+        "ReverseSequence",
+        "Compress",
+        "Trilu",
+        "SplitToSequence",
+        "ConcatFromSequence",
+        "SequenceAt",
+        "SequenceConstruct",
+        "SequenceInsert",
+        "SequenceEmpty",
+        "SequenceLength",
+        "SequenceErase",
+        "Optional",
+        "OptionalGetElement",
+        "OptionalHasElement",
+        "Col2Im",
+        "CenterCropPad",
+    }
+)
 # Ops typical of input preparation (decode, layout, normalise, resize) before the first heavy op.
-PRE_OPS = frozenset({
-    "Cast", "Div", "Sub", "Mul", "Add", "Transpose", "Resize", "Slice", "Pad", "Concat", "Reshape", "Clip",
-    "Unsqueeze", "Squeeze", "Flatten", "CenterCropPad", "Upsample", "ImageDecoder", "DepthToSpace",
-    "Identity", "Split",
-})
+PRE_OPS = frozenset(
+    {
+        "Cast",
+        "Div",
+        "Sub",
+        "Mul",
+        "Add",
+        "Transpose",
+        "Resize",
+        "Slice",
+        "Pad",
+        "Concat",
+        "Reshape",
+        "Clip",
+        "Unsqueeze",
+        "Squeeze",
+        "Flatten",
+        "CenterCropPad",
+        "Upsample",
+        "ImageDecoder",
+        "DepthToSpace",
+        "Identity",
+        "Split",
+    }
+)
 # Ops whose presence in the tail marks it as detection/classification post-processing.
-POST_MARKERS = frozenset({
-    "TopK", "NonMaxSuppression", "NonZero", "ArgMax", "ArgMin", "Compress", "Unique", "Softmax",
-    "LogSoftmax", "Sigmoid", "RoiAlign", "Hardmax", "GatherND", "MaxRoiPool",
-})
+POST_MARKERS = frozenset(
+    {
+        "TopK",
+        "NonMaxSuppression",
+        "NonZero",
+        "ArgMax",
+        "ArgMin",
+        "Compress",
+        "Unique",
+        "Softmax",
+        "LogSoftmax",
+        "Sigmoid",
+        "RoiAlign",
+        "Hardmax",
+        "GatherND",
+        "MaxRoiPool",
+    }
+)
 
 
 def assign_roles(graph: Graph, order: list[int]) -> None:
@@ -102,4 +218,3 @@ def assign_roles(graph: Graph, order: list[int]) -> None:
             node.role = Role.DATA_MOVEMENT
         else:
             node.role = Role.COMPUTE
-

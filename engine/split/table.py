@@ -22,14 +22,35 @@ from splitscope.engine.text import plural
 TABLE_PATH = resource("onnx-trt-operators.json")
 
 # Types TensorRT has at all (parser_data_types of the table, in ONNX names).
-TRT_DTYPES = frozenset({
-    "FLOAT", "FLOAT16", "BFLOAT16", "INT32", "INT64", "INT8", "UINT8", "BOOL", "FLOAT8E4M3FN", "INT4",
-    "FLOAT4E2M1", "DOUBLE",
-})
+TRT_DTYPES = frozenset(
+    {
+        "FLOAT",
+        "FLOAT16",
+        "BFLOAT16",
+        "INT32",
+        "INT64",
+        "INT8",
+        "UINT8",
+        "BOOL",
+        "FLOAT8E4M3FN",
+        "INT4",
+        "FLOAT4E2M1",
+        "DOUBLE",
+    }
+)
 _TABLE_TYPE = {
-    "FLOAT": "FP32", "DOUBLE": "FP32", "FLOAT16": "FP16", "BFLOAT16": "BF16", "INT32": "INT32",
-    "INT64": "INT64", "INT8": "INT8", "UINT8": "UINT8", "BOOL": "BOOL", "FLOAT8E4M3FN": "FP8",
-    "INT4": "INT4", "FLOAT4E2M1": "FP4",
+    "FLOAT": "FP32",
+    "DOUBLE": "FP32",
+    "FLOAT16": "FP16",
+    "BFLOAT16": "BF16",
+    "INT32": "INT32",
+    "INT64": "INT64",
+    "INT8": "INT8",
+    "UINT8": "UINT8",
+    "BOOL": "BOOL",
+    "FLOAT8E4M3FN": "FP8",
+    "INT4": "INT4",
+    "FLOAT4E2M1": "FP4",
 }
 
 TARGET_TENSORRT = "tensorrt"
@@ -58,8 +79,12 @@ def load_table(path: Path = TABLE_PATH) -> tuple[str, dict[str, OpEntry]]:
     """Return the table's TensorRT version and its rows by op type."""
     data = json.loads(path.read_text(encoding="utf-8"))
     rows = {
-        o["operator"]: OpEntry(o["operator"], bool(o["supported"]), frozenset(o.get("supported_types") or ()),
-                               tuple(o.get("restrictions") or ()))
+        o["operator"]: OpEntry(
+            o["operator"],
+            bool(o["supported"]),
+            frozenset(o.get("supported_types") or ()),
+            tuple(o.get("restrictions") or ()),
+        )
         for o in data["operators"]
     }
     return str(data.get("tensorrt_version", "")), rows
@@ -235,13 +260,38 @@ def _attention(g: Graph, n: Node) -> str | None:
 BUILD_TIME_CHECKS: dict[str, Check] = {"TopK": _topk}
 
 CHECKS: dict[str, Check] = {
-    **{op: _reduce for op in ("ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax",
-                              "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum", "ReduceSumSquare")},
-    "Squeeze": _squeeze, "Unsqueeze": _squeeze, "TopK": _topk, "Resize": _resize,
-    "MaxPool": _pool, "AveragePool": _pool, "LpPool": _pool, "LayerNormalization": _layernorm,
-    "QuantizeLinear": _qdq, "DequantizeLinear": _qdq, "ScatterND": _scatternd,
-    "OneHot": _const_input(1, "depth"), "CumSum": _const_input(1, "axis"), "Constant": _constant,
-    "LSTM": _lstm, "GridSample": _grid_sample, "Attention": _attention,
+    **{
+        op: _reduce
+        for op in (
+            "ReduceL1",
+            "ReduceL2",
+            "ReduceLogSum",
+            "ReduceLogSumExp",
+            "ReduceMax",
+            "ReduceMean",
+            "ReduceMin",
+            "ReduceProd",
+            "ReduceSum",
+            "ReduceSumSquare",
+        )
+    },
+    "Squeeze": _squeeze,
+    "Unsqueeze": _squeeze,
+    "TopK": _topk,
+    "Resize": _resize,
+    "MaxPool": _pool,
+    "AveragePool": _pool,
+    "LpPool": _pool,
+    "LayerNormalization": _layernorm,
+    "QuantizeLinear": _qdq,
+    "DequantizeLinear": _qdq,
+    "ScatterND": _scatternd,
+    "OneHot": _const_input(1, "depth"),
+    "CumSum": _const_input(1, "axis"),
+    "Constant": _constant,
+    "LSTM": _lstm,
+    "GridSample": _grid_sample,
+    "Attention": _attention,
 }
 
 
@@ -254,13 +304,17 @@ def predict_node(graph: Graph, node: Node, target: str = TARGET_TENSORRT) -> tup
     if node.function is not None:
         bad = [n for n in node.function.nodes if n.status is Status.PLUGIN]
         if bad:
-            return Status.PLUGIN, (f"its function body has {plural(len(bad), 'node')} TensorRT rejects, first "
-                                   f"{bad[0].label} ({bad[0].op_type})")
+            return Status.PLUGIN, (
+                f"its function body has {plural(len(bad), 'node')} TensorRT rejects, first "
+                f"{bad[0].label} ({bad[0].op_type})"
+            )
         return Status.DELEGATE, f"model-local function {node.op_type}: every node of its body is supported ({src})"
     if node.is_custom_domain:
-        return (Status.PLUGIN,
-                f"custom op {node.domain}::{node.op_type}: no built-in importer; it needs a TensorRT plugin "
-                f"named '{node.op_type}' (the parser falls back to a plugin of that name)")
+        return (
+            Status.PLUGIN,
+            f"custom op {node.domain}::{node.op_type}: no built-in importer; it needs a TensorRT plugin "
+            f"named '{node.op_type}' (the parser falls back to a plugin of that name)",
+        )
     for name in (*node.inputs, *node.outputs):
         t = graph.tensors.get(name) if name else None
         if t is not None and t.dtype is not None and t.dtype not in TRT_DTYPES:
@@ -280,8 +334,10 @@ def predict_node(graph: Graph, node: Node, target: str = TARGET_TENSORRT) -> tup
     for sub in node.subgraphs.values():
         bad = [n for n in sub.nodes if n.status is Status.PLUGIN]
         if bad:
-            return Status.PLUGIN, (f"its body '{sub.path}' has {plural(len(bad), 'node')} TensorRT rejects, first "
-                                   f"{bad[0].label} ({bad[0].op_type})")
+            return Status.PLUGIN, (
+                f"its body '{sub.path}' has {plural(len(bad), 'node')} TensorRT rejects, first "
+                f"{bad[0].label} ({bad[0].op_type})"
+            )
     return Status.DELEGATE, f"{node.op_type} is supported ({src})"
 
 

@@ -71,10 +71,11 @@ def layers_from_log(lines: list[str] | str) -> LayerInfo:
     text = lines if isinstance(lines, str) else "\n".join(lines)
     at = text.rfind("Layers:\n")
     if at < 0:
-        raise EngineDataError("the build log lists no layers: build with profiling verbosity DETAILED and a "
-                              "logger at VERBOSE")
+        raise EngineDataError(
+            "the build log lists no layers: build with profiling verbosity DETAILED and a logger at VERBOSE"
+        )
     layers = []
-    for line in text[at + len("Layers:\n"):].split("\n"):
+    for line in text[at + len("Layers:\n") :].split("\n"):
         if not line.startswith("Name: "):
             if layers:
                 break

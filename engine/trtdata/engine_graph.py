@@ -45,11 +45,16 @@ def to_onnx(info: LayerInfo, title: str = "engine") -> onnx.ModelProto:
     graph_out = [o for o in produced if o not in consumed] or list(produced)[-1:]
 
     def vi(name: str) -> onnx.ValueInfoProto:
-        return helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, [max(d, 1) for d in dims.get(name, [])]
-                                             or None)
+        return helper.make_tensor_value_info(
+            name, onnx.TensorProto.FLOAT, [max(d, 1) for d in dims.get(name, [])] or None
+        )
+
     g = helper.make_graph(nodes, title, [vi(n) for n in graph_in], [vi(n) for n in graph_out])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(DOMAIN, 1)],
-                          producer_name="splitscope (engine layers)")
+    m = helper.make_model(
+        g,
+        opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(DOMAIN, 1)],
+        producer_name="splitscope (engine layers)",
+    )
     m.metadata_props.add(key=MARK, value="1")
     return m
 
@@ -65,8 +70,10 @@ def write_engine_graph(paths: list[str], folder: Path) -> Path:
 
     infos = [x for x in (read_file(p) for p in paths) if isinstance(x, LayerInfo)]
     if not infos:
-        raise EngineDataError("A profile alone has no graph to draw: open the ONNX model first, or add the "
-                              "engine's --exportLayerInfo file.")
+        raise EngineDataError(
+            "A profile alone has no graph to draw: open the ONNX model first, or add the "
+            "engine's --exportLayerInfo file."
+        )
     folder.mkdir(parents=True, exist_ok=True)
     src = Path(str(infos[0].path))
     out = folder / f"{src.stem}-{hashlib.blake2b(src.read_bytes(), digest_size=4).hexdigest()}.onnx"

@@ -84,24 +84,35 @@ class EngineData:
         for k, layer in enumerate(rows):
             t = ms.get(layer.name)
             nodes = [self.gm.nodes[i].name or f"#{i}" for i in m.layer_nodes[k]] if m is not None and self.gm else []
-            layers.append({"name": layer.name, "type": layer.type, "precision": layer_precision(layer),
-                           "ms": round(t, 6) if t is not None else None,
-                           "share": round(t / total, 5) if t is not None and total else None,
-                           "onnx_nodes": nodes, "mapped_by": m.how[k] if m is not None else "",
-                           "tactic": layer.tactic, "origin": layer.origin,
-                           "foreign": bool(FOREIGN.search(layer.base)), "reformat": is_reformat(layer)})
-        doc: dict[str, Any] = {"layout": self.layers.layout if self.layers else "none",
-                               "detailed": self.layers.detailed if self.layers else False,
-                               "files": [str(x.path) for x in (self.layers, self.profile, self.times) if x is not None],
-                               "layers": layers, "total_layer_ms": round(total, 6),
-                               "profile_count": self.profile.count if self.profile else None,
-                               "other_profiles": sorted({x.profile for x in (self.layers.layers if self.layers else [])
-                                                         if x.profile}),
-                               "io_tensors": self.layers.io if self.layers else [],
-                               "times": self.times.summary() if self.times else None, "notes": self.notes}
+            layers.append(
+                {
+                    "name": layer.name,
+                    "type": layer.type,
+                    "precision": layer_precision(layer),
+                    "ms": round(t, 6) if t is not None else None,
+                    "share": round(t / total, 5) if t is not None and total else None,
+                    "onnx_nodes": nodes,
+                    "mapped_by": m.how[k] if m is not None else "",
+                    "tactic": layer.tactic,
+                    "origin": layer.origin,
+                    "foreign": bool(FOREIGN.search(layer.base)),
+                    "reformat": is_reformat(layer),
+                }
+            )
+        doc: dict[str, Any] = {
+            "layout": self.layers.layout if self.layers else "none",
+            "detailed": self.layers.detailed if self.layers else False,
+            "files": [str(x.path) for x in (self.layers, self.profile, self.times) if x is not None],
+            "layers": layers,
+            "total_layer_ms": round(total, 6),
+            "profile_count": self.profile.count if self.profile else None,
+            "other_profiles": sorted({x.profile for x in (self.layers.layers if self.layers else []) if x.profile}),
+            "io_tensors": self.layers.io if self.layers else [],
+            "times": self.times.summary() if self.times else None,
+            "notes": self.notes,
+        }
         if m is not None and self.gm is not None:
-            doc["unmapped_layers"] = [{"name": rows[k].name, "unknown": m.unknown_names.get(k, [])}
-                                      for k in m.unmapped]
+            doc["unmapped_layers"] = [{"name": rows[k].name, "unknown": m.unknown_names.get(k, [])} for k in m.unmapped]
             doc["mapped_node_share"] = m.mapped_node_share(len(self.gm.nodes))
             doc["mapped_data_node_share"] = m.mapped_data_share(self.gm)
             doc["mapped_layer_share"] = m.mapped_layer_share()
@@ -118,18 +129,24 @@ def import_files(paths: Sequence[str | os.PathLike[str]], gm: GraphModel | None 
         got = read_file(p)
         slot = "layers" if isinstance(got, LayerInfo) else "profile" if isinstance(got, Profile) else "times"
         if getattr(data, slot) is not None:
-            raise EngineDataError(f"{Path(p).name} and {Path(str(getattr(data, slot).path)).name} are both {slot} "
-                                  "files: import the files of one engine at a time (use Compare for two).")
+            raise EngineDataError(
+                f"{Path(p).name} and {Path(str(getattr(data, slot).path)).name} are both {slot} "
+                "files: import the files of one engine at a time (use Compare for two)."
+            )
         setattr(data, slot, got)
     if data.layers is not None and not data.layers.detailed:
-        data.notes.append("the layer info has names only (built with --profilingVerbosity=layer_names_only): "
-                          "rebuild with --profilingVerbosity=detailed for formats, precision and tactics")
+        data.notes.append(
+            "the layer info has names only (built with --profilingVerbosity=layer_names_only): "
+            "rebuild with --profilingVerbosity=detailed for formats, precision and tactics"
+        )
     if data.layers is not None and data.profile is not None:
         names = {x.name for x in data.layers.layers}
         missing = [r.name for r in data.profile.records if r.name not in names]
         if missing:
-            data.notes.append(f"{len(missing)} profile records name no layer of the layer info (first: "
-                              f"{missing[0][:80]}): are they of the same engine?")
+            data.notes.append(
+                f"{len(missing)} profile records name no layer of the layer info (first: "
+                f"{missing[0][:80]}): are they of the same engine?"
+            )
     if gm is not None:
         data.mapping = map_layers(data.rows, gm)
     return data

@@ -28,8 +28,8 @@ def metadata_nodes(meta: str) -> list[str]:
             end = part.find("]")
             if end < 0:
                 break
-            out.append(part[len("[ONNX Layer:"):end].strip())
-            part = part[end + 1:].strip()
+            out.append(part[len("[ONNX Layer:") : end].strip())
+            part = part[end + 1 :].strip()
     return out
 
 
@@ -42,8 +42,11 @@ def name_tokens(name: str) -> list[str]:
 def is_reformat(layer: Layer) -> bool:
     """A layer TensorRT made to move data between layouts or types: a reformat, or a Myelin move/copy
     (``__myl_Move...``) that no ONNX node asked for."""
-    return (layer.base.startswith("Reformatting CopyNode") or (layer.type == "Reformat" and layer.origin == "REFORMAT")
-            or (layer.base.startswith("__myl_") and not metadata_nodes(layer.metadata)))
+    return (
+        layer.base.startswith("Reformatting CopyNode")
+        or (layer.type == "Reformat" and layer.origin == "REFORMAT")
+        or (layer.base.startswith("__myl_") and not metadata_nodes(layer.metadata))
+    )
 
 
 SYNC_TYPES = frozenset({"signal", "wait"})
@@ -87,9 +90,13 @@ def foldable(gm: GraphModel) -> set[int]:
         if n.subgraphs:
             continue
         if n.op_type in ("Shape", "Size") or all(
-                not name or ((t := tensors.get(name)) is not None
-                             and (t.is_initializer or (t.producer is not None and t.producer in out)))
-                for name in n.inputs):
+            not name
+            or (
+                (t := tensors.get(name)) is not None
+                and (t.is_initializer or (t.producer is not None and t.producer in out))
+            )
+            for name in n.inputs
+        ):
             out.add(i)
     return out
 

@@ -7,9 +7,23 @@ import re
 
 from splitscope.engine.trtdata.readers import Layer
 
-_TOKENS = (("bf16", "BF16"), ("fp16", "FP16"), ("half", "FP16"), ("fp32", "FP32"), ("float", "FP32"),
-           ("fp8", "FP8"), ("e4m3", "FP8"), ("e5m2", "FP8"), ("fp4", "FP4"), ("uint8", "UINT8"), ("int8", "INT8"),
-           ("int4", "INT4"), ("int32", "INT32"), ("int64", "INT64"), ("bool", "BOOL"))
+_TOKENS = (
+    ("bf16", "BF16"),
+    ("fp16", "FP16"),
+    ("half", "FP16"),
+    ("fp32", "FP32"),
+    ("float", "FP32"),
+    ("fp8", "FP8"),
+    ("e4m3", "FP8"),
+    ("e5m2", "FP8"),
+    ("fp4", "FP4"),
+    ("uint8", "UINT8"),
+    ("int8", "INT8"),
+    ("int4", "INT4"),
+    ("int32", "INT32"),
+    ("int64", "INT64"),
+    ("bool", "BOOL"),
+)
 COMPUTE = ("FP32", "TF32", "FP16", "BF16", "FP8", "FP4", "INT8", "INT4")
 """Precisions that carry the math (index and mask types do not decide a layer's precision)."""
 ORDER = {p: k for k, p in enumerate(("FP32", "TF32", "BF16", "FP16", "FP8", "INT8", "FP4", "INT4"))}

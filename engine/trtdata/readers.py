@@ -97,8 +97,12 @@ class Times:
             v = np.asarray([r[k] for r in self.records if isinstance(r.get(k), (int, float))], dtype=float)
             if len(v):
                 p50, p99 = np.percentile(v, [50, 99])
-                out[k] = {"mean": round(float(v.mean()), 5), "p50": round(float(p50), 5),
-                          "p99": round(float(p99), 5), "max": round(float(v.max()), 5)}
+                out[k] = {
+                    "mean": round(float(v.mean()), 5),
+                    "p50": round(float(p50), 5),
+                    "p99": round(float(p99), 5),
+                    "max": round(float(v.max()), 5),
+                }
         return out
 
 
@@ -121,13 +125,16 @@ def load_json(path: str | os.PathLike[str]) -> Any:
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
-        raise EngineDataError(f"{p.name} is not UTF-8 text (byte {e.start}): is it the JSON file trtexec wrote, "
-                              "not the engine?") from None
+        raise EngineDataError(
+            f"{p.name} is not UTF-8 text (byte {e.start}): is it the JSON file trtexec wrote, not the engine?"
+        ) from None
     try:
         return json.loads(text, strict=False)  # strict=False: \x1e/\x1f separators inside strings
     except json.JSONDecodeError as e:
-        raise EngineDataError(f"{p.name} is not valid JSON ({e.msg}; line {e.lineno}, column {e.colno}): "
-                              "the file is truncated or not a trtexec export.") from None
+        raise EngineDataError(
+            f"{p.name} is not valid JSON ({e.msg}; line {e.lineno}, column {e.colno}): "
+            "the file is truncated or not a trtexec export."
+        ) from None
     except RecursionError:
         raise EngineDataError(f"{p.name}: JSON nested too deeply to be a trtexec export.") from None
 
@@ -151,8 +158,7 @@ def kind_of(doc: Any) -> str:
         return "times"
     if sample and all("name" in x and ("timeMs" in x or "averageMs" in x) for x in sample):
         return "profile"
-    if all(isinstance(x, (str, dict)) for x in doc[:50]) and any(isinstance(x, str) or "Name" in x
-                                                                  for x in doc[:50]):
+    if all(isinstance(x, (str, dict)) for x in doc[:50]) and any(isinstance(x, str) or "Name" in x for x in doc[:50]):
         return "layers"
     return "unknown"
 
@@ -166,8 +172,12 @@ def _tensor(t: Any, where: str) -> TensorDesc:
     fmt = t.get("Format/Datatype")
     if fmt is None:
         fmt = " ".join(str(t.get(k, "")) for k in ("Format", "Datatype") if t.get(k))
-    return TensorDesc(str(t.get("Name", "")), [int(d) for d in dims if isinstance(d, (int, float))]
-                      if isinstance(dims, list) else [], str(fmt or ""), str(t.get("Location", "")))
+    return TensorDesc(
+        str(t.get("Name", "")),
+        [int(d) for d in dims if isinstance(d, (int, float))] if isinstance(dims, list) else [],
+        str(fmt or ""),
+        str(t.get("Location", "")),
+    )
 
 
 def parse_layers(doc: Any, path: str = "") -> LayerInfo:
@@ -175,8 +185,9 @@ def parse_layers(doc: Any, path: str = "") -> LayerInfo:
     name = Path(path).name if path else "layer info"
     io: list[dict[str, Any]] = []
     if isinstance(doc, dict):
-        raw = next((doc[k] for k in ("Layers", "layers", "LayerInfo", "layerInfo") if isinstance(doc.get(k), list)),
-                   None)
+        raw = next(
+            (doc[k] for k in ("Layers", "layers", "LayerInfo", "layerInfo") if isinstance(doc.get(k), list)), None
+        )
         if raw is None:
             raise EngineDataError(f"{name}: no 'Layers' list: is it a trtexec --exportLayerInfo file?")
         if isinstance(doc.get("I/O Tensors"), list):
@@ -206,11 +217,20 @@ def parse_layers(doc: Any, path: str = "") -> LayerInfo:
         lname = str(x["Name"])
         base, prof = _split_profile(lname)
         ins, outs = x.get("Inputs", []), x.get("Outputs", [])
-        layers.append(Layer(lname, str(x.get("LayerType", "")),
-                            [_tensor(t, f"{where}.Inputs") for t in (ins if isinstance(ins, list) else [])],
-                            [_tensor(t, f"{where}.Outputs") for t in (outs if isinstance(outs, list) else [])],
-                            str(x.get("Origin", "") or ""), str(x.get("TacticName", "") or ""),
-                            str(x.get("Metadata", "") or ""), prof, base, x))
+        layers.append(
+            Layer(
+                lname,
+                str(x.get("LayerType", "")),
+                [_tensor(t, f"{where}.Inputs") for t in (ins if isinstance(ins, list) else [])],
+                [_tensor(t, f"{where}.Outputs") for t in (outs if isinstance(outs, list) else [])],
+                str(x.get("Origin", "") or ""),
+                str(x.get("TacticName", "") or ""),
+                str(x.get("Metadata", "") or ""),
+                prof,
+                base,
+                x,
+            )
+        )
     return LayerInfo(layout, layers, io, detailed, path)
 
 
@@ -243,10 +263,17 @@ def parse_profile(doc: Any, path: str = "") -> Profile:
         avg = _num(x, "averageMs", where, required=t is None)
         lname = str(x["name"])
         base, prof = _split_profile(lname)
-        recs.append(ProfileRecord(lname, t if t is not None else (avg or 0.0) * count,
-                                  avg if avg is not None else (t or 0.0) / max(count, 1),
-                                  _num(x, "medianMs", where, required=False),
-                                  _num(x, "percentage", where, required=False) or 0.0, prof, base))
+        recs.append(
+            ProfileRecord(
+                lname,
+                t if t is not None else (avg or 0.0) * count,
+                avg if avg is not None else (t or 0.0) / max(count, 1),
+                _num(x, "medianMs", where, required=False),
+                _num(x, "percentage", where, required=False) or 0.0,
+                prof,
+                base,
+            )
+        )
     return Profile(count, recs, path)
 
 
@@ -274,5 +301,7 @@ def read_file(path: str | os.PathLike[str]) -> LayerInfo | Profile | Times:
     if kind == "times":
         return parse_times(doc, p)
     keys = " with keys " + ", ".join(list(doc)[:4]) if isinstance(doc, dict) else ""
-    raise EngineDataError(f"{Path(p).name}: not a trtexec layer-info, profile or times file (its top level is "
-                          f"{type(doc).__name__}{keys}).")
+    raise EngineDataError(
+        f"{Path(p).name}: not a trtexec layer-info, profile or times file (its top level is "
+        f"{type(doc).__name__}{keys})."
+    )

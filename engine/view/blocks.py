@@ -24,9 +24,28 @@ MAX_PERIOD = 8192
 """Most nodes in one block considered."""
 MIN_REPEATS = 2
 CANDIDATES = 12
-NOTABLE = ("Attention", "MultiHeadAttention", "Softmax", "LayerNormalization", "SimplifiedLayerNormalization",
-           "RMSNormalization", "Conv", "ConvTranspose", "LSTM", "GRU", "RNN", "Gemm", "MatMul", "Einsum",
-           "BatchNormalization", "InstanceNormalization", "GroupNormalization", "MaxPool", "AveragePool", "Concat")
+NOTABLE = (
+    "Attention",
+    "MultiHeadAttention",
+    "Softmax",
+    "LayerNormalization",
+    "SimplifiedLayerNormalization",
+    "RMSNormalization",
+    "Conv",
+    "ConvTranspose",
+    "LSTM",
+    "GRU",
+    "RNN",
+    "Gemm",
+    "MatMul",
+    "Einsum",
+    "BatchNormalization",
+    "InstanceNormalization",
+    "GroupNormalization",
+    "MaxPool",
+    "AveragePool",
+    "Concat",
+)
 """Op types that name a block (the first one present, in this order)."""
 
 
@@ -106,15 +125,16 @@ def _best(codes: np.ndarray, widths: np.ndarray, lo: int, hi: int, min_period: i
     top = max(f[0] for f in found)
     _, p, a, end = min((f for f in found if f[0] >= 0.9 * top), key=lambda f: f[1])
     # Phase: start the first block where the fewest tensors cross, within one period of the run's start.
-    phase = lo + a + int(np.argmin(widths[lo + a:lo + a + p]))
+    phase = lo + a + int(np.argmin(widths[lo + a : lo + a + p]))
     count = (lo + end - phase) // p
     if count < MIN_REPEATS:
         return None
     return Repeat(phase, p, count)
 
 
-def find_repeats(ops: Sequence[object], edges: Sequence[tuple[int, int]] = (),
-                 min_period: int = MIN_PERIOD) -> list[Repeat]:
+def find_repeats(
+    ops: Sequence[object], edges: Sequence[tuple[int, int]] = (), min_period: int = MIN_PERIOD
+) -> list[Repeat]:
     """Non-overlapping tandem repeats of the sequence ``ops`` (op types, or any hashable tokens), in order.
 
     ``edges`` are (producer, consumer) position pairs inside the sequence, used to place block boundaries.

@@ -27,13 +27,15 @@ REPEAT_MIN_NODES = 32
 FLAT_SCOPE_NODES = 160
 """Direct nodes in a named scope past which it is searched for repeated blocks too (a flat exporter scope)."""
 """Fewest direct nodes in a group before repeated blocks are looked for in it."""
-CONSTANT_OPS = frozenset({"Constant", "ConstantOfShape", "Identity", "Cast", "CastLike", "Reshape", "Unsqueeze",
-                          "Squeeze", "Transpose"})
+CONSTANT_OPS = frozenset(
+    {"Constant", "ConstantOfShape", "Identity", "Cast", "CastLike", "Reshape", "Unsqueeze", "Squeeze", "Transpose"}
+)
 """Ops that, fed only by constants, only carry a constant (a weight alias, a cast weight, a shape vector)."""
 SHAPE_READERS = frozenset({"Shape", "Size"})
 """Ops that read only their input's shape, never its values."""
-NONDETERMINISTIC_OPS = frozenset({"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike",
-                                  "Multinomial", "Bernoulli", "Dropout"})
+NONDETERMINISTIC_OPS = frozenset(
+    {"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Multinomial", "Bernoulli", "Dropout"}
+)
 
 
 @dataclass(slots=True)
@@ -175,8 +177,11 @@ def constant_carriers(gm: GraphModel, order: list[int], shapes: bool = True) -> 
                 if t is None or not (t.is_initializer or (t.producer is not None and t.producer in const)):
                     ok = False
                     break
-        if ok and (n.op_type == "Constant" or n.inputs) and not any(
-                (t := tensors.get(o)) is not None and t.is_output for o in n.outputs):
+        if (
+            ok
+            and (n.op_type == "Constant" or n.inputs)
+            and not any((t := tensors.get(o)) is not None and t.is_output for o in n.outputs)
+        ):
             const.add(i)
     if len(const) == len(nodes):
         return {}  # a model of constants only: fold nothing rather than everything
@@ -193,8 +198,9 @@ def constant_carriers(gm: GraphModel, order: list[int], shapes: bool = True) -> 
     return host
 
 
-def build_hierarchy(gm: GraphModel, order: list[int], chunk: int = CHUNK, fold: bool = True,
-                    shapes: bool = True) -> Hierarchy:
+def build_hierarchy(
+    gm: GraphModel, order: list[int], chunk: int = CHUNK, fold: bool = True, shapes: bool = True
+) -> Hierarchy:
     """Build the group tree of ``gm``'s main graph.
 
     Parameters
@@ -323,13 +329,13 @@ def _make_blocks(h: Hierarchy, gid: int, seq: list[int], repeats: list[Repeat], 
 
     at = 0
     for r in repeats:
-        run(seq[at:r.start])
-        unit = tuple(ops[v] for v in seq[r.start:r.start + r.period])
+        run(seq[at : r.start])
+        unit = tuple(ops[v] for v in seq[r.start : r.start + r.period])
         name = block_name(unit)
         outer = _new_group(h, f"{name} ×{r.count}", gid)
         for j in range(r.count):
             block = _new_group(h, f"{name} {j + 1}", outer.id)
-            _fill(h, block, seq[r.start + j * r.period:r.start + (j + 1) * r.period])
+            _fill(h, block, seq[r.start + j * r.period : r.start + (j + 1) * r.period])
             taken.update(block.nodes)
         outer.first = h.groups[outer.groups[0]].first
         items.append((("repeat", unit), [], outer))
@@ -338,12 +344,12 @@ def _make_blocks(h: Hierarchy, gid: int, seq: list[int], repeats: list[Repeat], 
     g.nodes = [v for v in g.nodes if v not in taken]
     # Second level: repeats of items (whatever the count inside each repeat).
     for r in find_repeats([t for t, _, _ in items], min_period=2):
-        kids = [grp for _, _, grp in items[r.start:r.end] if grp is not None]
+        kids = [grp for _, _, grp in items[r.start : r.end] if grp is not None]
         if len(kids) < r.count * 2:
             continue  # repeats of single nodes: nothing to gather
         name = block_name([ops[v] for grp in kids for v in _nodes_below(h, grp)]).replace("block", "stage")
         for j in range(r.count):
-            part = items[r.start + j * r.period:r.start + (j + 1) * r.period]
+            part = items[r.start + j * r.period : r.start + (j + 1) * r.period]
             stage = _new_group(h, f"{name} {j + 1}", gid)
             for _, nodes, grp in part:
                 if grp is None:
@@ -398,9 +404,14 @@ def _split(h: Hierarchy, gid: int, chunk: int) -> None:
     while len(nodes) / size > 2 * chunk:
         size *= chunk
     for k in range(0, len(nodes), size):
-        run = nodes[k:k + size]
-        child = Group(len(h.groups), f"nodes {h.topo_pos[run[0]]}–{h.topo_pos[run[-1]]}", gid, g.depth + 1,
-                      first=h.topo_pos[run[0]])
+        run = nodes[k : k + size]
+        child = Group(
+            len(h.groups),
+            f"nodes {h.topo_pos[run[0]]}–{h.topo_pos[run[-1]]}",
+            gid,
+            g.depth + 1,
+            first=h.topo_pos[run[0]],
+        )
         h.groups.append(child)
         g.groups.append(child.id)
         child.nodes = run
@@ -426,7 +437,7 @@ def _split_children_one(h: Hierarchy, gid: int, most: int) -> None:
         size *= most
     g.groups = []
     for k in range(0, len(kids), size):
-        run = kids[k:k + size]
+        run = kids[k : k + size]
         first, last = h.groups[run[0]], h.groups[run[-1]]
         child = Group(len(h.groups), f"{first.label} … {last.label}", gid, g.depth + 1, first=first.first)
         h.groups.append(child)

@@ -85,8 +85,12 @@ class Layout:
         """(x0, y0, x1, y1) of everything."""
         if not self.kind:
             return (0.0, 0.0, 1.0, 1.0)
-        return (min(self.x), min(self.y), max(a + b for a, b in zip(self.x, self.w, strict=True)),
-                max(a + b for a, b in zip(self.y, self.h, strict=True)))
+        return (
+            min(self.x),
+            min(self.y),
+            max(a + b for a, b in zip(self.x, self.w, strict=True)),
+            max(a + b for a, b in zip(self.y, self.h, strict=True)),
+        )
 
 
 class LayoutContext:
@@ -110,7 +114,7 @@ class LayoutContext:
         local: dict[int, dict[tuple[int, int], int]] = {}
         ng = h.node_group
         folded = h.folded
-        for (u, v) in pairs:
+        for u, v in pairs:
             if u in folded or v in folded:
                 continue  # folded constants are not laid out
             pu = paths[ng[u]]
@@ -127,14 +131,14 @@ class LayoutContext:
                 d[(ru, rv)] = d.get((ru, rv), 0) + 1
         self.local_edges = local
 
-
     def refresh_boundaries(self) -> None:
         """Re-read the partition-boundary tensors (after the parser changed the split)."""
         self.boundary = {t.name: t.bytes or 0 for p in self.gm.partitions for t in p.boundary_tensors}
 
 
-def _layered(n: int, widths: list[float], heights: list[float], rank: list[int],
-             edges: list[tuple[int, int]]) -> tuple[list[float], list[float]]:
+def _layered(
+    n: int, widths: list[float], heights: list[float], rank: list[int], edges: list[tuple[int, int]]
+) -> tuple[list[float], list[float]]:
     """Layered placement of n items; returns top-left x, y relative to (0, 0)."""
     if n == 0:
         return [], []
@@ -237,8 +241,9 @@ def _columns(band: list[float], span: float) -> int:
     return max(1, min(c, len(band) // 3))
 
 
-def compute_layout(ctx: LayoutContext, expanded: set[int] | frozenset[int],
-                   cancel: CancelToken | None = None) -> Generator[Progress, None, Layout]:
+def compute_layout(
+    ctx: LayoutContext, expanded: set[int] | frozenset[int], cancel: CancelToken | None = None
+) -> Generator[Progress, None, Layout]:
     """Lay out the graph with the given groups expanded (the root always is).
 
     A job generator: yields progress every few hundred boxes, checks ``cancel``.
@@ -375,8 +380,14 @@ def _arrays(ctx: LayoutContext, L: Layout) -> dict[str, np.ndarray]:
     kind = np.asarray(L.kind, dtype=np.int8)
     nodes = ctx.gm.nodes
     groups = ctx.h.groups
-    status = np.fromiter(((nodes[r].status is Status.PLUGIN) if k == KIND_NODE else (groups[r].plugin > 0)
-                          for k, r in zip(L.kind, L.ref, strict=True)), dtype=np.int8, count=L.size)
+    status = np.fromiter(
+        (
+            (nodes[r].status is Status.PLUGIN) if k == KIND_NODE else (groups[r].plugin > 0)
+            for k, r in zip(L.kind, L.ref, strict=True)
+        ),
+        dtype=np.int8,
+        count=L.size,
+    )
     # Engine partitions at the level shown: the lowest and highest partition among each item's nodes.
     part_lo = np.full(L.size, -1, dtype=np.int32)
     part_hi = np.full(L.size, -1, dtype=np.int32)
@@ -395,10 +406,22 @@ def _arrays(ctx: LayoutContext, L: Layout) -> dict[str, np.ndarray]:
         part_lo[has], part_hi[has] = lo[has], hi[has]
     src = np.fromiter((e.src for e in L.edges), dtype=np.int64, count=len(L.edges))
     dst = np.fromiter((e.dst for e in L.edges), dtype=np.int64, count=len(L.edges))
-    return {"x": x, "y": y, "w": w, "h": h, "kind": kind, "depth": np.asarray(L.depth, dtype=np.int32),
-            "status": status, "part_lo": part_lo, "part_hi": part_hi, "ex0": x[src] + w[src] / 2,
-            "ey0": y[src] + h[src], "ex1": x[dst] + w[dst] / 2, "ey1": y[dst],
-            "boundary": np.fromiter((e.boundary for e in L.edges), dtype=bool, count=len(L.edges))}
+    return {
+        "x": x,
+        "y": y,
+        "w": w,
+        "h": h,
+        "kind": kind,
+        "depth": np.asarray(L.depth, dtype=np.int32),
+        "status": status,
+        "part_lo": part_lo,
+        "part_hi": part_hi,
+        "ex0": x[src] + w[src] / 2,
+        "ey0": y[src] + h[src],
+        "ex1": x[dst] + w[dst] / 2,
+        "ey1": y[dst],
+        "boundary": np.fromiter((e.boundary for e in L.edges), dtype=bool, count=len(L.edges)),
+    }
 
 
 FIRST_VIEW_ITEMS = 150
@@ -415,16 +438,20 @@ def expansion_levels(h: Hierarchy, budget: int = FIRST_VIEW_ITEMS) -> list[set[i
     visible = len(h.root.groups) + len(h.root.nodes)
     levels = [set(expanded)]
     while visible < 8:
-        closed = [g for g in h.groups if g.parent in expanded and g.id not in expanded and g.parent != -1
-                  and len(g.groups) + len(g.nodes) <= 4000]
+        closed = [
+            g
+            for g in h.groups
+            if g.parent in expanded and g.id not in expanded and g.parent != -1 and len(g.groups) + len(g.nodes) <= 4000
+        ]
         if not closed:
             break
         best = max(closed, key=lambda g: g.size)
         expanded.add(best.id)
         visible += len(best.groups) + len(best.nodes) - 1
         levels.append(set(expanded))
-    frontier = sorted((c for g in expanded for c in h.groups[g].groups if c not in expanded),
-                      key=lambda c: h.groups[c].first)
+    frontier = sorted(
+        (c for g in expanded for c in h.groups[g].groups if c not in expanded), key=lambda c: h.groups[c].first
+    )
     while frontier:
         nxt = []
         for gid in frontier:
@@ -447,8 +474,9 @@ def fitted_scale(layout: Layout, viewport: tuple[int, int], margin: float = 40, 
     return min((viewport[0] - margin) / max(x1 - x0, 1.0), (viewport[1] - margin - top) / max(y1 - y0, 1.0), 1.5)
 
 
-def first_layout(ctx: LayoutContext, viewport: tuple[int, int] | None,
-                 cancel: CancelToken | None = None) -> Generator[Progress, None, Layout]:
+def first_layout(
+    ctx: LayoutContext, viewport: tuple[int, int] | None, cancel: CancelToken | None = None
+) -> Generator[Progress, None, Layout]:
     """The first view: the deepest expansion whose labels stay readable when the whole graph is fitted
     into ``viewport`` (the shallowest one if none does; without a viewport, the deepest in budget)."""
     levels = expansion_levels(ctx.h)
@@ -475,8 +503,13 @@ class View:
     """Panel figures (splitscope.engine.report.stats.panel_stats), when the analysis is final."""
 
 
-def prepare_view(gm: GraphModel, expanded: set[int] | None = None, cancel: CancelToken | None = None,
-                 viewport: tuple[int, int] | None = None, fold: bool = True) -> Generator[Progress, None, View]:
+def prepare_view(
+    gm: GraphModel,
+    expanded: set[int] | None = None,
+    cancel: CancelToken | None = None,
+    viewport: tuple[int, int] | None = None,
+    fold: bool = True,
+) -> Generator[Progress, None, View]:
     """Build the group tree and the first layout of an analysed model (a job generator)."""
     from splitscope.engine.view.hierarchy import build_hierarchy
 

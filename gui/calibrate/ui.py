@@ -65,8 +65,10 @@ class CalibDialog(QDialog):
         form.addRow("Method", self.method)
         self.precision = QComboBox()
         self.precision.addItems(["int8", "fp8", "fp16", "bf16"])
-        self.precision.setToolTip("INT8/FP8: Q/DQ from calibrated ranges. FP16/BF16: Casts around the nodes kept "
-                                  "in FP32 (normalisations and reductions by default; with data, what overflows).")
+        self.precision.setToolTip(
+            "INT8/FP8: Q/DQ from calibrated ranges. FP16/BF16: Casts around the nodes kept "
+            "in FP32 (normalisations and reductions by default; with data, what overflows)."
+        )
         self.precision.currentTextChanged.connect(lambda p: self.method.setEnabled(p in ("int8", "fp8")))
         form.addRow("Precision", self.precision)
         self.samples = QSpinBox()
@@ -80,8 +82,9 @@ class CalibDialog(QDialog):
         self.labels.setPlaceholderText("optional: a file of 'NAME LABEL' lines, the held-out samples' classes")
         form.addRow("Labels", self.labels)
         self.budget = QLineEdit(str(s.value("calib/budget", "")))
-        self.budget.setPlaceholderText("optional: snr=35, cosine=0.999 or top1=0.75 with labels (search the layers "
-                                       "to keep in FP32)")
+        self.budget.setPlaceholderText(
+            "optional: snr=35, cosine=0.999 or top1=0.75 with labels (search the layers to keep in FP32)"
+        )
         form.addRow("Accuracy budget", self.budget)
         assert gm.path is not None
         from splitscope.engine.runtime.store import model_key
@@ -102,7 +105,8 @@ class CalibDialog(QDialog):
         self.out = QLineEdit(str(gm.path.with_name(f"{gm.path.stem}.int8.onnx")))
         form.addRow("Write to", self.out)
         self.precision.currentTextChanged.connect(
-            lambda p: self.out.setText(str(gm.path.with_name(f"{gm.path.stem}.{p}.onnx"))))  # type: ignore[union-attr]
+            lambda p: self.out.setText(str(gm.path.with_name(f"{gm.path.stem}.{p}.onnx")))
+        )  # type: ignore[union-attr]
         b = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         b.button(QDialogButtonBox.StandardButton.Ok).setText("Calibrate")
         b.accepted.connect(self.accept)
@@ -127,11 +131,18 @@ class CalibDialog(QDialog):
         s.setValue("calib/samples", self.samples.value())
         s.setValue("calib/budget", self.budget.text())
         s.setValue("calib/labels", self.labels.text())
-        return {"model": str(model), "out": self.out.text(), "data": self.data.text().strip() or "random",
-                "method": self.method.currentText(), "precision": self.precision.currentText(),
-                "samples": self.samples.value(), "keep": [k.strip() for k in self.keep.text().split(",") if k.strip()],
-                "dims": dims, "budget": self.budget.text().strip() or None,
-                "labels": self.labels.text().strip() or None}
+        return {
+            "model": str(model),
+            "out": self.out.text(),
+            "data": self.data.text().strip() or "random",
+            "method": self.method.currentText(),
+            "precision": self.precision.currentText(),
+            "samples": self.samples.value(),
+            "keep": [k.strip() for k in self.keep.text().split(",") if k.strip()],
+            "dims": dims,
+            "budget": self.budget.text().strip() or None,
+            "labels": self.labels.text().strip() or None,
+        }
 
 
 class CalibPanel(QWidget):
@@ -139,8 +150,10 @@ class CalibPanel(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.title = QLabel("No calibration yet. Tools › Calibrate… writes Q/DQ (INT8/FP8) or Cast (FP16/BF16) "
-                            "models as TensorRT 11 wants them.")
+        self.title = QLabel(
+            "No calibration yet. Tools › Calibrate… writes Q/DQ (INT8/FP8) or Cast (FP16/BF16) "
+            "models as TensorRT 11 wants them."
+        )
         self.title.setWordWrap(True)
         self.tensors = QListWidget()
         self.tensors.setMinimumHeight(40)
@@ -163,10 +176,10 @@ class CalibPanel(QWidget):
         self.search_plot.setMinimumHeight(60)
         self.search_plot.setLabel("bottom", "nodes kept in float")
         self.search_plot.setLabel("left", "accuracy of the worst output")
-        self.search_curve = self.search_plot.plot(pen=pg.mkPen(COLOURS["chart"]["primary"], width=2), symbol="o",
-                                                  symbolSize=6)
-        self.budget_line = pg.InfiniteLine(angle=0, pen=pg.mkPen(COLOURS["chart"]["alert"],
-                                                                 style=Qt.PenStyle.DashLine))
+        self.search_curve = self.search_plot.plot(
+            pen=pg.mkPen(COLOURS["chart"]["primary"], width=2), symbol="o", symbolSize=6
+        )
+        self.budget_line = pg.InfiniteLine(angle=0, pen=pg.mkPen(COLOURS["chart"]["alert"], style=Qt.PenStyle.DashLine))
         self.search_plot.addItem(self.budget_line)
         self.range_plot = pg.PlotWidget()
         self.range_plot.setMinimumHeight(60)
@@ -181,10 +194,11 @@ class CalibPanel(QWidget):
         self.pin_fp32 = QPushButton("Pin Selection to FP32")
         self.pin_low = QPushButton("Pin Selection to INT8")
         self.pin_half = QPushButton("Pin Selection to FP16")
-        for b, tip in ((self.pin_fp32, "keep the selected node, block or search matches in FP32"),
-                       (self.pin_low, "let the selected node, block or search matches run in the reduced type"),
-                       (self.pin_half, "run the selected node, block or search matches in FP16 (casts) inside the "
-                                       "INT8/FP8 model")):
+        for b, tip in (
+            (self.pin_fp32, "keep the selected node, block or search matches in FP32"),
+            (self.pin_low, "let the selected node, block or search matches run in the reduced type"),
+            (self.pin_half, "run the selected node, block or search matches in FP16 (casts) inside the INT8/FP8 model"),
+        ):
             b.setToolTip(tip + ", and measure the accuracy again in the background (the statistics are cached)")
             b.setEnabled(False)
         self.pins = QLabel("")
@@ -206,8 +220,10 @@ class CalibPanel(QWidget):
     def clear(self) -> None:
         """No calibration for this model (another model was opened)."""
         self.result = None
-        self.title.setText("No calibration yet. Tools › Calibrate… writes Q/DQ (INT8/FP8) or Cast (FP16/BF16) "
-                           "models as TensorRT 11 wants them.")
+        self.title.setText(
+            "No calibration yet. Tools › Calibrate… writes Q/DQ (INT8/FP8) or Cast (FP16/BF16) "
+            "models as TensorRT 11 wants them."
+        )
         for b in (self.pin_fp32, self.pin_low, self.pin_half):
             b.setEnabled(False)
         self.pins.setText("")
@@ -269,33 +285,49 @@ class CalibPanel(QWidget):
         self.pin_low.setEnabled(True)
         self.pin_half.setEnabled(res["precision"] in ("int8", "fp8"))
         half = res.get("half") or {}
-        self.pins.setText(f"{len(res['excluded'])} nodes in FP32, {len(res['quantized'])} in {low}"
-                          + (f", {len(half['nodes'])} in {half['precision'].upper()}" if half else ""))
-        acc = "; ".join(f"{html.escape(o)}: " + ("identical to FP32" if a["snr_db"] >= 999 else
-                                                   f"SNR {a['snr_db']:.1f} dB") + f", cosine {a['cosine']:.4f}"
-                        + (f", top-1 {a['top1_agreement']:.0%}" if "top1_agreement" in a else "")
-                        + (f", top-1 accuracy {a['top1']:.0%} (FP32 {a['top1_fp32']:.0%})" if "top1" in a else "")
-                        for o, a in res["accuracy"].items())
+        self.pins.setText(
+            f"{len(res['excluded'])} nodes in FP32, {len(res['quantized'])} in {low}"
+            + (f", {len(half['nodes'])} in {half['precision'].upper()}" if half else "")
+        )
+        acc = "; ".join(
+            f"{html.escape(o)}: "
+            + ("identical to FP32" if a["snr_db"] >= 999 else f"SNR {a['snr_db']:.1f} dB")
+            + f", cosine {a['cosine']:.4f}"
+            + (f", top-1 {a['top1_agreement']:.0%}" if "top1_agreement" in a else "")
+            + (f", top-1 accuracy {a['top1']:.0%} (FP32 {a['top1_fp32']:.0%})" if "top1" in a else "")
+            for o, a in res["accuracy"].items()
+        )
         if "casts" in res:
-            what = (f"<b>{res['precision'].upper()}</b> with casts: {res['quantized_nodes']} nodes reduced, "
-                    f"{res['casts']} casts, {res['weights']} weights stored reduced")
+            what = (
+                f"<b>{res['precision'].upper()}</b> with casts: {res['quantized_nodes']} nodes reduced, "
+                f"{res['casts']} casts, {res['weights']} weights stored reduced"
+            )
         else:
-            what = (f"<b>{res['precision'].upper()} by {res['method']}</b> on {res['samples']} samples: "
-                    f"{res['tensors']} activations, {res['weights']} weights")
+            what = (
+                f"<b>{res['precision'].upper()} by {res['method']}</b> on {res['samples']} samples: "
+                f"{res['tensors']} activations, {res['weights']} weights"
+            )
         from splitscope.engine.text import plural
 
         notes = "<br>".join(html.escape(n[:1].upper() + n[1:]) for n in res["notes"])
-        self.title.setText(f"{what}, {plural(len(res['excluded']), 'node')} kept in float → "
-                           f"{html.escape(Path(res['out']).name)}. {acc}.<br><i>{notes}</i>")
+        self.title.setText(
+            f"{what}, {plural(len(res['excluded']), 'node')} kept in float → "
+            f"{html.escape(Path(res['out']).name)}. {acc}.<br><i>{notes}</i>"
+        )
         self.tensors.clear()
         hists = res.get("histograms", {})
+
         # Tensors whose methods disagree most first: where the choice matters.
         def spread(t: str) -> float:
             th = hists[t]["thresholds"]
             vals = [v for v in th.values() if v > 0]
             return (max(vals) / min(vals)) if vals else 1.0
-        order = sorted(hists, key=lambda t: -hists[t]["absmax"]) if "casts" in res else \
-            sorted(hists, key=lambda t: -spread(t))  # FP16: the largest values first; else where methods differ
+
+        order = (
+            sorted(hists, key=lambda t: -hists[t]["absmax"])
+            if "casts" in res
+            else sorted(hists, key=lambda t: -spread(t))
+        )  # FP16: the largest values first; else where methods differ
         for t in order:
             self.tensors.addItem(t)
         if self.tensors.count():
@@ -324,23 +356,31 @@ class CalibPanel(QWidget):
             return
         counts = np.asarray(h["counts"], dtype=float)
         edges = np.linspace(0, h["max"], counts.size + 1)
-        self.plot.plot(edges, np.log10(counts + 1), stepMode="center", fillLevel=0,
-                       brush=(86, 180, 233, 120), pen=pg.mkPen(COLOURS["chart"]["primary"]))
+        self.plot.plot(
+            edges,
+            np.log10(counts + 1),
+            stepMode="center",
+            fillLevel=0,
+            brush=(86, 180, 233, 120),
+            pen=pg.mkPen(COLOURS["chart"]["primary"]),
+        )
         if "casts" in self.result:  # FP16: what matters is how close the values come to its range
             from splitscope.engine.calib.casts import FP16_SAFE
 
-            line = pg.InfiniteLine(pos=FP16_SAFE, angle=90, pen=pg.mkPen(COLOURS["chart"]["alert"], width=2,
-                                                                          style=Qt.PenStyle.DashLine))
+            line = pg.InfiniteLine(
+                pos=FP16_SAFE, angle=90, pen=pg.mkPen(COLOURS["chart"]["alert"], width=2, style=Qt.PenStyle.DashLine)
+            )
             self.plot.addItem(line)
-            key = (f"max |x| {h['absmax']:.4g}; above {FP16_SAFE:g} (a quarter of FP16's 65504) the node stays "
-                   "FP32")
+            key = f"max |x| {h['absmax']:.4g}; above {FP16_SAFE:g} (a quarter of FP16's 65504) the node stays FP32"
         else:
             for m, v in h["thresholds"].items():
-                line = pg.InfiniteLine(pos=v, angle=90, pen=pg.mkPen(METHOD_COLOURS[m], width=2,
-                                                                      style=Qt.PenStyle.DashLine))
+                line = pg.InfiniteLine(
+                    pos=v, angle=90, pen=pg.mkPen(METHOD_COLOURS[m], width=2, style=Qt.PenStyle.DashLine)
+                )
                 self.plot.addItem(line)
-            key = " · ".join(f"<span style='color:{METHOD_COLOURS[m]}'>{m} {v:.4g}</span>"
-                             for m, v in h["thresholds"].items())
+            key = " · ".join(
+                f"<span style='color:{METHOD_COLOURS[m]}'>{m} {v:.4g}</span>" for m, v in h["thresholds"].items()
+            )
         extra = f" · {h['sentinels']} sentinel values left out" if h["sentinels"] else ""
         self.plot.setTitle(f"{html.escape(name)}: {key}{extra}", size="9pt")
 
@@ -404,7 +444,8 @@ class CalibUi(QObject):
     def add_actions(self, tools: Any, _view: Any = None) -> None:
         self.shell.add_action(tools, "&Calibrate…", self.ask).setToolTip(
             "Calibrate the model and write INT8/FP8 Q/DQ or FP16/BF16 casts as TensorRT 11 wants them, with its "
-            "accuracy")
+            "accuracy"
+        )
 
     def ask(self) -> None:
         gm = self.controller.graph_model
@@ -412,8 +453,11 @@ class CalibUi(QObject):
             self.shell.show_message("Open a model first.", 5000)
             return
         canvas = self.shell.canvas
-        keep = [gm.nodes[i].name for i in sorted(canvas.highlight_nodes or (
-            {canvas.selected_node} if canvas.selected_node >= 0 else set())) if gm.nodes[i].name]
+        keep = [
+            gm.nodes[i].name
+            for i in sorted(canvas.highlight_nodes or ({canvas.selected_node} if canvas.selected_node >= 0 else set()))
+            if gm.nodes[i].name
+        ]
         dlg = CalibDialog(self.shell.window(), gm, keep)
         if dlg.exec() == QDialog.DialogCode.Accepted:
             self.submit(dlg.args(gm.path, dict(gm.dims)))
@@ -470,8 +514,9 @@ class CalibUi(QObject):
         self.dock.raise_()
         self.controller.set_colour_mode("plan")
         a = next(iter(result["accuracy"].values()), {})
-        self.shell.show_message(f"Calibrated: wrote {Path(result['out']).name}"
-                                + (f", SNR {a['snr_db']:.1f} dB" if a else ""), 10000)
+        self.shell.show_message(
+            f"Calibrated: wrote {Path(result['out']).name}" + (f", SNR {a['snr_db']:.1f} dB" if a else ""), 10000
+        )
 
     def plan_heat(self, view: View) -> Heat | None:
         """Nodes by the precision the calibration plan gives them: quantized, or kept in FP32."""
@@ -490,5 +535,10 @@ class CalibUi(QObject):
         legend = [(prec, PLAN_COLOURS[prec]), ("kept in FP32", PLAN_COLOURS["FP32"])]
         if half:
             legend.insert(1, (f"pinned to {half['precision'].upper()}", PLAN_COLOURS[half["precision"].upper()]))
-        return Heat(nodes, groups, "calibration plan (grey: left as written)", palette=tuple(PLAN_COLOURS.values()),
-                    items=tuple(legend))
+        return Heat(
+            nodes,
+            groups,
+            "calibration plan (grey: left as written)",
+            palette=tuple(PLAN_COLOURS.values()),
+            items=tuple(legend),
+        )

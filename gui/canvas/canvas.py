@@ -131,11 +131,16 @@ class GraphCanvas(QWidget):
         marked = self.scale >= LOD_BOXES  # below, boxes are plain colour without the ▲ marker
         shown = sum(1 for i in plugin if vis[L.node_item[i]]) if marked else 0
         ex0, ey0, ex1, ey1 = a["ex0"], a["ey0"], a["ex1"], a["ey1"]
-        evis = (np.maximum(ex0, ex1) >= x0) & (np.minimum(ex0, ex1) <= x1) & \
-            (np.maximum(ey0, ey1) >= y0) & (np.minimum(ey0, ey1) <= y1)
+        evis = (
+            (np.maximum(ex0, ex1) >= x0)
+            & (np.minimum(ex0, ex1) <= x1)
+            & (np.maximum(ey0, ey1) >= y0)
+            & (np.minimum(ey0, ey1) <= y1)
+        )
         n_plain = int((evis & ~a["boundary"]).sum())
-        edges = int((evis & a["boundary"]).sum()) + (n_plain if n_plain <= MAX_EDGES_DRAWN or self.scale >= LOD_TEXT
-                                                      else 0)
+        edges = int((evis & a["boundary"]).sum()) + (
+            n_plain if n_plain <= MAX_EDGES_DRAWN or self.scale >= LOD_TEXT else 0
+        )
         px_per_pt = self.logicalDpiY() / 72.0
         label_px = 0.0
         if self.scale >= LOD_TEXT and bool(solid.any()):
@@ -143,8 +148,12 @@ class GraphCanvas(QWidget):
             frames = vis & (a["kind"] == KIND_FRAME)
             pt = 8.5 if bool(frames.any()) and self.scale * HEADER >= 12 else 9.5
             label_px = max(6.0, pt * min(self.scale, 1.6)) * px_per_pt
-        return {"items_visible": int(solid.sum()), "plugins_visible": round(shown / len(plugin), 3) if plugin else 1.0,
-                "min_label_px": round(label_px, 1), "edges_drawn": edges}
+        return {
+            "items_visible": int(solid.sum()),
+            "plugins_visible": round(shown / len(plugin), 3) if plugin else 1.0,
+            "min_label_px": round(label_px, 1),
+            "edges_drawn": edges,
+        }
 
     def to_screen(self, x: float, y: float) -> QPointF:
         """Scene point to widget point."""
@@ -255,7 +264,7 @@ class GraphCanvas(QWidget):
     def wheelEvent(self, event: QWheelEvent) -> None:
         steps = event.angleDelta().y() / 120.0
         if steps:
-            self.zoom_by(1.25 ** steps, event.position())
+            self.zoom_by(1.25**steps, event.position())
 
     def keyPressEvent(self, event: Any) -> None:
         key = event.key()
@@ -276,8 +285,7 @@ class GraphCanvas(QWidget):
         L = self.layout_
         if L is None:
             return False
-        cur = L.node_item[self.selected_node] if self.selected_node >= 0 else \
-            L.group_item.get(self.selected_group, -1)
+        cur = L.node_item[self.selected_node] if self.selected_node >= 0 else L.group_item.get(self.selected_group, -1)
         if cur < 0:
             return False
         ups = [e.src for e in L.edges if e.dst == cur]
@@ -336,8 +344,10 @@ class GraphCanvas(QWidget):
             return f"{n.label}\n{n.op_type}: {n.status.value}, {n.role.value}\n{n.reason}"
         g = self.hier.groups[L.ref[item]]
         verb = "collapse" if L.kind[item] == KIND_FRAME else "expand"
-        return (f"{self.hier.full_label(g.id)}: {g.size} nodes, {g.plugin} plugin, "
-                f"{g.delegate_share:.0%} delegated\nDouble-click to {verb}")
+        return (
+            f"{self.hier.full_label(g.id)}: {g.size} nodes, {g.plugin} plugin, "
+            f"{g.delegate_share:.0%} delegated\nDouble-click to {verb}"
+        )
 
     # --------------------------------------------------------------- paint
     def paintEvent(self, event: Any) -> None:
@@ -370,14 +380,25 @@ class GraphCanvas(QWidget):
         """What is on screen now, as a painter that any thread may use: it holds references to the
         current layout arrays, which :meth:`set_graph` replaces (never mutates). ``plain``: without
         selection and search highlights (exports)."""
-        return GraphPainter(self.gm, self.hier, self.layout_, self._arrays, self._frames_by_depth, self.palette_,
-                            -1 if plain else self.selected_node, -1 if plain else self.selected_group,
-                            frozenset() if plain else frozenset(self.highlight_nodes), QFont(self.font()),
-                            QFont(self.font_small), self.heat)
+        return GraphPainter(
+            self.gm,
+            self.hier,
+            self.layout_,
+            self._arrays,
+            self._frames_by_depth,
+            self.palette_,
+            -1 if plain else self.selected_node,
+            -1 if plain else self.selected_group,
+            frozenset() if plain else frozenset(self.highlight_nodes),
+            QFont(self.font()),
+            QFont(self.font_small),
+            self.heat,
+        )
 
     def render_to(self, p: QPainter, target: Any, view: QRectF, scale: float, legend: bool = True) -> None:
         """Paint ``view`` of what is on screen into ``target`` (see :meth:`GraphPainter.render_to`)."""
         self.snapshot().render_to(p, target, view, scale, legend)
+
 
 class Minimap(QWidget):
     """An overview of the whole graph with the visible area; click or drag to move there."""
@@ -429,8 +450,9 @@ class Minimap(QWidget):
             p.drawImage(0, 0, self._image)
             x0, y0, sx, sy = self._map
             v = self.canvas.scene_rect()
-            r = QRectF((v.left() - x0) * sx + 4, (v.top() - y0) * sy + 4, max(v.width() * sx, 3),
-                       max(v.height() * sy, 3))
+            r = QRectF(
+                (v.left() - x0) * sx + 4, (v.top() - y0) * sy + 4, max(v.width() * sx, 3), max(v.height() * sy, 3)
+            )
             p.setPen(QPen(pal.selection, 1.5))
             c = QColor(pal.selection)
             c.setAlpha(40)

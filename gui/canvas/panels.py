@@ -68,8 +68,10 @@ class Inspector(QTextBrowser):
         size = t.nbytes(self.gm.dims)
         kind = " (weight)" if t.is_initializer else " (model input)" if t.is_input else ""
         assumed = " <i>assumed</i>" if name in self.gm.assumed_shapes else ""
-        return (f"<tr><td>{html.escape(name)}{kind}</td><td>{t.dtype or '?'} {shape}{assumed}</td>"
-                f"<td align=right>{format_bytes(size) if size is not None else '?'}</td></tr>")
+        return (
+            f"<tr><td>{html.escape(name)}{kind}</td><td>{t.dtype or '?'} {shape}{assumed}</td>"
+            f"<td align=right>{format_bytes(size) if size is not None else '?'}</td></tr>"
+        )
 
     def show_node(self, index: int) -> None:
         """Show a node of the main graph."""
@@ -84,8 +86,11 @@ class Inspector(QTextBrowser):
             f" &nbsp; <span style='color:{status_color}'>{STATUS_MARK[n.status]} {n.status.value}</span>"
             f" &nbsp; role: {n.role.value} &nbsp; source: {n.source.value}</p>",
             f"<p><b>Why:</b> {html.escape(n.reason)}</p>",
-            *([f"<p><b>Cause:</b> {html.escape(n.cause)}<br><b>Remedy:</b> {html.escape(n.remedy)}</p>"]
-              if n.remedy else []),
+            *(
+                [f"<p><b>Cause:</b> {html.escape(n.cause)}<br><b>Remedy:</b> {html.escape(n.remedy)}</p>"]
+                if n.remedy
+                else []
+            ),
             "<table cellspacing=2>",
             f"<tr><td>FLOPs</td><td>{_fmt(n.flops)}</td></tr>",
             f"<tr><td>Bytes moved</td><td>{format_bytes(n.bytes) if n.bytes is not None else 'unknown'}</td></tr>",
@@ -94,9 +99,11 @@ class Inspector(QTextBrowser):
         folded = [i for i, host in (self.hier.folded.items() if self.hier is not None else ()) if host == index]
         if folded:
             ops = Counter(self.gm.nodes[i].op_type for i in folded)
-            rows.append(f"<tr><td>Folded in (constants, shape arithmetic)</td><td>{len(folded)}: "
-                        f"{html.escape(', '.join(f'{op} ×{k}' for op, k in ops.most_common()))}"
-                        " (View › Fold Constants and Shape Arithmetic shows them)</td></tr>")
+            rows.append(
+                f"<tr><td>Folded in (constants, shape arithmetic)</td><td>{len(folded)}: "
+                f"{html.escape(', '.join(f'{op} ×{k}' for op, k in ops.most_common()))}"
+                " (View › Fold Constants and Shape Arithmetic shows them)</td></tr>"
+            )
         if n.table_status is not None:
             rows.append(f"<tr><td>Table predicted</td><td>{n.table_status.value}</td></tr>")
         if n.parser_status is not None:
@@ -122,14 +129,15 @@ class Inspector(QTextBrowser):
             bodies.append((f"Function {n.op_type}", n.function))
         for title, sub in bodies:
             plugin = sum(1 for x in sub.nodes if x.status is Status.PLUGIN)
-            rows.append(f"<h4>{html.escape(title)}: {len(sub.nodes)} nodes, {plugin} plugin</h4>"
-                        "<table cellspacing=2>")
+            rows.append(f"<h4>{html.escape(title)}: {len(sub.nodes)} nodes, {plugin} plugin</h4><table cellspacing=2>")
             # Plugin nodes first: they are why the body matters.
             for x in sorted(sub.nodes, key=lambda x: x.status is not Status.PLUGIN)[:60]:
                 color = self._status_color(x.status)
-                rows.append(f"<tr><td style='color:{color}'>{STATUS_MARK[x.status]}</td>"
-                            f"<td>{html.escape(x.op_type)}</td><td>{html.escape(x.label)}</td>"
-                            f"<td>{html.escape(x.reason[:160]) if x.status is Status.PLUGIN else ''}</td></tr>")
+                rows.append(
+                    f"<tr><td style='color:{color}'>{STATUS_MARK[x.status]}</td>"
+                    f"<td>{html.escape(x.op_type)}</td><td>{html.escape(x.label)}</td>"
+                    f"<td>{html.escape(x.reason[:160]) if x.status is Status.PLUGIN else ''}</td></tr>"
+                )
             if len(sub.nodes) > 60:
                 rows.append(f"<tr><td colspan=4>… and {len(sub.nodes) - 60} more</td></tr>")
             rows.append("</table>")
@@ -150,10 +158,12 @@ class Inspector(QTextBrowser):
                 n = self.gm.nodes[i]
                 ops[n.op_type][0] += 1
                 ops[n.op_type][1] += n.status is Status.PLUGIN
-        rows = [f"<h3>{html.escape(self.hier.full_label(gid) or g.label)}</h3>",
-                f"<p>{g.size:,} nodes, {g.plugin} plugin; {g.delegate_share:.1%} of FLOPs delegated; "
-                f"{_fmt(g.flops)} FLOPs</p><table cellspacing=2><tr><th align=left>op</th><th>count</th>"
-                "<th>plugin</th></tr>"]
+        rows = [
+            f"<h3>{html.escape(self.hier.full_label(gid) or g.label)}</h3>",
+            f"<p>{g.size:,} nodes, {g.plugin} plugin; {g.delegate_share:.1%} of FLOPs delegated; "
+            f"{_fmt(g.flops)} FLOPs</p><table cellspacing=2><tr><th align=left>op</th><th>count</th>"
+            "<th>plugin</th></tr>",
+        ]
         for op, (count, plugin) in sorted(ops.items(), key=lambda kv: -kv[1][0])[:40]:
             rows.append(f"<tr><td>{html.escape(op)}</td><td align=right>{count}</td><td align=right>{plugin}</td></tr>")
         rows.append("</table><p><i>Double-click the group on the canvas to expand or collapse it.</i></p>")
@@ -176,8 +186,19 @@ class OpsModel(QAbstractTableModel):
         for r in rows:
             plugin, count = r["plugin"], r["count"]
             status = "▲ plugin" if plugin == count else "● delegate" if not plugin else f"mixed ({plugin} ▲)"
-            self.rows.append((r["op"], count, status, r["flops_share"], ", ".join(r["roles"]), r["nodes"], plugin > 0,
-                              r.get("remedy", ""), r.get("cause", "")))
+            self.rows.append(
+                (
+                    r["op"],
+                    count,
+                    status,
+                    r["flops_share"],
+                    ", ".join(r["roles"]),
+                    r["nodes"],
+                    plugin > 0,
+                    r.get("remedy", ""),
+                    r.get("cause", ""),
+                )
+            )
         self.endResetModel()
 
     def rowCount(self, parent: QModelIndex = QModelIndex()) -> int:  # noqa: B008 - Qt API

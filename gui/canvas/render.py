@@ -51,7 +51,6 @@ def segments_path(x0: np.ndarray, y0: np.ndarray, x1: np.ndarray, y1: np.ndarray
     return pg.arrayToQPath(xs, ys, connect="pairs", finiteCheck=False)
 
 
-
 @dataclass(frozen=True, slots=True)
 class Heat:
     """A colouring of nodes and blocks by a measured figure. ``nodes``/``groups`` map to values in [0, 1]
@@ -149,8 +148,12 @@ class GraphPainter:
         # Edges.
         ex0, ey0, ex1, ey1 = a["ex0"], a["ey0"], a["ex1"], a["ey1"]
         if len(ex0):
-            evis = (np.maximum(ex0, ex1) >= x0) & (np.minimum(ex0, ex1) <= x1) & \
-                   (np.maximum(ey0, ey1) >= y0) & (np.minimum(ey0, ey1) <= y1)
+            evis = (
+                (np.maximum(ex0, ex1) >= x0)
+                & (np.minimum(ex0, ex1) <= x1)
+                & (np.maximum(ey0, ey1) >= y0)
+                & (np.minimum(ey0, ey1) <= y1)
+            )
             idx = np.flatnonzero(evis)
             plain = idx[~a["boundary"][idx]]
             bnd = idx[a["boundary"][idx]]
@@ -203,8 +206,9 @@ class GraphPainter:
                 p.setPen(colour)
                 p.drawText(QPointF(rect.right() - fm.horizontalAdvance(tag), rect.top() - grow - 3), tag)
 
-    def _draw_edges(self, p: QPainter, idx: np.ndarray, sx: Any, sy: Any, scale: float, pen: QPen,
-                    labels: bool = False) -> None:
+    def _draw_edges(
+        self, p: QPainter, idx: np.ndarray, sx: Any, sy: Any, scale: float, pen: QPen, labels: bool = False
+    ) -> None:
         if len(idx) == 0:
             return
         a = self._arrays
@@ -257,8 +261,9 @@ class GraphPainter:
         p.setPen(Qt.PenStyle.NoPen)
         p.setBrush(pal.status_border[status])
         if status is Status.PLUGIN:
-            p.drawPolygon(QPolygonF([QPointF(cx, cy - r), QPointF(cx + r, cy + r * 0.8),
-                                     QPointF(cx - r, cy + r * 0.8)]))
+            p.drawPolygon(
+                QPolygonF([QPointF(cx, cy - r), QPointF(cx + r, cy + r * 0.8), QPointF(cx - r, cy + r * 0.8)])
+            )
         else:
             p.drawEllipse(QPointF(cx, cy), r * 0.85, r * 0.85)
 
@@ -311,8 +316,11 @@ class GraphPainter:
             p.setFont(f)
             p.setPen(text_pen)
             text_rect = text_rect.adjusted(0, 0, -pill.width() - 2 * scale, 0)
-        p.drawText(text_rect, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop, fm.elidedText(
-            op, Qt.TextElideMode.ElideRight, int(text_rect.width())))
+        p.drawText(
+            text_rect,
+            Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop,
+            fm.elidedText(op, Qt.TextElideMode.ElideRight, int(text_rect.width())),
+        )
         if badge:
             text_rect = text_rect.adjusted(0, 0, pill.width() + 2 * scale, 0)
         f2 = QFont(self.font())
@@ -323,9 +331,13 @@ class GraphPainter:
         out = _shape_text(self.gm, n.outputs[0]) if n.outputs else ""
         name = n.label.rsplit("/", 1)[-1]
         lines = out if name == n.op_type else f"{name}\n{out}"
-        p.drawText(text_rect.adjusted(0, fm.height(), 0, 0), Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop,
-                   "\n".join(fm2.elidedText(s, Qt.TextElideMode.ElideMiddle, int(text_rect.width()))
-                             for s in lines.split("\n")))
+        p.drawText(
+            text_rect.adjusted(0, fm.height(), 0, 0),
+            Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop,
+            "\n".join(
+                fm2.elidedText(s, Qt.TextElideMode.ElideMiddle, int(text_rect.width())) for s in lines.split("\n")
+            ),
+        )
 
     def _text_pens(self, node: int | None, gid: int | None) -> tuple[QColor, QColor]:
         """Text and secondary-text colours that read on the item's fill (light text on a dark heat colour)."""
@@ -382,8 +394,11 @@ class GraphPainter:
         p.setPen(text_pen)
         fm = QFontMetrics(f)
         tr = rect.adjusted(24 * scale, 5 * scale, -6 * scale, -14 * scale)
-        p.drawText(tr, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop,
-                   fm.elidedText(g.label, Qt.TextElideMode.ElideMiddle, int(tr.width())))
+        p.drawText(
+            tr,
+            Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop,
+            fm.elidedText(g.label, Qt.TextElideMode.ElideMiddle, int(tr.width())),
+        )
         f2 = QFont(self.font())
         f2.setPointSizeF(max(5.0, 7.5 * min(scale, 1.6)))
         p.setFont(f2)
@@ -416,8 +431,11 @@ class GraphPainter:
         bar_w = min(80 * scale, head.width() * 0.3)
         text = f"▾ {g.label} · {g.size:,}"
         left_mid = Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter
-        p.drawText(head.adjusted(0, 0, -bar_w - 6 * scale, 0), left_mid,
-                   QFontMetrics(f).elidedText(text, Qt.TextElideMode.ElideRight, int(head.width() - bar_w)))
+        p.drawText(
+            head.adjusted(0, 0, -bar_w - 6 * scale, 0),
+            left_mid,
+            QFontMetrics(f).elidedText(text, Qt.TextElideMode.ElideRight, int(head.width() - bar_w)),
+        )
         bar = QRectF(head.right() - bar_w, head.center().y() - 3 * scale, bar_w, 6 * scale)
         self._share_bar(p, bar, g.bar_share)
 
@@ -428,8 +446,11 @@ class GraphPainter:
         f.setPointSizeF(max(7.0, self.font().pointSizeF() * 0.9))
         p.setFont(f)
         fm = QFontMetrics(f)
-        rows = [(Status.DELEGATE, "delegate: TensorRT takes it"), (Status.PLUGIN, "plugin: needs custom CUDA"),
-                (None, "partition boundary (bytes/inference)")]
+        rows = [
+            (Status.DELEGATE, "delegate: TensorRT takes it"),
+            (Status.PLUGIN, "plugin: needs custom CUDA"),
+            (None, "partition boundary (bytes/inference)"),
+        ]
         heat = self.heat
         width = max(fm.horizontalAdvance(t) for _, t in rows) + 44
         height = len(rows) * (fm.height() + 4) + 12
@@ -471,8 +492,10 @@ class GraphPainter:
                     p.setBrush(QColor(colour))
                     p.drawRect(QRectF(cx, cy + 2, 10, fm.height() - 4))
                     p.setPen(pal.text)
-                    p.drawText(QPointF(cx + 14, cy + fm.ascent()),
-                               fm.elidedText(label, Qt.TextElideMode.ElideRight, int(col_w - 18)))
+                    p.drawText(
+                        QPointF(cx + 14, cy + fm.ascent()),
+                        fm.elidedText(label, Qt.TextElideMode.ElideRight, int(col_w - 18)),
+                    )
                 return box
             yy += 6
             bar = QRectF(hb.left() + 10, yy, hb.width() - 20, fm.height() * 0.8)
@@ -481,8 +504,9 @@ class GraphPainter:
                 v = (k / (steps - 1)) * 2 - 1 if heat.diverging else k / (steps - 1)
                 p.setPen(Qt.PenStyle.NoPen)
                 p.setBrush(heat_colour(v, heat.diverging))
-                p.drawRect(QRectF(bar.left() + bar.width() * k / steps, bar.top(), bar.width() / steps + 0.5,
-                                  bar.height()))
+                p.drawRect(
+                    QRectF(bar.left() + bar.width() * k / steps, bar.top(), bar.width() / steps + 0.5, bar.height())
+                )
             yy = bar.bottom() + fm.ascent() + 2
             p.setPen(pal.muted)
             p.drawText(QPointF(bar.left(), yy), heat.low)
@@ -502,8 +526,9 @@ class GraphPainter:
         from PySide6.QtCore import QRect
 
         text_w = max(100, int(page_w - 300 - 30 - 20))
-        rect = QFontMetrics(self._subtitle_font()).boundingRect(QRect(0, 0, text_w, 100000),
-                                                                int(Qt.TextFlag.TextWordWrap), subtitle)
+        rect = QFontMetrics(self._subtitle_font()).boundingRect(
+            QRect(0, 0, text_w, 100000), int(Qt.TextFlag.TextWordWrap), subtitle
+        )
         return max(self.HEADER_PX, 40.0 + rect.height() + 12)
 
     def _export_page(self, p: QPainter, target: QRectF, scale: float, title: str, subtitle: str) -> None:
@@ -527,12 +552,14 @@ class GraphPainter:
         p.drawText(QRectF(m, 8, text_w, 24), Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, title)
         p.setFont(self._subtitle_font())
         p.setPen(pal.muted)
-        p.drawText(QRectF(m, 34, text_w, band - 38), int(Qt.AlignmentFlag.AlignLeft | Qt.TextFlag.TextWordWrap),
-                   subtitle)
+        p.drawText(
+            QRectF(m, 34, text_w, band - 38), int(Qt.AlignmentFlag.AlignLeft | Qt.TextFlag.TextWordWrap), subtitle
+        )
         p.restore()
         w, h = x1 - x0 + 2 * m, y1 - y0 + 2 * m
-        self.render_to(p, QRectF(0, band * scale, w * scale, h * scale), QRectF(x0 - m, y0 - m, w, h), scale,
-                       legend=False)
+        self.render_to(
+            p, QRectF(0, band * scale, w * scale, h * scale), QRectF(x0 - m, y0 - m, w, h), scale, legend=False
+        )
 
     def export_size(self, subtitle: str = "") -> tuple[float, float]:
         """Scene size of an export page: the graph with its margin, under the title band (at least 720 wide,
@@ -542,8 +569,9 @@ class GraphPainter:
         w = max(x1 - x0 + 40.0, 720.0)
         return w, y1 - y0 + 40.0 + self._band(w, subtitle)
 
-    def render_image(self, max_side: int = 16000, title: str = "", subtitle: str = "",
-                     resolution: float = 2.0) -> QImage:
+    def render_image(
+        self, max_side: int = 16000, title: str = "", subtitle: str = "", resolution: float = 2.0
+    ) -> QImage:
         """The whole graph as an image (PNG export), at ``resolution`` pixels per scene unit (2x: sharp on a
         high-density screen and in slides), shrunk to ``max_side`` pixels if it would be larger."""
         if self.layout_ is None:
@@ -573,5 +601,3 @@ class GraphPainter:
         p = QPainter(gen)
         self._export_page(p, QRectF(0, 0, w, h), 1.0, title, subtitle)
         p.end()
-
-

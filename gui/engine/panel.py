@@ -13,8 +13,11 @@ from splitscope.engine.text import plural
 COLUMNS = ("Layer", "Type", "Precision", "ms", "Share", "ONNX nodes", "Mapped by")
 
 
-EMPTY_TITLE = ("No engine imported. File › Import Engine Data… reads trtexec's --exportLayerInfo, --exportProfile "
-               "and --exportTimes files (TensorRT 8 to 11).")
+EMPTY_TITLE = (
+    "No engine imported. File › Import Engine Data… reads trtexec's --exportLayerInfo, --exportProfile "
+    "and --exportTimes files (TensorRT 8 to 11)."
+)
+
 
 class LayerModel(QAbstractTableModel):
     """Rows of :meth:`EngineData.to_json`'s ``layers`` (a list model: 50k layers cost nothing to show)."""
@@ -57,8 +60,15 @@ class LayerModel(QAbstractTableModel):
                 return str(len(r["onnx_nodes"]))
             return r["mapped_by"] or "unmapped"
         if role == Qt.ItemDataRole.UserRole:  # sort keys
-            return (r["name"], r["type"], r["precision"], r["ms"] or 0.0, r["share"] or 0.0, len(r["onnx_nodes"]),
-                    r["mapped_by"])[c]
+            return (
+                r["name"],
+                r["type"],
+                r["precision"],
+                r["ms"] or 0.0,
+                r["share"] or 0.0,
+                len(r["onnx_nodes"]),
+                r["mapped_by"],
+            )[c]
         if role == Qt.ItemDataRole.ToolTipRole and c in (0, 5):
             return "\n".join([r["name"], *r["onnx_nodes"][:30]])
         if role == Qt.ItemDataRole.TextAlignmentRole and c in (3, 4, 5):
@@ -123,17 +133,24 @@ class EnginePanel(QWidget):
         """Show an import: its layers, mapping figures and lint."""
         self.model.set_rows(doc["layers"])
         self.findings = findings
-        mapped = (f"; {doc['mapped_data_node_share']:.0%} of the model's data-path nodes and "
-                  f"{doc['mapped_layer_share']:.0%} of the layers mapped, {len(doc['unmapped_layers'])} unmapped"
-                  if doc.get("mapped_data_node_share") is not None else "")
+        mapped = (
+            f"; {doc['mapped_data_node_share']:.0%} of the model's data-path nodes and "
+            f"{doc['mapped_layer_share']:.0%} of the layers mapped, {len(doc['unmapped_layers'])} unmapped"
+            if doc.get("mapped_data_node_share") is not None
+            else ""
+        )
         total = f", {doc['total_layer_ms']:.4f} ms of layer time" if doc.get("total_layer_ms") else ""
-        self.title.setText(f"<b>{html.escape(title)}</b>: {len(doc['layers'])} layers ({doc['layout']} layout"
-                           f"{'' if doc['detailed'] else ', names only'}){total}{mapped}.")
+        self.title.setText(
+            f"<b>{html.escape(title)}</b>: {len(doc['layers'])} layers ({doc['layout']} layout"
+            f"{'' if doc['detailed'] else ', names only'}){total}{mapped}."
+        )
         parts = []
         for k, f in enumerate(findings):
             n_layers = plural(len(f["layers"]), "layer")
-            parts.append(f"<p><a href='lint:{k}'><b>{html.escape(f['kind'])}</b></a> ({n_layers}, "
-                         f"{f['ms']:.4f} ms): {html.escape(f['advice'])}.</p>")
+            parts.append(
+                f"<p><a href='lint:{k}'><b>{html.escape(f['kind'])}</b></a> ({n_layers}, "
+                f"{f['ms']:.4f} ms): {html.escape(f['advice'])}.</p>"
+            )
         for n in doc.get("notes", []):
             parts.append(f"<p><i>{html.escape(n)}</i></p>")
         self.lint.setHtml("".join(parts) or "<p>No lint findings.</p>")

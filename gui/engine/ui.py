@@ -44,8 +44,13 @@ def precision_heat(view: View, data: EngineData) -> Heat:
             nodes[i] = index[f]
     gvals = {g: (next(iter(s)) if len(s) == 1 else index["mixed"]) for g, s in values_up(view.hier, nodes).items()}
     seen = sorted({keys[int(v)] for v in nodes.values()}, key=keys.index)
-    return Heat(nodes, gvals, "precision (as the engine runs it)", palette=tuple(PRECISION_COLOURS.values()),
-                items=tuple((p, PRECISION_COLOURS[p]) for p in seen))
+    return Heat(
+        nodes,
+        gvals,
+        "precision (as the engine runs it)",
+        palette=tuple(PRECISION_COLOURS.values()),
+        items=tuple((p, PRECISION_COLOURS[p]) for p in seen),
+    )
 
 
 def layer_heat(view: View, data: EngineData) -> Heat:
@@ -58,9 +63,13 @@ def layer_heat(view: View, data: EngineData) -> Heat:
             for i in ids:
                 nodes.setdefault(i, float(k % len(LAYER_COLOURS)))
     gvals = {g: next(iter(s)) for g, s in values_up(view.hier, nodes).items() if len(s) == 1}
-    return Heat(nodes, gvals, "engine layer (one colour a layer; grey: not in one layer, or many)",
-                palette=LAYER_COLOURS, items=(("fused into one layer", LAYER_COLOURS[0]),
-                                              ("the next layer", LAYER_COLOURS[1])))
+    return Heat(
+        nodes,
+        gvals,
+        "engine layer (one colour a layer; grey: not in one layer, or many)",
+        palette=LAYER_COLOURS,
+        items=(("fused into one layer", LAYER_COLOURS[0]), ("the next layer", LAYER_COLOURS[1])),
+    )
 
 
 def time_heat(view: View, data: EngineData) -> Heat | None:
@@ -71,16 +80,25 @@ def time_heat(view: View, data: EngineData) -> Heat | None:
     groups = sums_up(view.hier, ms)
     gtop = max((v for g, v in groups.items() if g != 0), default=1.0) or 1.0
     total = sum(data.layer_ms().values()) or 1.0
-    return Heat({i: v / top for i, v in ms.items()}, {g: v / gtop for g, v in groups.items()},
-                "time share (imported engine profile)", False, "0%", f"{top / total:.1%} (a node)")
+    return Heat(
+        {i: v / top for i, v in ms.items()},
+        {g: v / gtop for g, v in groups.items()},
+        "time share (imported engine profile)",
+        False,
+        "0%",
+        f"{top / total:.1%} (a node)",
+    )
 
 
 def diff_heat(view: View, cmp: dict[str, Any]) -> Heat | None:
     rows = cmp.get("by_node")
     if not rows:
         return None
-    nodes = {r["index"]: max(-1.0, min(1.0, math.log2(r["b_ms"] / r["a_ms"]) / 2)) for r in rows
-             if r["a_ms"] > 0 and r["b_ms"] > 0}
+    nodes = {
+        r["index"]: max(-1.0, min(1.0, math.log2(r["b_ms"] / r["a_ms"]) / 2))
+        for r in rows
+        if r["a_ms"] > 0 and r["b_ms"] > 0
+    }
     return Heat(nodes, {}, "engine B vs A", True, "B 4x faster", "B 4x slower")
 
 
@@ -126,10 +144,12 @@ class EngineUi(QObject):
         self.last_paths: list[str] = []
         self.on_engine_graph = False
         """Whether the last import was drawn as the engine's own graph (no ONNX model yet)."""
-        for key, text, kind in (("precision", "&Precision (imported engine)", "precision"),
-                                ("layer", "&Engine Layer (imported engine)", "layer"),
-                                ("engine-time", "Time Share (imported &engine profile)", "time"),
-                                ("engine-diff", "Comparison of Two E&ngines", "diff")):
+        for key, text, kind in (
+            ("precision", "&Precision (imported engine)", "precision"),
+            ("layer", "&Engine Layer (imported engine)", "layer"),
+            ("engine-time", "Time Share (imported &engine profile)", "time"),
+            ("engine-diff", "Comparison of Two E&ngines", "diff"),
+        ):
             shell.colours.add(key, text, self._heat(kind))
 
     @property
@@ -145,14 +165,16 @@ class EngineUi(QObject):
     def add_file_actions(self, file_menu: Any) -> None:
         """File › Import Engine Data…, Compare With Engine Data…."""
         self.shell.add_action(file_menu, "Import &Engine Data…", self.ask_import, "Ctrl+Shift+I").setToolTip(
-            "trtexec's --exportLayerInfo, --exportProfile and --exportTimes files of one engine (TensorRT 8 to 11)")
+            "trtexec's --exportLayerInfo, --exportProfile and --exportTimes files of one engine (TensorRT 8 to 11)"
+        )
         self.shell.add_action(file_menu, "Compare With Engine Data…", self.ask_compare)
 
     def add_actions(self, tools: Any, _view: Any = None) -> None:
         """Tools › Build with TensorRT-RTX…"""
         self.shell.add_action(tools, "&Build with TensorRT-RTX and Read Its Layers", self.build_rtx).setToolTip(
             "Build the open model here (TensorRT-RTX builds without a GPU, in a process of its own) and show what "
-            "its builder fused")
+            "its builder fused"
+        )
 
     def _heat(self, kind: str) -> Any:
         def make(view: View) -> Heat | None:
@@ -164,14 +186,18 @@ class EngineUi(QObject):
             heat = heats(kind, view, self.data, self.comparison)
             self.heat_cache[(kind, id(view.hier))] = heat
             return heat
+
         return make
 
     # ------------------------------------------------------------ import
     def ask_import(self) -> None:
         settings = QSettings()
-        names, _ = QFileDialog.getOpenFileNames(self.shell.window(), "Import engine data (the files of one engine)",
-                                                str(settings.value("engine/dir", str(Path.home()))),
-                                                "trtexec JSON (*.json);;All files (*)")
+        names, _ = QFileDialog.getOpenFileNames(
+            self.shell.window(),
+            "Import engine data (the files of one engine)",
+            str(settings.value("engine/dir", str(Path.home()))),
+            "trtexec JSON (*.json);;All files (*)",
+        )
         if names:
             settings.setValue("engine/dir", str(Path(names[0]).parent))
             self.import_files(names)
@@ -186,9 +212,12 @@ class EngineUi(QObject):
         if self.data is None:
             self.shell.show_message("Import an engine first, then compare another with it.", 6000)
             return
-        names, _ = QFileDialog.getOpenFileNames(self.shell.window(), "Engine data to compare with",
-                                                str(QSettings().value("engine/dir", str(Path.home()))),
-                                                "trtexec JSON (*.json);;All files (*)")
+        names, _ = QFileDialog.getOpenFileNames(
+            self.shell.window(),
+            "Engine data to compare with",
+            str(QSettings().value("engine/dir", str(Path.home()))),
+            "trtexec JSON (*.json);;All files (*)",
+        )
         if names:
             self._submit(f"Compare with {Path(names[0]).name}", names, "compare")
 
@@ -224,12 +253,16 @@ class EngineUi(QObject):
         self.heat_cache = dict(res["extra"])
         self.panel.set_data(res["doc"], res["lint"], res["title"])
         self.dock.raise_()
-        self.controller.set_colour_mode("precision" if any(x["precision"] for x in res["doc"]["layers"])
-                                        else "layer")
+        self.controller.set_colour_mode("precision" if any(x["precision"] for x in res["doc"]["layers"]) else "layer")
         self.shell.show_message(
             f"{len(res['doc']['layers'])} engine layers imported"
-            + (f"; {res['doc']['mapped_data_node_share']:.0%} of the model's data-path nodes mapped"
-               if res["doc"].get("mapped_data_node_share") is not None else ""), 8000)
+            + (
+                f"; {res['doc']['mapped_data_node_share']:.0%} of the model's data-path nodes mapped"
+                if res["doc"].get("mapped_data_node_share") is not None
+                else ""
+            ),
+            8000,
+        )
 
     def _graph_written(self, _jid: int, path: Any, paths: list[str]) -> None:
         self.pending = list(paths)
@@ -252,8 +285,9 @@ class EngineUi(QObject):
         if self.on_engine_graph and not is_engine and self.last_paths and self.pending is None:
             self.on_engine_graph = False
             paths = list(self.last_paths)
-            self._submit(f"Map {', '.join(Path(p).name for p in paths)} onto {gm.path.name if gm.path else ''}",
-                         paths, "import")
+            self._submit(
+                f"Map {', '.join(Path(p).name for p in paths)} onto {gm.path.name if gm.path else ''}", paths, "import"
+            )
         elif self.doc is not None:
             self.panel.set_data(self.doc, _lint_of(self.data), "Engine (kept with this model)")
         else:
@@ -274,8 +308,9 @@ class EngineUi(QObject):
                 t.setItem(r, c, QTableWidgetItem(v))
             r += 1
         for row in rows:
-            for c, v in enumerate((row["name"], f"{row['a_ms']:.4f}", f"{row['b_ms']:.4f}", row["a_precision"],
-                                   row["b_precision"])):
+            for c, v in enumerate(
+                (row["name"], f"{row['a_ms']:.4f}", f"{row['b_ms']:.4f}", row["a_precision"], row["b_precision"])
+            ):
                 t.setItem(r, c, QTableWidgetItem(v))
             r += 1
         t.resizeColumnsToContents()
@@ -298,10 +333,12 @@ class EngineUi(QObject):
             d, layer = self.doc["layers"][k], rows[k]
             fmts = ", ".join(sorted({t.format for t in (*layer.inputs, *layer.outputs) if t.format}))[:300]
             ms = f"{d['ms']:.4f} ms ({d['share']:.1%})" if d["ms"] is not None else "no profile"
-            parts.append(f"<p><b>{html.escape(d['name'])}</b><br>{html.escape(d['type'])} · "
-                         f"{html.escape(d['precision'] or 'precision not recorded')} · {ms}<br>"
-                         f"tactic: {html.escape(layer.tactic or '—')}<br>formats: {html.escape(fmts or '—')}<br>"
-                         f"holds {len(d['onnx_nodes'])} ONNX node{'s' if len(d['onnx_nodes']) != 1 else ''}</p>")
+            parts.append(
+                f"<p><b>{html.escape(d['name'])}</b><br>{html.escape(d['type'])} · "
+                f"{html.escape(d['precision'] or 'precision not recorded')} · {ms}<br>"
+                f"tactic: {html.escape(layer.tactic or '—')}<br>formats: {html.escape(fmts or '—')}<br>"
+                f"holds {len(d['onnx_nodes'])} ONNX node{'s' if len(d['onnx_nodes']) != 1 else ''}</p>"
+            )
         return "".join(parts)
 
     def _layer_chosen(self, k: int) -> None:

@@ -24,8 +24,12 @@ from splitscope.engine.model import GraphModel
 from splitscope.profiler.dims import remember_dims, saved_dims, symbolic_inputs
 from splitscope.profiler.profiling import ProfileRequest
 
-BACKENDS = (("ort-cpu", "ONNX Runtime, CPU"), ("ort-cuda", "ONNX Runtime, CUDA"),
-            ("tensorrt", "TensorRT engine"), ("rtx", "TensorRT-RTX engine"))
+BACKENDS = (
+    ("ort-cpu", "ONNX Runtime, CPU"),
+    ("ort-cuda", "ONNX Runtime, CUDA"),
+    ("tensorrt", "TensorRT engine"),
+    ("rtx", "TensorRT-RTX engine"),
+)
 
 
 class ProfileDialog(QDialog):
@@ -47,8 +51,10 @@ class ProfileDialog(QDialog):
             item = self.backend.model().item(idx)  # type: ignore[attr-defined]
             tip = [available[name]] if available.get(name) else []
             if unverified:
-                tip.append("Written to TensorRT's documented API and tested against a fake engine: its figures are "
-                           "not yet confirmed by a real engine (the profile's JSON says verified: false).")
+                tip.append(
+                    "Written to TensorRT's documented API and tested against a fake engine: its figures are "
+                    "not yet confirmed by a real engine (the profile's JSON says verified: false)."
+                )
             if available.get(name):
                 item.setEnabled(False)
             if tip:
@@ -110,9 +116,16 @@ class ProfileDialog(QDialog):
         for k in ("iterations", "warmup", "profiled"):
             settings.setValue(f"profile/{k}", getattr(self, k).value())
         assert self.gm.path is not None
-        return ProfileRequest(self.gm.path, str(self.backend.currentData()), self.iterations.value(),
-                              self.warmup.value(), self.profiled.value(), dims, self.input.text().strip() or None,
-                              _parser_of(self.gm))
+        return ProfileRequest(
+            self.gm.path,
+            str(self.backend.currentData()),
+            self.iterations.value(),
+            self.warmup.value(),
+            self.profiled.value(),
+            dims,
+            self.input.text().strip() or None,
+            _parser_of(self.gm),
+        )
 
 
 def _parser_of(gm: GraphModel) -> str:

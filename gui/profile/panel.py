@@ -59,7 +59,7 @@ class Ring:
             self.n += 1
 
     def extend(self, values: np.ndarray) -> None:
-        for v in values[-len(self.a):]:
+        for v in values[-len(self.a) :]:
             self.append(float(v))
 
     def view(self) -> np.ndarray:
@@ -124,8 +124,11 @@ class ProfilePanel(QWidget):
         self.tel_note.setWordWrap(True)
         tl.addWidget(self.tel_note)
         self.tel_plots: dict[str, tuple[pg.PlotWidget, Any]] = {}
-        for key, label, unit in (("gpu_util", "GPU utilisation", "%"), ("power_w", "power", "W"),
-                                 ("sm_clock_mhz", "SM clock", "MHz")):
+        for key, label, unit in (
+            ("gpu_util", "GPU utilisation", "%"),
+            ("power_w", "power", "W"),
+            ("sm_clock_mhz", "SM clock", "MHz"),
+        ):
             w = pg.PlotWidget()
             w.setLabel("left", label, units=unit)
             w.setLabel("bottom", "time", units="s")
@@ -154,8 +157,13 @@ class ProfilePanel(QWidget):
         self.summary = QTextBrowser()
         self.summary.setOpenLinks(False)
         self.tabs.addTab(self.summary, "Summary")
-        for plot in (self.lat_plot, self.hist_plot, self.node_plot, self.roof_plot,
-                     *(w for w, _ in self.tel_plots.values())):
+        for plot in (
+            self.lat_plot,
+            self.hist_plot,
+            self.node_plot,
+            self.roof_plot,
+            *(w for w, _ in self.tel_plots.values()),
+        ):
             plot.setMinimumHeight(60)  # a short bottom dock squeezes the plots, never the canvas
         # Live buffers
         self.live_id: int | None = None
@@ -173,8 +181,9 @@ class ProfilePanel(QWidget):
         self._timer.start()
         self.redraws = 0
         # numpy's percentile costs 30 ms on its first call (lazy set-up): pay it off the UI thread, now.
-        threading.Thread(target=lambda: np.percentile(np.ones(4), [50, 90]), daemon=True,
-                         name="warm-percentile").start()
+        threading.Thread(
+            target=lambda: np.percentile(np.ones(4), [50, 90]), daemon=True, name="warm-percentile"
+        ).start()
 
     # ------------------------------------------------------------ feeding
     def start_live(self, job_id: int, title: str) -> None:
@@ -223,8 +232,12 @@ class ProfilePanel(QWidget):
         self.node_ops.update({r["name"]: r["op_type"] for r in result.get("per_node", []) if r.get("op_type")})
         self.title.setText(f"<b>{html.escape(title)}</b> — {html.escape(result.get('device', ''))}")
         tel = result.get("telemetry")
-        self.tel_note.setText("" if series else "No GPU telemetry for this run: " + (
-            (tel or {}).get("note") or "the CPU backend does not touch the GPU."))
+        self.tel_note.setText(
+            ""
+            if series
+            else "No GPU telemetry for this run: "
+            + ((tel or {}).get("note") or "the CPU backend does not touch the GPU.")
+        )
         self.summary.setHtml(summary_html(result))
         self._draw_roofline(result)
         self._dirty = True
@@ -241,8 +254,10 @@ class ProfilePanel(QWidget):
             counts, edges = np.histogram(y, bins=min(60, max(5, len(y) // 5)))
             self.hist_bars.setOpts(x=(edges[:-1] + edges[1:]) / 2, height=counts, width=(edges[1] - edges[0]) * 0.9)
             p50, p90, p99 = np.percentile(y, [50, 90, 99])
-            self.stats.setText(f"{len(y)} iterations · mean {y.mean():.3f} ms · p50 {p50:.3f} · p90 {p90:.3f} · "
-                               f"p99 {p99:.3f} · min {y.min():.3f} · max {y.max():.3f} ms")
+            self.stats.setText(
+                f"{len(y)} iterations · mean {y.mean():.3f} ms · p50 {p50:.3f} · p90 {p90:.3f} · "
+                f"p99 {p99:.3f} · min {y.min():.3f} · max {y.max():.3f} ms"
+            )
         else:
             self.hist_bars.setOpts(x=[], height=[], width=1)
             self.stats.setText("")
@@ -265,26 +280,36 @@ class ProfilePanel(QWidget):
         gpu = result.get("gpu") or {}
         rows = [r for r in result.get("per_node", []) if r.get("intensity") and r.get("achieved_flops")]
         for cls, sc in self.roof_scatter.items():
-            sc.setData([{"pos": (np.log10(r["intensity"]), np.log10(r["achieved_flops"])), "data": r.get("index"),
-                         "symbol": "t" if r.get("status") == "plugin" else "o"}
-                        for r in rows if r.get("class", "unknown") == cls])
+            sc.setData(
+                [
+                    {
+                        "pos": (np.log10(r["intensity"]), np.log10(r["achieved_flops"])),
+                        "data": r.get("index"),
+                        "symbol": "t" if r.get("status") == "plugin" else "o",
+                    }
+                    for r in rows
+                    if r.get("class", "unknown") == cls
+                ]
+            )
         peaks, bw = gpu.get("peak_flops") or {}, gpu.get("peak_bandwidth") or 0.0
         if peaks and bw:
             xs = np.logspace(-2, 4, 200)
             for name, colour in COLOURS["roofs"].items():
                 if name in peaks:
-                    line = self.roof_plot.plot(np.log10(xs), np.log10(np.minimum(peaks[name], bw * xs)),
-                                               pen=pg.mkPen(colour, width=1.5, style=Qt.PenStyle.DashLine))
+                    line = self.roof_plot.plot(
+                        np.log10(xs),
+                        np.log10(np.minimum(peaks[name], bw * xs)),
+                        pen=pg.mkPen(colour, width=1.5, style=Qt.PenStyle.DashLine),
+                    )
                     self.roof_lines.append(line)
-            self.roof_note.setText(f"roofs: {gpu.get('name', '')} peaks (fp32, tf32, fp16) and "
-                                   f"{bw / 1e12:.2f} TB/s")
+            self.roof_note.setText(f"roofs: {gpu.get('name', '')} peaks (fp32, tf32, fp16) and {bw / 1e12:.2f} TB/s")
         else:
-            self.roof_note.setText("No GPU peaks for this run (the CPU backend): the dots show achieved "
-                                   "FLOP/s only.")
+            self.roof_note.setText("No GPU peaks for this run (the CPU backend): the dots show achieved FLOP/s only.")
         if rows:
-            self.roof_note.setPos(np.log10(min(r["intensity"] for r in rows)),
-                                  np.log10(max(max(peaks.values(), default=0.0),
-                                               max(r["achieved_flops"] for r in rows))) + 0.4)
+            self.roof_note.setPos(
+                np.log10(min(r["intensity"] for r in rows)),
+                np.log10(max(max(peaks.values(), default=0.0), max(r["achieved_flops"] for r in rows))) + 0.4,
+            )
 
     def _roof_clicked(self, _item: Any, points: Any) -> None:
         if len(points) and points[0].data() is not None:
@@ -334,8 +359,18 @@ class ProfilePanel(QWidget):
         else:
             w.writerow(["node", "op_type", "ms", "class", "intensity", "achieved_flops", "sol_ms", "headroom_ms"])
             for r in (self.result or {}).get("per_node", []):
-                w.writerow([r["name"], r["op_type"], r["ms"], r.get("class"), r.get("intensity"),
-                            r.get("achieved_flops"), r.get("sol_ms"), r.get("headroom_ms")])
+                w.writerow(
+                    [
+                        r["name"],
+                        r["op_type"],
+                        r["ms"],
+                        r.get("class"),
+                        r.get("intensity"),
+                        r.get("achieved_flops"),
+                        r.get("sol_ms"),
+                        r.get("headroom_ms"),
+                    ]
+                )
         return out.getvalue()
 
 
@@ -383,41 +418,55 @@ def _umask() -> int:
 
 
 def _short(name: str, n: int = 34) -> str:
-    return name if len(name) <= n else "…" + name[-(n - 1):]
+    return name if len(name) <= n else "…" + name[-(n - 1) :]
 
 
 def summary_html(r: dict[str, Any]) -> str:
     """The Summary tab: the verdict first, then the custom part's cost, latency, copies, notes."""
     v, lat, sc = r.get("verdict", {}), r.get("latency_ms", {}), r.get("split_cost", {})
     num = v.get("numbers", {})
-    parts = [f"<h3>{html.escape(v.get('verdict', '?'))}</h3><p>{html.escape(v.get('why', ''))}.<br>"
-             f"<b>Fix:</b> {html.escape(v.get('fix', ''))}.</p>",
-             f"<p>Mean {lat.get('mean', 0):.3f} ms (p50 {lat.get('p50', 0):.3f}, p90 {lat.get('p90', 0):.3f}, "
-             f"p99 {lat.get('p99', 0):.3f}) over {r.get('iterations')} iterations after {r.get('warmup')} warm-up; "
-             f"{r.get('throughput', {}).get('inferences_per_s', 0):.1f} inferences/s. Per-node times cover "
-             f"{r.get('node_cover', 0):.0%} of a profiled run; small (launch-bound) nodes take "
-             f"{num.get('launch_bound_ms', 0):.3f} ms.</p>"]
+    parts = [
+        f"<h3>{html.escape(v.get('verdict', '?'))}</h3><p>{html.escape(v.get('why', ''))}.<br>"
+        f"<b>Fix:</b> {html.escape(v.get('fix', ''))}.</p>",
+        f"<p>Mean {lat.get('mean', 0):.3f} ms (p50 {lat.get('p50', 0):.3f}, p90 {lat.get('p90', 0):.3f}, "
+        f"p99 {lat.get('p99', 0):.3f}) over {r.get('iterations')} iterations after {r.get('warmup')} warm-up; "
+        f"{r.get('throughput', {}).get('inferences_per_s', 0):.1f} inferences/s. Per-node times cover "
+        f"{r.get('node_cover', 0):.0%} of a profiled run; small (launch-bound) nodes take "
+        f"{num.get('launch_bound_ms', 0):.3f} ms.</p>",
+    ]
     if sc.get("plugin_nodes"):
+
         def saves(p: dict[str, Any]) -> str:
             v = p.get("most_a_kernel_saves_ms")
             return "" if v is None else f"{v:.4f}"
-        rows = "".join(f"<tr><td>{html.escape(p['name'])}</td><td>{html.escape(p['op_type'])}</td>"
-                       f"<td align=right>{p['ms']:.4f}</td><td align=right>{saves(p)}</td></tr>"
-                       for p in sc.get("plugins", []))
-        parts.append(f"<p><b>The custom part:</b> {sc['plugin_ms']:.3f} ms in {sc['plugin_nodes']} plugin nodes "
-                     f"plus {sc['boundary_copy_ms']:.3f} ms of partition-boundary copies: "
-                     f"{sc['share_of_end_to_end']:.1%} of end to end ({html.escape(sc.get('assumes', ''))}).</p>"
-                     "<table cellspacing=4><tr><th>plugin node</th><th>op</th><th>ms</th>"
-                     f"<th>most a kernel saves (ms)</th></tr>{rows}</table>")
+
+        rows = "".join(
+            f"<tr><td>{html.escape(p['name'])}</td><td>{html.escape(p['op_type'])}</td>"
+            f"<td align=right>{p['ms']:.4f}</td><td align=right>{saves(p)}</td></tr>"
+            for p in sc.get("plugins", [])
+        )
+        parts.append(
+            f"<p><b>The custom part:</b> {sc['plugin_ms']:.3f} ms in {sc['plugin_nodes']} plugin nodes "
+            f"plus {sc['boundary_copy_ms']:.3f} ms of partition-boundary copies: "
+            f"{sc['share_of_end_to_end']:.1%} of end to end ({html.escape(sc.get('assumes', ''))}).</p>"
+            "<table cellspacing=4><tr><th>plugin node</th><th>op</th><th>ms</th>"
+            f"<th>most a kernel saves (ms)</th></tr>{rows}</table>"
+        )
     c = r.get("copies", {})
     if c.get("measured"):
-        rows = "".join(f"<tr><td align=right>{m['bytes']:,}</td><td align=right>{m['h2d_pinned_gbps']}</td>"
-                       f"<td align=right>{m['h2d_pageable_gbps']}</td><td align=right>{m['d2h_pinned_gbps']}</td>"
-                       f"<td align=right>{m['d2h_pageable_gbps']}</td></tr>" for m in c["measured"])
-        parts.append("<p><b>Copies</b> (GB/s" + (f"; the link's peak is {c['link_peak_gbps']} GB/s"
-                                                 if c.get("link_peak_gbps") else "") + ")</p>"
-                     "<table cellspacing=4><tr><th>bytes</th><th>H2D pinned</th><th>H2D pageable</th>"
-                     f"<th>D2H pinned</th><th>D2H pageable</th></tr>{rows}</table>")
+        rows = "".join(
+            f"<tr><td align=right>{m['bytes']:,}</td><td align=right>{m['h2d_pinned_gbps']}</td>"
+            f"<td align=right>{m['h2d_pageable_gbps']}</td><td align=right>{m['d2h_pinned_gbps']}</td>"
+            f"<td align=right>{m['d2h_pageable_gbps']}</td></tr>"
+            for m in c["measured"]
+        )
+        parts.append(
+            "<p><b>Copies</b> (GB/s"
+            + (f"; the link's peak is {c['link_peak_gbps']} GB/s" if c.get("link_peak_gbps") else "")
+            + ")</p>"
+            "<table cellspacing=4><tr><th>bytes</th><th>H2D pinned</th><th>H2D pageable</th>"
+            f"<th>D2H pinned</th><th>D2H pageable</th></tr>{rows}</table>"
+        )
     elif c.get("note"):
         parts.append(f"<p>Copies: {html.escape(c['note'])}.</p>")
     for n in r.get("notes", []):

@@ -31,8 +31,14 @@ def time_share_heat(view: View, result: dict[str, Any]) -> Heat:
     groups = sums_up(view.hier, node_ms)
     top_node = max(node_ms.values(), default=1.0) or 1.0
     top_group = max((v for g, v in groups.items() if g != 0), default=1.0) or 1.0
-    return Heat({i: ms / top_node for i, ms in node_ms.items()}, {g: v / top_group for g, v in groups.items()},
-                f"time share ({result.get('backend', '')})", False, "0%", f"{top_node / total:.1%} (a node)")
+    return Heat(
+        {i: ms / top_node for i, ms in node_ms.items()},
+        {g: v / top_group for g, v in groups.items()},
+        f"time share ({result.get('backend', '')})",
+        False,
+        "0%",
+        f"{top_node / total:.1%} (a node)",
+    )
 
 
 def diff_heat(view: View, a: dict[str, Any], b: dict[str, Any]) -> Heat:
@@ -48,11 +54,13 @@ def diff_heat(view: View, a: dict[str, Any], b: dict[str, Any]) -> Heat:
 
 def compare_rows(a: dict[str, Any], b: dict[str, Any], key: str) -> list[tuple[str, float, float]]:
     """(name, A ms, B ms) per op type (``key="op_type"``) or per node (``"name"``), largest first."""
+
     def agg(r: dict[str, Any]) -> dict[str, float]:
         out: dict[str, float] = {}
         for row in r.get("per_node", []):
             out[row[key]] = out.get(row[key], 0.0) + row["ms"]
         return out
+
     xa, xb = agg(a), agg(b)
     names = sorted(xa.keys() | xb.keys(), key=lambda n: -(xa.get(n, 0) + xb.get(n, 0)))
     return [(n, xa.get(n, 0.0), xb.get(n, 0.0)) for n in names]
@@ -63,8 +71,9 @@ class CompareDialog(QDialog):
 
     def __init__(self, a: dict[str, Any], b: dict[str, Any], parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.setWindowTitle(f"Compare: A {a.get('backend')} ({a.get('started', '')}) · "
-                            f"B {b.get('backend')} ({b.get('started', '')})")
+        self.setWindowTitle(
+            f"Compare: A {a.get('backend')} ({a.get('started', '')}) · B {b.get('backend')} ({b.get('started', '')})"
+        )
         self.resize(760, 520)
         tabs = QTabWidget()
         for key, label in (("op_type", "By op type"), ("name", "By node")):
@@ -141,9 +150,12 @@ class ProfilingUi(QObject):
         """Which backends can run here ("" when one can, else why not)."""
         st = self.shell.dep_status.get("ort-cuda")
         cuda_ok = st is not None and st.ready
-        return {"ort-cpu": "", "ort-cuda": "" if cuda_ok else "needs onnxruntime-gpu and an NVIDIA GPU",
-                "tensorrt": "running an engine needs TensorRT and an NVIDIA GPU (not here)",
-                "rtx": "running an engine needs TensorRT-RTX and a GPU it supports (not here)"}
+        return {
+            "ort-cpu": "",
+            "ort-cuda": "" if cuda_ok else "needs onnxruntime-gpu and an NVIDIA GPU",
+            "tensorrt": "running an engine needs TensorRT and an NVIDIA GPU (not here)",
+            "rtx": "running an engine needs TensorRT-RTX and a GPU it supports (not here)",
+        }
 
     def ask(self) -> None:
         """Open the Profile dialog for the model on screen and queue what it asks for."""
@@ -202,7 +214,9 @@ class ProfilingUi(QObject):
         v = result.get("verdict", {})
         self.shell.show_message(
             f"Profile: {result.get('latency_ms', {}).get('mean', 0):.3f} ms mean on {result.get('backend')}; "
-            f"{v.get('verdict', '')}: {v.get('why', '')}"[:200], 10000)
+            f"{v.get('verdict', '')}: {v.get('why', '')}"[:200],
+            10000,
+        )
         if self.controller.colour_mode in ("time", "status"):
             self.controller.set_colour_mode("time")
 

@@ -95,8 +95,7 @@ def add_csv_menu(view: QAbstractItemView, name: str) -> None:
 
 def ask_and_save_csv(parent: QWidget, table: QAbstractItemView, name: str) -> Path | None:
     """Export ``table`` as CSV, atomically."""
-    path, _ = QFileDialog.getSaveFileName(parent, "Export table as CSV", str(last_dir() / f"{name}.csv"),
-                                          "CSV (*.csv)")
+    path, _ = QFileDialog.getSaveFileName(parent, "Export table as CSV", str(last_dir() / f"{name}.csv"), "CSV (*.csv)")
     if not path:
         return None
     return write_text_atomic(Path(path), table_csv(table))

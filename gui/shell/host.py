@@ -29,13 +29,15 @@ class Shell(Protocol):
     colours: ColourModes
     dep_status: dict[str, Any]
 
-    def add_dock(self, title: str, widget: QWidget, *, tab_with_ops: bool = True,
-                 height: int | None = None) -> QDockWidget:
+    def add_dock(
+        self, title: str, widget: QWidget, *, tab_with_ops: bool = True, height: int | None = None
+    ) -> QDockWidget:
         """A bottom dock, tabbed with the Ops panel (the canvas keeps its size)."""
         ...
 
-    def add_action(self, menu: Any, text: str, slot: Callable[..., Any], shortcut: Any = None,
-                   checkable: bool = False) -> QAction:
+    def add_action(
+        self, menu: Any, text: str, slot: Callable[..., Any], shortcut: Any = None, checkable: bool = False
+    ) -> QAction:
         """An action of ``menu`` (the window's shortcuts work wherever the focus is)."""
         ...
 

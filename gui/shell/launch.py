@@ -28,8 +28,7 @@ def _install_excepthook(app: QApplication) -> None:
     from splitscope.engine.paths import log_dir
 
     log_file = log_dir() / "splitscope.log"
-    logging.basicConfig(filename=log_file, level=logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(filename=log_file, level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     log = logging.getLogger("splitscope")
 
     def hook(exc_type: type[BaseException], exc: BaseException, tb: Any) -> None:
@@ -37,9 +36,13 @@ def _install_excepthook(app: QApplication) -> None:
         log.error("unexpected error\n%s", details)
         sys.__stderr__.write(details)
         parent = app.activeWindow()
-        box = QMessageBox(QMessageBox.Icon.Critical, "Splitscope: unexpected error",
-                          f"{exc_type.__name__}: {exc}\n\nThe app keeps running; nothing you made was changed. "
-                          f"Details are in {log_file}.", parent=parent)
+        box = QMessageBox(
+            QMessageBox.Icon.Critical,
+            "Splitscope: unexpected error",
+            f"{exc_type.__name__}: {exc}\n\nThe app keeps running; nothing you made was changed. "
+            f"Details are in {log_file}.",
+            parent=parent,
+        )
         box.setDetailedText(details)
         box.open()
         hook.box = box  # type: ignore[attr-defined]
@@ -53,8 +56,9 @@ def main(argv: list[str] | None = None, t0: float | None = None) -> int:
     ap = argparse.ArgumentParser(prog="splitscope-gui")
     ap.add_argument("model", nargs="?", type=Path, help="ONNX model (default: the bundled sample)")
     ap.add_argument("--parser", choices=["auto", "tensorrt", "rtx", "table"], default="auto")
-    ap.add_argument("--report-startup", action="store_true",
-                    help="open the model, print one JSON line of startup timings, and exit")
+    ap.add_argument(
+        "--report-startup", action="store_true", help="open the model, print one JSON line of startup timings, and exit"
+    )
     args = ap.parse_args(argv)
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setOrganizationName("Splitscope")
@@ -104,10 +108,14 @@ def _report_startup(app: QApplication, window: MainWindow, t0: float) -> None:
         if "first_paint_s" in marks:
             return
         marks["first_paint_s"] = time.perf_counter() - t0
-        out = {"window_s": round(marks["window_s"], 3), "layout_s": round(marks["layout_s"], 3),
-               "first_paint_s": round(marks["first_paint_s"], 3),
-               "nodes": len(window.view.gm.nodes) if window.view else 0,
-               "max_ui_stall_ms": round(beat["max"] * 1000, 1), **window.canvas.on_screen()}
+        out = {
+            "window_s": round(marks["window_s"], 3),
+            "layout_s": round(marks["layout_s"], 3),
+            "first_paint_s": round(marks["first_paint_s"], 3),
+            "nodes": len(window.view.gm.nodes) if window.view else 0,
+            "max_ui_stall_ms": round(beat["max"] * 1000, 1),
+            **window.canvas.on_screen(),
+        }
         print(json.dumps(out), flush=True)
         window.cancel_jobs()
         QTimer.singleShot(0, window.close)

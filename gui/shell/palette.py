@@ -45,12 +45,20 @@ def make_palette(dark: bool) -> Palette:
     """The light or dark palette, as Qt colours."""
     t = theme(dark)
     return Palette(
-        dark, QColor(t["background"]), QColor(t["text"]), QColor(t["muted"]), QColor(t["edge"]),
-        QColor(t["boundary"]), QColor(t["selection"]), QColor(t["match"]),
-        (QColor(t["frame_fill"][0]), QColor(t["frame_fill"][1])), QColor(t["frame_border"]),
+        dark,
+        QColor(t["background"]),
+        QColor(t["text"]),
+        QColor(t["muted"]),
+        QColor(t["edge"]),
+        QColor(t["boundary"]),
+        QColor(t["selection"]),
+        QColor(t["match"]),
+        (QColor(t["frame_fill"][0]), QColor(t["frame_fill"][1])),
+        QColor(t["frame_border"]),
         {s: QColor(t["status_fill"][s.value]) for s in (Status.DELEGATE, Status.PLUGIN)},
         {s: QColor(t["status_border"][s.value]) for s in (Status.DELEGATE, Status.PLUGIN)},
-        {r: QColor(COLOURS["roles"][r.value]) for r in Role})
+        {r: QColor(COLOURS["roles"][r.value]) for r in Role},
+    )
 
 
 def system_is_dark() -> bool:

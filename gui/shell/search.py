@@ -13,8 +13,7 @@ from splitscope.profiler.controller import AppController
 class Search(QObject):
     """The search field and the matches it found (or a highlight set from elsewhere) to step through."""
 
-    def __init__(self, controller: AppController, canvas: GraphCanvas, inspector: Inspector,
-                 toolbar: QToolBar) -> None:
+    def __init__(self, controller: AppController, canvas: GraphCanvas, inspector: Inspector, toolbar: QToolBar) -> None:
         super().__init__(toolbar)
         self.controller, self.canvas, self.inspector = controller, canvas, inspector
         self.matches: list[int] = []
@@ -57,8 +56,11 @@ class Search(QObject):
             self.label.setText("")
             self.canvas.update()
             return
-        hits = [n.index for n in gm.nodes if text in n.label.lower() or text == n.op_type.lower()
-                or text in n.op_type.lower()]
+        hits = [
+            n.index
+            for n in gm.nodes
+            if text in n.label.lower() or text == n.op_type.lower() or text in n.op_type.lower()
+        ]
         if view is not None:
             hits.sort(key=lambda i: view.hier.topo_pos[i])
         self.matches = hits

@@ -21,18 +21,26 @@ if TYPE_CHECKING:
 def result_html(res: OptimizeResult) -> str:
     """The before/after table of an optimize run."""
     b, a = res.before, res.after
-    rows = [("Nodes", f"{b.nodes:,}", f"{a.nodes:,}"), ("Plugin nodes", str(b.plugin), str(a.plugin)),
-            ("Engine partitions", str(b.partitions), str(a.partitions)),
-            ("Boundary bytes / inference", format_bytes(b.boundary_bytes), format_bytes(a.boundary_bytes))]
-    cells = "".join(f"<tr><td>{k}</td><td align=right>{x}</td><td align=right><b>{y}</b></td></tr>"
-                    for k, x, y in rows)
-    check = (f"{res.outputs} output{'s' if res.outputs != 1 else ''} compared with ONNX Runtime on seeded inputs: "
-             f"max abs difference {res.max_abs_diff:.3g}" if res.compared else "Outputs not compared.")
+    rows = [
+        ("Nodes", f"{b.nodes:,}", f"{a.nodes:,}"),
+        ("Plugin nodes", str(b.plugin), str(a.plugin)),
+        ("Engine partitions", str(b.partitions), str(a.partitions)),
+        ("Boundary bytes / inference", format_bytes(b.boundary_bytes), format_bytes(a.boundary_bytes)),
+    ]
+    cells = "".join(f"<tr><td>{k}</td><td align=right>{x}</td><td align=right><b>{y}</b></td></tr>" for k, x, y in rows)
+    check = (
+        f"{res.outputs} output{'s' if res.outputs != 1 else ''} compared with ONNX Runtime on seeded inputs: "
+        f"max abs difference {res.max_abs_diff:.3g}"
+        if res.compared
+        else "Outputs not compared."
+    )
     notes = "".join(f"<br><i>{html.escape(n)}</i>" for n in res.notes)
-    return (f"<p><b>{html.escape(res.source.name)}</b> optimized by {html.escape(res.optimizer)} in "
-            f"{res.optimizer_seconds:.2f} s, written to {html.escape(str(res.output))}.</p>"
-            f"<table cellspacing=6><tr><th></th><th>before</th><th>after</th></tr>{cells}</table>"
-            f"<p>{check}{notes}</p><p>The original was not changed.</p>")
+    return (
+        f"<p><b>{html.escape(res.source.name)}</b> optimized by {html.escape(res.optimizer)} in "
+        f"{res.optimizer_seconds:.2f} s, written to {html.escape(str(res.output))}.</p>"
+        f"<table cellspacing=6><tr><th></th><th>before</th><th>after</th></tr>{cells}</table>"
+        f"<p>{check}{notes}</p><p>The original was not changed.</p>"
+    )
 
 
 class OptimizeTool(QObject):
@@ -55,8 +63,9 @@ class OptimizeTool(QObject):
         if gm is None or gm.path is None:
             return
         start = str(gm.path.with_name(f"{gm.path.stem}.optimized.onnx"))
-        path, _ = QFileDialog.getSaveFileName(self.shell.window(), "Save the optimized model as", start,
-                                              "ONNX models (*.onnx)")
+        path, _ = QFileDialog.getSaveFileName(
+            self.shell.window(), "Save the optimized model as", start, "ONNX models (*.onnx)"
+        )
         if path:
             self.run(gm.path, Path(path))
 
@@ -98,8 +107,10 @@ class NetronTool(QObject):
         try:
             import netron
         except ImportError:
-            self.shell.show_failure("Netron is not installed: pip install 'splitscope[netron]' (an optional "
-                                    "second opinion; everything else works without it).")
+            self.shell.show_failure(
+                "Netron is not installed: pip install 'splitscope[netron]' (an optional "
+                "second opinion; everything else works without it)."
+            )
             return
         try:
             host, port = netron.serve(str(path), address=("127.0.0.1", 0), browse=False)
@@ -111,9 +122,13 @@ class NetronTool(QObject):
             self._show_url(self.url.toString())
 
     def _show_url(self, url: str) -> None:
-        box = QMessageBox(QMessageBox.Icon.Information, "Open in Netron",
-                          f"No web browser could be started. Netron is serving the model at\n{url}\n"
-                          "Open that address in a browser on this machine.", parent=self.shell.window())
+        box = QMessageBox(
+            QMessageBox.Icon.Information,
+            "Open in Netron",
+            f"No web browser could be started. Netron is serving the model at\n{url}\n"
+            "Open that address in a browser on this machine.",
+            parent=self.shell.window(),
+        )
         copy = box.addButton("Copy address", QMessageBox.ButtonRole.ActionRole)
         box.addButton(QMessageBox.StandardButton.Close)
         copy.clicked.connect(lambda: QGuiApplication.clipboard().setText(url))

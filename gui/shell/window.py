@@ -132,8 +132,9 @@ class MainWindow(QMainWindow):
         self.canvas.node_selected.connect(self._on_node_selected)
         self.canvas.group_selected.connect(self._on_group_selected)
         self.canvas.group_toggle_requested.connect(self.toggle_group)
-        self.canvas.context_requested.connect(lambda item, pos: setattr(
-            self, "_context_menu", show_canvas_menu(self, item, pos)))
+        self.canvas.context_requested.connect(
+            lambda item, pos: setattr(self, "_context_menu", show_canvas_menu(self, item, pos))
+        )
         self.ops.op_chosen.connect(self._on_op_chosen)
         s = self.session
         s.progress.connect(self._on_progress)
@@ -158,8 +159,9 @@ class MainWindow(QMainWindow):
         self._probe_dependencies()
 
     # ------------------------------------------------------------ the shell, as the features see it
-    def add_dock(self, title: str, widget: QWidget, *, tab_with_ops: bool = True,
-                 height: int | None = None) -> QDockWidget:
+    def add_dock(
+        self, title: str, widget: QWidget, *, tab_with_ops: bool = True, height: int | None = None
+    ) -> QDockWidget:
         """A bottom dock for a feature's panel, tabbed with the Ops panel (the canvas keeps its size)."""
         dock = self._dock(title, widget, Qt.DockWidgetArea.BottomDockWidgetArea)
         if tab_with_ops:
@@ -199,10 +201,12 @@ class MainWindow(QMainWindow):
         self.finder = Search(self.controller, self.canvas, self.inspector, tb)
         self.search, self.match_label = self.finder.field, self.finder.label
         tb.addSeparator()
-        for text, slot, tip in (("Fit", self.canvas.fit, "Fit the graph (F)"),
-                                ("Expand all", self.expand_all, "Expand every group (slow on huge graphs)"),
-                                ("Collapse all", self.collapse_all, "Collapse to the top-level scopes"),
-                                ("Open in Netron", self.open_in_netron, "A second opinion, served on 127.0.0.1")):
+        for text, slot, tip in (
+            ("Fit", self.canvas.fit, "Fit the graph (F)"),
+            ("Expand all", self.expand_all, "Expand every group (slow on huge graphs)"),
+            ("Collapse all", self.collapse_all, "Collapse to the top-level scopes"),
+            ("Open in Netron", self.open_in_netron, "A second opinion, served on 127.0.0.1"),
+        ):
             act = QAction(text, self)
             act.setToolTip(tip)
             act.triggered.connect(slot)
@@ -211,8 +215,12 @@ class MainWindow(QMainWindow):
     def _build_status_bar(self) -> None:
         sb = self.statusBar()
         self.badges: dict[str, QLabel] = {}
-        for name, label in (("tensorrt", "TensorRT"), ("tensorrt-rtx", "TensorRT-RTX"), ("cuda", "CUDA"),
-                            ("nvml", "NVML")):
+        for name, label in (
+            ("tensorrt", "TensorRT"),
+            ("tensorrt-rtx", "TensorRT-RTX"),
+            ("cuda", "CUDA"),
+            ("nvml", "NVML"),
+        ):
             b = QLabel(f"{label}: …")
             b.setObjectName(f"badge_{name}")
             b.setContentsMargins(6, 0, 6, 0)
@@ -254,8 +262,9 @@ class MainWindow(QMainWindow):
         v.addSeparator()
         self.dark_action = self.add_action(v, "&Dark Theme", self._toggle_dark, checkable=True)
         self.add_action(v, "Theme Follows the &System", self._follow_system)
-        self.fold_action = self.add_action(v, "Fold &Constants and Shape Arithmetic", self.session.set_folding,
-                                        checkable=True)
+        self.fold_action = self.add_action(
+            v, "Fold &Constants and Shape Arithmetic", self.session.set_folding, checkable=True
+        )
         self.fold_action.setChecked(True)  # weight aliases, Constant nodes, Shape → Gather → Concat: a +N badge
         v.addMenu(self.colours.menu)  # View › Colour by: the modes every feature added
         panels = v.addMenu("&Panels")  # a closed panel comes back from here
@@ -267,7 +276,8 @@ class MainWindow(QMainWindow):
         self.add_action(v, "Find Previous", self.find_previous, QKeySequence.StandardKey.FindPrevious)
         t = mb.addMenu("&Tools")
         self.add_action(t, "&Optimize Export…", self.optimize_tool.choose_and_run).setToolTip(
-            "Run an ONNX optimizer on a copy, check it with ONNX Runtime, and compare the split before and after")
+            "Run an ONNX optimizer on a copy, check it with ONNX Runtime, and compare the split before and after"
+        )
         for part in (self.profiling, self.engine_ui, self.calib_ui, self.show_ui):  # Profile … Calibrate, Present
             part.add_actions(t, v)
         h = mb.addMenu("&Help")
@@ -417,8 +427,8 @@ class MainWindow(QMainWindow):
         if keep:
             self._after_relayout_focus()
         self.statusBar().showMessage(
-            f"{len(view.gm.nodes):,} nodes, {view.layout.size:,} items shown. Double-click a block to expand it.",
-            6000)
+            f"{len(view.gm.nodes):,} nodes, {view.layout.size:,} items shown. Double-click a block to expand it.", 6000
+        )
         self.view_ready.emit()
 
     def _on_model_ready(self, gm: GraphModel, view: View) -> None:
@@ -501,8 +511,7 @@ class MainWindow(QMainWindow):
         if self.view is None:
             return
         start = str(exports.last_dir() / f"graph.{fmt}")
-        path, _ = QFileDialog.getSaveFileName(self, f"Export graph as {fmt.upper()}", start,
-                                              f"{fmt.upper()} (*.{fmt})")
+        path, _ = QFileDialog.getSaveFileName(self, f"Export graph as {fmt.upper()}", start, f"{fmt.upper()} (*.{fmt})")
         if path:
             self.save_graph(Path(path), fmt)
 
@@ -515,11 +524,16 @@ class MainWindow(QMainWindow):
         gm = self.graph_model
         title = f"{model_title(gm)} — Splitscope" if gm is not None else "Splitscope"
         subtitle = (self.view.stats or {}).get("headline", "") if self.view is not None else ""
-        worker = create_worker(exports.write_graph, snap, path, fmt, title, subtitle, _start_thread=False,
-                               _ignore_errors=True)  # errors are shown below, not re-raised
+        worker = create_worker(
+            exports.write_graph, snap, path, fmt, title, subtitle, _start_thread=False, _ignore_errors=True
+        )  # errors are shown below, not re-raised
         worker.returned.connect(lambda p: (self.show_message(f"Saved {p}", 5000), self.export_finished.emit(str(p))))
-        worker.errored.connect(lambda e: (self.show_failure(f"Could not export the graph: {e}. Choose another "
-                                                            "folder."), self.export_finished.emit("")))
+        worker.errored.connect(
+            lambda e: (
+                self.show_failure(f"Could not export the graph: {e}. Choose another folder."),
+                self.export_finished.emit(""),
+            )
+        )
         self.show_message(f"Exporting {path.name}…")
         self._export_worker = worker
         worker.start()

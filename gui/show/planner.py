@@ -184,8 +184,9 @@ class PlannerUi(QObject):
         if self.gm is None:
             return None
         if name is None:
-            name, ok = QInputDialog.getText(self.shell.window(), "New scenario", "Name:",
-                                            text=f"plan {chr(ord('A') + len(self.scenarios) % 26)}")
+            name, ok = QInputDialog.getText(
+                self.shell.window(), "New scenario", "Name:", text=f"plan {chr(ord('A') + len(self.scenarios) % 26)}"
+            )
             if not ok or not name.strip():
                 return None
         name = self._unique(name.strip())
@@ -276,11 +277,14 @@ class PlannerUi(QObject):
             combo = QComboBox()
             for opt in it.options:
                 combo.addItem(PLANS[opt], opt)
-            chosen = (s.plans.get(it.key, it.today) if s else it.today)
+            chosen = s.plans.get(it.key, it.today) if s else it.today
             combo.setCurrentIndex(max(it.options.index(chosen) if chosen in it.options else 0, 0))
             combo.setEnabled(editable)
-            combo.setToolTip("today's plan: make or pick a scenario to change it" if not editable else
-                             "what to do with it in this scenario")
+            combo.setToolTip(
+                "today's plan: make or pick a scenario to change it"
+                if not editable
+                else "what to do with it in this scenario"
+            )
             combo.currentIndexChanged.connect(lambda _i, key=it.key, cb=combo: self.set_plan(key, cb.currentData()))
             p.table.setCellWidget(r, 3, combo)
             t = sum(ms.get(self.gm.nodes[i].name, 0.0) for i in it.nodes) if self.gm is not None and ms else None
@@ -317,9 +321,14 @@ class PlannerUi(QObject):
         p = self.panel
         p.compare.setRowCount(len(docs))
         for r, d in enumerate(docs):
-            cells = [d["name"], str(d["partitions"]), format_bytes(d["boundary_bytes"]),
-                     fmt_ms(d["host_copy_ms"]) if d["host_copy_ms"] else "none", latency_text(d),
-                     ", ".join(d["custom_work"]) or "none"]
+            cells = [
+                d["name"],
+                str(d["partitions"]),
+                format_bytes(d["boundary_bytes"]),
+                fmt_ms(d["host_copy_ms"]) if d["host_copy_ms"] else "none",
+                latency_text(d),
+                ", ".join(d["custom_work"]) or "none",
+            ]
             for c, text in enumerate(cells):
                 p.compare.setItem(r, c, QTableWidgetItem(text))
         p.compare.resizeColumnsToContents()
@@ -339,8 +348,11 @@ class PlannerUi(QObject):
     def summary_html(self, today: dict[str, Any], mine: dict[str, Any]) -> str:
         def line(d: dict[str, Any]) -> str:
             copies = f"host copies {fmt_ms(d['host_copy_ms'])}" if d["host_copy_ms"] else "no host copies"
-            return (f"<b>{html.escape(d['name'])}</b>: {plural(d['partitions'], 'partition')}, "
-                    f"{format_bytes(d['boundary_bytes'])} crossing them, {copies}, latency {latency_text(d)}")
+            return (
+                f"<b>{html.escape(d['name'])}</b>: {plural(d['partitions'], 'partition')}, "
+                f"{format_bytes(d['boundary_bytes'])} crossing them, {copies}, latency {latency_text(d)}"
+            )
+
         out = line(today)
         if mine is not today:
             out += "<br>" + line(mine)
@@ -362,10 +374,18 @@ class PlannerUi(QObject):
         lat = all(d.get("latency") for d in docs)
         vals = [d["latency"]["high_ms"] if lat else d["boundary_bytes"] / 1e3 for d in docs]
         colours = [COLOURS["chart"]["today"]] + [COLOURS["chart"]["primary"]] * (len(docs) - 1)
-        p.bars.setOpts(x0=[0] * len(docs), y=list(range(len(docs))), width=vals, height=0.6,
-                       brushes=[pg.mkBrush(c) for c in colours])
+        p.bars.setOpts(
+            x0=[0] * len(docs),
+            y=list(range(len(docs))),
+            width=vals,
+            height=0.6,
+            brushes=[pg.mkBrush(c) for c in colours],
+        )
         p.chart.getAxis("left").setTicks([[(k, d["name"]) for k, d in enumerate(docs)]])
-        p.chart.setLabel("bottom", "estimated latency (upper end)" if lat else "bytes crossing engine boundaries",
-                         units="ms" if lat else "kB")
+        p.chart.setLabel(
+            "bottom",
+            "estimated latency (upper end)" if lat else "bytes crossing engine boundaries",
+            units="ms" if lat else "kB",
+        )
         p.chart.getPlotItem().invertY(True)
         p.chart.autoRange()

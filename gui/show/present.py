@@ -125,9 +125,15 @@ class PresentBoard(QWidget):
 
         share, caption = work_share(gm, self.profile)
         parts = plural(len(gm.partitions), "engine partition")
-        out = [(f"{share:.0%}" if share is not None else "—", caption),
-               (str(len(gm.partitions)), f"{parts.split(' ', 1)[1]}, {format_bytes(gm.boundary_bytes)} crossing them"
-                if len(gm.partitions) != 1 else "engine partition: nothing crosses between engines")]
+        out = [
+            (f"{share:.0%}" if share is not None else "—", caption),
+            (
+                str(len(gm.partitions)),
+                f"{parts.split(' ', 1)[1]}, {format_bytes(gm.boundary_bytes)} crossing them"
+                if len(gm.partitions) != 1
+                else "engine partition: nothing crosses between engines",
+            ),
+        ]
         v = (self.profile or {}).get("verdict") or {}
         if v:
             from splitscope.engine.runtime.roofline import time_split_text
@@ -145,18 +151,26 @@ class PresentBoard(QWidget):
         assert self.gm is not None
         ms = sum(self.node_ms.get(self.gm.nodes[i].name, 0.0) for i in it.nodes)
         cost = f"measured {ms:.3g} ms in the profiled runs" if ms else "cost unknown until profiled"
-        plan_key = (self.planner.current().plans.get(it.key, it.today)  # type: ignore[union-attr]
-                    if self.planner.current() else it.today)
+        plan_key = (
+            self.planner.current().plans.get(it.key, it.today)  # type: ignore[union-attr]
+            if self.planner.current()
+            else it.today
+        )
         ships = f"; TensorRT ships {it.matches[0]['plugin']} ({it.matches[0]['kind']})" if it.matches else ""
-        return (f"{self.step % len(self.items) + 1}/{len(self.items)}  ▲ {it.label}",
-                f"{it.reason[:1].upper()}{it.reason[1:]}. {cost[:1].upper()}{cost[1:]}. "
-                f"Plan: {PLANS[plan_key]}{ships}.")
+        return (
+            f"{self.step % len(self.items) + 1}/{len(self.items)}  ▲ {it.label}",
+            f"{it.reason[:1].upper()}{it.reason[1:]}. {cost[:1].upper()}{cost[1:]}. Plan: {PLANS[plan_key]}{ships}.",
+        )
 
     # ------------------------------------------------------------ events
     def event(self, e: QEvent) -> bool:
         """The board's keys are its own: Esc leaves the board (the window's Esc cancels jobs)."""
-        if e.type() == QEvent.Type.ShortcutOverride and isinstance(e, QKeyEvent) and e.key() in (
-                Qt.Key.Key_Escape, Qt.Key.Key_Left, Qt.Key.Key_Right, Qt.Key.Key_Up, Qt.Key.Key_Down, Qt.Key.Key_D):
+        if (
+            e.type() == QEvent.Type.ShortcutOverride
+            and isinstance(e, QKeyEvent)
+            and e.key()
+            in (Qt.Key.Key_Escape, Qt.Key.Key_Left, Qt.Key.Key_Right, Qt.Key.Key_Up, Qt.Key.Key_Down, Qt.Key.Key_D)
+        ):
             e.accept()
             return True
         return super().event(e)
@@ -262,15 +276,22 @@ class PresentBoard(QWidget):
 
             kind, depth = self.layout_.arrays["kind"], self.layout_.arrays["depth"]
             frames = np.flatnonzero(kind == KIND_FRAME)
-            mine = {"layout_": self.layout_, "_arrays": self.layout_.arrays,
-                    "_frames_by_depth": frames[np.argsort(depth[frames], kind="stable")]}
+            mine = {
+                "layout_": self.layout_,
+                "_arrays": self.layout_.arrays,
+                "_frames_by_depth": frames[np.argsort(depth[frames], kind="stable")],
+            }
         snap = dataclasses.replace(snap, palette_=make_palette(self.dark), heat=None, selected_node=sel, **mine)
         x0, y0, x1, y1 = snap.layout_.bounds()
         pad = 36.0  # engine tags, outlines and hooks reach past the items' boxes
         x0, y0, x1, y1 = x0 - pad, y0 - pad, x1 + pad, y1 + pad
         scale = min(area.width() / max(x1 - x0, 1), area.height() / max(y1 - y0, 1), 1.8)
-        view = QRectF(x0 - (area.width() / scale - (x1 - x0)) / 2, y0 - (area.height() / scale - (y1 - y0)) / 2,
-                      area.width() / scale, area.height() / scale)
+        view = QRectF(
+            x0 - (area.width() / scale - (x1 - x0)) / 2,
+            y0 - (area.height() / scale - (y1 - y0)) / 2,
+            area.width() / scale,
+            area.height() / scale,
+        )
         p.save()
         p.setClipRect(area)
         snap.render_to(p, area, view, scale, legend=False)
@@ -278,8 +299,12 @@ class PresentBoard(QWidget):
             item = snap.layout_.node_item[sel]
             lx, ly = snap.layout_.x[item], snap.layout_.y[item]
             lw, lh = snap.layout_.w[item], snap.layout_.h[item]
-            r = QRectF(area.left() + (lx - view.left()) * scale - 10, area.top() + (ly - view.top()) * scale - 10,
-                       lw * scale + 20, lh * scale + 20)
+            r = QRectF(
+                area.left() + (lx - view.left()) * scale - 10,
+                area.top() + (ly - view.top()) * scale - 10,
+                lw * scale + 20,
+                lh * scale + 20,
+            )
             p.setPen(QPen(c["plugin"], 5))
             p.setBrush(Qt.BrushStyle.NoBrush)
             p.drawRoundedRect(r, 12, 12)
@@ -295,8 +320,11 @@ class PresentBoard(QWidget):
             p.drawRoundedRect(box, 14 * u, 14 * u)
             p.setPen(c["accent"])
             p.setFont(self._font(54 * u, True))
-            p.drawText(box.adjusted(22 * u, 8 * u, -16 * u, -50 * u), Qt.AlignmentFlag.AlignLeft |
-                       Qt.AlignmentFlag.AlignVCenter, big)
+            p.drawText(
+                box.adjusted(22 * u, 8 * u, -16 * u, -50 * u),
+                Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
+                big,
+            )
             p.setPen(c["text"])
             cap = box.adjusted(22 * u, 76 * u, -16 * u, -4 * u)
             size = 22 * u
@@ -320,24 +348,41 @@ class PresentBoard(QWidget):
         title = p.fontMetrics().elidedText(title, Qt.TextElideMode.ElideRight, int(area.width()))
         p.drawText(QRectF(area.left(), y + 4 * u, area.width(), 36 * u), Qt.AlignmentFlag.AlignLeft, title)
         y += 46 * u
-        rows = [("partitions", str(self.today["partitions"]), str(self.mine["partitions"]) if self.mine else "—"),
-                ("bytes crossing", format_bytes(self.today["boundary_bytes"]),
-                 format_bytes(self.mine["boundary_bytes"]) if self.mine else "—")]
+        rows = [
+            ("partitions", str(self.today["partitions"]), str(self.mine["partitions"]) if self.mine else "—"),
+            (
+                "bytes crossing",
+                format_bytes(self.today["boundary_bytes"]),
+                format_bytes(self.mine["boundary_bytes"]) if self.mine else "—",
+            ),
+        ]
         if self.today.get("latency"):
             lat = self.mine.get("latency") if self.mine else None
             from splitscope.engine.plan.scenario import fmt_ms
 
-            rows.append(("latency", fmt_ms(self.today["latency"]["today_ms"]),
-                         (fmt_ms(lat["high_ms"]) if abs(lat["high_ms"] - lat["low_ms"]) < 1e-6 else
-                          f"{fmt_ms(lat['low_ms'])} – {fmt_ms(lat['high_ms'])}") if lat else "—"))
+            rows.append(
+                (
+                    "latency",
+                    fmt_ms(self.today["latency"]["today_ms"]),
+                    (
+                        fmt_ms(lat["high_ms"])
+                        if abs(lat["high_ms"] - lat["low_ms"]) < 1e-6
+                        else f"{fmt_ms(lat['low_ms'])} – {fmt_ms(lat['high_ms'])}"
+                    )
+                    if lat
+                    else "—",
+                )
+            )
         if self.mine:
             rows.append(("custom work", "—", ", ".join(self.mine["custom_work"]) or "none"))
         p.setFont(self._font(22 * u))
         col = area.width() / 3
         fm = p.fontMetrics()
         for label, a, b in rows:
-            a, b = fm.elidedText(a, Qt.TextElideMode.ElideRight, int(col)), \
-                fm.elidedText(b, Qt.TextElideMode.ElideRight, int(col))
+            a, b = (
+                fm.elidedText(a, Qt.TextElideMode.ElideRight, int(col)),
+                fm.elidedText(b, Qt.TextElideMode.ElideRight, int(col)),
+            )
             p.setPen(c["muted"])
             p.drawText(QRectF(area.left(), y, col, 32 * u), Qt.AlignmentFlag.AlignLeft, label)
             p.setPen(c["text"])
@@ -353,8 +398,11 @@ class PresentBoard(QWidget):
         if card is None:
             p.setPen(c["muted"])
             p.setFont(self._font(24 * u))
-            hint = ("→ steps through the custom nodes · D dark/light · Ctrl+C copies the board · Esc leaves"
-                    if self.items else "TensorRT takes every node: nothing custom to show. Esc leaves.")
+            hint = (
+                "→ steps through the custom nodes · D dark/light · Ctrl+C copies the board · Esc leaves"
+                if self.items
+                else "TensorRT takes every node: nothing custom to show. Esc leaves."
+            )
             p.drawText(box.adjusted(22 * u, 0, -22 * u, 0), Qt.AlignmentFlag.AlignVCenter, hint)
             return
         title, text = card

@@ -37,10 +37,12 @@ class ShowUi(QObject):
         w = self.shell
         w.add_action(f, "Export &Report…", self.export_report, "Ctrl+Shift+R").setToolTip(
             "One self-contained HTML file or a PDF: the decision, the split, where the time goes, precision, "
-            "engine layers and how each figure was obtained")
+            "engine layers and how each figure was obtained"
+        )
         w.add_action(f, "Export Model Explorer &Node Data…", self.export_node_data).setToolTip(
             "The split, node times and precisions as Model Explorer node data (model-explorer MODEL "
-            "--node_data_paths FILE)")
+            "--node_data_paths FILE)"
+        )
 
     def add_edit_actions(self, e: Any) -> None:
         self.shell.add_action(e, "&Copy Canvas as Image", self.copy_canvas, "Ctrl+Shift+C")
@@ -49,9 +51,11 @@ class ShowUi(QObject):
         w = self.shell
         view.addSeparator()
         w.add_action(view, "&Present", self.present, "F11").setToolTip(
-            "A full-screen board for a meeting: arrows step through the custom nodes, Esc leaves")
-        self.dark_board = w.add_action(view, "Present on a Dark Board", lambda *_: self._toggle_board_theme(),
-                                    checkable=True)
+            "A full-screen board for a meeting: arrows step through the custom nodes, Esc leaves"
+        )
+        self.dark_board = w.add_action(
+            view, "Present on a Dark Board", lambda *_: self._toggle_board_theme(), checkable=True
+        )
         self.dark_board.toggled.connect(lambda on: QSettings().setValue("present/dark", on))
         self.dark_board.setChecked(QSettings().value("present/dark", False, type=bool))
 
@@ -121,10 +125,13 @@ class ShowUi(QObject):
             return True
 
         cur = self.planner.current()
-        return {"profiles": [p for p in profiles if mine(p, "profile")],
-                "engine": res.engine_doc if mine(res.engine_doc, "engine") else None,
-                "calibration": res.calibration if mine(res.calibration, "calibration") else None,
-                "scenarios": list(self.planner.scenarios), "chosen": cur.name if cur else None}
+        return {
+            "profiles": [p for p in profiles if mine(p, "profile")],
+            "engine": res.engine_doc if mine(res.engine_doc, "engine") else None,
+            "calibration": res.calibration if mine(res.calibration, "calibration") else None,
+            "scenarios": list(self.planner.scenarios),
+            "chosen": cur.name if cur else None,
+        }
 
     def export_report(self) -> None:
         gm = self.controller.graph_model
@@ -148,8 +155,18 @@ class ShowUi(QObject):
         docs = self.documents()
 
         def job(token: CancelToken) -> Generator[JobEvent, None, Any]:
-            return (yield from report_job(gm, out, docs["profiles"], docs["engine"], docs["calibration"],
-                                          docs["scenarios"], docs["chosen"], token))
+            return (
+                yield from report_job(
+                    gm,
+                    out,
+                    docs["profiles"],
+                    docs["engine"],
+                    docs["calibration"],
+                    docs["scenarios"],
+                    docs["chosen"],
+                    token,
+                )
+            )
 
         return self.controller.submit_report(f"Report {out.name}", job)
 
@@ -157,8 +174,9 @@ class ShowUi(QObject):
         gm = self.controller.graph_model
         if gm is None:
             return
-        folder = QFileDialog.getExistingDirectory(self.shell.window(), "Folder for the Model Explorer node data",
-                                                  str(exports.last_dir()))
+        folder = QFileDialog.getExistingDirectory(
+            self.shell.window(), "Folder for the Model Explorer node data", str(exports.last_dir())
+        )
         if folder:
             files = self.write_node_data(Path(folder))
             self.shell.show_message("Wrote " + ", ".join(f.name for f in files), 8000)

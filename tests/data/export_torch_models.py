@@ -58,8 +58,9 @@ class PostProcess(nn.Module):
 class TinyDetector(nn.Module):
     def __init__(self) -> None:
         super().__init__()
-        self.backbone = nn.Sequential(nn.Conv2d(3, 8, 3, stride=2, padding=1), nn.ReLU(),
-                                      nn.Conv2d(8, 16, 3, stride=2, padding=1), nn.ReLU())
+        self.backbone = nn.Sequential(
+            nn.Conv2d(3, 8, 3, stride=2, padding=1), nn.ReLU(), nn.Conv2d(8, 16, 3, stride=2, padding=1), nn.ReLU()
+        )
         self.box_head = nn.Conv2d(16, 4, 1)
         self.cls_head = nn.Conv2d(16, 1, 1)
         self.post = PostProcess()
@@ -80,8 +81,18 @@ class RoiAlignFn(torch.autograd.Function):
 
     @staticmethod
     def symbolic(g, x, rois, batch_indices):
-        return g.op("RoiAlign", x, rois, batch_indices, output_height_i=4, output_width_i=4, sampling_ratio_i=2,
-                    spatial_scale_f=0.25, coordinate_transformation_mode_s="half_pixel", mode_s="avg")
+        return g.op(
+            "RoiAlign",
+            x,
+            rois,
+            batch_indices,
+            output_height_i=4,
+            output_width_i=4,
+            sampling_ratio_i=2,
+            spatial_scale_f=0.25,
+            coordinate_transformation_mode_s="half_pixel",
+            mode_s="avg",
+        )
 
 
 class EfficientNmsFn(torch.autograd.Function):
@@ -91,14 +102,28 @@ class EfficientNmsFn(torch.autograd.Function):
     @staticmethod
     def forward(ctx, boxes, scores):
         b = boxes.shape[0]
-        return (torch.zeros(b, 1, dtype=torch.int32), torch.zeros(b, 100, 4), torch.zeros(b, 100),
-                torch.zeros(b, 100, dtype=torch.int32))
+        return (
+            torch.zeros(b, 1, dtype=torch.int32),
+            torch.zeros(b, 100, 4),
+            torch.zeros(b, 100),
+            torch.zeros(b, 100, dtype=torch.int32),
+        )
 
     @staticmethod
     def symbolic(g, boxes, scores):
-        return g.op("TRT::EfficientNMS_TRT", boxes, scores, outputs=4, background_class_i=-1, box_coding_i=0,
-                    iou_threshold_f=0.45, max_output_boxes_i=100, plugin_version_s="1", score_activation_i=0,
-                    score_threshold_f=0.25)
+        return g.op(
+            "TRT::EfficientNMS_TRT",
+            boxes,
+            scores,
+            outputs=4,
+            background_class_i=-1,
+            box_coding_i=0,
+            iou_threshold_f=0.45,
+            max_output_boxes_i=100,
+            plugin_version_s="1",
+            score_activation_i=0,
+            score_threshold_f=0.25,
+        )
 
 
 class TwoStage(nn.Module):
@@ -122,18 +147,39 @@ class TwoStage(nn.Module):
 def main() -> None:
     torch.manual_seed(0)
     m = TinyTransformer().eval()
-    torch.onnx.export(m, (torch.randint(0, 100, (1, 16)),), HERE / "torch_transformer.onnx", dynamo=False,
-                      input_names=["ids"], output_names=["logits"], dynamic_axes={"ids": {0: "batch", 1: "seq"}},
-                      opset_version=17)
+    torch.onnx.export(
+        m,
+        (torch.randint(0, 100, (1, 16)),),
+        HERE / "torch_transformer.onnx",
+        dynamo=False,
+        input_names=["ids"],
+        output_names=["logits"],
+        dynamic_axes={"ids": {0: "batch", 1: "seq"}},
+        opset_version=17,
+    )
     program = torch.onnx.export(m, (torch.randint(0, 100, (1, 16)),), dynamo=True)
     program.save(str(HERE / "torch_transformer_dynamo.onnx"))
     d = torch.jit.script(TinyDetector().eval())  # scripted, so the branch stays a branch (If)
-    torch.onnx.export(d, (torch.rand(1, 3, 32, 32),), HERE / "torch_detector_if.onnx", dynamo=False,
-                      input_names=["image"], output_names=["boxes"], opset_version=17)
+    torch.onnx.export(
+        d,
+        (torch.rand(1, 3, 32, 32),),
+        HERE / "torch_detector_if.onnx",
+        dynamo=False,
+        input_names=["image"],
+        output_names=["boxes"],
+        opset_version=17,
+    )
     for nms, name in ((True, "torch_two_stage.onnx"), (False, "torch_two_stage_ort.onnx")):
         outs = ["num_dets", "det_boxes", "det_scores", "det_classes"] if nms else ["boxes", "scores"]
-        torch.onnx.export(TwoStage(nms).eval(), (torch.rand(1, 3, 32, 32),), HERE / name, dynamo=False,
-                          input_names=["image"], output_names=outs, opset_version=17)
+        torch.onnx.export(
+            TwoStage(nms).eval(),
+            (torch.rand(1, 3, 32, 32),),
+            HERE / name,
+            dynamo=False,
+            input_names=["image"],
+            output_names=outs,
+            opset_version=17,
+        )
     print("wrote", sorted(p.name for p in HERE.glob("*.onnx")))
 
 

@@ -3,8 +3,9 @@ from __future__ import annotations
 import pytest
 from splitscope.engine._optional import installed
 
-needs_rtx = pytest.mark.skipif(not installed("tensorrt_rtx"),
-                               reason="TensorRT-RTX not installed (pip install 'splitscope[rtx]')")
+needs_rtx = pytest.mark.skipif(
+    not installed("tensorrt_rtx"), reason="TensorRT-RTX not installed (pip install 'splitscope[rtx]')"
+)
 
 
 @pytest.fixture

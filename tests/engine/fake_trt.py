@@ -102,10 +102,15 @@ class FakeEngine:
         nodes = [n for n in model.graph.node if n.name]
         self.layers = []
         for k in range(0, len(nodes), 2):
-            pair = nodes[k:k + 2]
-            self.layers.append({"Name": " + ".join(n.name for n in pair), "LayerType": "CaskConvolution",
-                                "Metadata": "\x1e".join(f"[ONNX Layer: {n.name}]" for n in pair),
-                                "_ms": 0.001 + 1e-12 * sum(flops.get(n.name, 0) for n in pair)})
+            pair = nodes[k : k + 2]
+            self.layers.append(
+                {
+                    "Name": " + ".join(n.name for n in pair),
+                    "LayerType": "CaskConvolution",
+                    "Metadata": "\x1e".join(f"[ONNX Layer: {n.name}]" for n in pair),
+                    "_ms": 0.001 + 1e-12 * sum(flops.get(n.name, 0) for n in pair),
+                }
+            )
         self.num_layers = len(self.layers)
         self.num_io_tensors = len(self.names)
 
@@ -164,9 +169,14 @@ def fake_session_factory(model_path: str, flops: dict[str, int]) -> Any:
         make.cuda = cuda  # type: ignore[attr-defined]
         make.session = s  # type: ignore[attr-defined]
         return s
+
     return make
 
 
-FAKES = {"Runtime": FakeRuntime, "ICudaEngine": FakeEngine, "IExecutionContext": FakeContext,
-         "EngineInspector": FakeInspector}
+FAKES = {
+    "Runtime": FakeRuntime,
+    "ICudaEngine": FakeEngine,
+    "IExecutionContext": FakeContext,
+    "EngineInspector": FakeInspector,
+}
 """Which fake stands for which real class (the members checked are the ones API_USED lists)."""

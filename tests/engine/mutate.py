@@ -18,10 +18,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def seed_models() -> list[Path]:
     """Real models to mutate: the sample, two light zoo models, the three PyTorch exports."""
-    return [ROOT / "resources" / "sample.onnx", LIGHT_DIR / "light_squeezenet.onnx",
-            LIGHT_DIR / "light_inception_v1.onnx", ROOT / "tests" / "data" / "torch_transformer.onnx",
-            ROOT / "tests" / "data" / "torch_transformer_dynamo.onnx",
-            ROOT / "tests" / "data" / "torch_detector_if.onnx"]
+    return [
+        ROOT / "resources" / "sample.onnx",
+        LIGHT_DIR / "light_squeezenet.onnx",
+        LIGHT_DIR / "light_inception_v1.onnx",
+        ROOT / "tests" / "data" / "torch_transformer.onnx",
+        ROOT / "tests" / "data" / "torch_transformer_dynamo.onnx",
+        ROOT / "tests" / "data" / "torch_detector_if.onnx",
+    ]
 
 
 @dataclass
@@ -34,6 +38,7 @@ class Case:
 
 
 # Byte level ---------------------------------------------------------------------------------------
+
 
 def _truncate(rng: random.Random, b: bytes) -> Case:
     k = rng.randrange(len(b))
@@ -57,7 +62,7 @@ def _insert(rng: random.Random, b: bytes) -> Case:
 def _zero_range(rng: random.Random, b: bytes) -> Case:
     k = rng.randrange(len(b))
     n = min(len(b) - k, rng.choice((8, 256, 4096)))
-    return Case(b[:k] + bytes(n) + b[k + n:], f"zero {n} bytes at {k}")
+    return Case(b[:k] + bytes(n) + b[k + n :], f"zero {n} bytes at {k}")
 
 
 def _pad(rng: random.Random, b: bytes) -> Case:
@@ -70,14 +75,21 @@ def _pad(rng: random.Random, b: bytes) -> Case:
 def _duplicate(rng: random.Random, b: bytes) -> Case:
     k = rng.randrange(len(b))
     n = min(len(b) - k, rng.choice((16, 512)))
-    return Case(b[:k + n] + b[k:k + n] + b[k + n:], f"duplicate {n} bytes at {k}")
+    return Case(b[: k + n] + b[k : k + n] + b[k + n :], f"duplicate {n} bytes at {k}")
 
 
-BYTE_MUTATIONS: list[Callable[[random.Random, bytes], Case]] = [_truncate, _flip, _insert, _zero_range, _pad,
-                                                                _duplicate]
+BYTE_MUTATIONS: list[Callable[[random.Random, bytes], Case]] = [
+    _truncate,
+    _flip,
+    _insert,
+    _zero_range,
+    _pad,
+    _duplicate,
+]
 
 
 # Protobuf level -----------------------------------------------------------------------------------
+
 
 def _graphs(m: onnx.ModelProto) -> list[onnx.GraphProto]:
     out = [m.graph]
@@ -200,12 +212,20 @@ def _p_external(rng, m):  # type: ignore[no-untyped-def]
     t = rng.choice(list(m.graph.initializer))
     t.ClearField("raw_data")
     t.data_location = TensorProto.EXTERNAL
-    for key, value in rng.choice([
-        [("location", "w.bin")], [("location", "w.bin"), ("offset", "abc")], [("location", "w.bin"), ("length", "-1")],
-        [("location", "w\x00.bin")], [("location", "/etc/passwd")], [("location", "missing.bin")],
-        [("location", "w.bin"), ("location", "x.bin")], [("offset", "3")], [("location", "w.bin"), ("offset", "1e3")],
-        [("location", ".")],
-    ]):
+    for key, value in rng.choice(
+        [
+            [("location", "w.bin")],
+            [("location", "w.bin"), ("offset", "abc")],
+            [("location", "w.bin"), ("length", "-1")],
+            [("location", "w\x00.bin")],
+            [("location", "/etc/passwd")],
+            [("location", "missing.bin")],
+            [("location", "w.bin"), ("location", "x.bin")],
+            [("offset", "3")],
+            [("location", "w.bin"), ("offset", "1e3")],
+            [("location", ".")],
+        ]
+    ):
         e = t.external_data.add()
         e.key, e.value = key, value
     return "external data record"
@@ -215,8 +235,10 @@ def _p_sparse(rng, m):  # type: ignore[no-untyped-def]
     import numpy as np
     from onnx import helper, numpy_helper
 
-    vals = numpy_helper.from_array(np.ones(rng.choice([0, 1, 3]), np.float32),
-                                   rng.choice(["sp", m.graph.input[0].name if len(m.graph.input) else "sp"]))
+    vals = numpy_helper.from_array(
+        np.ones(rng.choice([0, 1, 3]), np.float32),
+        rng.choice(["sp", m.graph.input[0].name if len(m.graph.input) else "sp"]),
+    )
     idx = numpy_helper.from_array(np.zeros(len(vals.float_data) or 1, np.int64), "")
     sp = helper.make_sparse_tensor(vals, idx, [rng.choice([4, -1, 0])])
     if rng.random() < 0.5:
@@ -272,8 +294,20 @@ def _p_dup_outputs(rng, m):  # type: ignore[no-untyped-def]
     return "duplicate producer"
 
 
-PROTO_MUTATIONS = [_p_node_name, _p_rewire, _p_cycle, _p_attr, _p_elem_type, _p_dims, _p_external, _p_sparse,
-                   _p_delete, _p_opset, _p_op, _p_dup_outputs]
+PROTO_MUTATIONS = [
+    _p_node_name,
+    _p_rewire,
+    _p_cycle,
+    _p_attr,
+    _p_elem_type,
+    _p_dims,
+    _p_external,
+    _p_sparse,
+    _p_delete,
+    _p_opset,
+    _p_op,
+    _p_dup_outputs,
+]
 
 
 def mutate(rng: random.Random, seed: bytes) -> Case:

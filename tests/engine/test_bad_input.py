@@ -21,8 +21,12 @@ from tests.engine.models import model
 
 
 def relu_model(**kw):
-    return model([h.make_node("Relu", ["x"], ["y"], name="r")], [h.make_tensor_value_info("x", T.FLOAT, [1, 4])],
-                 [h.make_tensor_value_info("y", T.FLOAT, [1, 4])], **kw)
+    return model(
+        [h.make_node("Relu", ["x"], ["y"], name="r")],
+        [h.make_tensor_value_info("x", T.FLOAT, [1, 4])],
+        [h.make_tensor_value_info("y", T.FLOAT, [1, 4])],
+        **kw,
+    )
 
 
 def external_model(tmp_path, weights: int = 64 * 64 * 4, **record: str):
@@ -33,8 +37,12 @@ def external_model(tmp_path, weights: int = 64 * 64 * 4, **record: str):
     for k, v in ({"location": "w.bin"} | record).items():
         e = t.external_data.add()
         e.key, e.value = k, v
-    m = model([h.make_node("Add", ["x", "w"], ["y"], name="add")], [h.make_tensor_value_info("x", T.FLOAT, [64, 64])],
-              [h.make_tensor_value_info("y", T.FLOAT, [64, 64])], [t])
+    m = model(
+        [h.make_node("Add", ["x", "w"], ["y"], name="add")],
+        [h.make_tensor_value_info("x", T.FLOAT, [64, 64])],
+        [h.make_tensor_value_info("y", T.FLOAT, [64, 64])],
+        [t],
+    )
     (tmp_path / "w.bin").write_bytes(bytes(weights))
     p = tmp_path / "m.onnx"
     onnx.save(m, p)
@@ -48,10 +56,14 @@ def one_line(e: pytest.ExceptionInfo) -> str:
 
 
 def test_sparse_initializer_is_an_initializer(save_model):
-    sp = h.make_sparse_tensor(nh.from_array(np.array([1.0], np.float32), "sp"),
-                              nh.from_array(np.array([0], np.int64), ""), [4])
-    m = model([h.make_node("Add", ["x", "sp"], ["y"], name="add")], [h.make_tensor_value_info("x", T.FLOAT, [4])],
-              [h.make_tensor_value_info("y", T.FLOAT, [4])])
+    sp = h.make_sparse_tensor(
+        nh.from_array(np.array([1.0], np.float32), "sp"), nh.from_array(np.array([0], np.int64), ""), [4]
+    )
+    m = model(
+        [h.make_node("Add", ["x", "sp"], ["y"], name="add")],
+        [h.make_tensor_value_info("x", T.FLOAT, [4])],
+        [h.make_tensor_value_info("y", T.FLOAT, [4])],
+    )
     m.graph.sparse_initializer.append(sp)
     gm = analyze_model(save_model(m), parser="table")
     t = gm.graph.tensors["sp"]
@@ -59,11 +71,18 @@ def test_sparse_initializer_is_an_initializer(save_model):
     assert gm.nodes[0].inputs == ["x", "sp"]
 
 
-@pytest.mark.parametrize(("record", "needle"), [
-    ({"offset": "abc"}, "offset 'abc'"), ({"offset": "1e3"}, "offset '1e3'"), ({"offset": "-5"}, "offset '-5'"),
-    ({"length": "-5"}, "length '-5'"), ({"length": "10"}, "length says 10"),
-    ({"location": "w\x00.bin"}, "not a usable file name"), ({"location": "w\n.bin"}, "not a usable file name"),
-])
+@pytest.mark.parametrize(
+    ("record", "needle"),
+    [
+        ({"offset": "abc"}, "offset 'abc'"),
+        ({"offset": "1e3"}, "offset '1e3'"),
+        ({"offset": "-5"}, "offset '-5'"),
+        ({"length": "-5"}, "length '-5'"),
+        ({"length": "10"}, "length says 10"),
+        ({"location": "w\x00.bin"}, "not a usable file name"),
+        ({"location": "w\n.bin"}, "not a usable file name"),
+    ],
+)
 def test_malformed_external_records(tmp_path, record, needle):
     with pytest.raises(ExternalDataError) as e:
         load_model(external_model(tmp_path, **record))
@@ -114,10 +133,21 @@ def test_constant_with_missing_external_data_in_a_function(save_model):
     t.data_location = T.EXTERNAL
     e = t.external_data.add()
     e.key, e.value = "location", "missing.bin"
-    fn = h.make_function("local", "F", ["a"], ["b"], [h.make_node("Constant", [], ["c"], value=t),
-                                                     h.make_node("Add", ["a", "c"], ["b"])], [h.make_opsetid("", 17)])
-    m = model([h.make_node("F", ["x"], ["y"], domain="local")], [h.make_tensor_value_info("x", T.FLOAT, [64, 64])],
-              [h.make_tensor_value_info("y", T.FLOAT, [64, 64])], extra_opsets={"local": 1}, functions=[fn])
+    fn = h.make_function(
+        "local",
+        "F",
+        ["a"],
+        ["b"],
+        [h.make_node("Constant", [], ["c"], value=t), h.make_node("Add", ["a", "c"], ["b"])],
+        [h.make_opsetid("", 17)],
+    )
+    m = model(
+        [h.make_node("F", ["x"], ["y"], domain="local")],
+        [h.make_tensor_value_info("x", T.FLOAT, [64, 64])],
+        [h.make_tensor_value_info("y", T.FLOAT, [64, 64])],
+        extra_opsets={"local": 1},
+        functions=[fn],
+    )
     with pytest.raises(ExternalDataError) as err:
         load_model(save_model(m))
     assert "missing.bin" in one_line(err) and "function F" in err.value.message
@@ -149,46 +179,71 @@ def test_zero_padding_stops_at_once(tmp_path):
 def test_initializer_dims_must_match_data(save_model):
     w = nh.from_array(np.zeros(4, np.float32), "w")
     w.dims[0] = 2**40
-    m = model([h.make_node("Add", ["x", "w"], ["y"])], [h.make_tensor_value_info("x", T.FLOAT, [4])],
-              [h.make_tensor_value_info("y", T.FLOAT, [4])], [w])
+    m = model(
+        [h.make_node("Add", ["x", "w"], ["y"])],
+        [h.make_tensor_value_info("x", T.FLOAT, [4])],
+        [h.make_tensor_value_info("y", T.FLOAT, [4])],
+        [w],
+    )
     with pytest.raises(ModelLoadError) as e:
         load_model(save_model(m))
     assert "dims" in one_line(e)
 
 
 def topk(k: onnx.TensorProto) -> onnx.ModelProto:
-    return model([h.make_node("TopK", ["x", "k"], ["v", "i"], name="t")],
-                 [h.make_tensor_value_info("x", T.FLOAT, [1, 10])],
-                 [h.make_tensor_value_info("v", T.FLOAT, None), h.make_tensor_value_info("i", T.INT64, None)], [k])
+    return model(
+        [h.make_node("TopK", ["x", "k"], ["v", "i"], name="t")],
+        [h.make_tensor_value_info("x", T.FLOAT, [1, 10])],
+        [h.make_tensor_value_info("v", T.FLOAT, None), h.make_tensor_value_info("i", T.INT64, None)],
+        [k],
+    )
 
 
 def loop_without_body_inputs() -> onnx.ModelProto:
-    body = h.make_graph([h.make_node("Constant", [], ["c"], value=nh.from_array(np.array(True)))], "b", [],
-                        [h.make_tensor_value_info("c", T.BOOL, [])])
-    return model([h.make_node("Loop", ["tc", ""], ["lo"], body=body, name="L"), h.make_node("Relu", ["x"], ["y"])],
-                 [h.make_tensor_value_info("x", T.FLOAT, [1, 4])], [h.make_tensor_value_info("y", T.FLOAT, [1, 4])],
-                 [nh.from_array(np.array(3, np.int64), "tc")])
+    body = h.make_graph(
+        [h.make_node("Constant", [], ["c"], value=nh.from_array(np.array(True)))],
+        "b",
+        [],
+        [h.make_tensor_value_info("c", T.BOOL, [])],
+    )
+    return model(
+        [h.make_node("Loop", ["tc", ""], ["lo"], body=body, name="L"), h.make_node("Relu", ["x"], ["y"])],
+        [h.make_tensor_value_info("x", T.FLOAT, [1, 4])],
+        [h.make_tensor_value_info("y", T.FLOAT, [1, 4])],
+        [nh.from_array(np.array(3, np.int64), "tc")],
+    )
 
 
 def conv_with_string_kernel() -> onnx.ModelProto:
     n = h.make_node("Conv", ["x", "w"], ["y"], name="c")
     n.attribute.append(h.make_attribute("kernel_shape", "33"))
-    return model([n], [h.make_tensor_value_info("x", T.FLOAT, [1, 3, 8, 8])],
-                 [h.make_tensor_value_info("y", T.FLOAT, None)],
-                 [nh.from_array(np.zeros((4, 3, 3, 3), np.float32), "w")])
+    return model(
+        [n],
+        [h.make_tensor_value_info("x", T.FLOAT, [1, 3, 8, 8])],
+        [h.make_tensor_value_info("y", T.FLOAT, None)],
+        [nh.from_array(np.zeros((4, 3, 3, 3), np.float32), "w")],
+    )
 
 
 def cast_to_unknown_type() -> onnx.ModelProto:
-    return model([h.make_node("Cast", ["x"], ["y"], name="cast", to=99)], [h.make_tensor_value_info("x", T.FLOAT, [4])],
-                 [h.make_tensor_value_info("y", T.FLOAT, [4])])
+    return model(
+        [h.make_node("Cast", ["x"], ["y"], name="cast", to=99)],
+        [h.make_tensor_value_info("x", T.FLOAT, [4])],
+        [h.make_tensor_value_info("y", T.FLOAT, [4])],
+    )
 
 
 def topk_k_from_constant_node() -> onnx.ModelProto:
     """K of shape [0] from a Constant node: its shape is known only from the node's attribute."""
-    return model([h.make_node("Constant", [], ["k"], value=nh.from_array(np.zeros((0,), np.int64)), name="kc"),
-                  h.make_node("TopK", ["x", "k"], ["v", "i"], name="t"), h.make_node("Relu", ["v"], ["y"], name="r")],
-                 [h.make_tensor_value_info("x", T.FLOAT, [1, 10])],
-                 [h.make_tensor_value_info("y", T.FLOAT, None), h.make_tensor_value_info("i", T.INT64, None)])
+    return model(
+        [
+            h.make_node("Constant", [], ["k"], value=nh.from_array(np.zeros((0,), np.int64)), name="kc"),
+            h.make_node("TopK", ["x", "k"], ["v", "i"], name="t"),
+            h.make_node("Relu", ["v"], ["y"], name="r"),
+        ],
+        [h.make_tensor_value_info("x", T.FLOAT, [1, 10])],
+        [h.make_tensor_value_info("y", T.FLOAT, None), h.make_tensor_value_info("i", T.INT64, None)],
+    )
 
 
 MALFORMED = {
@@ -225,27 +280,41 @@ def test_malformed_nodes_that_crash_the_parser_are_cut_first(save_model, name):
 
 # Valid models that an over-strict check once rejected -------------------------------------------------
 
+
 def test_minus_one_dimension_is_read_as_dynamic(save_model):
-    m = model([h.make_node("Relu", ["x"], ["y"], name="r")], [h.make_tensor_value_info("x", T.FLOAT, [-1, 3, 8, 8])],
-              [h.make_tensor_value_info("y", T.FLOAT, [-1, 3, 8, 8])])
+    m = model(
+        [h.make_node("Relu", ["x"], ["y"], name="r")],
+        [h.make_tensor_value_info("x", T.FLOAT, [-1, 3, 8, 8])],
+        [h.make_tensor_value_info("y", T.FLOAT, [-1, 3, 8, 8])],
+    )
     gm = analyze_model(save_model(m), parser="table")
     assert gm.graph.tensors["x"].shape[0] is None and gm.nodes[0].status is Status.DELEGATE
 
 
 def test_op_below_its_opset_is_not_malformed(save_model):
     """ONNX Runtime's transformer optimizer writes LayerNormalization at opset 14; TensorRT imports it."""
-    m = model([h.make_node("LayerNormalization", ["x", "s", "b"], ["y"], name="ln", axis=-1)],
-              [h.make_tensor_value_info("x", T.FLOAT, [2, 8])], [h.make_tensor_value_info("y", T.FLOAT, [2, 8])],
-              [nh.from_array(np.ones(8, np.float32), "s"), nh.from_array(np.zeros(8, np.float32), "b")], opset=14)
+    m = model(
+        [h.make_node("LayerNormalization", ["x", "s", "b"], ["y"], name="ln", axis=-1)],
+        [h.make_tensor_value_info("x", T.FLOAT, [2, 8])],
+        [h.make_tensor_value_info("y", T.FLOAT, [2, 8])],
+        [nh.from_array(np.ones(8, np.float32), "s"), nh.from_array(np.zeros(8, np.float32), "b")],
+        opset=14,
+    )
     gm = analyze_model(save_model(m), parser="table")
     assert not gm.nodes[0].defect and "malformed" not in gm.nodes[0].reason
 
 
 def test_output_dtype_zero_is_the_default(save_model):
-    m = model([h.make_node("QuantizeLinear", ["x", "s"], ["q"], name="q", output_dtype=0),
-               h.make_node("DequantizeLinear", ["q", "s"], ["y"], name="dq")],
-              [h.make_tensor_value_info("x", T.FLOAT, [4])], [h.make_tensor_value_info("y", T.FLOAT, [4])],
-              [nh.from_array(np.array(0.1, np.float32), "s")], opset=21)
+    m = model(
+        [
+            h.make_node("QuantizeLinear", ["x", "s"], ["q"], name="q", output_dtype=0),
+            h.make_node("DequantizeLinear", ["q", "s"], ["y"], name="dq"),
+        ],
+        [h.make_tensor_value_info("x", T.FLOAT, [4])],
+        [h.make_tensor_value_info("y", T.FLOAT, [4])],
+        [nh.from_array(np.array(0.1, np.float32), "s")],
+        opset=21,
+    )
     gm = analyze_model(save_model(m), parser="table")
     assert not any(n.defect for n in gm.nodes)
 
@@ -256,14 +325,19 @@ def test_function_attribute_reference_is_not_malformed(save_model):
     ref.name, ref.ref_attr_name, ref.type = "to", "to", onnx.AttributeProto.INT
     cast.attribute.append(ref)
     fn = h.make_function("local", "CastTo", ["a"], ["b"], [cast], [h.make_opsetid("", 17)], attributes=["to"])
-    m = model([h.make_node("CastTo", ["x"], ["y"], domain="local", to=T.FLOAT16)],
-              [h.make_tensor_value_info("x", T.FLOAT, [4])], [h.make_tensor_value_info("y", T.FLOAT16, [4])],
-              extra_opsets={"local": 1}, functions=[fn])
+    m = model(
+        [h.make_node("CastTo", ["x"], ["y"], domain="local", to=T.FLOAT16)],
+        [h.make_tensor_value_info("x", T.FLOAT, [4])],
+        [h.make_tensor_value_info("y", T.FLOAT16, [4])],
+        extra_opsets={"local": 1},
+        functions=[fn],
+    )
     gm = analyze_model(save_model(m), parser="table")
     assert gm.nodes[0].status is Status.DELEGATE, gm.nodes[0].reason
 
 
 # Inputs that still escaped as tracebacks --------------------------------------------------------------
+
 
 def test_torch_scope_metadata_that_is_not_a_list(save_model):
     for raw in ("1", "None", "[" * 5000 + "]" * 5000):
@@ -275,8 +349,11 @@ def test_torch_scope_metadata_that_is_not_a_list(save_model):
 
 def test_huge_element_counts_do_not_overflow(save_model):
     """Dims each under the per-dimension cap still multiply past what a float holds."""
-    m = model([h.make_node("Relu", ["x"], ["y"], name="r")], [h.make_tensor_value_info("x", T.INT4, [2**39] * 12)],
-              [h.make_tensor_value_info("y", T.INT4, None)])
+    m = model(
+        [h.make_node("Relu", ["x"], ["y"], name="r")],
+        [h.make_tensor_value_info("x", T.INT4, [2**39] * 12)],
+        [h.make_tensor_value_info("y", T.INT4, None)],
+    )
     gm = analyze_model(save_model(m), parser="table")
     assert gm.graph.tensors["x"].nbytes() > 2**400
 
@@ -289,13 +366,21 @@ def test_non_ascii_digits_in_dim_values(tmp_path):
 
 def test_non_utf8_large_initializer_in_a_body(tmp_path):
     big = nh.from_array(np.zeros(2048, np.float32), "bigweight")
-    then_g = h.make_graph([h.make_node("Add", ["x", "bigweight"], ["t"])], "then", [],
-                          [h.make_tensor_value_info("t", T.FLOAT, [2048])], [big])
-    else_g = h.make_graph([h.make_node("Identity", ["x"], ["e"])], "else", [],
-                          [h.make_tensor_value_info("e", T.FLOAT, [2048])])
-    m = model([h.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g, name="if")],
-              [h.make_tensor_value_info("c", T.BOOL, []), h.make_tensor_value_info("x", T.FLOAT, [2048])],
-              [h.make_tensor_value_info("y", T.FLOAT, [2048])])
+    then_g = h.make_graph(
+        [h.make_node("Add", ["x", "bigweight"], ["t"])],
+        "then",
+        [],
+        [h.make_tensor_value_info("t", T.FLOAT, [2048])],
+        [big],
+    )
+    else_g = h.make_graph(
+        [h.make_node("Identity", ["x"], ["e"])], "else", [], [h.make_tensor_value_info("e", T.FLOAT, [2048])]
+    )
+    m = model(
+        [h.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g, name="if")],
+        [h.make_tensor_value_info("c", T.BOOL, []), h.make_tensor_value_info("x", T.FLOAT, [2048])],
+        [h.make_tensor_value_info("y", T.FLOAT, [2048])],
+    )
     p = tmp_path / "m.onnx"
     p.write_bytes(m.SerializeToString().replace(b"bigweight", b"bigweigh\xff"))
     with pytest.raises(ModelDecodeError) as e:
@@ -305,29 +390,52 @@ def test_non_utf8_large_initializer_in_a_body(tmp_path):
 
 def topk_in_a_body_with_runtime_k() -> onnx.ModelProto:
     """K from a Slice that gives shape [0], inside an If branch: crashed the parser until bodies were checked."""
-    then_g = h.make_graph([h.make_node("Slice", ["kk", "st", "en"], ["k"], name="slice"),
-                           h.make_node("TopK", ["x", "k"], ["v", "i"], name="t")], "then", [],
-                          [h.make_tensor_value_info("v", T.FLOAT, None)])
-    else_g = h.make_graph([h.make_node("Identity", ["x"], ["e"])], "else", [],
-                          [h.make_tensor_value_info("e", T.FLOAT, None)])
-    return model([h.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g, name="if"),
-                  h.make_node("Relu", ["x"], ["z"], name="r")],
-                 [h.make_tensor_value_info("c", T.BOOL, []), h.make_tensor_value_info("x", T.FLOAT, [1, 10])],
-                 [h.make_tensor_value_info("y", T.FLOAT, None), h.make_tensor_value_info("z", T.FLOAT, [1, 10])],
-                 [nh.from_array(np.array([3], np.int64), "kk"), nh.from_array(np.array([1], np.int64), "st"),
-                  nh.from_array(np.array([1], np.int64), "en")])
+    then_g = h.make_graph(
+        [
+            h.make_node("Slice", ["kk", "st", "en"], ["k"], name="slice"),
+            h.make_node("TopK", ["x", "k"], ["v", "i"], name="t"),
+        ],
+        "then",
+        [],
+        [h.make_tensor_value_info("v", T.FLOAT, None)],
+    )
+    else_g = h.make_graph(
+        [h.make_node("Identity", ["x"], ["e"])], "else", [], [h.make_tensor_value_info("e", T.FLOAT, None)]
+    )
+    return model(
+        [
+            h.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g, name="if"),
+            h.make_node("Relu", ["x"], ["z"], name="r"),
+        ],
+        [h.make_tensor_value_info("c", T.BOOL, []), h.make_tensor_value_info("x", T.FLOAT, [1, 10])],
+        [h.make_tensor_value_info("y", T.FLOAT, None), h.make_tensor_value_info("z", T.FLOAT, [1, 10])],
+        [
+            nh.from_array(np.array([3], np.int64), "kk"),
+            nh.from_array(np.array([1], np.int64), "st"),
+            nh.from_array(np.array([1], np.int64), "en"),
+        ],
+    )
 
 
 def test_topk_with_bad_k_in_a_constant_body_is_found_once_shapes_are_known(save_model):
     """The same defect as in the main graph, in an If branch whose K comes from the branch's own Constant."""
-    then_g = h.make_graph([h.make_node("Constant", [], ["k"], value=nh.from_array(np.zeros((0,), np.int64))),
-                           h.make_node("TopK", ["x", "k"], ["v", "i"], name="t")], "then", [],
-                          [h.make_tensor_value_info("v", T.FLOAT, None)])
-    else_g = h.make_graph([h.make_node("Identity", ["x"], ["e"])], "else", [],
-                          [h.make_tensor_value_info("e", T.FLOAT, None)])
-    m = model([h.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g, name="if")],
-              [h.make_tensor_value_info("c", T.BOOL, []), h.make_tensor_value_info("x", T.FLOAT, [1, 10])],
-              [h.make_tensor_value_info("y", T.FLOAT, None)])
+    then_g = h.make_graph(
+        [
+            h.make_node("Constant", [], ["k"], value=nh.from_array(np.zeros((0,), np.int64))),
+            h.make_node("TopK", ["x", "k"], ["v", "i"], name="t"),
+        ],
+        "then",
+        [],
+        [h.make_tensor_value_info("v", T.FLOAT, None)],
+    )
+    else_g = h.make_graph(
+        [h.make_node("Identity", ["x"], ["e"])], "else", [], [h.make_tensor_value_info("e", T.FLOAT, None)]
+    )
+    m = model(
+        [h.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g, name="if")],
+        [h.make_tensor_value_info("c", T.BOOL, []), h.make_tensor_value_info("x", T.FLOAT, [1, 10])],
+        [h.make_tensor_value_info("y", T.FLOAT, None)],
+    )
     gm = analyze_model(save_model(m), parser="table")
     owner = gm.nodes[0]
     inner = next(n for n in owner.subgraphs["then_branch"].nodes if n.name == "t")

@@ -19,8 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _repeats(hier) -> dict[str, list[int]]:  # type: ignore[no-untyped-def]
     """Label of each ``… ×N`` group: the node counts of its blocks."""
-    return {g.label: [hier.groups[c].size for c in g.groups] for g in hier.groups
-            if g.parent != -1 and "×" in g.label}
+    return {g.label: [hier.groups[c].size for c in g.groups] for g in hier.groups if g.parent != -1 and "×" in g.label}
 
 
 def test_a_tandem_repeat_is_found_with_its_period_count_and_boundary():

@@ -49,7 +49,7 @@ def test_the_histogram_rebins_as_the_range_grows_and_keeps_every_count():
     s = _stats(np.full(1000, 0.5, np.float32))
     before = s.hist_max
     s.update(np.array([100.0], np.float32))
-    assert s.rebins >= 7 and s.hist_max >= 100.0 and s.hist_max / before == 2 ** s.rebins
+    assert s.rebins >= 7 and s.hist_max >= 100.0 and s.hist_max / before == 2**s.rebins
     assert int(s.hist.sum()) == s.count == 1001
     assert s.hist.size == s.bins  # fixed size: re-binned, not rebuilt
 
@@ -67,15 +67,22 @@ def _cnn(path: Path) -> Path:
     w1 = numpy_helper.from_array(rng.standard_normal((8, 3, 3, 3)).astype(np.float32) * 0.3, "w1")
     w2 = numpy_helper.from_array(rng.standard_normal((8, 8, 3, 3)).astype(np.float32) * 0.3, "w2")
     fc = numpy_helper.from_array(rng.standard_normal((8, 4)).astype(np.float32), "fc")
-    nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
-             helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
-             helper.make_node("Conv", ["r1", "w2"], ["c2"], name="conv2", pads=[1, 1, 1, 1]),
-             helper.make_node("Add", ["c2", "r1"], ["a"], name="residual"),
-             helper.make_node("GlobalAveragePool", ["a"], ["p"], name="pool"),
-             helper.make_node("Flatten", ["p"], ["f"], name="flat"),
-             helper.make_node("MatMul", ["f", "fc"], ["y"], name="fc")]
-    g = helper.make_graph(nodes, "cnn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])], [w1, w2, fc])
+    nodes = [
+        helper.make_node("Conv", ["x", "w1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+        helper.make_node("Conv", ["r1", "w2"], ["c2"], name="conv2", pads=[1, 1, 1, 1]),
+        helper.make_node("Add", ["c2", "r1"], ["a"], name="residual"),
+        helper.make_node("GlobalAveragePool", ["a"], ["p"], name="pool"),
+        helper.make_node("Flatten", ["p"], ["f"], name="flat"),
+        helper.make_node("MatMul", ["f", "fc"], ["y"], name="fc"),
+    ]
+    g = helper.make_graph(
+        nodes,
+        "cnn",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+        [w1, w2, fc],
+    )
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
     return path
 
@@ -159,8 +166,30 @@ def test_bad_calibration_data_says_what_to_do(tmp_path):
 
 def test_cli_calibrate_json(tmp_path):
     out, js = tmp_path / "q.onnx", tmp_path / "q.json"
-    assert cli(["calibrate", str(TRANSFORMER), "--method", "percentile", "--samples", "4", "--dim", "batch=4",
-                "--dim", "seq=16", "--keep", "/head/Gemm", "--out", str(out), "--json", str(js), "-q"]) == 0
+    assert (
+        cli(
+            [
+                "calibrate",
+                str(TRANSFORMER),
+                "--method",
+                "percentile",
+                "--samples",
+                "4",
+                "--dim",
+                "batch=4",
+                "--dim",
+                "seq=16",
+                "--keep",
+                "/head/Gemm",
+                "--out",
+                str(out),
+                "--json",
+                str(js),
+                "-q",
+            ]
+        )
+        == 0
+    )
     j = json.loads(js.read_text())
     for key in ("method", "precision", "samples", "seconds", "tensors", "excluded", "accuracy"):
         assert key in j
@@ -195,8 +224,9 @@ def test_a_folder_of_images_with_a_preprocessing_recipe(tmp_path):
     for k in range(5):
         Image.fromarray(rng.integers(0, 255, (40 + k, 50, 3), dtype=np.uint8)).save(imgs / f"{k}.png")
     (imgs / "broken.jpg").write_bytes(b"not an image")
-    res = run_to_end(calibrate(model, tmp_path / "q.onnx", data=str(imgs), method="max", samples=4,
-                               recipe="resize=20,layout=nchw"))
+    res = run_to_end(
+        calibrate(model, tmp_path / "q.onnx", data=str(imgs), method="max", samples=4, recipe="resize=20,layout=nchw")
+    )
     assert not res["random_data"] and res["tensors"] == 4 and res["accuracy"]["y"]["cosine"] > 0.9
     assert any("broken.jpg" in n for n in res["notes"]) or res["samples"] == 4
     with pytest.raises(CalibDataError, match="--recipe"):
@@ -231,8 +261,18 @@ def test_labels_give_a_task_metric_and_a_top1_budget(tmp_path):
         cls = int(np.argmax(sess.run(None, {"x": x})[0][0]))
         lines.append(f"s{k:02d}.npy {cls if k % 4 else (cls + 1) % 4}")  # one held-out sample in 4 mislabelled
     (tmp_path / "labels.txt").write_text("# name class\n" + "\n".join(lines) + "\n")
-    res = run_to_end(calibrate(model, tmp_path / "q.onnx", data=str(data), method="max", samples=8, heldout=4,
-                               labels=str(tmp_path / "labels.txt"), budget="top1=0.75"))
+    res = run_to_end(
+        calibrate(
+            model,
+            tmp_path / "q.onnx",
+            data=str(data),
+            method="max",
+            samples=8,
+            heldout=4,
+            labels=str(tmp_path / "labels.txt"),
+            budget="top1=0.75",
+        )
+    )
     acc = res["accuracy"]["y"]
     assert acc["top1_fp32"] == 0.75 and 0 <= acc["top1"] <= 1  # 3 of the 4 held-out files are labelled right
     assert res["search"]["metric"] == "top1" and res["search"]["met"]
@@ -240,8 +280,7 @@ def test_labels_give_a_task_metric_and_a_top1_budget(tmp_path):
         run_to_end(calibrate(model, tmp_path / "q2.onnx", labels=str(tmp_path / "labels.txt")))
     (tmp_path / "bad.txt").write_text("s00.npy cat\n")
     with pytest.raises(SplitscopeError, match="line 1: write 'NAME LABEL'"):
-        run_to_end(calibrate(model, tmp_path / "q3.onnx", data=str(data), samples=8,
-                             labels=str(tmp_path / "bad.txt")))
+        run_to_end(calibrate(model, tmp_path / "q3.onnx", data=str(data), samples=8, labels=str(tmp_path / "bad.txt")))
 
 
 def test_a_run_that_fails_midway_leaves_the_old_output(tmp_path):

@@ -23,18 +23,27 @@ from tests.engine.test_calib import DIMS, ROOT, TRANSFORMER, _cnn
 def _mixed(path: Path, opset: int = 17) -> Path:
     """Conv → Relu → Resize (its scales are FP32 by the schema) → LayerNormalization → Conv, weights real."""
     rng = np.random.default_rng(2)
-    inits = [numpy_helper.from_array(rng.standard_normal((4, 3, 3, 3)).astype(np.float32) * 0.3, "w1"),
-             numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales"),
-             numpy_helper.from_array(np.ones(16, np.float32), "gamma"),
-             numpy_helper.from_array(np.zeros(16, np.float32), "beta"),
-             numpy_helper.from_array(rng.standard_normal((2, 4, 1, 1)).astype(np.float32), "w2")]
-    nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
-             helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
-             helper.make_node("Resize", ["r1", "", "scales"], ["up"], name="resize", mode="nearest"),
-             helper.make_node("LayerNormalization", ["up", "gamma", "beta"], ["ln"], name="norm", axis=-1),
-             helper.make_node("Conv", ["ln", "w2"], ["y"], name="conv2")]
-    g = helper.make_graph(nodes, "mixed", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 16, 16])], inits)
+    inits = [
+        numpy_helper.from_array(rng.standard_normal((4, 3, 3, 3)).astype(np.float32) * 0.3, "w1"),
+        numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales"),
+        numpy_helper.from_array(np.ones(16, np.float32), "gamma"),
+        numpy_helper.from_array(np.zeros(16, np.float32), "beta"),
+        numpy_helper.from_array(rng.standard_normal((2, 4, 1, 1)).astype(np.float32), "w2"),
+    ]
+    nodes = [
+        helper.make_node("Conv", ["x", "w1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+        helper.make_node("Resize", ["r1", "", "scales"], ["up"], name="resize", mode="nearest"),
+        helper.make_node("LayerNormalization", ["up", "gamma", "beta"], ["ln"], name="norm", axis=-1),
+        helper.make_node("Conv", ["ln", "w2"], ["y"], name="conv2"),
+    ]
+    g = helper.make_graph(
+        nodes,
+        "mixed",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 16, 16])],
+        inits,
+    )
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]), path)
     return path
 
@@ -78,14 +87,21 @@ def test_what_the_review_found_writes_valid_onnx(tmp_path):
     old models listing initializers as inputs, and tensors an If body reads."""
     light = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light" / "light_squeezenet.onnx"
     cases = [light, ROOT / "tests" / "data" / "torch_detector_if.onnx", ROOT / "resources" / "sample.onnx"]
-    g = helper.make_graph([helper.make_node("Relu", ["x"], ["r"]),
-                           helper.make_node("ArgMax", ["r"], ["am"], axis=1, keepdims=0),
-                           helper.make_node("MyOp", ["r"], ["c"], domain="my"),
-                           helper.make_node("MatMul", ["c", "w"], ["y"])], "g",
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4]),
-                           helper.make_tensor_value_info("am", TensorProto.INT64, [2])],
-                          [numpy_helper.from_array(np.eye(4, dtype=np.float32), "w")])
+    g = helper.make_graph(
+        [
+            helper.make_node("Relu", ["x"], ["r"]),
+            helper.make_node("ArgMax", ["r"], ["am"], axis=1, keepdims=0),
+            helper.make_node("MyOp", ["r"], ["c"], domain="my"),
+            helper.make_node("MatMul", ["c", "w"], ["y"]),
+        ],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+        [
+            helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4]),
+            helper.make_tensor_value_info("am", TensorProto.INT64, [2]),
+        ],
+        [numpy_helper.from_array(np.eye(4, dtype=np.float32), "w")],
+    )
     odd = tmp_path / "odd.onnx"
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("my", 1)]), odd)
     for path in [*cases, odd]:
@@ -98,19 +114,29 @@ def test_what_the_review_found_writes_valid_onnx(tmp_path):
     p = casts.plan(m, "fp16")
     assert "r" in p.low and "y" not in p.low  # Relu reduced; the MatMul after the custom op (untyped) not
     assert "am" not in casts._reduced_outputs(m.graph, [casts._label(n) for n in m.graph.node], p)
-    res = run_to_end(calibrate(ROOT / "tests" / "data" / "torch_two_stage_ort.onnx", tmp_path / "d.bf16.onnx",
-                               precision="bf16", samples=2))
+    res = run_to_end(
+        calibrate(
+            ROOT / "tests" / "data" / "torch_two_stage_ort.onnx", tmp_path / "d.bf16.onnx", precision="bf16", samples=2
+        )
+    )
     assert res["accuracy"] and not res["stats_cached"]  # the emulation runs at the model's own opset
 
 
 def test_fp16_keeps_in_fp32_what_overflows_on_the_data(tmp_path):
     big = numpy_helper.from_array(np.array(1e5, np.float32), "big")
-    nodes = [helper.make_node("Mul", ["x", "big"], ["scaled"], name="scale"),
-             helper.make_node("Relu", ["scaled"], ["r"], name="relu"),
-             helper.make_node("Sigmoid", ["x"], ["s"], name="sig"),
-             helper.make_node("Add", ["r", "s"], ["y"], name="add")]
-    g = helper.make_graph(nodes, "big", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64])], [big])
+    nodes = [
+        helper.make_node("Mul", ["x", "big"], ["scaled"], name="scale"),
+        helper.make_node("Relu", ["scaled"], ["r"], name="relu"),
+        helper.make_node("Sigmoid", ["x"], ["s"], name="sig"),
+        helper.make_node("Add", ["r", "s"], ["y"], name="add"),
+    ]
+    g = helper.make_graph(
+        nodes,
+        "big",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64])],
+        [big],
+    )
     model = tmp_path / "big.onnx"
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), model)
     res = run_to_end(calibrate(model, tmp_path / "big.fp16.onnx", precision="fp16", samples=4))
@@ -131,13 +157,12 @@ def test_bf16_raises_the_opset_so_convolutions_run_in_bf16(tmp_path):
     assert inits["w1"].data_type == TensorProto.BFLOAT16
     w = numpy_helper.to_array(onnx.load(tmp_path / "cnn.onnx").graph.initializer[0])
     bits = np.frombuffer(inits["w1"].raw_data, np.uint16).astype(np.uint32) << 16
-    assert np.allclose(bits.view(np.float32).reshape(w.shape), w, rtol=2 ** -8)  # round to nearest, 8-bit mantissa
+    assert np.allclose(bits.view(np.float32).reshape(w.shape), w, rtol=2**-8)  # round to nearest, 8-bit mantissa
 
 
 def test_transformer_accuracy_fp16_beats_bf16_and_the_user_keep_holds(tmp_path):
     mm = next(n.name for n in onnx.load(TRANSFORMER).graph.node if n.op_type == "MatMul")
-    r16 = run_to_end(calibrate(TRANSFORMER, tmp_path / "t16.onnx", precision="fp16", samples=2, dims=DIMS,
-                               keep=[mm]))
+    r16 = run_to_end(calibrate(TRANSFORMER, tmp_path / "t16.onnx", precision="fp16", samples=2, dims=DIMS, keep=[mm]))
     rbf = run_to_end(calibrate(TRANSFORMER, tmp_path / "tbf.onnx", precision="bf16", samples=2, dims=DIMS))
     a16, abf = r16["accuracy"]["logits"], rbf["accuracy"]["logits"]
     assert a16["snr_db"] > 45 and abf["snr_db"] > 30 and a16["snr_db"] > abf["snr_db"] + 6
@@ -146,17 +171,37 @@ def test_transformer_accuracy_fp16_beats_bf16_and_the_user_keep_holds(tmp_path):
 
 
 def test_emulation_rounds_like_numpy():
-    a = np.array([1.0, 1 + 2 ** -9, 1 + 3 * 2 ** -9, 70000.0, -3.14159], np.float32)
+    a = np.array([1.0, 1 + 2**-9, 1 + 3 * 2**-9, 70000.0, -3.14159], np.float32)
     assert np.array_equal(casts._low_array(a, "fp16"), np.clip(a, -65504, 65504).astype(np.float16).astype(np.float32))
     b = casts._low_array(a, "bf16")
-    assert b[0] == 1.0 and b[1] == 1.0 and b[2] == 1 + 2 ** -7  # ties to even, 7 stored mantissa bits
-    assert abs(b[4] - a[4]) < 2 ** -6
+    assert b[0] == 1.0 and b[1] == 1.0 and b[2] == 1 + 2**-7  # ties to even, 7 stored mantissa bits
+    assert abs(b[4] - a[4]) < 2**-6
 
 
 def test_cli_fp16_json(tmp_path):
     out, js = tmp_path / "t.fp16.onnx", tmp_path / "r.json"
-    assert cli(["calibrate", str(TRANSFORMER), "--precision", "fp16", "--samples", "2", "--dim", "batch=4",
-                "--dim", "seq=16", "--out", str(out), "--json", str(js), "--quiet"]) == 0
+    assert (
+        cli(
+            [
+                "calibrate",
+                str(TRANSFORMER),
+                "--precision",
+                "fp16",
+                "--samples",
+                "2",
+                "--dim",
+                "batch=4",
+                "--dim",
+                "seq=16",
+                "--out",
+                str(out),
+                "--json",
+                str(js),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     doc = json.loads(js.read_text())
     assert doc["precision"] == "fp16" and doc["casts"] > 0 and doc["excluded"] and doc["tensors"] > 0
     assert {"snr_db", "cosine", "max_abs"} <= set(doc["accuracy"]["logits"])
@@ -192,8 +237,14 @@ def test_models_with_external_data_stay_external(tmp_path, monkeypatch):
     src = onnx.load(_cnn(tmp_path / "cnn.onnx"))
     ext = tmp_path / "ext" / "cnn.onnx"
     ext.parent.mkdir()
-    onnx.save(src, str(ext), save_as_external_data=True, all_tensors_to_one_file=True, location="cnn.weights",
-              size_threshold=0)
+    onnx.save(
+        src,
+        str(ext),
+        save_as_external_data=True,
+        all_tensors_to_one_file=True,
+        location="cnn.weights",
+        size_threshold=0,
+    )
     monkeypatch.setattr(writer, "EXTERNAL_ABOVE", 100)
     for precision in ("int8", "fp16"):
         out = tmp_path / f"q.{precision}.onnx"
@@ -215,10 +266,13 @@ def test_a_one_row_gemm_with_bias_rounds_its_product_before_the_bias_as_onnx_run
     rng = np.random.default_rng(0)
     w = rng.standard_normal((64, 256)).astype(np.float32) * 0.05
     b = rng.standard_normal(64).astype(np.float32) * 3
-    g = helper.make_graph([helper.make_node("Gemm", ["x", "W", "B"], ["y"], name="fc", transB=1)], "g",
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 256])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 64])],
-                          [numpy_helper.from_array(w, "W"), numpy_helper.from_array(b, "B")])
+    g = helper.make_graph(
+        [helper.make_node("Gemm", ["x", "W", "B"], ["y"], name="fc", transB=1)],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 256])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 64])],
+        [numpy_helper.from_array(w, "W"), numpy_helper.from_array(b, "B")],
+    )
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     p = casts.plan(m, "fp16")
     h = lambda a: a.astype(np.float16).astype(np.float32)  # noqa: E731

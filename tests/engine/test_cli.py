@@ -18,8 +18,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "splitscope.engine.cli", *args], capture_output=True, text=True,
-                          env=env, cwd=ROOT, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "splitscope.engine.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=300,
+    )
 
 
 def test_analyze_sample_json(tmp_path, capsys):
@@ -52,11 +58,14 @@ def test_analyze_with_real_parser(tmp_path, parser):
     assert all(n["source"] == "parser" for n in d["node_status"])
 
 
-@pytest.mark.parametrize(("content", "needle"), [
-    (None, "No such file"),
-    (b"", "empty"),
-    (b"\x08\x07garbage\xff\xff\xff\xff", "not"),
-])
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [
+        (None, "No such file"),
+        (b"", "empty"),
+        (b"\x08\x07garbage\xff\xff\xff\xff", "not"),
+    ],
+)
 def test_bad_input_exit_2_one_line(tmp_path, content, needle):
     p = tmp_path / "bad.onnx"
     if content is not None:
@@ -72,8 +81,11 @@ def test_unnamed_nodes_in_json(tmp_path):
     from onnx import TensorProto as T
     from onnx import helper as h
 
-    m = M.model([h.make_node("Relu", ["x"], ["y"])], [h.make_tensor_value_info("x", T.FLOAT, [2])],
-                [h.make_tensor_value_info("y", T.FLOAT, [2])])
+    m = M.model(
+        [h.make_node("Relu", ["x"], ["y"])],
+        [h.make_tensor_value_info("x", T.FLOAT, [2])],
+        [h.make_tensor_value_info("y", T.FLOAT, [2])],
+    )
     p = M.save(m, tmp_path / "m.onnx")
     out = tmp_path / "o.json"
     assert main(["analyze", str(p), "--parser", "table", "--json", str(out), "-q"]) == 0

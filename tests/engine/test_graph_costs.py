@@ -53,8 +53,11 @@ def test_if_bodies_are_kept(save_model):
 
 
 def test_unnamed_nodes_are_numbered(save_model):
-    m = M.model([h.make_node("Relu", ["x"], ["a"]), h.make_node("Relu", ["a"], ["y"])],
-                [h.make_tensor_value_info("x", T.FLOAT, [2])], [h.make_tensor_value_info("y", T.FLOAT, [2])])
+    m = M.model(
+        [h.make_node("Relu", ["x"], ["a"]), h.make_node("Relu", ["a"], ["y"])],
+        [h.make_tensor_value_info("x", T.FLOAT, [2])],
+        [h.make_tensor_value_info("y", T.FLOAT, [2])],
+    )
     gm = analyze_model(save_model(m), parser="table")
     assert [n["name"] for n in to_json(gm)["node_status"]] == ["#0", "#1"]
 
@@ -67,8 +70,12 @@ def test_flops_conv_matmul_gemm(save_model):
         h.make_node("MatMul", ["g", "Mw"], ["y"], name="mm"),
     ]
     inits = [M.w("W", 8, 3, 3, 3), M.w("B", 8), M.w("G", 10, 8 * 4 * 4), M.w("Mw", 10, 5)]
-    m = M.model(nodes, [h.make_tensor_value_info("x", T.FLOAT, [2, 3, 8, 8])],
-                [h.make_tensor_value_info("y", T.FLOAT, [2, 5])], inits)
+    m = M.model(
+        nodes,
+        [h.make_tensor_value_info("x", T.FLOAT, [2, 3, 8, 8])],
+        [h.make_tensor_value_info("y", T.FLOAT, [2, 5])],
+        inits,
+    )
     gm = analyze_model(save_model(m), parser="table")
     conv, flat, gemm, mm = gm.nodes
     assert conv.flops == 2 * (2 * 8 * 4 * 4) * (3 * 3 * 3) + 2 * 8 * 4 * 4
@@ -80,9 +87,12 @@ def test_flops_conv_matmul_gemm(save_model):
 
 
 def test_dims_override_scales_costs(save_model):
-    m = M.model([h.make_node("MatMul", ["x", "Wm"], ["y"], name="mm")],
-                [h.make_tensor_value_info("x", T.FLOAT, ["batch", 16])],
-                [h.make_tensor_value_info("y", T.FLOAT, ["batch", 4])], [M.w("Wm", 16, 4)])
+    m = M.model(
+        [h.make_node("MatMul", ["x", "Wm"], ["y"], name="mm")],
+        [h.make_tensor_value_info("x", T.FLOAT, ["batch", 16])],
+        [h.make_tensor_value_info("y", T.FLOAT, ["batch", 4])],
+        [M.w("Wm", 16, 4)],
+    )
     a = analyze_model(save_model(m), parser="table")
     b = analyze_model(save_model(m), parser="table", dims={"batch": 8})
     assert b.total_flops() == 8 * a.total_flops() > 0
@@ -114,21 +124,31 @@ def test_sample_roles_and_split():
     # the Compress inputs leave partition 1.
     p0, p1 = gm.partitions
     assert [(t.name, t.bytes, t.direction) for t in p0.boundary_tensors] == [
-        ("/backbone/stage4/act/Relu_output_0", 64 * 10 * 10 * 4, "out")]
+        ("/backbone/stage4/act/Relu_output_0", 64 * 10 * 10 * 4, "out")
+    ]
     assert ("/neck/dcn/DCNv4_output_0", 25600, "in") in [(t.name, t.bytes, t.direction) for t in p1.boundary_tensors]
     assert gm.boundary_bytes == sum(t.bytes or 0 for p in gm.partitions for t in p.boundary_tensors)
 
 
 def test_shape_subgraph_role(save_model):
-    nodes = [h.make_node("Shape", ["x"], ["s"], name="shape"),
-             h.make_node("Gather", ["s", "i0"], ["d0"], name="gather", axis=0),
-             h.make_node("Unsqueeze", ["d0", "ax"], ["d0v"], name="unsq"),
-             h.make_node("Concat", ["d0v", "m1"], ["shp"], name="concat", axis=0),
-             h.make_node("Reshape", ["x", "shp"], ["y"], name="reshape")]
-    inits = [nh.from_array(np.array(0, np.int64), "i0"), nh.from_array(np.array([0], np.int64), "ax"),
-             nh.from_array(np.array([-1], np.int64), "m1")]
-    m = M.model(nodes, [h.make_tensor_value_info("x", T.FLOAT, ["n", 4, 4])],
-                [h.make_tensor_value_info("y", T.FLOAT, ["n", 16])], inits)
+    nodes = [
+        h.make_node("Shape", ["x"], ["s"], name="shape"),
+        h.make_node("Gather", ["s", "i0"], ["d0"], name="gather", axis=0),
+        h.make_node("Unsqueeze", ["d0", "ax"], ["d0v"], name="unsq"),
+        h.make_node("Concat", ["d0v", "m1"], ["shp"], name="concat", axis=0),
+        h.make_node("Reshape", ["x", "shp"], ["y"], name="reshape"),
+    ]
+    inits = [
+        nh.from_array(np.array(0, np.int64), "i0"),
+        nh.from_array(np.array([0], np.int64), "ax"),
+        nh.from_array(np.array([-1], np.int64), "m1"),
+    ]
+    m = M.model(
+        nodes,
+        [h.make_tensor_value_info("x", T.FLOAT, ["n", 4, 4])],
+        [h.make_tensor_value_info("y", T.FLOAT, ["n", 16])],
+        inits,
+    )
     gm = analyze_model(save_model(m), parser="table")
     assert [n.role for n in gm.nodes[:4]] == [Role.SHAPE] * 4
     assert gm.nodes[4].role is Role.DATA_MOVEMENT

@@ -15,8 +15,9 @@ from tests.engine.models import LIGHT_DIR
 
 
 def test_a_profile_in_a_child_streams_samples_and_returns_the_result():
-    job = JobProcess("profile", {"model": str(LIGHT_DIR / "light_squeezenet.onnx"), "iterations": 6, "warmup": 1,
-                                 "profiled": 2})
+    job = JobProcess(
+        "profile", {"model": str(LIGHT_DIR / "light_squeezenet.onnx"), "iterations": 6, "warmup": 1, "profiled": 2}
+    )
     events = []
     gen = job.events()
     while True:
@@ -49,5 +50,9 @@ def test_a_crashing_child_ends_the_job_with_one_line():
 
 def test_a_failing_job_reports_its_one_line_error():
     with pytest.raises(SplitscopeError, match="custom-op library"):
-        run_to_end(JobProcess("profile", {"model": str(__import__("splitscope.engine.sample", fromlist=["x"])
-                                                       .SAMPLE_MODEL), "iterations": 2}).events())
+        run_to_end(
+            JobProcess(
+                "profile",
+                {"model": str(__import__("splitscope.engine.sample", fromlist=["x"]).SAMPLE_MODEL), "iterations": 2},
+            ).events()
+        )

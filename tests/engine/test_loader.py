@@ -60,8 +60,7 @@ def test_truncated_file(tmp_path, fraction):
 def test_missing_external_data(tmp_path):
     m = M.five_node()
     path = tmp_path / "ext.onnx"
-    onnx.save(m, path, save_as_external_data=True, all_tensors_to_one_file=True, location="ext.bin",
-              size_threshold=0)
+    onnx.save(m, path, save_as_external_data=True, all_tensors_to_one_file=True, location="ext.bin", size_threshold=0)
     load_model(path)  # sound as saved
     (tmp_path / "ext.bin").unlink()
     with pytest.raises(errors.ExternalDataError) as ei:
@@ -79,9 +78,11 @@ def test_truncated_external_data(tmp_path):
 
 
 def test_cyclic_graph(save_model):
-    nodes = [h.make_node("Add", ["x", "c"], ["a"], name="first"),
-             h.make_node("Relu", ["a"], ["b"], name="second"),
-             h.make_node("Relu", ["b"], ["c"], name="third")]
+    nodes = [
+        h.make_node("Add", ["x", "c"], ["a"], name="first"),
+        h.make_node("Relu", ["a"], ["b"], name="second"),
+        h.make_node("Relu", ["b"], ["c"], name="third"),
+    ]
     m = M.model(nodes, [h.make_tensor_value_info("x", T.FLOAT, [2])], [h.make_tensor_value_info("b", T.FLOAT, [2])])
     with pytest.raises(errors.CyclicGraphError) as ei:
         analyze_model(save_model(m), parser="table")
@@ -104,8 +105,11 @@ def test_empty_graph(save_model):
 
 
 def test_dangling_input(save_model):
-    m = M.model([h.make_node("Relu", ["ghost"], ["y"], name="r")], [h.make_tensor_value_info("x", T.FLOAT, [2])],
-                [h.make_tensor_value_info("y", T.FLOAT, [2])])
+    m = M.model(
+        [h.make_node("Relu", ["ghost"], ["y"], name="r")],
+        [h.make_tensor_value_info("x", T.FLOAT, [2])],
+        [h.make_tensor_value_info("y", T.FLOAT, [2])],
+    )
     with pytest.raises(errors.InvalidGraphError, match="ghost"):
         load_model(save_model(m))
 
@@ -136,9 +140,12 @@ def test_model_over_2gb_with_external_data(tmp_path):
         e.key, e.value = k, v
     with open(tmp_path / "big.bin", "wb") as f:
         f.truncate(rows * 1024 * 4)
-    m = M.model([h.make_node("Gather", ["W", "ids"], ["y"], name="embed", axis=0)],
-                [h.make_tensor_value_info("ids", T.INT64, ["batch", "seq"])],
-                [h.make_tensor_value_info("y", T.FLOAT, ["batch", "seq", 1024])], [w_t])
+    m = M.model(
+        [h.make_node("Gather", ["W", "ids"], ["y"], name="embed", axis=0)],
+        [h.make_tensor_value_info("ids", T.INT64, ["batch", "seq"])],
+        [h.make_tensor_value_info("y", T.FLOAT, ["batch", "seq", 1024])],
+        [w_t],
+    )
     onnx.save(m, tmp_path / "big.onnx")
     gm = analyze_model(tmp_path / "big.onnx", parser="table")
     assert gm.graph.initializers["W"].nbytes > 2**31
@@ -151,9 +158,11 @@ def test_sample_is_default():
 
 
 def test_small_initializer_values_survive_for_checks(save_model):
-    m = M.model([h.make_node("TopK", ["x", "k"], ["v", "i"], name="topk", axis=1)],
-                [h.make_tensor_value_info("x", T.FLOAT, [1, 8000])],
-                [h.make_tensor_value_info("v", T.FLOAT, [1, 5000]), h.make_tensor_value_info("i", T.INT64, [1, 5000])],
-                [nh.from_array(np.array([5000], np.int64), "k")])
+    m = M.model(
+        [h.make_node("TopK", ["x", "k"], ["v", "i"], name="topk", axis=1)],
+        [h.make_tensor_value_info("x", T.FLOAT, [1, 8000])],
+        [h.make_tensor_value_info("v", T.FLOAT, [1, 5000]), h.make_tensor_value_info("i", T.INT64, [1, 5000])],
+        [nh.from_array(np.array([5000], np.int64), "k")],
+    )
     gm = analyze_model(save_model(m), parser="table")
     assert gm.nodes[0].status.value == "plugin" and "3840" in gm.nodes[0].reason

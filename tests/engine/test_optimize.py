@@ -45,14 +45,42 @@ def test_writing_over_the_original_is_refused(tmp_path):
 
 def test_cli_optimize_prints_and_writes_json(tmp_path):
     out = tmp_path / "d.onnx"
-    proc = subprocess.run([sys.executable, "-m", "splitscope.engine.cli", "optimize",
-                           str(DATA / "torch_detector_if.onnx"), "--out", str(out), "--parser", "table",
-                           "--json", str(tmp_path / "d.json")],
-                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "splitscope.engine.cli",
+            "optimize",
+            str(DATA / "torch_detector_if.onnx"),
+            "--out",
+            str(out),
+            "--parser",
+            "table",
+            "--json",
+            str(tmp_path / "d.json"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "before" in proc.stdout and "after" in proc.stdout
     doc = json.loads((tmp_path / "d.json").read_text())
     assert doc["before"]["nodes"] == 34 and doc["after"]["nodes"] < 34 and doc["compared"] is True
-    bad = subprocess.run([sys.executable, "-m", "splitscope.engine.cli", "optimize", str(tmp_path / "missing.onnx"),
-                          "--out", str(tmp_path / "x.onnx")], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    bad = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "splitscope.engine.cli",
+            "optimize",
+            str(tmp_path / "missing.onnx"),
+            "--out",
+            str(tmp_path / "x.onnx"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1

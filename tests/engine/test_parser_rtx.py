@@ -124,10 +124,12 @@ def test_topk_limit_is_a_build_time_check(trt, k, builds):
     from onnx import helper as h
     from onnx import numpy_helper as nh
 
-    m = M.model([h.make_node("TopK", ["x", "k"], ["v", "i"], axis=1)],
-                [h.make_tensor_value_info("x", T.FLOAT, [1, 8000])],
-                [h.make_tensor_value_info("v", T.FLOAT, [1, k]), h.make_tensor_value_info("i", T.INT64, [1, k])],
-                [nh.from_array(np.array([k], np.int64), "k")])
+    m = M.model(
+        [h.make_node("TopK", ["x", "k"], ["v", "i"], axis=1)],
+        [h.make_tensor_value_info("x", T.FLOAT, [1, 8000])],
+        [h.make_tensor_value_info("v", T.FLOAT, [1, k]), h.make_tensor_value_info("i", T.INT64, [1, k])],
+        [nh.from_array(np.array([k], np.int64), "k")],
+    )
     logger = trt.Logger(trt.Logger.INTERNAL_ERROR)
     builder = trt.Builder(logger)
     network = builder.create_network(0)
@@ -159,11 +161,19 @@ def test_cancel_kills_the_parser(save_model):
             pass
 
 
-@pytest.mark.parametrize(("name", "plugin"), [
-    ("string.onnx", {"norm"}), ("bf16.onnx", set()), ("qdq.onnx", set()),
-    ("qdq_zero_point.onnx", {"q", "dq"}), ("loop.onnx", set()), ("scan.onnx", set()),
-    ("unknown_op.onnx", {"frob"}), ("unsorted.onnx", set()),
-])
+@pytest.mark.parametrize(
+    ("name", "plugin"),
+    [
+        ("string.onnx", {"norm"}),
+        ("bf16.onnx", set()),
+        ("qdq.onnx", set()),
+        ("qdq_zero_point.onnx", {"q", "dq"}),
+        ("loop.onnx", set()),
+        ("scan.onnx", set()),
+        ("unknown_op.onnx", {"frob"}),
+        ("unsorted.onnx", set()),
+    ],
+)
 def test_odd_models(save_model, name, plugin):
     gm = analyze_model(save_model(M.odd_models()[name]), parser="rtx")
     assert {n.label for n in gm.nodes if n.status is Status.PLUGIN} == plugin

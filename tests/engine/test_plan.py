@@ -33,9 +33,12 @@ def _replace_roialign(src: Path, dst: Path) -> Path:
     shapes = {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim] for v in g.value_info}
     out = shapes[n.output[0]]
     g.initializer.append(onnx.numpy_helper.from_array(__import__("numpy").array(out, dtype="int64"), "crop_shape"))
-    new = [helper.make_node("AveragePool", [n.input[0]], ["pooled"], name="/RoiAlign_pool",
-                            kernel_shape=[2, 2], strides=[2, 2]),
-           helper.make_node("Expand", ["pooled", "crop_shape"], [n.output[0]], name="/RoiAlign_expand")]
+    new = [
+        helper.make_node(
+            "AveragePool", [n.input[0]], ["pooled"], name="/RoiAlign_pool", kernel_shape=[2, 2], strides=[2, 2]
+        ),
+        helper.make_node("Expand", ["pooled", "crop_shape"], [n.output[0]], name="/RoiAlign_expand"),
+    ]
     del g.node[k]
     for j, x in enumerate(new):
         g.node.insert(k + j, x)
@@ -123,8 +126,10 @@ def test_latency_ranges_come_from_a_real_profile(tmp_path):
 
 
 def test_scenarios_are_saved_with_the_models_session(tmp_path):
-    scenarios = [Scenario("plan A", {"/neck/dcn/DCNv4": "write-plugin"}),
-                 Scenario("plan B", {"/neck/dcn/DCNv4": "shipped-plugin", "/postprocess/threshold/Compress": "host"})]
+    scenarios = [
+        Scenario("plan A", {"/neck/dcn/DCNv4": "write-plugin"}),
+        Scenario("plan B", {"/neck/dcn/DCNv4": "shipped-plugin", "/postprocess/threshold/Compress": "host"}),
+    ]
     save_scenarios(SAMPLE_MODEL, scenarios)
     back = load_scenarios(SAMPLE_MODEL)
     assert [s.to_json() for s in back] == [s.to_json() for s in scenarios]
@@ -135,9 +140,12 @@ def test_scenarios_are_saved_with_the_models_session(tmp_path):
 
 
 def test_a_plan_not_offered_for_an_item_falls_back_to_today(tmp_path):
-    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="r")], "g",
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])])
+    g = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"], name="r")],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])],
+    )
     path = tmp_path / "tiny.onnx"
     onnx.save(helper.make_model(g), path)
     gm = analyze_model(path, parser="table")
@@ -153,11 +161,17 @@ def test_the_decision_in_one_sentence():
     today = evaluate(gm, Scenario("today"), None, its)
     assert decision(its, today) == "2 ops need custom CUDA; TensorRT ships a related plugin for 1."
     plan = evaluate(gm, Scenario("plan A", {"/neck/dcn/DCNv4": "write-plugin"}), None, its)
-    assert decision(its, today, plan) == ("2 ops need custom CUDA; TensorRT ships a related plugin for 1; plan A "
-                                          "writes 1 plugin, removes 1 partition boundary and takes the bytes "
-                                          "crossing engines from 51.7 kB to 500 B per inference.")
-    prof = {"latency_ms": {"mean": 6.1}, "backend": "ort-cuda", "device": "GPU",
-            "per_node": [{"name": "/neck/dcn/DCNv4", "ms": 0.9, "sol_ms": 0.1}]}
+    assert decision(its, today, plan) == (
+        "2 ops need custom CUDA; TensorRT ships a related plugin for 1; plan A "
+        "writes 1 plugin, removes 1 partition boundary and takes the bytes "
+        "crossing engines from 51.7 kB to 500 B per inference."
+    )
+    prof = {
+        "latency_ms": {"mean": 6.1},
+        "backend": "ort-cuda",
+        "device": "GPU",
+        "per_node": [{"name": "/neck/dcn/DCNv4", "ms": 0.9, "sol_ms": 0.1}],
+    }
     with_time = evaluate(gm, Scenario("plan A", {"/neck/dcn/DCNv4": "write-plugin"}), prof, its)
     assert with_time["latency"]["saves_at_most_ms"] == pytest.approx(0.8)
     assert decision(its, today, with_time).endswith("saves at most 0.8 ms of 6.1 ms.")

@@ -68,8 +68,9 @@ def test_symbolic_dims_and_a_run_that_fails_say_what_to_do():
     with pytest.raises(Exception, match="symbolic dims: set them with --dim") as e:
         run_to_end(profile(TRANSFORMER, gm, iterations=2, warmup=0, profiled=1, telemetry=False))
     assert "\n" not in str(e.value)
-    res = run_to_end(profile(TRANSFORMER, gm, iterations=3, warmup=1, profiled=2, telemetry=False,
-                             dims={"batch": 4, "seq": 16}))
+    res = run_to_end(
+        profile(TRANSFORMER, gm, iterations=3, warmup=1, profiled=2, telemetry=False, dims={"batch": 4, "seq": 16})
+    )
     assert res.throughput["batch"] == 4 and res.throughput["items_per_s"] > res.throughput["inferences_per_s"]
 
 
@@ -85,8 +86,13 @@ def test_inputs_random_per_dtype_and_from_files(tmp_path):
     np.savez(tmp_path / "dtype.npz", ids=np.zeros((4, 16), np.float32))
     np.savez(tmp_path / "rank.npz", ids=np.zeros((4,), np.int64))
     (tmp_path / "junk.npz").write_bytes(b"not a zip")
-    for f, words in (("name.npz", "no array for input 'ids'"), ("dtype.npz", "save it as int64"),
-                     ("rank.npz", "reshape it"), ("junk.npz", "numpy.savez"), ("gone.npz", "does not exist")):
+    for f, words in (
+        ("name.npz", "no array for input 'ids'"),
+        ("dtype.npz", "save it as int64"),
+        ("rank.npz", "reshape it"),
+        ("junk.npz", "numpy.savez"),
+        ("gone.npz", "does not exist"),
+    ):
         with pytest.raises(ProfileInputError, match=words) as e:
             file_feeds(tmp_path / f, specs)
         assert "\n" not in e.value.message
@@ -129,8 +135,25 @@ def test_without_a_gpu_the_gpu_parts_say_so_in_one_line():
 
 def test_cli_profile_writes_the_json_and_fails_in_one_line(tmp_path, capsys):
     out = tmp_path / "p.json"
-    assert cli(["profile", str(SQUEEZENET), "--iterations", "5", "--warmup", "1", "--profiled", "2",
-                "--parser", "table", "--json", str(out)]) == 0
+    assert (
+        cli(
+            [
+                "profile",
+                str(SQUEEZENET),
+                "--iterations",
+                "5",
+                "--warmup",
+                "1",
+                "--profiled",
+                "2",
+                "--parser",
+                "table",
+                "--json",
+                str(out),
+            ]
+        )
+        == 0
+    )
     j = json.loads(out.read_text())
     for key in ("backend", "device", "iterations", "latency_ms", "throughput", "per_node", "copies", "verdict"):
         assert key in j
@@ -146,9 +169,25 @@ def test_cli_profile_writes_the_json_and_fails_in_one_line(tmp_path, capsys):
 def test_cli_profile_interrupted_exits_130_and_writes_nothing(tmp_path):
     out = tmp_path / "p.json"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-m", "splitscope.engine.cli", "profile", str(SQUEEZENET),
-                             "--iterations", "100000", "--parser", "table", "--json", str(out)],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "splitscope.engine.cli",
+            "profile",
+            str(SQUEEZENET),
+            "--iterations",
+            "100000",
+            "--parser",
+            "table",
+            "--json",
+            str(out),
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     time.sleep(4)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)

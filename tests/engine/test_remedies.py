@@ -56,9 +56,14 @@ def test_detector_if_takes_the_cause_of_its_body():
 
 
 def test_sequence_ops_point_to_the_optimizer(save_model):
-    m = model([h.make_node("SplitToSequence", ["x"], ["s"], name="split", axis=0),
-               h.make_node("ConcatFromSequence", ["s"], ["y"], name="concat", axis=0)],
-              [h.make_tensor_value_info("x", T.FLOAT, [4, 2])], [h.make_tensor_value_info("y", T.FLOAT, None)])
+    m = model(
+        [
+            h.make_node("SplitToSequence", ["x"], ["s"], name="split", axis=0),
+            h.make_node("ConcatFromSequence", ["s"], ["y"], name="concat", axis=0),
+        ],
+        [h.make_tensor_value_info("x", T.FLOAT, [4, 2])],
+        [h.make_tensor_value_info("y", T.FLOAT, None)],
+    )
     gm = analyze_model(save_model(m), parser="table")
     assert all(n.cause == "sequence ops from a raw export" for n in gm.nodes)
     assert "optimize" in gm.nodes[0].remedy
@@ -75,10 +80,16 @@ def test_uint64_and_headline_plurals(save_model):
 
 
 def test_constant_axes_cause(save_model):
-    m = model([h.make_node("Shape", ["x"], ["s"], name="shape"),
-               h.make_node("ReduceMean", ["x", "s"], ["y"], name="reduce", keepdims=1)],
-              [h.make_tensor_value_info("x", T.FLOAT, [2, 3])], [h.make_tensor_value_info("y", T.FLOAT, None)],
-              [nh.from_array(np.zeros(1, np.float32), "unused")], opset=18)
+    m = model(
+        [
+            h.make_node("Shape", ["x"], ["s"], name="shape"),
+            h.make_node("ReduceMean", ["x", "s"], ["y"], name="reduce", keepdims=1),
+        ],
+        [h.make_tensor_value_info("x", T.FLOAT, [2, 3])],
+        [h.make_tensor_value_info("y", T.FLOAT, None)],
+        [nh.from_array(np.zeros(1, np.float32), "unused")],
+        opset=18,
+    )
     gm = analyze_model(save_model(m), parser="table")
     reduce = next(n for n in gm.nodes if n.name == "reduce")
     if reduce.remedy:  # the table rejects run-time axes

@@ -29,8 +29,22 @@ def detector_files(tmp_path_factory):
     """A real CPU profile and a calibration of the detector, made by the CLI."""
     d = tmp_path_factory.mktemp("det")
     assert cli(["profile", str(DETECTOR), "--iterations", "20", "--json", str(d / "p.json"), "-q"]) == 0
-    assert cli(["calibrate", str(DETECTOR), "--samples", "2", "--out", str(d / "q.onnx"), "--json",
-                str(d / "c.json"), "-q"]) == 0
+    assert (
+        cli(
+            [
+                "calibrate",
+                str(DETECTOR),
+                "--samples",
+                "2",
+                "--out",
+                str(d / "q.onnx"),
+                "--json",
+                str(d / "c.json"),
+                "-q",
+            ]
+        )
+        == 0
+    )
     return d
 
 
@@ -45,8 +59,24 @@ def test_html_is_valid_self_contained_and_shows_the_jsons_figures(tmp_path, dete
     import html5lib
 
     out, js = tmp_path / "r.html", tmp_path / "r.json"
-    assert cli(["report", str(DETECTOR), "--profile", str(detector_files / "p.json"), "--calibration",
-                str(detector_files / "c.json"), "--out", str(out), "--json", str(js), "-q"]) == 0
+    assert (
+        cli(
+            [
+                "report",
+                str(DETECTOR),
+                "--profile",
+                str(detector_files / "p.json"),
+                "--calibration",
+                str(detector_files / "c.json"),
+                "--out",
+                str(out),
+                "--json",
+                str(js),
+                "-q",
+            ]
+        )
+        == 0
+    )
     html = out.read_text(encoding="utf-8")
     html5lib.HTMLParser(strict=True).parse(html)  # raises on any parse error
     doc = json.loads(js.read_text())
@@ -59,8 +89,15 @@ def test_html_is_valid_self_contained_and_shows_the_jsons_figures(tmp_path, dete
     assert fig["latency_mean"] == [f"{doc['time']['latency_ms']['mean']:.4g} ms"]
     assert [f"{a['snr_db']:.1f} dB" for a in doc["calibration"]["accuracy"]] == fig["snr_db"]
     assert fig["partitions"][1:] == [str(s["partitions"]) for s in doc["scenarios"]]
-    for section in ("The decision", "The split", "Partitions and boundary bytes", "Where the time goes",
-                    "Precision and accuracy", "The commitment", "How every figure was obtained"):
+    for section in (
+        "The decision",
+        "The split",
+        "Partitions and boundary bytes",
+        "Where the time goes",
+        "Precision and accuracy",
+        "The commitment",
+        "How every figure was obtained",
+    ):
         assert f"<h2>{section}</h2>" in html
     assert "ROIAlign_TRT" in html  # the shipped plugin that serves the RoiAlign
     # Nothing to fetch: no external resource of any kind, every figure an inline SVG.
@@ -72,16 +109,39 @@ def _page_requests(browser: str, page: Path, tmp: Path) -> list[str]:
     """URLs the page itself asked for (Chromium's own service calls, which carry no page origin, left out),
     with every network request failing (a dead proxy)."""
     log = tmp / f"{page.stem}.netlog.json"
-    quiet = ["--disable-background-networking", "--disable-component-update", "--no-first-run", "--disable-sync",
-             "--disable-default-apps", f"--user-data-dir={tmp / 'profile'}"]
-    subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--proxy-server=127.0.0.1:9", *quiet,
-                    f"--log-net-log={log}", "--dump-dom", page.as_uri()], capture_output=True, timeout=120,
-                   check=False)
+    quiet = [
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--no-first-run",
+        "--disable-sync",
+        "--disable-default-apps",
+        f"--user-data-dir={tmp / 'profile'}",
+    ]
+    subprocess.run(
+        [
+            browser,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--proxy-server=127.0.0.1:9",
+            *quiet,
+            f"--log-net-log={log}",
+            "--dump-dom",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
     doc = json.loads(log.read_text(encoding="utf-8", errors="replace"))
     start = doc["constants"]["logEventTypes"]["URL_REQUEST_START_JOB"]
-    return [e["params"]["url"] for e in doc["events"] if e["type"] == start
-            and "file://" in str(e["params"].get("network_isolation_key", ""))
-            and not e["params"]["url"].startswith(("file:", "data:"))]
+    return [
+        e["params"]["url"]
+        for e in doc["events"]
+        if e["type"] == start
+        and "file://" in str(e["params"].get("network_isolation_key", ""))
+        and not e["params"]["url"].startswith(("file:", "data:"))
+    ]
 
 
 def test_opening_the_report_makes_no_network_request(tmp_path):
@@ -100,16 +160,25 @@ def test_pdf_has_the_title_page_and_sections(tmp_path, detector_files):
     from pypdf import PdfReader
 
     out = tmp_path / "r.pdf"
-    res = run_to_end(make_report(DETECTOR, out, profiles=[str(detector_files / "p.json")],
-                                 calibration=str(detector_files / "c.json")))
+    res = run_to_end(
+        make_report(
+            DETECTOR, out, profiles=[str(detector_files / "p.json")], calibration=str(detector_files / "c.json")
+        )
+    )
     pages = [p.extract_text() for p in PdfReader(out).pages]
     assert len(pages) >= 5 and out.read_bytes().startswith(b"%PDF")
     title = pages[0]
     for word in ("torch_two_stage_ort.onnx", "Date", "GPU", "TensorRT", "Parser", res["date"][:10]):
         assert word in title
     rest = "\n".join(pages[1:])
-    for section in ("The decision", "The split", "Where the time goes", "Precision and accuracy", "The commitment",
-                    "How every figure was obtained"):
+    for section in (
+        "The decision",
+        "The split",
+        "Where the time goes",
+        "Precision and accuracy",
+        "The commitment",
+        "How every figure was obtained",
+    ):
         assert section in rest
     assert all("page " in p and f"of {len(pages)}" in p for p in pages)  # numbered
 
@@ -137,15 +206,29 @@ def test_a_large_models_report_draws_blocks_and_stays_small(tmp_path):
     out = tmp_path / "big.html"
     res = run_to_end(make_report(model, out, parser="table"))
     html = out.read_text(encoding="utf-8")
-    overview = html[html.index('aria-label="Split overview"'):]
+    overview = html[html.index('aria-label="Split overview"') :]
     overview = overview[: overview.index("</svg>")]
     assert res["numbers"]["nodes"] >= 12_000 and overview.count("<rect") < 800  # blocks, not 12k boxes
     assert out.stat().st_size < 10_000_000
 
 
 def test_model_explorer_node_data(tmp_path, detector_files):
-    assert cli(["report", str(DETECTOR), "--profile", str(detector_files / "p.json"), "--calibration",
-                str(detector_files / "c.json"), "--node-data", str(tmp_path), "-q"]) == 0
+    assert (
+        cli(
+            [
+                "report",
+                str(DETECTOR),
+                "--profile",
+                str(detector_files / "p.json"),
+                "--calibration",
+                str(detector_files / "c.json"),
+                "--node-data",
+                str(tmp_path),
+                "-q",
+            ]
+        )
+        == 0
+    )
     split = json.loads((tmp_path / "torch_two_stage_ort.split.json").read_text())["main_graph"]["results"]
     assert split["/RoiAlign"]["value"] == "plugin" and split["/cls/cls.1/Gemm"]["value"] == "delegate"
     assert all(r["bgColor"].startswith("#") for r in split.values())

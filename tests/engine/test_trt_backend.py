@@ -38,6 +38,7 @@ def test_a_real_build_reports_its_phases_and_stops_on_cancel():
 
     def stop(name: str, step: int, total: int) -> None:
         token.cancel()
+
     with pytest.raises(BuildCancelled):
         build_engine(MODEL, "rtx", cancel=token, on_phase=stop)
 
@@ -52,8 +53,7 @@ def test_rtx_profile_end_to_end_with_the_fake_engine():
     gm = analyze_model(MODEL, parser="table")
     flops = {n.name: n.flops or 0 for n in gm.nodes}
     factory = fake_session_factory(str(MODEL), flops)
-    res = run_to_end(profile(MODEL, gm, backend="rtx", iterations=5, warmup=1, profiled=3,
-                             session_factory=factory))
+    res = run_to_end(profile(MODEL, gm, backend="rtx", iterations=5, warmup=1, profiled=3, session_factory=factory))
     assert res.backend == "rtx" and len(res.samples_ms) == 5 and len(res.warmup_ms) == 1
     assert res.per_node and all(r["onnx_nodes"] for r in res.per_node)  # every layer maps to its ONNX nodes
     top = res.per_node[0]

@@ -79,21 +79,39 @@ def test_names_metadata_and_formats():
     assert metadata_nodes("[ONNX Layer: /a/MatMul]\x1e[ONNX Layer: /a/Add]") == ["/a/MatMul", "/a/Add"]
     assert metadata_nodes("[ONNX Layer: x]\x1f[ONNX Layer: y]") == ["x", "y"]
     assert name_tokens("conv1.weight + QuantizeLinear_7 + Conv_9 + PWN(Clip_16, Mul_17) || Conv_2") == [
-        "conv1.weight", "QuantizeLinear_7", "Conv_9", "Clip_16", "Mul_17", "Conv_2"]
+        "conv1.weight",
+        "QuantizeLinear_7",
+        "Conv_9",
+        "Clip_16",
+        "Mul_17",
+        "Conv_2",
+    ]
     assert format_precision("Thirty-two wide channel vectorized row major Int8 format") == "INT8"
     assert format_precision("Channel major FP16 format where channel % 8 == 0") == "FP16"
     assert format_precision("Row major linear BF16") == "BF16"
     from splitscope.engine.trtdata.readers import Layer, TensorDesc
-    assert layer_precision(Layer("c", inputs=[TensorDesc("a", [], "Row major linear FP32")],
-                                 outputs=[TensorDesc("b", [], "Row major linear FP32")],
-                                 tactic="sm80_xmma_gemm_tf32f32")) == "TF32"
+
+    assert (
+        layer_precision(
+            Layer(
+                "c",
+                inputs=[TensorDesc("a", [], "Row major linear FP32")],
+                outputs=[TensorDesc("b", [], "Row major linear FP32")],
+                tactic="sm80_xmma_gemm_tf32f32",
+            )
+        )
+        == "TF32"
+    )
 
 
 def test_bad_files_get_one_line_naming_the_file_and_field(tmp_path):
-    cases = {"trunc.json": '{"Layers": [{"Name": "a"', "bin.json": b"\xff\xfe\x00garbage",
-             "noname.json": json.dumps({"Layers": [{"LayerType": "Conv"}]}),
-             "badtime.json": json.dumps([{"count": 1}, {"name": "a", "timeMs": "fast", "averageMs": 1}]),
-             "other.json": json.dumps({"hello": 1})}
+    cases = {
+        "trunc.json": '{"Layers": [{"Name": "a"',
+        "bin.json": b"\xff\xfe\x00garbage",
+        "noname.json": json.dumps({"Layers": [{"LayerType": "Conv"}]}),
+        "badtime.json": json.dumps([{"count": 1}, {"name": "a", "timeMs": "fast", "averageMs": 1}]),
+        "other.json": json.dumps({"hello": 1}),
+    }
     for name, content in cases.items():
         p = tmp_path / name
         p.write_bytes(content if isinstance(content, bytes) else content.encode())
@@ -115,8 +133,24 @@ def test_cli_engine(tmp_path, capsys):
     out = tmp_path / "e.json"
     lp, pp = _pair("pytorch__resnet__A100__fp16__resnet")
     cp = _pair("pytorch__resnet__A100__qat__resnet-qat")
-    assert cli(["engine", "--layers", str(lp), "--profile", str(pp), "--compare", str(cp[0]),
-                "--compare-profile", str(cp[1]), "--json", str(out)]) == 0
+    assert (
+        cli(
+            [
+                "engine",
+                "--layers",
+                str(lp),
+                "--profile",
+                str(pp),
+                "--compare",
+                str(cp[0]),
+                "--compare-profile",
+                str(cp[1]),
+                "--json",
+                str(out),
+            ]
+        )
+        == 0
+    )
     j = json.loads(out.read_text())
     for key in ("layout", "layers", "unmapped_layers", "mapped_node_share", "lint", "comparison"):
         assert key in j
@@ -137,8 +171,24 @@ def test_cli_engine_maps_onto_a_model(tmp_path):
     model = tmp_path / "m.onnx"
     shutil.copy(TRANSFORMER, model)
     out = tmp_path / "e.json"
-    assert cli(["engine", str(model), "--layers", str(lp), "--profile", str(pp), "--parser", "table",
-                "--json", str(out), "-q"]) == 0
+    assert (
+        cli(
+            [
+                "engine",
+                str(model),
+                "--layers",
+                str(lp),
+                "--profile",
+                str(pp),
+                "--parser",
+                "table",
+                "--json",
+                str(out),
+                "-q",
+            ]
+        )
+        == 0
+    )
     j = json.loads(out.read_text())
     assert j["layout"] == "io_tensors" and j["mapped_node_share"] >= 0.5
 
@@ -164,10 +214,12 @@ def test_our_own_rtx_build_lists_its_layers_and_maps_them():
 def test_build_log_text_is_read_like_the_inspector_json():
     from splitscope.engine.trtdata.buildlog import layers_from_log
 
-    log = ("Layers:\nName: n0_myl0_1, LayerType: correlation, Inputs: [ { Name: x, Dimensions: [1,3,8,8], "
-           "Datatype: Half, Format: (NHWC) Channel major format }], Constants: [], Outputs: [ { Name: y, "
-           "Dimensions: [1,4,8,8], Datatype: Half, Format: (NHWC) Channel major format }], TacticName: t, "
-           "StreamId: 0, Metadata: [ONNX Layer: conv]\x1f[ONNX Layer: relu]\n Multi-Device: Disabled")
+    log = (
+        "Layers:\nName: n0_myl0_1, LayerType: correlation, Inputs: [ { Name: x, Dimensions: [1,3,8,8], "
+        "Datatype: Half, Format: (NHWC) Channel major format }], Constants: [], Outputs: [ { Name: y, "
+        "Dimensions: [1,4,8,8], Datatype: Half, Format: (NHWC) Channel major format }], TacticName: t, "
+        "StreamId: 0, Metadata: [ONNX Layer: conv]\x1f[ONNX Layer: relu]\n Multi-Device: Disabled"
+    )
     (layer,) = layers_from_log(log).layers
     assert layer.name == "n0_myl0_1" and layer.type == "correlation" and layer.outputs[0].dims == [1, 4, 8, 8]
     assert layer_precision(layer) == "FP16"

@@ -24,8 +24,17 @@ def test_weight_aliases_fold_into_their_consumers():
     assert len(hier.folded) >= 100  # the TorchScript exporter's row of weight-aliasing Identity nodes
     for node, host in hier.folded.items():
         assert host not in hier.folded
-        assert gm.nodes[node].op_type in ("Identity", "Constant", "ConstantOfShape", "Cast", "Reshape",
-                                          "Unsqueeze", "Squeeze", "Transpose", "CastLike")
+        assert gm.nodes[node].op_type in (
+            "Identity",
+            "Constant",
+            "ConstantOfShape",
+            "Cast",
+            "Reshape",
+            "Unsqueeze",
+            "Squeeze",
+            "Transpose",
+            "CastLike",
+        )
     assert len(hier.root.nodes) <= 3
     # Unfolded, every node is laid out again.
     assert not build_hierarchy(gm, gm.order, fold=False).folded
@@ -50,11 +59,16 @@ def test_shape_arithmetic_folds_into_its_consumer():
 
 
 def test_an_unscoped_node_joins_its_consumers_scope(save_model):
-    m = model([h.make_node("Relu", ["x"], ["a"], name="loose"),
-               h.make_node("Relu", ["a"], ["b"], name="/enc/layer.0/r1"),
-               h.make_node("Relu", ["a"], ["c"], name="/enc/layer.0/r2"),
-               h.make_node("Add", ["b", "c"], ["y"], name="/enc/layer.0/add")],
-              [h.make_tensor_value_info("x", T.FLOAT, [4])], [h.make_tensor_value_info("y", T.FLOAT, [4])])
+    m = model(
+        [
+            h.make_node("Relu", ["x"], ["a"], name="loose"),
+            h.make_node("Relu", ["a"], ["b"], name="/enc/layer.0/r1"),
+            h.make_node("Relu", ["a"], ["c"], name="/enc/layer.0/r2"),
+            h.make_node("Add", ["b", "c"], ["y"], name="/enc/layer.0/add"),
+        ],
+        [h.make_tensor_value_info("x", T.FLOAT, [4])],
+        [h.make_tensor_value_info("y", T.FLOAT, [4])],
+    )
     gm = analyze_model(save_model(m), parser="table")
     assert effective_scopes(gm, gm.order)[0] == ("enc", "layer.0")
 

@@ -11,8 +11,14 @@ from splitscope.engine.onnxio.wire import WireError, read_structure
 from tests.engine import models as M
 
 
-@pytest.mark.parametrize("path", [M.LIGHT_DIR / "light_resnet50.onnx", M.LIGHT_DIR / "light_inception_v1.onnx",
-                                  Path(__file__).resolve().parents[2] / "resources" / "sample.onnx"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        M.LIGHT_DIR / "light_resnet50.onnx",
+        M.LIGHT_DIR / "light_inception_v1.onnx",
+        Path(__file__).resolve().parents[2] / "resources" / "sample.onnx",
+    ],
+)
 def test_structure_matches_onnx_load(path):
     full = onnx.load(path)
     light = onnx.ModelProto.FromString(read_structure(path, 1024))

@@ -30,8 +30,14 @@ def _external_cnn(tmp_path: Path) -> Path:
     src = onnx.load(_cnn(tmp_path / "plain.onnx"))
     ext = tmp_path / "src" / "cnn.onnx"
     ext.parent.mkdir()
-    onnx.save(src, str(ext), save_as_external_data=True, all_tensors_to_one_file=True, location="cnn.weights",
-              size_threshold=0)
+    onnx.save(
+        src,
+        str(ext),
+        save_as_external_data=True,
+        all_tensors_to_one_file=True,
+        location="cnn.weights",
+        size_threshold=0,
+    )
     return ext
 
 
@@ -45,7 +51,8 @@ def _leftovers(folder: Path) -> list[str]:
 
 def _runs(path: Path) -> None:
     ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(
-        None, {"x": np.ones((1, 3, 16, 16), np.float32)})
+        None, {"x": np.ones((1, 3, 16, 16), np.float32)}
+    )
 
 
 @pytest.mark.parametrize("precision", ["int8", "fp16"])
@@ -123,11 +130,17 @@ def test_a_killed_writer_leaves_a_stage_the_next_one_removes(tmp_path):
     """A job killed outright (SIGKILL after Cancel's grace) cannot clean up: the next writer of the same
     target removes the staging folder of the process that no longer runs."""
     out = tmp_path / "out.onnx"
-    code = ("import os, onnx, sys; from splitscope.engine.onnxio.writer import ModelWriter\n"
-            f"w = ModelWriter({str(out)!r}).__enter__(); w.save(onnx.load({str(_cnn(tmp_path / 'c.onnx'))!r}))\n"
-            "os._exit(9)\n")
-    subprocess.run([sys.executable, "-c", code], check=False, cwd=Path(__file__).resolve().parents[2],
-                   env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    code = (
+        "import os, onnx, sys; from splitscope.engine.onnxio.writer import ModelWriter\n"
+        f"w = ModelWriter({str(out)!r}).__enter__(); w.save(onnx.load({str(_cnn(tmp_path / 'c.onnx'))!r}))\n"
+        "os._exit(9)\n"
+    )
+    subprocess.run(
+        [sys.executable, "-c", code],
+        check=False,
+        cwd=Path(__file__).resolve().parents[2],
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".staging")]
     write_model(onnx.load(tmp_path / "c.onnx"), out)
     assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".staging")]

@@ -24,13 +24,16 @@ ORT_CRASHES = tuple(int(x) for x in ort.__version__.split(".")[:2]) in ((1, 30),
 
 def _runs_at_default(path) -> int:
     """Create a default-level CPU session in a fresh process and run it: the process's exit code."""
-    code = ("import sys, onnx, onnxruntime as ort\n"
-            "from splitscope.engine.runtime.inputs import input_specs, random_feeds\n"
-            f"p = {str(path)!r}\n"
-            "s = ort.InferenceSession(p, providers=['CPUExecutionProvider'])\n"
-            f"s.run(None, random_feeds(input_specs(onnx.load(p, load_external_data=False)), {DIMS!r}))\n")
-    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={"PYTHONPATH": str(ROOT)},
-                          capture_output=True, check=False).returncode
+    code = (
+        "import sys, onnx, onnxruntime as ort\n"
+        "from splitscope.engine.runtime.inputs import input_specs, random_feeds\n"
+        f"p = {str(path)!r}\n"
+        "s = ort.InferenceSession(p, providers=['CPUExecutionProvider'])\n"
+        f"s.run(None, random_feeds(input_specs(onnx.load(p, load_external_data=False)), {DIMS!r}))\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env={"PYTHONPATH": str(ROOT)}, capture_output=True, check=False
+    ).returncode
 
 
 def test_the_written_fp16_transformer_runs_in_onnx_runtime_cpu_at_the_default_level(tmp_path):
@@ -47,18 +50,24 @@ def test_the_written_fp16_transformer_runs_in_onnx_runtime_cpu_at_the_default_le
 def _crash_pattern(path) -> None:
     """The smallest model of the pattern: FP16 3-D Transpose(perm=[1,0,2]) into an FP16 MatMul (valid ONNX)."""
     w = numpy_helper.from_array((np.random.default_rng(0).standard_normal((32, 64)) * 0.1).astype(np.float16), "W")
-    g = helper.make_graph([helper.make_node("Transpose", ["X"], ["t"], perm=[1, 0, 2]),
-                           helper.make_node("MatMul", ["t", "W"], ["Y"])], "g",
-                          [helper.make_tensor_value_info("X", TensorProto.FLOAT16, [16, 1, 32])],
-                          [helper.make_tensor_value_info("Y", TensorProto.FLOAT16, [1, 16, 64])], [w])
+    g = helper.make_graph(
+        [helper.make_node("Transpose", ["X"], ["t"], perm=[1, 0, 2]), helper.make_node("MatMul", ["t", "W"], ["Y"])],
+        "g",
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT16, [16, 1, 32])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT16, [1, 16, 64])],
+        [w],
+    )
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     m.ir_version = 8
     onnx.checker.check_model(m, full_check=True)
     onnx.save(m, path)
 
 
-@pytest.mark.skipif(not ORT_CRASHES, reason=f"onnxruntime {ort.__version__} is not one of the releases (1.30-1.32) "
-                    "whose CPU optimiser crashes on the pattern")
+@pytest.mark.skipif(
+    not ORT_CRASHES,
+    reason=f"onnxruntime {ort.__version__} is not one of the releases (1.30-1.32) "
+    "whose CPU optimiser crashes on the pattern",
+)
 def test_onnx_runtimes_crash_is_detected_and_named_with_the_workaround(tmp_path):
     path = tmp_path / "pattern.onnx"
     _crash_pattern(path)
@@ -68,9 +77,13 @@ def test_onnx_runtimes_crash_is_detected_and_named_with_the_workaround(tmp_path)
 
 def test_a_written_model_onnx_runtime_rejects_is_not_written(tmp_path):
     shape = numpy_helper.from_array(np.array([3], np.int64), "shape")
-    g = helper.make_graph([helper.make_node("Reshape", ["x", "shape"], ["y"])], "g",
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])], [shape])
+    g = helper.make_graph(
+        [helper.make_node("Reshape", ["x", "shape"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])],
+        [shape],
+    )
     path = tmp_path / "bad.onnx"
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
     with pytest.raises(WrittenModelError, match="does not run in ONNX Runtime"):

@@ -31,5 +31,9 @@ def window(qtbot):
 
 def wait_idle(qtbot, w, timeout=60000):
     """Wait until the analysis and the layout are both done."""
-    qtbot.waitUntil(lambda: w.view is not None and not w.runner.running and not w.layout_runner.running
-                    and w.graph_model is not None, timeout=timeout)
+    qtbot.waitUntil(
+        lambda: (
+            w.view is not None and not w.runner.running and not w.layout_runner.running and w.graph_model is not None
+        ),
+        timeout=timeout,
+    )

@@ -20,8 +20,19 @@ def test_calibrate_from_the_window(qtbot, window, tmp_path):
     wait_idle(qtbot, window)
     ui = window.calib_ui
     out = tmp_path / "cnn.int8.onnx"
-    jid = ui.submit({"model": str(model), "out": str(out), "data": "random", "method": "entropy",
-                     "precision": "int8", "samples": 4, "keep": ["fc"], "dims": {}, "budget": "snr=10"})
+    jid = ui.submit(
+        {
+            "model": str(model),
+            "out": str(out),
+            "data": "random",
+            "method": "entropy",
+            "precision": "int8",
+            "samples": 4,
+            "keep": ["fc"],
+            "dims": {},
+            "budget": "snr=10",
+        }
+    )
     q = window.controller.queue
     qtbot.waitUntil(lambda: q.jobs[jid].state == DONE and ui.result is not None, timeout=90000)
     assert out.exists() and "fc" in ui.result["excluded"]
@@ -44,9 +55,18 @@ def test_cancelled_calibration_writes_nothing(qtbot, window, tmp_path):
     (tmp_path / "o").mkdir()
     out = tmp_path / "o" / "t.int8.onnx"
     ui = window.calib_ui
-    jid = ui.submit({"model": str(ROOT / "tests" / "data" / "torch_transformer.onnx"), "out": str(out),
-                     "data": "random", "method": "max", "precision": "int8", "samples": 100000, "keep": [],
-                     "dims": {"batch": 4, "seq": 16}})
+    jid = ui.submit(
+        {
+            "model": str(ROOT / "tests" / "data" / "torch_transformer.onnx"),
+            "out": str(out),
+            "data": "random",
+            "method": "max",
+            "precision": "int8",
+            "samples": 100000,
+            "keep": [],
+            "dims": {"batch": 4, "seq": 16},
+        }
+    )
     q = window.controller.queue
     qtbot.waitUntil(lambda: q.jobs[jid].done > 3, timeout=60000)
     q.cancel(jid)
@@ -68,8 +88,18 @@ def test_fp16_plan_in_the_window_uses_the_engine_explorers_colours(qtbot, window
     dlg.precision.setCurrentText("int8")
     assert dlg.method.isEnabled()
     ui = window.calib_ui
-    jid = ui.submit({"model": str(model), "out": str(tmp_path / "cnn.fp16.onnx"), "data": "random",
-                     "method": "max", "precision": "fp16", "samples": 2, "keep": ["fc"], "dims": {}})
+    jid = ui.submit(
+        {
+            "model": str(model),
+            "out": str(tmp_path / "cnn.fp16.onnx"),
+            "data": "random",
+            "method": "max",
+            "precision": "fp16",
+            "samples": 2,
+            "keep": ["fc"],
+            "dims": {},
+        }
+    )
     qtbot.waitUntil(lambda: window.controller.queue.jobs[jid].state == DONE and ui.result is not None, timeout=90000)
     assert "casts" in ui.panel.title.text() and "FP16" in ui.panel.title.text()
     heat = window.canvas.heat
@@ -85,8 +115,18 @@ def test_pinning_nodes_measures_again_with_the_cached_statistics(qtbot, window, 
     wait_idle(qtbot, window)
     ui, q = window.calib_ui, window.controller.queue
     assert ui.pin(True) is None  # nothing calibrated yet: a status message, no job
-    jid = ui.submit({"model": str(model), "out": str(tmp_path / "cnn.int8.onnx"), "data": "random",
-                     "method": "max", "precision": "int8", "samples": 4, "keep": [], "dims": {}})
+    jid = ui.submit(
+        {
+            "model": str(model),
+            "out": str(tmp_path / "cnn.int8.onnx"),
+            "data": "random",
+            "method": "max",
+            "precision": "int8",
+            "samples": 4,
+            "keep": [],
+            "dims": {},
+        }
+    )
     qtbot.waitUntil(lambda: q.jobs[jid].state == DONE and ui.result is not None, timeout=90000)
     assert ui.panel.pin_fp32.isEnabled() and ui.panel.pin_low.text() == "Pin Selection to INT8"
     by = {n.name: n.index for n in window.graph_model.nodes}
@@ -112,8 +152,18 @@ def test_pinning_a_node_to_fp16_inside_an_int8_model(qtbot, window, tmp_path):
     window.open_model(model)
     wait_idle(qtbot, window)
     ui, q = window.calib_ui, window.controller.queue
-    jid = ui.submit({"model": str(model), "out": str(tmp_path / "cnn.int8.onnx"), "data": "random",
-                     "method": "max", "precision": "int8", "samples": 2, "keep": [], "dims": {}})
+    jid = ui.submit(
+        {
+            "model": str(model),
+            "out": str(tmp_path / "cnn.int8.onnx"),
+            "data": "random",
+            "method": "max",
+            "precision": "int8",
+            "samples": 2,
+            "keep": [],
+            "dims": {},
+        }
+    )
     qtbot.waitUntil(lambda: q.jobs[jid].state == DONE and ui.result is not None, timeout=90000)
     assert ui.panel.pin_half.isEnabled()
     by = {n.name: n.index for n in window.graph_model.nodes}

@@ -92,8 +92,13 @@ def test_an_engine_seen_alone_maps_onto_its_model_when_that_is_opened(qtbot, win
     assert all(n.domain == "trt.engine" for n in window.graph_model.nodes)
     window.open_model(TRANSFORMER)
     wait_idle(qtbot, window)
-    qtbot.waitUntil(lambda: ui.doc is not None and ui.doc.get("mapped_data_node_share") is not None
-                    and not ui.on_engine_graph and sum(r.kind == "engine" for r in q.jobs.values()) >= 2,
-                    timeout=60000)
-    qtbot.waitUntil(lambda: ui.doc["mapped_data_node_share"] > 0.5 and ui.data.gm is window.graph_model,
-                    timeout=30000)
+    qtbot.waitUntil(
+        lambda: (
+            ui.doc is not None
+            and ui.doc.get("mapped_data_node_share") is not None
+            and not ui.on_engine_graph
+            and sum(r.kind == "engine" for r in q.jobs.values()) >= 2
+        ),
+        timeout=60000,
+    )
+    qtbot.waitUntil(lambda: ui.doc["mapped_data_node_share"] > 0.5 and ui.data.gm is window.graph_model, timeout=30000)

@@ -24,6 +24,7 @@ def _sleeper(seconds: float):  # type: ignore[no-untyped-def]
             yield Progress("sleep", 0, 0, "sleeping")
             time.sleep(0.01)
         return "slept"
+
     return factory
 
 

@@ -245,8 +245,14 @@ def test_netron_serves_on_loopback(qtbot, window, monkeypatch):
 
 def test_report_startup_prints_timings():
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "PYTHONPATH": str(ROOT)}
-    r = subprocess.run([sys.executable, "main.py", "--report-startup", "--parser", "table"], cwd=ROOT, env=env,
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "main.py", "--report-startup", "--parser", "table"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
     line = [ln for ln in r.stdout.splitlines() if ln.startswith("{")][-1]
     d = json.loads(line)
@@ -285,8 +291,9 @@ def test_drop_onnx_file_opens_it(qtbot, window, tmp_path):
     p.write_bytes(SAMPLE_MODEL.read_bytes())
     mime = QMimeData()
     mime.setUrls([QUrl.fromLocalFile(str(p))])
-    event = QDropEvent(QPointF(20, 20), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
-                       Qt.KeyboardModifier.NoModifier)
+    event = QDropEvent(
+        QPointF(20, 20), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier
+    )
     window.dropEvent(event)
     wait_idle(qtbot, window)
     assert window.graph_model.path == p

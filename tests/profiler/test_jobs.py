@@ -95,8 +95,12 @@ def test_a_failed_open_after_a_ready_model_keeps_showing_it(qtbot, tmp_path):
     from onnx import TensorProto as T
     from onnx import helper as h
 
-    g = h.make_graph([h.make_node("Relu", ["b"], ["a"]), h.make_node("Relu", ["a"], ["b"])], "g", [],
-                     [h.make_tensor_value_info("b", T.FLOAT, [1])])
+    g = h.make_graph(
+        [h.make_node("Relu", ["b"], ["a"]), h.make_node("Relu", ["a"], ["b"])],
+        "g",
+        [],
+        [h.make_tensor_value_info("b", T.FLOAT, [1])],
+    )
     onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), bad)
     with qtbot.waitSignal(session.failed, timeout=30000):
         session.open(bad)

@@ -23,8 +23,12 @@ OUT = HERE / "out"
 def _array(img: QImage) -> np.ndarray:
     img = img.convertToFormat(QImage.Format.Format_RGB32)
     ptr = img.constBits()
-    return np.frombuffer(ptr, np.uint8, img.sizeInBytes()).reshape(img.height(), img.bytesPerLine())[
-        :, : img.width() * 4].reshape(img.height(), img.width(), 4)[:, :, :3].copy()
+    return (
+        np.frombuffer(ptr, np.uint8, img.sizeInBytes())
+        .reshape(img.height(), img.bytesPerLine())[:, : img.width() * 4]
+        .reshape(img.height(), img.width(), 4)[:, :, :3]
+        .copy()
+    )
 
 
 def _check(name: str, img: QImage) -> None:
@@ -57,8 +61,9 @@ def _window(qtbot, tmp_path, model: Path):  # type: ignore[no-untyped-def]
     w.resize(1280, 800)
     w.show()
     w.open_model(model)
-    qtbot.waitUntil(lambda: w.graph_model is not None and not w.runner.running and not w.layout_runner.running,
-                    timeout=60000)
+    qtbot.waitUntil(
+        lambda: w.graph_model is not None and not w.runner.running and not w.layout_runner.running, timeout=60000
+    )
     qtbot.waitUntil(lambda: bool(w.dep_status), timeout=30000)
     for b in w.badges.values():
         b.setText("")
