@@ -7,6 +7,7 @@ fixes a missing dependency, for the GUI badges and CLI messages.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 from dataclasses import dataclass
@@ -52,6 +53,13 @@ KNOWN: dict[str, tuple[str, str]] = {
 }
 
 
+FOUND_IS_ENOUGH = frozenset({"netron", "pdf"})
+"""Dependencies a probe only finds, never imports: importing WeasyPrint takes most of a second of the GIL,
+which the window's first paint would wait for; they are imported when first used, and say so then."""
+
+DISTRIBUTIONS = {"netron": "netron", "pdf": "weasyprint"}
+
+
 def installed(module: str) -> bool:
     """Whether ``module`` can be found, without importing it."""
     try:
@@ -74,8 +82,14 @@ def probe(name: str, *, import_it: bool = True) -> DepStatus:
     top = module.split(".")[0]
     if not installed(top):
         return DepStatus(name, module, DepState.NOT_INSTALLED, fix=fix)
-    if not import_it:
-        return DepStatus(name, module, DepState.READY)
+    if not import_it or name in FOUND_IS_ENOUGH:
+        version = ""
+        if name in DISTRIBUTIONS:
+            from importlib import metadata
+
+            with contextlib.suppress(metadata.PackageNotFoundError):
+                version = metadata.version(DISTRIBUTIONS[name])
+        return DepStatus(name, module, DepState.READY, version)
     try:
         mod = importlib.import_module(module)
     except Exception as e:  # noqa: BLE001 - any import failure is reported, not raised
@@ -93,8 +107,6 @@ def probe(name: str, *, import_it: bool = True) -> DepStatus:
                 "run on a machine with an NVIDIA GPU and driver",
             )
     if name == "ort-cuda":
-        import contextlib
-
         with contextlib.suppress(Exception):  # CUDA libraries that are not there show as no provider
             if hasattr(mod, "preload_dlls"):
                 mod.preload_dlls()

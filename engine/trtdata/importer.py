@@ -116,9 +116,9 @@ class EngineData:
             doc["mapped_node_share"] = m.mapped_node_share(len(self.gm.nodes))
             doc["mapped_data_node_share"] = m.mapped_data_share(self.gm)
             doc["mapped_layer_share"] = m.mapped_layer_share()
-        else:
+        else:  # no model to map onto: the same keys, none of them a figure
             doc["unmapped_layers"] = []
-            doc["mapped_node_share"] = None
+            doc["mapped_node_share"] = doc["mapped_data_node_share"] = doc["mapped_layer_share"] = None
         return doc
 
 
