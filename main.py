@@ -20,6 +20,12 @@ def dispatch(argv: list[str]) -> int:
         from splitscope.engine.cli import main as cli
 
         return cli(argv)
+    if argv[:1] in (["-h"], ["--help"]):
+        from splitscope.engine.cli import build_parser
+
+        build_parser().print_help()
+        print("\nWithout a verb: splitscope [MODEL.onnx] [--parser auto|tensorrt|rtx|table] opens the window.")
+        return 0
     from splitscope.gui.shell.launch import main as window
 
     return window(argv, T0)
