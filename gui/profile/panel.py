@@ -445,10 +445,16 @@ def summary_html(r: dict[str, Any]) -> str:
             f"<td align=right>{p['ms']:.4f}</td><td align=right>{saves(p)}</td></tr>"
             for p in sc.get("plugins", [])
         )
+        if sc.get("boundary_copy_ms") is not None:
+            copies = (
+                f"plus {sc['boundary_copy_ms']:.3f} ms of partition-boundary copies: "
+                f"{sc['share_of_end_to_end']:.1%} of end to end ({html.escape(sc.get('assumes', ''))})"
+            )
+        else:  # never a 0 that reads as measured
+            copies = f"plus partition-boundary copies, not measured ({html.escape(sc.get('not_measured', 'no GPU'))})"
         parts.append(
             f"<p><b>The custom part:</b> {sc['plugin_ms']:.3f} ms in {sc['plugin_nodes']} plugin nodes "
-            f"plus {sc['boundary_copy_ms']:.3f} ms of partition-boundary copies: "
-            f"{sc['share_of_end_to_end']:.1%} of end to end ({html.escape(sc.get('assumes', ''))}).</p>"
+            f"{copies}.</p>"
             "<table cellspacing=4><tr><th>plugin node</th><th>op</th><th>ms</th>"
             f"<th>most a kernel saves (ms)</th></tr>{rows}</table>"
         )
@@ -467,8 +473,8 @@ def summary_html(r: dict[str, Any]) -> str:
             "<table cellspacing=4><tr><th>bytes</th><th>H2D pinned</th><th>H2D pageable</th>"
             f"<th>D2H pinned</th><th>D2H pageable</th></tr>{rows}</table>"
         )
-    elif c.get("note"):
-        parts.append(f"<p>Copies: {html.escape(c['note'])}.</p>")
+    elif c.get("not_measured") or c.get("note"):  # "note": profiles saved before copies said not_measured
+        parts.append(f"<p>Copies not measured: {html.escape(c.get('not_measured') or c['note'])}.</p>")
     for n in r.get("notes", []):
         parts.append(f"<p><i>{html.escape(n)}</i></p>")
     return "".join(parts)

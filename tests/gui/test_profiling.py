@@ -13,6 +13,8 @@ from splitscope.profiler.queue import CANCELLED, DONE, QUEUED, RUNNING, JobQueue
 from tests.engine.models import LIGHT_DIR
 from tests.gui.conftest import wait_idle
 
+ROOT = Path(__file__).resolve().parents[2]
+
 SQUEEZENET = LIGHT_DIR / "light_squeezenet.onnx"
 
 
@@ -118,3 +120,20 @@ def test_closing_the_window_mid_job_cancels_it(qtbot, window):
     qtbot.waitUntil(lambda: ui.panel.lat.n > 5, timeout=60000)
     window.close()
     qtbot.waitUntil(lambda: window.controller.queue.jobs[jid].state == CANCELLED, timeout=3000)
+
+
+def test_the_summary_of_a_cpu_profile_with_a_plugin_node_says_the_copies_were_not_measured():
+    """The two-stage detector's RoiAlign needs custom CUDA for TensorRT-RTX; a CPU profile cannot time the
+    copies its partition boundaries force: the summary says so and prints no 0 ms for them."""
+    from splitscope.engine.jobs import run_to_end
+    from splitscope.engine.runtime.profile import profile
+    from splitscope.engine.split.analyze import analyze_model
+    from splitscope.gui.profile.panel import summary_html
+
+    model = ROOT / "tests" / "data" / "torch_two_stage_ort.onnx"
+    gm = analyze_model(model, parser="rtx")
+    assert any(n.status.value == "plugin" for n in gm.nodes) and len(gm.partitions) > 1
+    doc = run_to_end(profile(model, gm, iterations=3, warmup=1, profiled=2)).to_json()
+    assert doc["split_cost"]["boundary_copy_ms"] is None and doc["copies"]["not_measured"]
+    text = summary_html(doc)
+    assert "not measured" in text and "0.000 ms of partition-boundary copies" not in text
