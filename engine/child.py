@@ -14,6 +14,7 @@ import contextlib
 import json
 import os
 import queue
+import signal
 import subprocess
 import sys
 import tempfile
@@ -66,15 +67,24 @@ class JobProcess:
         self._lines.put(None)
 
     def kill(self) -> None:
-        """Stop the child: terminate, then kill after half a second."""
+        """Stop the child: terminate, then kill after half a second; the children it started (the parser, a
+        written-model check) are in its process group and go with it, not orphaned."""
         if self.proc.poll() is None:
-            self.proc.terminate()
+            self._signal(signal.SIGTERM)
             try:
                 self.proc.wait(0.5)
             except subprocess.TimeoutExpired:
-                self.proc.kill()
+                self._signal(signal.SIGKILL)
                 self.proc.wait()
         self._close()
+
+    def _signal(self, sig: int) -> None:
+        """``sig`` to the child's whole process group (it leads one: started in a session of its own)."""
+        try:
+            os.killpg(self.proc.pid, sig)
+        except (ProcessLookupError, PermissionError, AttributeError):  # no group left, or not POSIX
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.send_signal(sig)
 
     def _close(self) -> None:
         if self.proc.stdout is not None:
@@ -223,7 +233,6 @@ def main(argv: list[str] | None = None) -> int:
     """Child entry point: run the job in ``argv[0]`` (a JSON file), streaming events to stdout."""
     argv = list(sys.argv[1:] if argv is None else argv)
     spec = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
-    import signal
 
     def _stop(*_: object) -> None:  # Cancel sends SIGTERM: unwind, so half-written files are removed
         raise KeyboardInterrupt

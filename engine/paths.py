@@ -39,3 +39,25 @@ def data_dir() -> Path:
 def log_dir() -> Path:
     """Per-user log folder."""
     return _dir("SPLITSCOPE_LOG_DIR", _DIRS.user_log_dir)
+
+
+def _read_umask() -> int:
+    """The process's umask, read without changing it (Linux: /proc; elsewhere set and restored once, at import,
+    before any worker thread exists)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _read_umask()
+
+
+def file_mode() -> int:
+    """The permissions a plain ``open(path, "w")`` gives a new file (mkstemp's are 0600)."""
+    return 0o666 & ~_UMASK

@@ -211,9 +211,15 @@ class AppController(QObject):
         self.model_ready.emit(gm, view)
 
     def _profile(self, jid: int, result: dict[str, Any]) -> None:
-        self._current.profiles[jid] = result
-        self._current.shown_profile = jid
-        self.profile_ready.emit(jid, result)
+        """A profile finished (or came back saved): kept with the model it profiled, shown only if that
+        model is the one open (a profile of A finishing after B was opened never colours B)."""
+        rec = self.queue.jobs.get(jid)
+        model = (rec.meta.get("model") if rec is not None else None) or result.get("model")
+        mine = self._for(model) if model else self._current
+        mine.profiles[jid] = result
+        mine.shown_profile = jid
+        if not model or self._is_open(model):
+            self.profile_ready.emit(jid, result)
 
     def _finished(self, jid: int) -> None:
         rec = self.queue.jobs.get(jid)

@@ -195,8 +195,11 @@ def calibrate(model: str | Path, out: str | Path, **kw: Any) -> Generator[JobEve
         doc = yield from _calibrate(model, out, writer=writer, **kw)
         if writer.path.exists():
             yield Progress("check", 0, 0, f"Running {out.name} in ONNX Runtime (CPU) and TensorRT-RTX's parser")
-            doc["written_checks"] = verify_written(writer.path, kw.get("dims"), source=model, cancel=kw.get("cancel"))
-            doc["notes"].extend(n for n in doc["written_checks"] if "crash" in n or "no kernel" in n)
+            checks = verify_written(writer.path, kw.get("dims"), source=model, cancel=kw.get("cancel"))
+            doc["written_checks"] = checks.notes
+            doc["written_runs"] = {"ort_cpu": checks.ort, "tensorrt_rtx": checks.rtx}
+            if checks.ort not in ("runs", "sizes"):
+                doc["notes"].append(checks.notes[0])
             writer.commit()
     return doc
 

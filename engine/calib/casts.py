@@ -28,6 +28,7 @@ kernels for most ops and none for BF16, so the written model itself is not what 
 from __future__ import annotations
 
 import copy
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -221,7 +222,7 @@ def plan(
             reason = None
         elif default_keep and n.op_type in KEEP_OPS:
             reason = f"{n.op_type} is kept in FP32 by default (it overflows or loses precision)"
-        elif precision == "fp16" and _crashes_ort_cpu(n, reads_matmul):
+        elif precision == "fp16" and ort_has_transpose_bug() and _crashes_ort_cpu(n, reads_matmul):
             reason = ORT_TRANSPOSE_REASON
         elif precision == "fp16" and absmax:
             big = max((absmax.get(o, 0.0) for o in n.output), default=0.0)
@@ -243,6 +244,21 @@ ORT_TRANSPOSE_REASON = (
     "kept in FP32: ONNX Runtime 1.30-1.32's CPU optimiser crashes on an FP16 3-D Transpose "
     "moving the first axis before a MatMul (MatmulTransposeFusion, then NchwcTransformer)"
 )
+
+
+@functools.cache
+def ort_has_transpose_bug() -> bool:
+    """Whether the installed ONNX Runtime is one of the releases whose CPU optimiser crashes on the pattern of
+    :func:`_crashes_ort_cpu` (1.30-1.32: seen on 1.32.0): elsewhere the Transpose runs in FP16 as planned."""
+    from importlib import metadata
+
+    for dist in ("onnxruntime", "onnxruntime-gpu"):
+        try:
+            major, minor = (int(x) for x in metadata.version(dist).split(".")[:2])
+        except (metadata.PackageNotFoundError, ValueError):
+            continue
+        return (major, minor) in ((1, 30), (1, 31), (1, 32))
+    return False
 
 
 def _crashes_ort_cpu(n: onnx.NodeProto, reads_matmul: set[str]) -> bool:
@@ -510,12 +526,13 @@ def emulate(m: onnx.ModelProto, cplan: CastPlan, dims: dict[str, int] | None = N
 
 
 def _gemm_rows(m: onnx.ModelProto, dims: dict[str, int] | None) -> dict[int, int]:
-    """Rows of ``A`` of each Gemm (by node position) once the inputs' named dims are fixed; 0 when unknown."""
+    """Rows of ``A`` of each Gemm (by node position) once the inputs' named dims are fixed (a dim not given is 1,
+    as the accuracy run's feeds take it); 0 when unknown."""
     fixed = copy.deepcopy(m)
     for i in fixed.graph.input:
         for d in i.type.tensor_type.shape.dim:
-            if d.HasField("dim_param") and dims and d.dim_param in dims:
-                d.dim_value = int(dims[d.dim_param])
+            if d.HasField("dim_param") or not d.HasField("dim_value"):
+                d.dim_value = int((dims or {}).get(d.dim_param, 1))
     try:
         inferred = onnx.shape_inference.infer_shapes(fixed, check_type=False, strict_mode=False)
     except Exception:  # noqa: BLE001 - no shapes: no Gemm is treated as one-row
@@ -549,6 +566,10 @@ def _round_product_before_bias(
     if not one_row:
         return
     round_t = LOW[cplan.precision]
+    zero = "splitscope_zero_bias"
+    g.initializer.append(numpy_helper.from_array(np.zeros([1], np.float32), zero))
+    if m.ir_version < 4:  # IR < 4: every initializer is also a graph input
+        g.input.append(helper.make_tensor_value_info(zero, TensorProto.FLOAT, [1]))
     merged: list[onnx.NodeProto] = []
     for n in g.node:
         if n.op_type != "Gemm" or n.output[0] not in one_row:
@@ -556,7 +577,7 @@ def _round_product_before_bias(
             continue
         y, bias = n.output[0], n.input[2]
         product = copy.deepcopy(n)
-        del product.input[2]
+        product.input[2] = zero  # C stays (required before opset 11), zero: the bias is added after the rounding
         product.output[0] = f"{y}_product"
         merged += [
             product,

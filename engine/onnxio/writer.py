@@ -1,13 +1,16 @@
 """The one way Splitscope writes a model: the ``.onnx`` and its external-data sidecar staged together, moved
 into place together.
 
-A model is written into a hidden staging folder beside its target (``.<out>.<pid>.staging/``), under the
+A model is written into a hidden staging folder beside its target (``.<out>.<host>.<pid>-<n>.staging/``), under the
 target's own name, with its weights (when they are external) in ``<out>.data`` beside it: the staged pair is
 already a valid model, so checks and accuracy runs read it there. :meth:`ModelWriter.commit` moves the
 sidecar, then the model, onto the target's names and removes a sidecar the previous model had and the new one
 has not. Anything that goes wrong before the commit (an exception, Cancel, a ``KeyboardInterrupt``) removes
-the staging folder: the target keeps the old pair, never a mix or an orphan. A staging folder left by a
-process that was killed is removed by the next writer of the same target.
+the staging folder: the target keeps the old pair, never a mix or an orphan. Both files are flushed to disk
+before the renames, and an advisory lock on the target's folder keeps two processes writing the same target
+from interleaving their renames. The renames are two: a machine that loses power between them keeps the new
+sidecar with the old model (no in-process failure can). A staging folder left by a process of this host that
+was killed is removed by the next writer of the same target.
 
 The weights stay external in every output when the source model kept them external, and always above
 :data:`EXTERNAL_ABOVE` (protobuf cannot hold 2 GB).
@@ -20,6 +23,7 @@ import itertools
 import os
 import shutil
 import signal
+import socket
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,6 +34,7 @@ import onnx
 EXTERNAL_ABOVE = 1_900_000_000
 """A written model larger than this keeps its weights in an external data file (protobuf's limit is 2 GB)."""
 _SERIAL = itertools.count()
+_HOST = "".join(c if c.isalnum() or c in "-_" else "_" for c in socket.gethostname())[:40] or "host"
 
 
 def sidecar_name(out: str | os.PathLike[str]) -> str:
@@ -72,9 +77,40 @@ def _tensors(g: onnx.GraphProto) -> Iterator[onnx.TensorProto]:
 
 
 def _umask_mode() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return 0o666 & ~mask
+    from splitscope.engine.paths import file_mode
+
+    return file_mode()
+
+
+def _fsync(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+@contextlib.contextmanager
+def _target_lock(out: Path) -> Iterator[None]:
+    """One commit at a time in the target's folder, across processes (a CLI run and the window writing the same
+    --out): an advisory lock on the folder itself, so no lock file is left beside the user's files."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no lock, the renames alone
+        yield
+        return
+    try:
+        fd = os.open(out.parent, os.O_RDONLY)
+    except OSError:
+        yield
+        return
+    try:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def _alive(pid: int) -> bool:
@@ -102,7 +138,7 @@ class ModelWriter:
     def __init__(self, out: str | os.PathLike[str], *, external: bool | None = None) -> None:
         self.out = Path(out)
         self.external = external
-        self.stage = self.out.parent / f".{self.out.name}.{os.getpid()}-{next(_SERIAL)}.staging"
+        self.stage = self.out.parent / f".{self.out.name}.{_HOST}.{os.getpid()}-{next(_SERIAL)}.staging"
         self.path = self.stage / self.out.name
         """The staged model file: read it (checks, accuracy) before the commit."""
         self.committed = False
@@ -115,8 +151,9 @@ class ModelWriter:
         self.discard()
 
     def _remove_stale(self) -> None:
-        """Staging folders of this target left by processes that no longer run (a killed job)."""
-        prefix = f".{self.out.name}."
+        """Staging folders of this target left by processes of this host that no longer run (a killed job); a
+        stage of another host (a shared folder) is never judged from here."""
+        prefix = f".{self.out.name}.{_HOST}."
         with contextlib.suppress(OSError):
             for p in self.out.parent.iterdir():
                 if not (p.name.startswith(prefix) and p.name.endswith(".staging") and p.is_dir()):
@@ -152,10 +189,13 @@ class ModelWriter:
             raise FileNotFoundError(f"nothing was staged for {self.out}")
         new_data = self.stage / sidecar_name(self.out)
         final_data = self.out.parent / sidecar_name(self.out)
-        old_refs = external_locations(self.out) if self.out.exists() else set()
         has_data = new_data.exists()
         mode = _umask_mode()
-        with _signals_held():  # Cancel's SIGTERM waits the two renames out
+        for f in (new_data, self.path):
+            if f.exists():
+                _fsync(f)
+        with _target_lock(self.out), _signals_held():  # another writer and Cancel's SIGTERM wait the renames out
+            old_refs = external_locations(self.out) if self.out.exists() else set()
             if has_data:
                 os.chmod(new_data, mode)
                 os.replace(new_data, final_data)
@@ -163,6 +203,7 @@ class ModelWriter:
             os.replace(self.path, self.out)
             if not has_data and final_data.name in old_refs:
                 final_data.unlink(missing_ok=True)
+            _fsync(self.out.parent)
         self.committed = True
         self.discard()
         return self.out

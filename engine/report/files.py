@@ -14,9 +14,9 @@ from splitscope.engine.model import GraphModel
 
 
 def _umask_mode() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return 0o666 & ~mask
+    from splitscope.engine.paths import file_mode
+
+    return file_mode()
 
 
 @contextlib.contextmanager

@@ -164,8 +164,8 @@ def _save_timing_cache(config: Any, file: Path | None) -> None:
 
 
 def _plan_key(path: str | Path, backend: str, dims: dict[str, int] | None, version: str) -> str:
-    """What an engine depends on: the model's content, the backend and its version, the dims in force and,
-    for full TensorRT, the GPU it is built for (an engine is tied to one architecture)."""
+    """What an engine depends on: the model's content (and its external weights), the backend and its version,
+    the dims in force and, for full TensorRT, the GPU it is built for (an engine is tied to one architecture)."""
     import hashlib
 
     from splitscope.engine.runtime.store import model_key
@@ -179,7 +179,12 @@ def _plan_key(path: str | Path, backend: str, dims: dict[str, int] | None, versi
             device = f"{info.name}-cc{info.compute_capability[0]}{info.compute_capability[1]}"
         except NoGpu:
             device = "nogpu"
-    text = json.dumps([model_key(path), backend, version, sorted((dims or {}).items()), device])
+    from splitscope.engine.onnxio.writer import external_locations
+
+    files = [Path(path)] + [Path(path).parent / loc for loc in sorted(external_locations(path))]
+    stamps = [[f.name, f.stat().st_size, f.stat().st_mtime_ns] for f in files if f.exists()]
+    # The content key samples a large file; its size and time, and its external weights', catch a re-export.
+    text = json.dumps([model_key(path), stamps, backend, version, sorted((dims or {}).items()), device])
     return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
 
 

@@ -20,7 +20,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,41 +36,57 @@ class WrittenModelError(SplitscopeError):
     """A model Splitscope wrote does not run in ONNX Runtime: nothing is written."""
 
 
+@dataclass(slots=True)
+class WrittenChecks:
+    """What running the written model found."""
+
+    ort: str
+    """``runs``, ``no-kernel``, ``crashes-at-default`` (runs at ORT_ENABLE_BASIC), ``crashes``, ``timeout``,
+    ``not-run`` (the check itself could not run), or ``sizes`` (the source fails at these sizes too)."""
+    rtx: str = "not-run"
+    """``parses``, ``rejects``, ``crashes`` or ``not-run`` (TensorRT-RTX not installed)."""
+    notes: list[str] = field(default_factory=list)
+
+
 def _check_in_child(
     path: Path, how: str, dims: dict[str, int] | None, cancel: CancelToken | None, timeout: float
-) -> tuple[dict[str, Any] | None, int]:
-    """Run one check in a child; returns (its JSON answer or None, return code)."""
+) -> tuple[dict[str, Any] | None, int, str]:
+    """Run one check in a child; returns (its JSON answer or None, return code, the last line of its stderr).
+    Its output goes to files, not pipes: TensorRT's logger writes to stdout, and a full pipe would stall it."""
     from splitscope.engine.entry import child_command, child_env
 
     env, root = child_env()
-    proc = subprocess.Popen(
-        child_command("check", str(path), how, json.dumps(dims or {})),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        stdin=subprocess.DEVNULL,
-        env=env,
-        cwd=root,
-        text=True,
-    )
-    t0 = time.monotonic()
-    try:
-        while proc.poll() is None:
-            if cancel is not None and cancel.cancelled:
-                raise JobCancelledError()
-            if time.monotonic() - t0 > timeout:
-                proc.kill()
-                proc.wait()
-                return {"ok": False, "kind": "timeout", "error": f"no answer in {timeout:.0f} s"}, 0
-            time.sleep(0.05)
-    except BaseException:
-        proc.kill()
-        proc.wait()
-        raise
-    out = proc.stdout.read() if proc.stdout is not None else ""
-    if proc.stdout is not None:
-        proc.stdout.close()
-    line = next((ln for ln in reversed(out.splitlines()) if ln.startswith("{")), None)
-    return (json.loads(line) if line else None), proc.returncode
+    with (
+        tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as out,
+        tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as err,
+    ):
+        proc = subprocess.Popen(
+            child_command("check", str(path), how, json.dumps(dims or {})),
+            stdout=out,
+            stderr=err,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            cwd=root,
+        )
+        t0 = time.monotonic()
+        try:
+            while proc.poll() is None:
+                if cancel is not None and cancel.cancelled:
+                    raise JobCancelledError()
+                if time.monotonic() - t0 > timeout:
+                    proc.kill()
+                    proc.wait()
+                    return {"ok": False, "kind": "timeout", "error": f"no answer in {timeout:.0f} s"}, 0, ""
+                time.sleep(0.05)
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            raise
+        out.seek(0)
+        err.seek(0)
+        line = next((ln for ln in reversed(out.read().splitlines()) if ln.startswith("{")), None)
+        tail = next((ln.strip() for ln in reversed(err.read().splitlines()) if ln.strip()), "")
+    return (json.loads(line) if line else None), proc.returncode, tail[:200]
 
 
 def verify_written(
@@ -79,43 +97,51 @@ def verify_written(
     rtx: bool = True,
     cancel: CancelToken | None = None,
     timeout: float = CHECK_TIMEOUT_S,
-) -> list[str]:
+) -> WrittenChecks:
     """Load and run ``path`` in ONNX Runtime CPU at its default optimisation level and parse it with
-    TensorRT-RTX (when installed); the notes to report with it. Raises :class:`WrittenModelError` when ONNX
-    Runtime refuses the model for a reason other than a missing kernel, unless the ``source`` model it was
-    made from fails there too (sizes a traced model cannot take: said in a note)."""
+    TensorRT-RTX (when installed); what was found, with the notes to report. Raises :class:`WrittenModelError`
+    when ONNX Runtime refuses the model for a reason other than a missing kernel, unless the ``source`` model it
+    was made from fails there too (sizes a traced model cannot take: said in a note)."""
     import onnxruntime as ort
     from splitscope.engine._optional import installed
 
     path = Path(path)
-    notes: list[str] = []
-    res, rc = _check_in_child(path, "ort", dims, cancel, timeout)
-    if res is None:  # a crash (signal) or an exit without an answer
-        basic, _ = _check_in_child(path, "ort-basic", dims, cancel, timeout)
-        how = f"signal {-rc}" if rc < 0 else f"exit code {rc}"
+    res, rc, tail = _check_in_child(path, "ort", dims, cancel, timeout)
+    checks = WrittenChecks("runs")
+    notes = checks.notes
+    if res is None and rc >= 0:  # an exit without an answer: the check could not run (not ONNX Runtime's crash)
+        checks.ort = "not-run"
+        notes.append(f"{path.name} could not be checked in ONNX Runtime (exit code {rc}{': ' + tail if tail else ''})")
+    elif res is None:  # killed by a signal: ONNX Runtime crashed
+        basic, _, _ = _check_in_child(path, "ort-basic", dims, cancel, timeout)
         if basic is not None and basic.get("ok"):
+            checks.ort = "crashes-at-default"
             notes.append(
                 f"ONNX Runtime {ort.__version__}'s CPU provider crashes on {path.name} at its default "
-                f"optimisation level ({how}; its bug: the model is valid ONNX): load it with "
+                f"optimisation level (signal {-rc}; its bug: the model is valid ONNX): load it with "
                 "SessionOptions.graph_optimization_level = ORT_ENABLE_BASIC"
             )
         else:
+            checks.ort = "crashes"
             notes.append(
-                f"ONNX Runtime {ort.__version__}'s CPU provider crashes on {path.name} ({how}), also at "
-                "ORT_ENABLE_BASIC: run it on another provider"
+                f"ONNX Runtime {ort.__version__}'s CPU provider crashes on {path.name} (signal {-rc}), also at "
+                "its basic optimisation level: run it on another provider"
             )
     elif res.get("ok"):
         notes.append(f"{path.name} loads and runs in ONNX Runtime {ort.__version__} (CPU, default optimisation)")
     elif res.get("kind") == "no-kernel":
+        checks.ort = "no-kernel"
         notes.append(
             f"ONNX Runtime's CPU provider has no kernel for part of {path.name} ({res['error'][:120]}): "
             "not run on the CPU"
         )
     elif res.get("kind") == "timeout":
+        checks.ort = "timeout"
         notes.append(f"{path.name} was not run in ONNX Runtime: {res['error']}")
     else:
-        src, _ = _check_in_child(Path(source), "ort", dims, cancel, timeout) if source is not None else (None, 0)
+        src = _check_in_child(Path(source), "ort", dims, cancel, timeout)[0] if source is not None else None
         if src is not None and not src.get("ok"):
+            checks.ort = "sizes"
             notes.append(
                 f"{path.name} was not run in ONNX Runtime at these sizes: the original fails there too "
                 f"({src.get('error', '')[:120]}); give the model's dims with --dim"
@@ -126,14 +152,17 @@ def verify_written(
                 " nothing was written; report it with the model."
             )
     if rtx and installed("tensorrt_rtx"):
-        res, rc = _check_in_child(path, "rtx", None, cancel, timeout)
+        res, rc, tail = _check_in_child(path, "rtx", None, cancel, timeout)
         if res is None:
-            notes.append(f"TensorRT-RTX's parser crashed on {path.name} (exit {rc})")
+            checks.rtx = "crashes"
+            notes.append(f"TensorRT-RTX's parser crashed on {path.name} (exit {rc}{': ' + tail if tail else ''})")
         elif res.get("ok"):
+            checks.rtx = "parses"
             notes.append(f"TensorRT-RTX's parser takes {path.name}")
         else:
+            checks.rtx = "rejects"
             notes.append(f"TensorRT-RTX's parser reports on {path.name}: {res.get('error', '')[:200]}")
-    return notes
+    return checks
 
 
 def _answer(ok: bool, error: str = "", kind: str = "") -> int:

@@ -266,10 +266,15 @@ class EngineUi(QObject):
 
     def _graph_written(self, _jid: int, path: Any, paths: list[str]) -> None:
         self.pending = list(paths)
+        self.pending_graph = Path(path)
         self.controller.model_ready.connect(self._pending_ready, Qt.ConnectionType.SingleShotConnection)
         self.shell.open_model(path)
 
-    def _pending_ready(self, *_: Any) -> None:
+    def _pending_ready(self, gm: Any = None, *_: Any) -> None:
+        graph = getattr(self, "pending_graph", None)
+        if gm is not None and graph is not None and (gm.path is None or Path(gm.path) != graph):
+            self.pending = None  # the engine's graph did not open (it failed): never import onto another model
+            return
         if self.pending:
             paths, self.pending = self.pending, None
             self.on_engine_graph = True

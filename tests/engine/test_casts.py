@@ -284,3 +284,28 @@ def test_a_one_row_gemm_with_bias_rounds_its_product_before_the_bias_as_onnx_run
         want = h(h(product) + h(b)) if twice else h(product + h(b))
         np.testing.assert_allclose(got, want, rtol=0, atol=2e-3)
         assert ("Add" in [n.op_type for n in emu.graph.node]) is twice
+
+
+@pytest.mark.parametrize("opset", [9, 13])
+def test_the_one_row_rule_holds_on_old_opsets_and_symbolic_batches(opset):
+    """Gemm's C is required before opset 11 (the product keeps a zero one), and a batch dim not given is 1, as
+    the accuracy run's feeds take it."""
+    import onnxruntime as ort
+
+    rng = np.random.default_rng(0)
+    w = numpy_helper.from_array(rng.standard_normal((4, 8)).astype(np.float32), "W")
+    b = numpy_helper.from_array(rng.standard_normal(4).astype(np.float32), "B")
+    g = helper.make_graph(
+        [helper.make_node("Gemm", ["x", "W", "B"], ["y"], name="fc", transB=1)],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4])],
+        [w, b],
+    )
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 7
+    emu = casts.emulate(m, casts.plan(m, "fp16"))  # no dims: N is 1
+    assert "Add" in [n.op_type for n in emu.graph.node]
+    ort.InferenceSession(emu.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+        None, {"x": np.ones((1, 8), np.float32)}
+    )

@@ -40,9 +40,10 @@ def test_the_written_fp16_transformer_runs_in_onnx_runtime_cpu_at_the_default_le
     out = tmp_path / "t.fp16.onnx"
     res = run_to_end(calibrate(TRANSFORMER, out, precision="fp16", samples=2, dims=DIMS))
     assert any("loads and runs in ONNX Runtime" in n for n in res["written_checks"])
+    assert res["written_runs"]["ort_cpu"] == "runs"
     assert _runs_at_default(out) == 0
     kept = [k for k, r in res["kept_reasons"].items() if r == casts.ORT_TRANSPOSE_REASON]
-    assert kept and all("Transpose" in k for k in kept)
+    assert all("Transpose" in k for k in kept) and bool(kept) == casts.ort_has_transpose_bug()
     pytest.importorskip("tensorrt_rtx", reason="tensorrt_rtx is not installed (the test extra installs it)")
     assert "TensorRT-RTX's parser takes t.fp16.onnx" in res["written_checks"]
 
@@ -71,8 +72,10 @@ def _crash_pattern(path) -> None:
 def test_onnx_runtimes_crash_is_detected_and_named_with_the_workaround(tmp_path):
     path = tmp_path / "pattern.onnx"
     _crash_pattern(path)
-    notes = verify_written(path, rtx=False)
-    assert len(notes) == 1 and "crashes" in notes[0] and "ORT_ENABLE_BASIC" in notes[0] and "its bug" in notes[0]
+    checks = verify_written(path, rtx=False)
+    assert checks.ort == "crashes-at-default"
+    (note,) = checks.notes
+    assert "crashes" in note and "ORT_ENABLE_BASIC" in note and "its bug" in note
 
 
 def test_a_written_model_onnx_runtime_rejects_is_not_written(tmp_path):

@@ -137,3 +137,18 @@ def test_the_summary_of_a_cpu_profile_with_a_plugin_node_says_the_copies_were_no
     assert doc["split_cost"]["boundary_copy_ms"] is None and doc["copies"]["not_measured"]
     text = summary_html(doc)
     assert "not measured" in text and "0.000 ms of partition-boundary copies" not in text
+
+
+def test_a_profile_of_another_model_is_kept_with_it_and_never_shown_on_this_one(qtbot, window):
+    """A profile of A that finishes after B was opened is filed under A (it comes back when A is reopened),
+    and B's panels and canvas never show it."""
+    window.open_model(SQUEEZENET)
+    wait_idle(qtbot, window)
+    c = window.controller
+    other = str(ROOT / "tests" / "data" / "torch_transformer.onnx")
+    res = {"backend": "ort-cpu", "per_node": [], "latency_ms": {"mean": 1.0}, "verdict": {}}
+    jid = c.queue.add_finished("Profile the other model", "profile", res, {"model": other})
+    with qtbot.assertNotEmitted(c.profile_ready, wait=50):
+        c.profiling.result_ready.emit(jid, res)
+    assert jid not in c.results.profiles and c._for(other).profiles[jid] is res
+    assert c.colour_mode == "status"
