@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 from splitscope.engine.jobs import Sample
+from splitscope.engine.runtime.results import ProfileDoc
 from splitscope.gui.shell.palette import COLOURS
 
 REDRAW_MS = 33
@@ -174,6 +175,8 @@ class ProfilePanel(QWidget):
         self.node_ops: dict[str, str] = {}
         """Op type by node name, for the bars' labels (set with the model)."""
         self.result: dict[str, Any] | None = None
+        self.doc: ProfileDoc | None = None
+        """The shown profile, typed (the panel reads it, not the JSON's keys)."""
         self._dirty = False
         self._timer = QTimer(self)
         self._timer.setInterval(REDRAW_MS)
@@ -188,7 +191,7 @@ class ProfilePanel(QWidget):
     # ------------------------------------------------------------ feeding
     def start_live(self, job_id: int, title: str) -> None:
         """A new run: clear the plots and follow ``job_id``'s samples."""
-        self.live_id, self.result = job_id, None
+        self.live_id, self.result, self.doc = job_id, None, None
         self.lat.clear()
         self.tel_t.clear()
         for r in self.tel.values():
@@ -214,32 +217,31 @@ class ProfilePanel(QWidget):
         self._dirty = True
 
     def show_result(self, job_id: int, result: dict[str, Any], title: str) -> None:
-        """A finished profile: every plot from its figures."""
-        self.live_id, self.result = job_id, result
+        """A finished profile: every plot from its figures (read once into typed records)."""
+        doc = ProfileDoc.from_json(result)
+        self.live_id, self.result, self.doc = job_id, result, doc
         self.lat.clear()
-        self.lat.extend(np.asarray(result.get("samples_ms", []), dtype=float))
+        self.lat.extend(np.asarray(doc.samples_ms, dtype=float))
         self.tel_t.clear()
         for r in self.tel.values():
             r.clear()
-        series = result.get("telemetry_series") or []
+        series = doc.telemetry_series
         if series:
             t0 = series[0]["t"]
             for s in series:
                 self.tel_t.append(s["t"] - t0)
                 for k, r in self.tel.items():
                     r.append(float(s.get(k, 0.0)))
-        self.nodes = {r["name"]: r["ms"] for r in result.get("per_node", [])}
-        self.node_ops.update({r["name"]: r["op_type"] for r in result.get("per_node", []) if r.get("op_type")})
-        self.title.setText(f"<b>{html.escape(title)}</b> — {html.escape(result.get('device', ''))}")
-        tel = result.get("telemetry")
+        self.nodes = {r.name: r.ms for r in doc.per_node}
+        self.node_ops.update({r.name: r.op_type for r in doc.per_node if r.op_type})
+        self.title.setText(f"<b>{html.escape(title)}</b> — {html.escape(doc.device)}")
         self.tel_note.setText(
             ""
             if series
-            else "No GPU telemetry for this run: "
-            + ((tel or {}).get("note") or "the CPU backend does not touch the GPU.")
+            else "No GPU telemetry for this run: " + (doc.telemetry_note or "the CPU backend does not touch the GPU.")
         )
-        self.summary.setHtml(summary_html(result))
-        self._draw_roofline(result)
+        self.summary.setHtml(summary_html(doc))
+        self._draw_roofline(doc)
         self._dirty = True
 
     # ------------------------------------------------------------ drawing
@@ -273,25 +275,25 @@ class ProfilePanel(QWidget):
         op = self.node_ops.get(name)
         return f"{op} · {name}" if op and op not in name else name
 
-    def _draw_roofline(self, result: dict[str, Any]) -> None:
+    def _draw_roofline(self, doc: ProfileDoc) -> None:
         for item in self.roof_lines:
             self.roof_plot.removeItem(item)
         self.roof_lines = []
-        gpu = result.get("gpu") or {}
-        rows = [r for r in result.get("per_node", []) if r.get("intensity") and r.get("achieved_flops")]
+        rows = [r for r in doc.per_node if r.intensity and r.achieved_flops]
         for cls, sc in self.roof_scatter.items():
             sc.setData(
                 [
                     {
-                        "pos": (np.log10(r["intensity"]), np.log10(r["achieved_flops"])),
-                        "data": r.get("index"),
-                        "symbol": "t" if r.get("status") == "plugin" else "o",
+                        "pos": (np.log10(r.intensity), np.log10(r.achieved_flops)),  # type: ignore[arg-type]
+                        "data": r.index,
+                        "symbol": "t" if r.status == "plugin" else "o",
                     }
                     for r in rows
-                    if r.get("class", "unknown") == cls
+                    if r.roofline_class == cls
                 ]
             )
-        peaks, bw = gpu.get("peak_flops") or {}, gpu.get("peak_bandwidth") or 0.0
+        gpu_name = doc.gpu.name if doc.gpu else ""
+        peaks, bw = (doc.gpu.peak_flops, doc.gpu.peak_bandwidth) if doc.gpu else ({}, 0.0)
         if peaks and bw:
             xs = np.logspace(-2, 4, 200)
             for name, colour in COLOURS["roofs"].items():
@@ -302,13 +304,13 @@ class ProfilePanel(QWidget):
                         pen=pg.mkPen(colour, width=1.5, style=Qt.PenStyle.DashLine),
                     )
                     self.roof_lines.append(line)
-            self.roof_note.setText(f"roofs: {gpu.get('name', '')} peaks (fp32, tf32, fp16) and {bw / 1e12:.2f} TB/s")
+            self.roof_note.setText(f"roofs: {gpu_name} peaks (fp32, tf32, fp16) and {bw / 1e12:.2f} TB/s")
         else:
             self.roof_note.setText("No GPU peaks for this run (the CPU backend): the dots show achieved FLOP/s only.")
         if rows:
             self.roof_note.setPos(
-                np.log10(min(r["intensity"] for r in rows)),
-                np.log10(max(max(peaks.values(), default=0.0), max(r["achieved_flops"] for r in rows))) + 0.4,
+                np.log10(min(r.intensity or 1.0 for r in rows)),
+                np.log10(max(max(peaks.values(), default=0.0), max(r.achieved_flops or 1.0 for r in rows))) + 0.4,
             )
 
     def _roof_clicked(self, _item: Any, points: Any) -> None:
@@ -358,18 +360,9 @@ class ProfilePanel(QWidget):
             w.writerows((f"{t:.4f}", *(f"{c[i]:.3f}" for c in cols)) for i, t in enumerate(self.tel_t.view()))
         else:
             w.writerow(["node", "op_type", "ms", "class", "intensity", "achieved_flops", "sol_ms", "headroom_ms"])
-            for r in (self.result or {}).get("per_node", []):
+            for r in self.doc.per_node if self.doc is not None else ():
                 w.writerow(
-                    [
-                        r["name"],
-                        r["op_type"],
-                        r["ms"],
-                        r.get("class"),
-                        r.get("intensity"),
-                        r.get("achieved_flops"),
-                        r.get("sol_ms"),
-                        r.get("headroom_ms"),
-                    ]
+                    [r.name, r.op_type, r.ms, r.roofline_class, r.intensity, r.achieved_flops, r.sol_ms, r.headroom_ms]
                 )
         return out.getvalue()
 
@@ -421,60 +414,57 @@ def _short(name: str, n: int = 34) -> str:
     return name if len(name) <= n else "…" + name[-(n - 1) :]
 
 
-def summary_html(r: dict[str, Any]) -> str:
+def summary_html(r: ProfileDoc | dict[str, Any]) -> str:
     """The Summary tab: the verdict first, then the custom part's cost, latency, copies, notes."""
-    v, lat, sc = r.get("verdict", {}), r.get("latency_ms", {}), r.get("split_cost", {})
-    num = v.get("numbers", {})
+    doc = r if isinstance(r, ProfileDoc) else ProfileDoc.from_json(r)
+    v, lat, sc = doc.verdict, doc.latency, doc.split_cost
     parts = [
-        f"<h3>{html.escape(v.get('verdict', '?'))}</h3><p>{html.escape(v.get('why', ''))}.<br>"
-        f"<b>Fix:</b> {html.escape(v.get('fix', ''))}.</p>",
-        f"<p>Mean {lat.get('mean', 0):.3f} ms (p50 {lat.get('p50', 0):.3f}, p90 {lat.get('p90', 0):.3f}, "
-        f"p99 {lat.get('p99', 0):.3f}) over {r.get('iterations')} iterations after {r.get('warmup')} warm-up; "
-        f"{r.get('throughput', {}).get('inferences_per_s', 0):.1f} inferences/s. Per-node times cover "
-        f"{r.get('node_cover', 0):.0%} of a profiled run; small (launch-bound) nodes take "
-        f"{num.get('launch_bound_ms', 0):.3f} ms.</p>",
+        f"<h3>{html.escape(v.verdict or '?')}</h3><p>{html.escape(v.why)}.<br><b>Fix:</b> {html.escape(v.fix)}.</p>",
+        f"<p>Mean {lat.mean:.3f} ms (p50 {lat.p50:.3f}, p90 {lat.p90:.3f}, p99 {lat.p99:.3f}) over "
+        f"{doc.iterations} iterations after {doc.warmup} warm-up; {doc.inferences_per_s:.1f} inferences/s. Per-node "
+        f"times cover {doc.node_cover:.0%} of a profiled run; small (launch-bound) nodes take "
+        f"{v.launch_bound_ms:.3f} ms.</p>",
     ]
-    if sc.get("plugin_nodes"):
-
-        def saves(p: dict[str, Any]) -> str:
-            v = p.get("most_a_kernel_saves_ms")
-            return "" if v is None else f"{v:.4f}"
-
-        rows = "".join(
-            f"<tr><td>{html.escape(p['name'])}</td><td>{html.escape(p['op_type'])}</td>"
-            f"<td align=right>{p['ms']:.4f}</td><td align=right>{saves(p)}</td></tr>"
-            for p in sc.get("plugins", [])
+    if not doc.verified:
+        parts.append(
+            f"<p><i>The {html.escape(doc.backend)} backend is not yet run against a real engine: these figures come "
+            "from code written to TensorRT's documented API and tested against a fake engine.</i></p>"
         )
-        if sc.get("boundary_copy_ms") is not None:
+    if sc.plugin_nodes:
+        rows = "".join(
+            f"<tr><td>{html.escape(p.name)}</td><td>{html.escape(p.op_type)}</td><td align=right>{p.ms:.4f}</td>"
+            f"<td align=right>{'' if p.most_a_kernel_saves_ms is None else f'{p.most_a_kernel_saves_ms:.4f}'}</td></tr>"
+            for p in sc.plugins
+        )
+        if sc.boundary_copy_ms is not None:
             copies = (
-                f"plus {sc['boundary_copy_ms']:.3f} ms of partition-boundary copies: "
-                f"{sc['share_of_end_to_end']:.1%} of end to end ({html.escape(sc.get('assumes', ''))})"
+                f"plus {sc.boundary_copy_ms:.3f} ms of partition-boundary copies: "
+                f"{sc.share_of_end_to_end or 0.0:.1%} of end to end ({html.escape(sc.assumes)})"
             )
         else:  # never a 0 that reads as measured
-            copies = f"plus partition-boundary copies, not measured ({html.escape(sc.get('not_measured', 'no GPU'))})"
+            copies = f"plus partition-boundary copies, not measured ({html.escape(sc.not_measured or 'no GPU')})"
         parts.append(
-            f"<p><b>The custom part:</b> {sc['plugin_ms']:.3f} ms in {sc['plugin_nodes']} plugin nodes "
-            f"{copies}.</p>"
+            f"<p><b>The custom part:</b> {sc.plugin_ms:.3f} ms in {sc.plugin_nodes} plugin nodes {copies}.</p>"
             "<table cellspacing=4><tr><th>plugin node</th><th>op</th><th>ms</th>"
             f"<th>most a kernel saves (ms)</th></tr>{rows}</table>"
         )
-    c = r.get("copies", {})
-    if c.get("measured"):
+    c = doc.copies
+    if c.measured:
         rows = "".join(
-            f"<tr><td align=right>{m['bytes']:,}</td><td align=right>{m['h2d_pinned_gbps']}</td>"
-            f"<td align=right>{m['h2d_pageable_gbps']}</td><td align=right>{m['d2h_pinned_gbps']}</td>"
-            f"<td align=right>{m['d2h_pageable_gbps']}</td></tr>"
-            for m in c["measured"]
+            f"<tr><td align=right>{m.bytes:,}</td><td align=right>{m.h2d_pinned_gbps}</td>"
+            f"<td align=right>{m.h2d_pageable_gbps}</td><td align=right>{m.d2h_pinned_gbps}</td>"
+            f"<td align=right>{m.d2h_pageable_gbps}</td></tr>"
+            for m in c.measured
         )
         parts.append(
             "<p><b>Copies</b> (GB/s"
-            + (f"; the link's peak is {c['link_peak_gbps']} GB/s" if c.get("link_peak_gbps") else "")
+            + (f"; the link's peak is {c.link_peak_gbps} GB/s" if c.link_peak_gbps else "")
             + ")</p>"
             "<table cellspacing=4><tr><th>bytes</th><th>H2D pinned</th><th>H2D pageable</th>"
             f"<th>D2H pinned</th><th>D2H pageable</th></tr>{rows}</table>"
         )
-    elif c.get("not_measured") or c.get("note"):  # "note": profiles saved before copies said not_measured
-        parts.append(f"<p>Copies not measured: {html.escape(c.get('not_measured') or c['note'])}.</p>")
-    for n in r.get("notes", []):
+    elif c.not_measured:
+        parts.append(f"<p>Copies not measured: {html.escape(c.not_measured)}.</p>")
+    for n in doc.notes:
         parts.append(f"<p><i>{html.escape(n)}</i></p>")
     return "".join(parts)

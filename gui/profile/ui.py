@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QObject, Qt
 from PySide6.QtWidgets import QDialog, QTableWidget, QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget
 from splitscope.engine.model import GraphModel
+from splitscope.engine.runtime.results import ProfileDoc
 from splitscope.engine.view.layout import View
 from splitscope.engine.view.rollup import sums_up
 from splitscope.gui.canvas.render import Heat
@@ -24,9 +25,14 @@ if TYPE_CHECKING:
     from splitscope.gui.shell.host import Shell
 
 
+def _node_ms(doc: ProfileDoc) -> dict[int, float]:
+    return {r.index: r.ms for r in doc.per_node if r.index is not None}
+
+
 def time_share_heat(view: View, result: dict[str, Any]) -> Heat:
     """Nodes by their share of the measured node time, blocks by the sum of theirs, scaled to the largest."""
-    node_ms = {r["index"]: r["ms"] for r in result.get("per_node", []) if r.get("index") is not None}
+    doc = ProfileDoc.from_json(result)
+    node_ms = _node_ms(doc)
     total = sum(node_ms.values()) or 1.0
     groups = sums_up(view.hier, node_ms)
     top_node = max(node_ms.values(), default=1.0) or 1.0
@@ -34,7 +40,7 @@ def time_share_heat(view: View, result: dict[str, Any]) -> Heat:
     return Heat(
         {i: ms / top_node for i, ms in node_ms.items()},
         {g: v / top_group for g, v in groups.items()},
-        f"time share ({result.get('backend', '')})",
+        f"time share ({doc.backend})",
         False,
         "0%",
         f"{top_node / total:.1%} (a node)",
@@ -43,13 +49,13 @@ def time_share_heat(view: View, result: dict[str, Any]) -> Heat:
 
 def diff_heat(view: View, a: dict[str, Any], b: dict[str, Any]) -> Heat:
     """Nodes and blocks by log2 of run B's time over run A's (blue: B faster, vermillion: B slower)."""
-    ma = {r["index"]: r["ms"] for r in a.get("per_node", []) if r.get("index") is not None}
-    mb = {r["index"]: r["ms"] for r in b.get("per_node", []) if r.get("index") is not None}
+    da, db = ProfileDoc.from_json(a), ProfileDoc.from_json(b)
+    ma, mb = _node_ms(da), _node_ms(db)
     both = [i for i in ma.keys() & mb.keys() if ma[i] > 0 and mb[i] > 0 and i < len(view.hier.node_group)]
     nodes = {i: max(-1.0, min(1.0, math.log2(mb[i] / ma[i]) / 2)) for i in both}
     ga, gb = sums_up(view.hier, {i: ma[i] for i in both}), sums_up(view.hier, {i: mb[i] for i in both})
     groups = {g: max(-1.0, min(1.0, math.log2(gb[g] / ga[g]) / 2)) for g in ga if ga[g] > 0 and gb.get(g, 0) > 0}
-    return Heat(nodes, groups, f"{b.get('backend')} vs {a.get('backend')}", True, "B 4x faster", "B 4x slower")
+    return Heat(nodes, groups, f"{db.backend} vs {da.backend}", True, "B 4x faster", "B 4x slower")
 
 
 def compare_rows(a: dict[str, Any], b: dict[str, Any], key: str) -> list[tuple[str, float, float]]:
@@ -57,8 +63,9 @@ def compare_rows(a: dict[str, Any], b: dict[str, Any], key: str) -> list[tuple[s
 
     def agg(r: dict[str, Any]) -> dict[str, float]:
         out: dict[str, float] = {}
-        for row in r.get("per_node", []):
-            out[row[key]] = out.get(row[key], 0.0) + row["ms"]
+        for row in ProfileDoc.from_json(r).per_node:
+            k = row.op_type if key == "op_type" else row.name
+            out[k] = out.get(k, 0.0) + row.ms
         return out
 
     xa, xb = agg(a), agg(b)
@@ -81,7 +88,7 @@ class CompareDialog(QDialog):
             t = QTableWidget(len(rows) + 1, 4)
             t.setHorizontalHeaderLabels([label[3:], "A ms", "B ms", "B / A"])
             add_csv_menu(t, "profile-comparison")
-            la, lb = a.get("latency_ms", {}).get("mean", 0.0), b.get("latency_ms", {}).get("mean", 0.0)
+            la, lb = ProfileDoc.from_json(a).latency.mean, ProfileDoc.from_json(b).latency.mean
             for r, (name, x, y) in enumerate([("latency (mean)", la, lb), *rows]):
                 t.setItem(r, 0, QTableWidgetItem(name))
                 for c, v in ((1, x), (2, y)):
@@ -211,10 +218,9 @@ class ProfilingUi(QObject):
     def _result(self, jid: int, result: dict[str, Any]) -> None:
         rec = self.controller.queue.jobs.get(jid)
         self.panel.show_result(jid, result, rec.title if rec else "Profile")
-        v = result.get("verdict", {})
+        doc = ProfileDoc.from_json(result)
         self.shell.show_message(
-            f"Profile: {result.get('latency_ms', {}).get('mean', 0):.3f} ms mean on {result.get('backend')}; "
-            f"{v.get('verdict', '')}: {v.get('why', '')}"[:200],
+            f"Profile: {doc.latency.mean:.3f} ms mean on {doc.backend}; {doc.verdict.verdict}: {doc.verdict.why}"[:200],
             10000,
         )
         if self.controller.colour_mode in ("time", "status"):
@@ -237,4 +243,4 @@ class ProfilingUi(QObject):
     def summary_text(self) -> str:
         """The shown profile's verdict in a line (tests, status)."""
         r = self.results.get(self.shown or -1)
-        return html.unescape(r["verdict"]["verdict"]) if r else ""
+        return html.unescape(ProfileDoc.from_json(r).verdict.verdict) if r else ""

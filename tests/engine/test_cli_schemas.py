@@ -218,3 +218,40 @@ def test_report(tmp_path):
         "report",
     )
     _has(doc["time"], ["backend", "latency_ms", "verdict", "split", "verified", "copies_not_measured"], "report.time")
+
+
+def test_the_window_reads_a_profile_as_typed_records(tmp_path):
+    """The profile the CLI writes, read as the window reads it (typed records, not string keys), gives back
+    the same document; an older saved profile (copies' "note", no copies_measured) reads too."""
+    from splitscope.engine.runtime.results import ProfileDoc
+
+    doc = _run(
+        tmp_path,
+        "profile",
+        str(SQUEEZENET),
+        "--iterations",
+        "3",
+        "--warmup",
+        "1",
+        "--profiled",
+        "2",
+        "--parser",
+        "table",
+    )
+    typed = ProfileDoc.from_json(doc)
+    assert typed.to_json() is doc and typed.backend == "ort-cpu" and typed.verified
+    assert typed.latency.mean == doc["latency_ms"]["mean"] and len(typed.per_node) == len(doc["per_node"])
+    top = typed.per_node[0]
+    assert (top.name, top.ms, top.roofline_class) == (
+        doc["per_node"][0]["name"],
+        doc["per_node"][0]["ms"],
+        doc["per_node"][0]["class"],
+    )
+    old = ProfileDoc.from_json(
+        {
+            "backend": "ort-cpu",
+            "copies": {"note": "no GPU"},
+            "verdict": {"numbers": {"io_copy_ms": 0.0, "boundary_copy_ms": 0.0}},
+        }
+    )
+    assert old.copies.not_measured == "no GPU" and old.verdict.copies_measured and old.per_node == ()
