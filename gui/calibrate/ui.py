@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+from splitscope.engine.calib.results import CalibrationDoc
 from splitscope.engine.model import GraphModel
 from splitscope.engine.view.layout import View
 from splitscope.engine.view.rollup import values_up
@@ -213,13 +214,15 @@ class CalibPanel(QWidget):
         lay.addLayout(pins)
         lay.addWidget(self.tabs, 1)
         self.result: dict[str, Any] | None = None
+        self.doc: CalibrationDoc | None = None
+        """The shown calibration, typed (the panel reads it, not the JSON's keys)."""
         self.ranges: dict[str, list[tuple[float, float]]] = {}
         self.sens: dict[str, float] = {}
         self.path: list[tuple[float, float]] = []
 
     def clear(self) -> None:
         """No calibration for this model (another model was opened)."""
-        self.result = None
+        self.result, self.doc = None, None
         self.title.setText(
             "No calibration yet. Tools › Calibrate… writes Q/DQ (INT8/FP8) or Cast (FP16/BF16) "
             "models as TensorRT 11 wants them."
@@ -277,71 +280,69 @@ class CalibPanel(QWidget):
         else:
             self.search_curve.setData([], [])
 
-    def set_result(self, res: dict[str, Any]) -> None:
-        self.result = res
-        low = res["precision"].upper()
+    def set_result(self, result: dict[str, Any]) -> None:
+        """A finished calibration: its accuracy, plan, histograms and search (read once into typed records)."""
+        res = CalibrationDoc.from_json(result)
+        self.result, self.doc = result, res
+        low = res.precision.upper()
         self.pin_low.setText(f"Pin Selection to {low}")
         self.pin_fp32.setEnabled(True)
         self.pin_low.setEnabled(True)
-        self.pin_half.setEnabled(res["precision"] in ("int8", "fp8"))
-        half = res.get("half") or {}
+        self.pin_half.setEnabled(res.precision in ("int8", "fp8"))
+        half = res.half
         self.pins.setText(
-            f"{len(res['excluded'])} nodes in FP32, {len(res['quantized'])} in {low}"
-            + (f", {len(half['nodes'])} in {half['precision'].upper()}" if half else "")
+            f"{len(res.excluded)} nodes in FP32, {len(res.quantized)} in {low}"
+            + (f", {len(half.nodes)} in {half.precision.upper()}" if half else "")
         )
         acc = "; ".join(
             f"{html.escape(o)}: "
-            + ("identical to FP32" if a["snr_db"] >= 999 else f"SNR {a['snr_db']:.1f} dB")
-            + f", cosine {a['cosine']:.4f}"
-            + (f", top-1 {a['top1_agreement']:.0%}" if "top1_agreement" in a else "")
-            + (f", top-1 accuracy {a['top1']:.0%} (FP32 {a['top1_fp32']:.0%})" if "top1" in a else "")
-            for o, a in res["accuracy"].items()
+            + ("identical to FP32" if a.identical else f"SNR {a.snr_db:.1f} dB")
+            + f", cosine {a.cosine:.4f}"
+            + (f", top-1 {a.top1_agreement:.0%}" if a.top1_agreement is not None else "")
+            + (f", top-1 accuracy {a.top1:.0%} (FP32 {a.top1_fp32 or 0.0:.0%})" if a.top1 is not None else "")
+            for o, a in res.accuracy.items()
         )
-        if "casts" in res:
+        if res.uses_casts:
             what = (
-                f"<b>{res['precision'].upper()}</b> with casts: {res['quantized_nodes']} nodes reduced, "
-                f"{res['casts']} casts, {res['weights']} weights stored reduced"
+                f"<b>{low}</b> with casts: {res.quantized_nodes} nodes reduced, "
+                f"{res.casts} casts, {res.weights} weights stored reduced"
             )
         else:
             what = (
-                f"<b>{res['precision'].upper()} by {res['method']}</b> on {res['samples']} samples: "
-                f"{res['tensors']} activations, {res['weights']} weights"
+                f"<b>{low} by {res.method}</b> on {res.samples} samples: {res.tensors} activations, "
+                f"{res.weights} weights"
             )
         from splitscope.engine.text import plural
 
-        notes = "<br>".join(html.escape(n[:1].upper() + n[1:]) for n in res["notes"])
+        notes = "<br>".join(html.escape(n[:1].upper() + n[1:]) for n in res.notes)
         self.title.setText(
-            f"{what}, {plural(len(res['excluded']), 'node')} kept in float → "
-            f"{html.escape(Path(res['out']).name)}. {acc}.<br><i>{notes}</i>"
+            f"{what}, {plural(len(res.excluded), 'node')} kept in float → "
+            f"{html.escape(Path(res.out).name)}. {acc}.<br><i>{notes}</i>"
         )
         self.tensors.clear()
-        hists = res.get("histograms", {})
+        hists = res.histograms
 
         # Tensors whose methods disagree most first: where the choice matters.
         def spread(t: str) -> float:
-            th = hists[t]["thresholds"]
-            vals = [v for v in th.values() if v > 0]
+            vals = [v for v in hists[t].thresholds.values() if v > 0]
             return (max(vals) / min(vals)) if vals else 1.0
 
+        # FP16: the largest values first; else where the methods differ
         order = (
-            sorted(hists, key=lambda t: -hists[t]["absmax"])
-            if "casts" in res
-            else sorted(hists, key=lambda t: -spread(t))
-        )  # FP16: the largest values first; else where methods differ
+            sorted(hists, key=lambda t: -hists[t].absmax) if res.uses_casts else sorted(hists, key=lambda t: -spread(t))
+        )
         for t in order:
             self.tensors.addItem(t)
         if self.tensors.count():
             self.tensors.setCurrentRow(0)
         else:
             self._show("")
-        search = res.get("search")
+        search = res.search
         if search:
-            gains = {r["node"]: r["gain_db"] for r in search["sensitivity"]}
-            metric = search.get("metric", "snr_db")
-            self.path = [(float(p["kept"]), float(p[metric])) for p in search.get("path", [])]
-            if "target" in search:
-                self.budget_line.setPos(search["target"])
-            self._draw_live(gains)
+            self.path = list(search.path)
+            if search.target is not None:
+                self.budget_line.setPos(search.target)
+            self._draw_live(dict(search.sensitivity))
             self.tabs.setCurrentIndex(3 if self.path else 2)
         else:
             self.tabs.setCurrentIndex(1)
@@ -349,13 +350,13 @@ class CalibPanel(QWidget):
     def _show(self, name: str) -> None:
         self.plot.clear()
         self.plot.setTitle("")
-        if self.result is None or not name:
+        if self.doc is None or not name:
             return
-        h = self.result.get("histograms", {}).get(name)
+        h = self.doc.histograms.get(name)
         if h is None:
             return
-        counts = np.asarray(h["counts"], dtype=float)
-        edges = np.linspace(0, h["max"], counts.size + 1)
+        counts = np.asarray(h.counts, dtype=float)
+        edges = np.linspace(0, h.max, counts.size + 1)
         self.plot.plot(
             edges,
             np.log10(counts + 1),
@@ -364,24 +365,24 @@ class CalibPanel(QWidget):
             brush=(86, 180, 233, 120),
             pen=pg.mkPen(COLOURS["chart"]["primary"]),
         )
-        if "casts" in self.result:  # FP16: what matters is how close the values come to its range
+        if self.doc.uses_casts:  # FP16: what matters is how close the values come to its range
             from splitscope.engine.calib.casts import FP16_SAFE
 
             line = pg.InfiniteLine(
                 pos=FP16_SAFE, angle=90, pen=pg.mkPen(COLOURS["chart"]["alert"], width=2, style=Qt.PenStyle.DashLine)
             )
             self.plot.addItem(line)
-            key = f"max |x| {h['absmax']:.4g}; above {FP16_SAFE:g} (a quarter of FP16's 65504) the node stays FP32"
+            key = f"max |x| {h.absmax:.4g}; above {FP16_SAFE:g} (a quarter of FP16's 65504) the node stays FP32"
         else:
-            for m, v in h["thresholds"].items():
+            for m, v in h.thresholds.items():
                 line = pg.InfiniteLine(
                     pos=v, angle=90, pen=pg.mkPen(METHOD_COLOURS[m], width=2, style=Qt.PenStyle.DashLine)
                 )
                 self.plot.addItem(line)
             key = " · ".join(
-                f"<span style='color:{METHOD_COLOURS[m]}'>{m} {v:.4g}</span>" for m, v in h["thresholds"].items()
+                f"<span style='color:{METHOD_COLOURS[m]}'>{m} {v:.4g}</span>" for m, v in h.thresholds.items()
             )
-        extra = f" · {h['sentinels']} sentinel values left out" if h["sentinels"] else ""
+        extra = f" · {h.sentinels} sentinel values left out" if h.sentinels else ""
         self.plot.setTitle(f"{html.escape(name)}: {key}{extra}", size="9pt")
 
 
@@ -486,7 +487,8 @@ class CalibUi(QObject):
             self.shell.show_message("Select a node or a block, or search an op type or scope, first.", 5000)
             return None
         args = dict(self.last_args)
-        keep = set(args.get("keep") or []) | set((self.result or {}).get("excluded", []))
+        kept = CalibrationDoc.from_json(self.result).excluded if self.result is not None else ()
+        keep = set(args.get("keep") or []) | set(kept)
         half = set(args.get("half") or [])
         chosen = set(names)
         casts_run = args.get("precision") in ("fp16", "bf16")  # there ``half`` forces nodes into the reduced type
@@ -513,9 +515,10 @@ class CalibUi(QObject):
         self.panel.set_result(result)
         self.dock.raise_()
         self.controller.set_colour_mode("plan")
-        a = next(iter(result["accuracy"].values()), {})
+        doc = CalibrationDoc.from_json(result)
+        a = next(iter(doc.accuracy.values()), None)
         self.shell.show_message(
-            f"Calibrated: wrote {Path(result['out']).name}" + (f", SNR {a['snr_db']:.1f} dB" if a else ""), 10000
+            f"Calibrated: wrote {Path(doc.out).name}" + (f", SNR {a.snr_db:.1f} dB" if a else ""), 10000
         )
 
     def plan_heat(self, view: View) -> Heat | None:
@@ -523,18 +526,19 @@ class CalibUi(QObject):
         if self.result is None:
             return None
         gm = view.gm
-        prec = self.result["precision"].upper()
+        doc = CalibrationDoc.from_json(self.result)
+        prec = doc.precision.upper()
         by = {n.name: n.index for n in gm.nodes if n.name}
         keys = list(PLAN_COLOURS)
-        nodes = {by[n]: float(keys.index(prec)) for n in self.result.get("quantized", []) if n in by}
-        nodes.update({by[n]: float(keys.index("FP32")) for n in self.result.get("excluded", []) if n in by})
-        half = self.result.get("half") or {}
+        nodes = {by[n]: float(keys.index(prec)) for n in doc.quantized if n in by}
+        nodes.update({by[n]: float(keys.index("FP32")) for n in doc.excluded if n in by})
+        half = doc.half
         if half:
-            nodes.update({by[n]: float(keys.index(half["precision"].upper())) for n in half["nodes"] if n in by})
+            nodes.update({by[n]: float(keys.index(half.precision.upper())) for n in half.nodes if n in by})
         groups = {g: next(iter(v)) for g, v in values_up(view.hier, nodes).items() if len(v) == 1}
         legend = [(prec, PLAN_COLOURS[prec]), ("kept in FP32", PLAN_COLOURS["FP32"])]
         if half:
-            legend.insert(1, (f"pinned to {half['precision'].upper()}", PLAN_COLOURS[half["precision"].upper()]))
+            legend.insert(1, (f"pinned to {half.precision.upper()}", PLAN_COLOURS[half.precision.upper()]))
         return Heat(
             nodes,
             groups,

@@ -154,6 +154,11 @@ def test_calibrate(tmp_path, precision):
     if precision == "fp16":
         _has(doc, ["casts", "kept_reasons", "emulated"], "calibrate (fp16)")
     assert any("ONNX Runtime" in n for n in doc["written_checks"])
+    from splitscope.engine.calib.results import CalibrationDoc
+
+    typed = CalibrationDoc.from_json(doc)  # as the window reads it
+    assert typed.to_json() is doc and typed.precision == precision and typed.uses_casts == (precision == "fp16")
+    assert set(typed.accuracy) == set(doc["accuracy"]) and typed.excluded == tuple(doc["excluded"])
 
 
 def test_optimize(tmp_path):
