@@ -23,7 +23,7 @@ from splitscope.engine.errors import SplitscopeError
 from splitscope.engine.jobs import CancelToken, JobEvent, Progress
 from splitscope.engine.model import GraphModel, Status
 from splitscope.engine.onnxio.writer import ModelWriter, has_external_data
-from splitscope.engine.runtime.written import verify_written
+from splitscope.engine.runtime.written import ort_crashes_on, verify_written
 
 RTOL, ATOL = 1e-3, 1e-4
 """Outputs must agree this closely (numpy.allclose) for the optimized model to be kept."""
@@ -223,7 +223,10 @@ def optimize_export(
         cancel.raise_if_cancelled()
         yield Progress("optimize", 3, 6, "Comparing outputs with ONNX Runtime on seeded inputs")
         compared, max_abs, max_rel, n_out = False, None, None, 0
-        ref, feeds, why, used = _reference(src, model, dims)
+        if ort_crashes_on(src, dims, cancel):  # the user's own model: never run in this process if ORT dies on it
+            ref, feeds, why, used = None, {}, "ONNX Runtime's CPU provider crashes on it", None
+        else:
+            ref, feeds, why, used = _reference(src, model, dims)
         if ref is None:
             notes.append(f"Outputs not compared: ONNX Runtime cannot run the original ({why}).")
         checks = verify_written(tmp, used or dims, source=src, cancel=cancel)

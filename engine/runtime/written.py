@@ -89,6 +89,18 @@ def _check_in_child(
     return (json.loads(line) if line else None), proc.returncode, tail[:200]
 
 
+def ort_crashes_on(
+    path: str | Path,
+    dims: dict[str, int] | None = None,
+    cancel: CancelToken | None = None,
+    timeout: float = CHECK_TIMEOUT_S,
+) -> bool:
+    """Whether ONNX Runtime's CPU provider crashes (a signal, not an error) creating and running ``path`` at its
+    default optimisation level: asked in a child, before a caller runs the model in its own process."""
+    res, rc, _ = _check_in_child(Path(path), "ort", dims, cancel, timeout)
+    return res is None and rc < 0
+
+
 def verify_written(
     path: str | Path,
     dims: dict[str, int] | None = None,

@@ -91,3 +91,19 @@ def test_a_written_model_onnx_runtime_rejects_is_not_written(tmp_path):
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
     with pytest.raises(WrittenModelError, match="does not run in ONNX Runtime"):
         verify_written(path, rtx=False)
+
+
+@pytest.mark.skipif(
+    not ORT_CRASHES,
+    reason=f"onnxruntime {ort.__version__} is not one of the releases (1.30-1.32) "
+    "whose CPU optimiser crashes on the pattern",
+)
+def test_optimize_never_runs_in_its_own_process_a_model_onnx_runtime_crashes_on(tmp_path):
+    """Optimize Export runs in the window's process: a user's model that crashes ONNX Runtime is checked in a
+    child first and not compared (this test's process would die otherwise)."""
+    from splitscope.engine.rewrite.optimize import optimize_export
+
+    src = tmp_path / "pattern.onnx"
+    _crash_pattern(src)
+    res = run_to_end(optimize_export(src, tmp_path / "opt.onnx", parser="table"))
+    assert not res.compared and any("crashes" in n for n in res.notes)
