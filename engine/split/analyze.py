@@ -79,6 +79,12 @@ def _analyze(
         cancel.raise_if_cancelled()
         yield Progress("structure", 1, 6, "Reading the graph")
         gm, order = graph_from_onnx(loaded)
+        if dims:
+            from splitscope.engine.dims import check_dim_names
+
+            tensors = [gm.graph.tensors.get(i) for i in gm.graph.inputs]
+            names = [d for t in tensors if t is not None for d in (t.shape or ()) if isinstance(d, str) and d]
+            check_dim_names(model_path.name, names, dims)
         gm.dims = dict(dims or {})
         engine_graph = any(p.key == "splitscope.engine_graph" for p in loaded.proto.metadata_props)
         if engine_graph:  # an engine's own layers (splitscope.engine.trtdata.engine_graph): no parser to ask

@@ -130,3 +130,13 @@ def test_written_files_get_ordinary_permissions(tmp_path):
     for name in ("a.json", "b.png"):
         assert (tmp_path / name).stat().st_mode & 0o777 == 0o644
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "b.png"]
+
+
+def test_a_dim_the_model_lacks_is_refused_with_the_models_dims_named(capsys):
+    """``--dim H=640`` on a model whose dims are batch and seq: exit 2, naming them (never silently ignored)."""
+    from pathlib import Path
+
+    model = Path(__file__).resolve().parents[2] / "tests" / "data" / "torch_transformer.onnx"
+    assert main(["analyze", str(model), "--dim", "H=640", "--parser", "table", "-q"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--dim H" in err and "batch, seq" in err and "\n" not in err
