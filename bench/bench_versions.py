@@ -30,9 +30,25 @@ def _cli(tree: Path, new: bool, model: Path, parser: str, out: Path) -> list[str
     return [sys.executable, "-m", module, "analyze", str(model), "--parser", parser, "-q", "--json", str(out)]
 
 
+def _env() -> dict[str, str]:
+    """Offscreen, with settings, cache, data and logs in a fresh temporary folder: a benchmark never reads or
+    writes the user's own (and every run starts from the same state)."""
+    tmp = Path(tempfile.mkdtemp(prefix="splitscope-bench-"))
+    return {
+        **os.environ,
+        "QT_QPA_PLATFORM": "offscreen",
+        "XDG_CONFIG_HOME": str(tmp / "config"),
+        "SPLITSCOPE_CONFIG_DIR": str(tmp / "sconfig"),
+        "SPLITSCOPE_CACHE_DIR": str(tmp / "cache"),
+        "SPLITSCOPE_DATA_DIR": str(tmp / "data"),
+        "SPLITSCOPE_LOG_DIR": str(tmp / "log"),
+    }
+
+
 def _timed(cmd: list[str], cwd: Path) -> float:
+    env = _env()
     t0 = time.perf_counter()
-    subprocess.run(cmd, cwd=cwd, check=True, capture_output=True, env={**os.environ, "QT_QPA_PLATFORM": "offscreen"})
+    subprocess.run(cmd, cwd=cwd, check=True, capture_output=True, env=env)
     return time.perf_counter() - t0
 
 
@@ -43,7 +59,7 @@ def _first_paint(tree: Path, model: Path) -> float:
         check=True,
         capture_output=True,
         text=True,
-        env={**os.environ, "QT_QPA_PLATFORM": "offscreen"},
+        env=_env(),
     )
     return float(json.loads(proc.stdout.strip().splitlines()[-1])["first_paint_s"])
 
