@@ -242,15 +242,8 @@ def profile(
         if not peaks:
             row["sol_ms"] = row["headroom_ms"] = None
         per_node.append(row)
-    node_total = sum(r["ms"] for r in per_node) or 1.0
-    for r in per_node:
-        r["share"] = round(r["ms"] / node_total, 5)
-    per_node.sort(key=lambda r: -r["ms"])
-    per_op: dict[str, dict[str, Any]] = {}
-    for r in per_node:
-        o = per_op.setdefault(r["op_type"], {"op_type": r["op_type"], "count": 0, "ms": 0.0})
-        o["count"] += 1
-        o["ms"] = round(o["ms"] + r["ms"], 5)
+    node_total = _rank(per_node)
+    per_op = _per_op(per_node)
     io_ms, boundary_ms = _copy_figures(gm, copies, on_device=be.cuda)
     split_cost, plugin_ms = _split_cost(gm, per_node, copies, mean, io_ms, boundary_ms)
     cover = node_total / (profiled_run_us / kept / 1000) if kept and profiled_run_us else 0.0
@@ -284,7 +277,7 @@ def profile(
         [round(x, 4) for x in times],
         throughput(mean, batch),
         per_node,
-        sorted(per_op.values(), key=lambda o: -o["ms"]),
+        per_op,
         copies,
         split_cost,
         v,
@@ -350,10 +343,7 @@ def _profile_engine(
         }
         row.update(classify(ms, flops, nbytes, _dtype_of(gm, nodes[0]) if nodes else None, peaks, bw))
         per_node.append(row)
-    node_total = sum(r["ms"] for r in per_node) or 1.0
-    for r in per_node:
-        r["share"] = round(r["ms"] / node_total, 5)
-    per_node.sort(key=lambda r: -r["ms"])
+    node_total = _rank(per_node)
     times = out["times"]
     mean = float(np.mean(times)) if times else 0.0
     cover = node_total / mean if mean else 0.0
@@ -375,11 +365,7 @@ def _profile_engine(
         "documented API and tested against a fake engine",
     )
     device = f"{gpu.name} (cc {gpu.compute_capability[0]}.{gpu.compute_capability[1]})" if gpu is not None else "GPU"
-    per_op: dict[str, dict[str, Any]] = {}
-    for r in per_node:
-        o = per_op.setdefault(r["op_type"], {"op_type": r["op_type"], "count": 0, "ms": 0.0})
-        o["count"] += 1
-        o["ms"] = round(o["ms"] + r["ms"], 5)
+    per_op = _per_op(per_node)
     return ProfileResult(
         str(path),
         backend,
@@ -392,7 +378,7 @@ def _profile_engine(
         [round(x, 4) for x in times],
         throughput(mean, batch),
         per_node,
-        sorted(per_op.values(), key=lambda o: -o["ms"]),
+        per_op,
         copies,
         split_cost,
         v,
@@ -406,6 +392,25 @@ def _profile_engine(
         round(time.perf_counter() - t_start, 3),
         verified=False,
     )
+
+
+def _rank(per_node: list[dict[str, Any]]) -> float:
+    """Each row's share of the node time, the rows slowest first; returns the node time (1.0 when none)."""
+    node_total = sum(r["ms"] for r in per_node) or 1.0
+    for r in per_node:
+        r["share"] = round(r["ms"] / node_total, 5)
+    per_node.sort(key=lambda r: -r["ms"])
+    return node_total
+
+
+def _per_op(per_node: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Time and count per op type, slowest first."""
+    per_op: dict[str, dict[str, Any]] = {}
+    for r in per_node:
+        o = per_op.setdefault(r["op_type"], {"op_type": r["op_type"], "count": 0, "ms": 0.0})
+        o["count"] += 1
+        o["ms"] = round(o["ms"] + r["ms"], 5)
+    return sorted(per_op.values(), key=lambda o: -o["ms"])
 
 
 def _copies(gm: GraphModel, feeds: dict[str, Any], on_gpu: bool, gpu: Any) -> Generator[JobEvent, None, dict[str, Any]]:
