@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install the system libraries Qt's xcb platform plugin needs for a real window,
-# plus Xvfb for headless screenshot tests, the Pango library WeasyPrint draws PDF reports with,
+# plus Xvfb for headless screenshot tests, the Pango and HarfBuzz-subset libraries WeasyPrint draws PDF reports
+# with (WeasyPrint 70 warns without the latter, and the tests turn warnings into errors),
 # and headless Chromium and poppler for the report tests. Debian/Ubuntu only; needs root (or sudo).
 # Does nothing when they are already there. Without them the app still runs
 # headless (QT_QPA_PLATFORM=offscreen) and the CLI needs none of this.
@@ -9,7 +10,7 @@
 set -u
 pkgs=(xvfb libxcb-cursor0 libxkbcommon-x11-0 libxcb-icccm4 libxcb-image0 libxcb-keysyms1 libxcb-randr0
       libxcb-render-util0 libxcb-shape0 libxcb-xinerama0 libxcb-xkb1 libegl1 libgl1 libfontconfig1 libdbus-1-3
-      libpango-1.0-0 libpangoft2-1.0-0 fonts-dejavu-core chromium poppler-utils)
+      libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz-subset0 fonts-dejavu-core chromium poppler-utils)
 command -v dpkg-query >/dev/null 2>&1 || { echo "system-deps: not a Debian-like system; install the Qt xcb libraries yourself" >&2; exit 0; }
 missing=()
 for p in "${pkgs[@]}"; do
