@@ -30,6 +30,22 @@ def _dims(values: list[str]) -> dict[str, int]:
     return out
 
 
+def _file_dims(model: str | None, input_file: str) -> dict[str, int]:
+    """The symbolic dims an ``--input`` file's arrays give (a bad file is named by the profile itself)."""
+    from pathlib import Path
+
+    import onnx
+    from splitscope.engine.runtime.inputs import dims_from_feeds, file_feeds, input_specs
+
+    if not model:
+        return {}
+    try:
+        specs = input_specs(onnx.load(model, load_external_data=False))
+        return dims_from_feeds(specs, file_feeds(Path(input_file), specs))
+    except (SplitscopeError, OSError, ValueError):
+        return {}
+
+
 def _print_summary(gm: object, summary: dict[str, dict[str, float | int]]) -> None:
     from splitscope.engine.model import GraphModel, Status
     from splitscope.engine.report.stats import headline
@@ -37,7 +53,9 @@ def _print_summary(gm: object, summary: dict[str, dict[str, float | int]]) -> No
 
     assert isinstance(gm, GraphModel)
     p = gm.parser
-    print(f"{gm.path}: {plural(len(gm.nodes), 'node')}, split by the {decided_by(p)}")
+    print(f"{gm.path}: {plural(len(gm.nodes), 'node')}, split by the {decided_by(p)}, at {gm.shapes_label()}")
+    for note in gm.dim_notes:
+        print(f"note: {note}")
     print(headline(gm, summary))
     plugin = [n for n in gm.nodes if n.status is Status.PLUGIN]
     if plugin:
@@ -66,7 +84,7 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
     from splitscope.engine.report.stats import split_summary
     from splitscope.engine.split.analyze import analyze
 
-    gm = run_to_end(analyze(args.model, parser=args.parser, dims=_dims(args.dim)))
+    gm = run_to_end(analyze(args.model, parser=args.parser, dims=_dims(args.dim), require_dims=True))
     summary = split_summary(gm)  # once: the printed summary and the JSON share it
     if not args.quiet:
         _print_summary(gm, summary)
@@ -172,7 +190,9 @@ def _cmd_profile(args: argparse.Namespace) -> int:
         raise SplitscopeError("--iterations must be 1 or more and --warmup 0 or more.")
     check_backend(args.backend)  # before the analysis: say at once that the backend cannot run here
     dims = _dims(args.dim)
-    gm = run_to_end(analyze(args.model, parser=args.parser, dims=dims))
+    if args.input:  # the shapes of the user's arrays give the dims they do not name
+        dims = {**_file_dims(args.model, args.input), **dims}
+    gm = run_to_end(analyze(args.model, parser=args.parser, dims=dims, require_dims=True))
     assert gm.path is not None  # the analysis of a file names it
     res = _run_with_bar(
         profile(
@@ -245,7 +265,7 @@ def _cmd_engine(args: argparse.Namespace) -> int:
     if args.model:
         from splitscope.engine.split.analyze import analyze
 
-        gm = run_to_end(analyze(args.model, parser=args.parser, dims=_dims(args.dim)))
+        gm = run_to_end(analyze(args.model, parser=args.parser, dims=_dims(args.dim), require_dims=bool(args.build)))
     if args.build:
         from splitscope.engine.runtime.trt import from_build
 
@@ -316,10 +336,13 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
             half=args.fp16 or args.bf16,
             half_precision="bf16" if args.bf16 else "fp16",
             labels=args.labels,
+            metric=args.metric,
         )
     )
     if not args.quiet:
-        cached = " (statistics from the cache)" if res["stats_cached"] else ""
+        cached = (
+            f" (statistics from the cache, which matched {res['stats_cache_matched']})" if res["stats_cached"] else ""
+        )
         if "casts" in res:
             low = res["precision"].upper()
             print(
@@ -337,6 +360,11 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
             if "top1" in a:
                 extra += f", top-1 accuracy {a['top1']:.1%} (FP32 {a['top1_fp32']:.1%})"
             snr = "identical to FP32" if a["snr_db"] >= 999 else f"SNR {a['snr_db']:.1f} dB"
+            task = a.get("task")
+            if task and task["kind"] != "classification":
+                extra += f", {task['kind']}: {task['name']} {task['value']:.3f}"
+                if task.get("note"):
+                    extra += f" ({task['note']})"
             print(f"  {name}: {snr}, cosine {a['cosine']:.5f}, max |error| {a['max_abs']:.4g}" + extra)
         if "search" in res:
             s = res["search"]
@@ -517,8 +545,16 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--data", default="random", help="a folder of .npy/.npz samples, or 'random' (plumbing only)")
     c.add_argument(
         "--recipe",
-        help="for a folder of images: resize=256,mean=0.485/0.456/0.406,"
-        "std=0.229/0.224/0.225,layout=nchw (these are the defaults)",
+        help="for a folder of images: preset=imagenet|unit|symmetric|letterbox|grayscale, then keys that override "
+        "it: fit=crop|stretch|letterbox,resize=256,mean=0.485/0.456/0.406,std=0.229/0.224/0.225,layout=nchw,gray=0|1 "
+        "(the ImageNet preset is the default)",
+    )
+    c.add_argument(
+        "--metric",
+        choices=["auto", "classification", "detection", "dense", "none"],
+        default="auto",
+        help="the task agreement beside SNR: auto (from each output's shape), top-1/top-5 for a classifier, "
+        "detections matched at IoU 0.5 after NMS for a YOLO head, IoU of thresholded maps for dense outputs",
     )
     c.add_argument("--method", choices=["max", "percentile", "entropy", "mse"], default="entropy")
     c.add_argument("--percentile", type=float, default=99.99)

@@ -26,3 +26,7 @@ def check_dim_names(model: str, known: Iterable[str], dims: Mapping[str, int] | 
             f"(give {example})."
         )
     raise UnknownDimError(f"--dim {unknown[0]}: {model} has no symbolic dims (every input's shape is fixed); drop it.")
+
+
+class MissingDimsError(SplitscopeError):
+    """A dim that FLOPs and bytes depend on (height, width, sequence, ...) has no value and is not batch-like."""

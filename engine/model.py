@@ -6,10 +6,13 @@ built by :func:`splitscope.engine.onnxio.graph.graph_from_onnx` and filled in by
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import Any
+
+from splitscope.engine.dimexpr import eval_dim
 
 Dim = int | str | None
 """One dimension: a number, a symbolic name, or None when unknown."""
@@ -93,23 +96,48 @@ class Tensor:
     is_input: bool = False
     is_output: bool = False
     is_initializer: bool = False
+    at: tuple[int, ...] | None = None
+    """The concrete shape at the dims in force (:mod:`splitscope.engine.onnxio.concrete`), where inference at
+    those values could type it; None otherwise."""
 
     def numel(self, dims: dict[str, int] | None = None) -> int | None:
-        """Element count, with symbolic dims looked up in ``dims`` (default 1).
+        """Element count at the dims in force: the concrete shape where known, else the symbolic shape with each
+        dim looked up in ``dims`` (or, for an exporter's expression, evaluated there).
 
-        Returns None when the shape or a dimension is unknown.
+        Returns None when the shape is unknown or a dim has no value: a dim without a value is never taken as 1.
         """
+        if self.at is not None:
+            return math.prod(self.at)
         if self.shape is None:
             return None
         n = 1
         for d in self.shape:
             if isinstance(d, int):
+                if d < 0:
+                    return None
                 n *= d
             elif isinstance(d, str):
-                n *= (dims or {}).get(d, 1)
+                v = eval_dim(d, dims or {})
+                if v is None:
+                    return None
+                n *= v
             else:
                 return None
         return n
+
+    def resolved(self, dims: dict[str, int] | None = None) -> tuple[int, ...] | None:
+        """The shape at the dims in force (see :meth:`numel`), None when a dim is unknown."""
+        if self.at is not None:
+            return self.at
+        if self.shape is None:
+            return None
+        out = []
+        for d in self.shape:
+            v = d if isinstance(d, int) and d >= 0 else eval_dim(d, dims or {}) if isinstance(d, str) else None
+            if v is None:
+                return None
+            out.append(v)
+        return tuple(out)
 
     def nbytes(self, dims: dict[str, int] | None = None) -> int | None:
         """Size in bytes (see :meth:`numel`), None when unknown."""
@@ -287,10 +315,18 @@ class GraphModel:
     producer: str
     functions: dict[tuple[str, str], Graph] = field(default_factory=dict)
     partitions: list[Partition] = field(default_factory=list)
+    """Engine partitions as TensorRT builds them: constant-only nodes are weights of their consumer."""
+    parser_subgraphs: list[list[int]] = field(default_factory=list)
+    """The parser's raw subgraphs (constant-only runs counted as their own), node indices each."""
     parser: ParserInfo = field(default_factory=lambda: ParserInfo("table"))
     warnings: list[str] = field(default_factory=list)
     dims: dict[str, int] = field(default_factory=dict)
-    """Values assumed for symbolic dimensions (absent ones count as 1)."""
+    """The dims in force: a value for each symbolic dim of the inputs that has one (given, hinted by the model,
+    or batch-like at 1); a dim without a value leaves the costs that need it unknown, never 1."""
+    dim_notes: list[str] = field(default_factory=list)
+    """Where values not given came from (``batch=1: batch-like, not given``; a metadata hint)."""
+    missing_dims: list[str] = field(default_factory=list)
+    """Symbolic dims of the inputs with no value: the costs that need them are unknown until given."""
     model_bytes: int = 0
     assumed_shapes: set[str] = field(default_factory=set)
     """Tensors whose type and shape were assumed (custom-op outputs), not inferred."""
@@ -304,6 +340,26 @@ class GraphModel:
     def order(self) -> list[int]:
         """A topological order of the main graph's nodes."""
         return self.graph.adj.order
+
+    def shapes_label(self) -> str:
+        """The input shapes in force, for headlines and job names: ``images [1, 3, 320, 320]``; a dim without a
+        value keeps its name."""
+        parts = []
+        for inp in self.graph.inputs:
+            t = self.graph.tensors.get(inp)
+            if t is None or t.shape is None:
+                continue
+            shape = [
+                str(d)
+                if isinstance(d, int)
+                else str(self.dims[d])
+                if isinstance(d, str) and d in self.dims
+                else str(d or "?")
+                for d in t.shape
+            ]
+            parts.append(f"{inp} [{', '.join(shape)}]")
+        text = ", ".join(parts[:3]) + (f" and {len(parts) - 3} more inputs" if len(parts) > 3 else "")
+        return text or "fixed shapes"
 
     def symbolic_dims(self) -> list[str]:
         """Names of the symbolic dimensions found in the main graph (not shape inference's ``unk__N``)."""

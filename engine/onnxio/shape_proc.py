@@ -1,4 +1,5 @@
-"""Child process for ONNX shape inference: ``python -m splitscope.engine.onnxio.shape_proc MODEL``.
+"""Child process for ONNX shape inference: ``python -m splitscope.engine.onnxio.shape_proc MODEL [DIMS_JSON]``
+(with dims: inference with the inputs' symbolic dims fixed at those values).
 
 Shape inference is one long C++ call that holds Python's GIL (0.7 s on a
 50k-node model): run in a thread of the GUI process it would freeze the window.
@@ -17,7 +18,8 @@ import onnx
 
 
 def main(argv: list[str]) -> int:
-    """Infer shapes of ``argv[0]`` and write the result to stdout."""
+    """Infer shapes of ``argv[0]`` (at the dims of the JSON object ``argv[1]``, when given) and write the
+    result to stdout."""
     from splitscope.engine.errors import SplitscopeError
     from splitscope.engine.onnxio.loader import load_model
     from splitscope.engine.onnxio.shapes import infer_shapes
@@ -28,7 +30,13 @@ def main(argv: list[str]) -> int:
         sys.stdout.write(json.dumps({"error": e.message}) + "\n")
         return 2
     warnings: list[str] = []
-    m, assumed = infer_shapes(loaded.proto, warnings)
+    if len(argv) > 1:
+        from splitscope.engine.onnxio.shapes import infer_concrete
+
+        dims = {str(k): int(v) for k, v in json.loads(argv[1]).items()}
+        m, assumed = infer_concrete(loaded.proto, dims, warnings)
+    else:
+        m, assumed = infer_shapes(loaded.proto, warnings)
     out = onnx.GraphProto()
     out.input.extend(m.graph.input)
     out.value_info.extend(m.graph.value_info)

@@ -13,6 +13,7 @@ from pathlib import Path
 import onnx
 from onnx import AttributeProto
 from splitscope.engine.model import Dim, Graph, GraphModel
+from splitscope.engine.onnxio.concrete import concrete_shapes, fixed_model
 from splitscope.engine.onnxio.graph import _shape_of, build_graph
 from splitscope.engine.onnxio.loader import LoadedModel
 from splitscope.engine.text import plural
@@ -92,6 +93,87 @@ def apply_shape_inference(gm: GraphModel, loaded: LoadedModel, in_subprocess: bo
     gm.assumed_shapes = set(assumed)
 
 
+def infer_concrete(
+    model: onnx.ModelProto, dims: dict[str, int], warnings: list[str], rounds: int = 6
+) -> tuple[onnx.ModelProto, set[str]]:
+    """Shape inference at ``dims``: the inputs fixed, constant chains folded, then, while a pass types more,
+    ``Shape`` of what it typed folded in too (the Reshape targets that exporters compute from shapes) and
+    inference run again, up to ``rounds`` passes."""
+    from splitscope.engine.onnxio.concrete import all_concrete_shapes, fold_constants
+
+    m = fixed_model(model, dims)
+    opset = next((o.version for o in m.opset_import if o.domain in ("", "ai.onnx")), 17)
+    out, assumed = infer_shapes(m, warnings)
+    for _ in range(rounds - 1):
+        if not fold_constants(m.graph, opset, shapes=all_concrete_shapes(out.graph)):
+            break
+        again: list[str] = []
+        out, assumed = infer_shapes(m, again)
+    return out, assumed
+
+
+def apply_concrete_shapes(
+    gm: GraphModel, proto: onnx.ModelProto | None, dims: dict[str, int], in_subprocess: bool = False
+) -> int:
+    """Give every tensor of ``gm`` (bodies too) its concrete shape at ``dims`` where inference at those values
+    types it (:mod:`splitscope.engine.onnxio.concrete`); the rest keep only their symbolic shape. Returns how
+    many tensors got one. ``in_subprocess``: run the inference in the shapes child (a GUI's thread)."""
+    for _, graph in _graphs(gm.graph):
+        for t in graph.tensors.values():
+            t.at = None
+    if in_subprocess and gm.path is not None:
+        result = _infer_in_subprocess(gm.path, dims)
+        if result is None:
+            gm.warnings.append(
+                "Shape inference at the given dims failed in its worker process; costs use the "
+                "symbolic shapes where they can be evaluated."
+            )
+            return 0
+        g, bodies, _, _ = result
+        body_nodes = dict(zip(bodies, g.node, strict=True))
+    elif proto is not None:
+        g = infer_concrete(proto, dims, [])[0].graph
+        body_nodes = {n.index: g.node[n.index] for n in gm.graph.nodes if n.subgraphs and n.index < len(g.node)}
+    else:
+        return 0
+    return _apply_at(gm.graph, g, body_nodes)
+
+
+def _graphs(graph: Graph):
+    yield "", graph
+    for node in graph.nodes:
+        for name, sub in node.subgraphs.items():
+            for path, inner in _graphs(sub):
+                yield f"{node.index}/{name}/{path}", inner
+
+
+def _apply_at(graph: Graph, g: onnx.GraphProto, body_nodes: dict[int, onnx.NodeProto] | None = None) -> int:
+    count = 0
+    for name, shape in concrete_shapes(g).items():
+        t = graph.tensors.get(name)
+        if t is not None and (t.shape is None or len(t.shape) == len(shape)):
+            t.at = shape
+            count += 1
+    for t in graph.tensors.values():  # weights and constants: their own shape is concrete
+        if t.at is None and t.shape is not None and all(isinstance(d, int) and d >= 0 for d in t.shape):
+            t.at = tuple(int(d) for d in t.shape)  # type: ignore[arg-type]
+    if body_nodes is None:
+        body_nodes = {n.index: g.node[n.index] for n in graph.nodes if n.subgraphs and n.index < len(g.node)}
+    for idx, pn in body_nodes.items():
+        if idx >= len(graph.nodes):
+            continue
+        node = graph.nodes[idx]
+        for a in pn.attribute:
+            if a.type == AttributeProto.GRAPH and a.name in node.subgraphs:
+                count += _apply_at(node.subgraphs[a.name], a.g)
+            elif a.type == AttributeProto.GRAPHS:
+                for k, sg in enumerate(a.graphs):
+                    body = node.subgraphs.get(f"{a.name}[{k}]")
+                    if body is not None:
+                        count += _apply_at(body, sg)
+    return count
+
+
 def _apply_types(graph: Graph, g: onnx.GraphProto, body_nodes: dict[int, onnx.NodeProto] | None = None) -> None:
     """Write the types and shapes inference found in ``g`` into ``graph``'s tensors, and into its bodies'.
 
@@ -122,7 +204,9 @@ def _apply_types(graph: Graph, g: onnx.GraphProto, body_nodes: dict[int, onnx.No
                         _apply_types(body, sg)
 
 
-def _infer_in_subprocess(path: Path) -> tuple[onnx.GraphProto, list[int], list[str], list[str]] | None:
+def _infer_in_subprocess(
+    path: Path, dims: dict[str, int] | None = None
+) -> tuple[onnx.GraphProto, list[int], list[str], list[str]] | None:
     import json
     import subprocess
 
@@ -130,7 +214,7 @@ def _infer_in_subprocess(path: Path) -> tuple[onnx.GraphProto, list[int], list[s
 
     env, root = child_env()
     proc = subprocess.run(
-        child_command("shapes", str(path.resolve())),
+        child_command("shapes", str(path.resolve()), *([json.dumps(dims)] if dims is not None else [])),
         capture_output=True,
         env=env,
         cwd=root,

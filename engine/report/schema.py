@@ -51,8 +51,12 @@ def to_json(gm: GraphModel, summary: dict[str, Any] | None = None) -> dict[str, 
             for part in gm.partitions
         ],
         "boundary_bytes": gm.boundary_bytes,
+        "parser_subgraphs": [[nodes[i].label for i in sg] for sg in gm.parser_subgraphs],
         "unproven": _unproven(gm),
-        "symbolic_dims": {d: gm.dims.get(d, 1) for d in gm.symbolic_dims()},
+        "symbolic_dims": {d: gm.dims.get(d) for d in dict.fromkeys([*gm.dims, *gm.missing_dims])},
+        "input_shapes": input_shapes(gm),
+        "dim_notes": gm.dim_notes,
+        "missing_dims": gm.missing_dims,
         "assumed_shapes": sorted(gm.assumed_shapes),
         "warnings": gm.warnings,
         "node_status": [
@@ -74,6 +78,17 @@ def to_json(gm: GraphModel, summary: dict[str, Any] | None = None) -> dict[str, 
             for n in nodes
         ],
     }
+
+
+def input_shapes(gm: GraphModel) -> dict[str, list[int | str | None]]:
+    """Each input's shape at the dims in force (a dim without a value keeps its name)."""
+    out: dict[str, list[int | str | None]] = {}
+    for name in gm.graph.inputs:
+        t = gm.graph.tensors.get(name)
+        if t is None or t.shape is None:
+            continue
+        out[name] = [d if isinstance(d, int) else gm.dims.get(d, d) if isinstance(d, str) else None for d in t.shape]
+    return out
 
 
 def _unproven(gm: GraphModel) -> dict[str, Any]:

@@ -110,6 +110,15 @@ def headline(gm: GraphModel, summary: dict[str, dict[str, float | int]] | None =
     whatever share of FLOPs TensorRT takes). One partition with custom nodes beside it: those nodes by
     cause. Nothing custom: say so.
     """
+    text = _headline(gm, summary)
+    if gm.missing_dims:
+        return f"{text} (FLOPs and bytes that depend on {', '.join(gm.missing_dims[:3])} are unknown until given)"
+    if any(isinstance(d, str) for t in map(gm.graph.tensors.get, gm.graph.inputs) if t for d in t.shape or ()):
+        return f"{text} (at {gm.shapes_label()})"
+    return text
+
+
+def _headline(gm: GraphModel, summary: dict[str, dict[str, float | int]] | None) -> str:
     s = summary or split_summary(gm)
     n_nodes, n_parts = len(gm.nodes), len(gm.partitions)
     n_plugin = int(s["plugin"]["nodes"])

@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 import onnx
 from splitscope.engine.errors import SplitscopeError
+from splitscope.engine.onnxio.concrete import input_dim_name
+from splitscope.engine.runtime.feeds import InputRule, draw
 
 _NP: dict[int, Any] = {
     onnx.TensorProto.FLOAT: np.float32,
@@ -72,7 +74,7 @@ def input_specs(model: onnx.ModelProto) -> list[InputSpec]:
             if d.HasField("dim_value") and d.dim_value > 0:
                 dims.append(int(d.dim_value))
             else:
-                dims.append(d.dim_param or f"{vi.name}[{k}]")
+                dims.append(input_dim_name(vi.name, k, d.dim_param))
         out.append(InputSpec(vi.name, np.dtype(np_type), tuple(dims)))
     return out
 
@@ -98,20 +100,15 @@ def parse_dims(items: list[str]) -> dict[str, int]:
     return out
 
 
-def random_feeds(specs: list[InputSpec], dims: dict[str, int], seed: int = 0) -> dict[str, np.ndarray]:
-    """Seeded random data per dtype: floats from a standard normal, integers in [0, 8) (valid token ids and
-    indices for most models), booleans at random."""
+def random_feeds(
+    specs: list[InputSpec], dims: dict[str, int], seed: int = 0, rules: dict[str, InputRule] | None = None
+) -> dict[str, np.ndarray]:
+    """Seeded random data for each input by its rule (:mod:`splitscope.engine.runtime.feeds`: indices within the
+    table they index, masks, positions); without rules floats from a standard normal, integers in [0, 8),
+    booleans at random."""
     rng = np.random.default_rng(seed)
-    feeds = {}
-    for s in specs:
-        shape = s.shape(dims)
-        if s.dtype.kind == "f":
-            feeds[s.name] = rng.standard_normal(shape).astype(s.dtype)
-        elif s.dtype.kind in "iu":
-            feeds[s.name] = rng.integers(0, 8, size=shape).astype(s.dtype)
-        else:
-            feeds[s.name] = rng.integers(0, 2, size=shape).astype(np.bool_)
-    return feeds
+    rules = rules or {}
+    return {s.name: draw(rules.get(s.name), s.shape(dims), s.dtype, rng) for s in specs}
 
 
 def file_feeds(path: Path, specs: list[InputSpec]) -> dict[str, np.ndarray]:

@@ -6,11 +6,13 @@ import os
 from collections.abc import Generator
 from pathlib import Path
 
+import onnx
 from splitscope.engine.jobs import CancelToken, JobEvent, Partial, Progress, gc_paused, run_to_end
 from splitscope.engine.model import GraphModel, ParserInfo, Source, Status
+from splitscope.engine.onnxio.concrete import classify_dims, input_dim_name, input_dims
 from splitscope.engine.onnxio.graph import graph_from_onnx
 from splitscope.engine.onnxio.loader import load_model
-from splitscope.engine.onnxio.shapes import apply_shape_inference, bind_function_shapes
+from splitscope.engine.onnxio.shapes import apply_concrete_shapes, apply_shape_inference, bind_function_shapes
 from splitscope.engine.onnxio.validate import shape_defects
 from splitscope.engine.sample import SAMPLE_MODEL
 from splitscope.engine.split import crash
@@ -30,6 +32,8 @@ def analyze(
     dims: dict[str, int] | None = None,
     cancel: CancelToken | None = None,
     responsive: bool = False,
+    require_dims: bool = False,
+    known_dims_only: bool = False,
 ) -> Generator[JobEvent, None, GraphModel]:
     """Analyse an ONNX model; a job generator that yields progress and returns a GraphModel.
 
@@ -41,7 +45,13 @@ def analyze(
         ``auto`` (TensorRT if installed, else TensorRT-RTX, else the table),
         ``tensorrt``, ``rtx`` or ``table``.
     dims
-        Values for symbolic dimensions (others count as 1) in FLOPs and bytes.
+        Values for the inputs' symbolic dims: every FLOP and byte is counted at the shapes they give.
+        A batch-like dim without a value is 1 (said in ``gm.dim_notes``); a value the model's metadata
+        gives is used and said; any other dim without a value leaves the costs that need it unknown.
+    require_dims
+        Refuse (:class:`MissingDimsError`) a model with a non-batch dim that has no value (the CLI).
+    known_dims_only
+        Drop values for dims the model lacks (remembered for an earlier export) instead of refusing them.
     cancel
         Checked between steps; cancelling also kills the parser process.
     responsive
@@ -59,11 +69,17 @@ def analyze(
     """
     cancel = cancel or CancelToken()
     with gc_paused():
-        return (yield from _analyze(path, parser, dims, cancel, responsive))
+        return (yield from _analyze(path, parser, dims, cancel, responsive, require_dims, known_dims_only))
 
 
 def _analyze(
-    path: str | os.PathLike[str] | None, parser: str, dims: dict[str, int] | None, cancel: CancelToken, responsive: bool
+    path: str | os.PathLike[str] | None,
+    parser: str,
+    dims: dict[str, int] | None,
+    cancel: CancelToken,
+    responsive: bool,
+    require_dims: bool,
+    known_dims_only: bool = False,
 ) -> Generator[JobEvent, None, GraphModel]:
     model_path = Path(path) if path is not None else SAMPLE_MODEL
     module = resolve_backend(parser)
@@ -79,13 +95,7 @@ def _analyze(
         cancel.raise_if_cancelled()
         yield Progress("structure", 1, 6, "Reading the graph")
         gm, order = graph_from_onnx(loaded)
-        if dims:
-            from splitscope.engine.dims import check_dim_names
-
-            tensors = [gm.graph.tensors.get(i) for i in gm.graph.inputs]
-            names = [d for t in tensors if t is not None for d in (t.shape or ()) if isinstance(d, str) and d]
-            check_dim_names(model_path.name, names, dims)
-        gm.dims = dict(dims or {})
+        plan_dims(gm, loaded.proto, dims, require=require_dims, known_only=known_dims_only)
         engine_graph = any(p.key == "splitscope.engine_graph" for p in loaded.proto.metadata_props)
         if engine_graph:  # an engine's own layers (splitscope.engine.trtdata.engine_graph): no parser to ask
             parser_module = None
@@ -109,6 +119,10 @@ def _analyze(
         if parser_module and proc is None:
             proc = ParserProcess(parser_module, model_path, cut)
         apply_shape_inference(gm, loaded, in_subprocess=responsive)
+        name_input_dims(gm)
+        if gm.dims and input_dims(loaded.proto.graph):
+            yield Progress("structure", 2, 6, f"Inferring shapes at {gm.shapes_label()}")
+            apply_concrete_shapes(gm, loaded.proto, gm.dims, in_subprocess=responsive)
         bind_function_shapes(gm, loaded.proto)
         shape_defects(gm.graph)
         late = defective_nodes(gm)
@@ -125,7 +139,7 @@ def _analyze(
             _engine_layers(gm)
         # Partitions from the table's answer now, while the parser still works;
         # recomputed below only if the parser disagrees.
-        gm.partitions = find_partitions(gm.graph, order, gm.dims)
+        set_partitions(gm)
         cancel.raise_if_cancelled()
         if proc is not None:
             yield Progress("parser", 4, 6, f"Waiting for the {DISPLAY[proc.module]} parser")
@@ -136,7 +150,7 @@ def _analyze(
             apply_parser_answer(gm, answer)
             if any(n.status is not b for n, b in zip(gm.nodes, before, strict=True)):
                 yield Progress("partitions", 5, 6, "Finding engine partitions")
-                gm.partitions = find_partitions(gm.graph, order, gm.dims)
+                set_partitions(gm)
     except BaseException:
         if proc is not None:
             proc.kill()
@@ -144,6 +158,72 @@ def _analyze(
     assign_remedies(gm)
     yield Progress("done", 6, 6, "Done")
     return gm
+
+
+def plan_dims(
+    gm: GraphModel, proto: onnx.ModelProto, dims: dict[str, int] | None, require: bool = False, known_only: bool = False
+) -> None:
+    """Set the dims in force on ``gm``: the given values (a name the model lacks refused), hints the model carries,
+    batch-like dims at 1; the rest are ``gm.missing_dims`` (refused with ``require``)."""
+    from splitscope.engine.dims import MissingDimsError, check_dim_names
+
+    name = gm.path.name if gm.path is not None else "the model"
+    named = [d for _, _, d in input_dims(proto.graph)]
+    if dims and known_only:
+        dims = {k: v for k, v in dims.items() if k in named}
+    if dims:
+        check_dim_names(name, named, dims)
+    plan = classify_dims(proto, dims)
+    gm.dims = plan.values
+    gm.dim_notes = plan.notes()
+    gm.missing_dims = list(plan.missing)
+    if require and plan.missing:
+        where = "; ".join(f"{d} ({plan.where[d]})" for d in plan.missing)
+        raise MissingDimsError(
+            f"{name}: no value for {where}; FLOPs and bytes depend on {'it' if len(plan.missing) == 1 else 'them'}"
+            f": give {plan.example()}."
+        )
+
+
+def name_input_dims(gm: GraphModel) -> None:
+    """An input dim with neither a value nor a name of its own (or a placeholder like ``?``) gets the name
+    ``input[axis]``, so that a value can be given."""
+    for inp in gm.graph.inputs:
+        t = gm.graph.tensors.get(inp)
+        if t is not None and t.shape is not None:
+            t.shape = tuple(
+                d if isinstance(d, int) and d >= 0 else input_dim_name(inp, k, d if isinstance(d, str) else "")
+                for k, d in enumerate(t.shape)
+            )
+
+
+def apply_dims(
+    gm: GraphModel, dims: dict[str, int], cancel: CancelToken | None = None, responsive: bool = True
+) -> Generator[JobEvent, None, GraphModel]:
+    """Re-cost an analysed model at new dims, without asking the parser again: concrete shapes at those values,
+    FLOPs and bytes, partitions and their boundary bytes. A job generator; ``gm`` is changed in place."""
+    cancel = cancel or CancelToken()
+    if gm.path is None:
+        return gm
+    yield Progress("load", 0, 4, f"Reading {gm.path.name}")
+    loaded = load_model(gm.path)
+    cancel.raise_if_cancelled()
+    plan_dims(gm, loaded.proto, dims, known_only=True)
+    yield Progress("shapes", 1, 4, f"Inferring shapes at {gm.shapes_label()}")
+    apply_concrete_shapes(gm, loaded.proto, gm.dims, in_subprocess=responsive)
+    cancel.raise_if_cancelled()
+    yield Progress("costs", 2, 4, "Counting FLOPs and bytes")
+    fill_costs(gm.graph, gm.dims)
+    yield Progress("partitions", 3, 4, "Finding engine partitions")
+    set_partitions(gm)
+    yield Progress("done", 4, 4, "Done")
+    return gm
+
+
+def set_partitions(gm: GraphModel) -> None:
+    """The engine partitions as TensorRT builds them, and apart the parser's raw subgraphs (constants counted)."""
+    gm.partitions = find_partitions(gm.graph, gm.order, gm.dims)
+    gm.parser_subgraphs = [p.nodes for p in find_partitions(gm.graph, gm.order, gm.dims, constants=False)]
 
 
 def defective_nodes(gm: GraphModel) -> dict[int, str]:

@@ -2,8 +2,9 @@
 
 Counts follow the usual convention: a multiply-accumulate is 2 FLOPs; cheap
 element-wise ops count 1 per output element; transcendental and normalisation
-ops count a small constant per element. Symbolic dimensions take their value
-from ``dims`` (1 when not given). Nodes whose shapes are unknown get None.
+ops count a small constant per element. Shapes are those at the dims in force: each
+tensor's concrete shape where inference at those values typed it, else its symbolic
+shape evaluated at ``dims``. Nodes whose shapes are unknown (a dim without a value) get None.
 """
 
 from __future__ import annotations
@@ -127,17 +128,8 @@ def _numel(graph: Graph, name: str, dims: dict[str, int]) -> int | None:
 
 def _shape(graph: Graph, name: str, dims: dict[str, int]) -> list[int] | None:
     t = _t(graph, name)
-    if t is None or t.shape is None:
-        return None
-    out: list[int] = []
-    for d in t.shape:
-        if isinstance(d, int):
-            out.append(d)
-        elif isinstance(d, str):
-            out.append(dims.get(d, 1))
-        else:
-            return None
-    return out
+    shape = t.resolved(dims) if t is not None else None
+    return list(shape) if shape is not None else None
 
 
 def node_flops(graph: Graph, node: Node, dims: dict[str, int] | None = None) -> int | None:

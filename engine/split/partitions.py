@@ -1,5 +1,10 @@
 """Engine partitions: the runs of delegate nodes TensorRT would build as separate engines.
 
+Nodes that only make constants (Constant, ConstantOfShape, and nodes fed only by constants and weights)
+are weights of their consumer, as TensorRT folds them at build time: they are never a partition of their
+own, do not split anything, and their outputs cross no boundary per inference. ``constants=False`` gives
+the parser's raw subgraphs, which count them (kept apart as ``parser_subgraphs``).
+
 Every plugin node splits the engine. Delegate nodes are grouped by the number of
 plugin "stages" in front of them, then into connected components within a
 stage; that makes the partitions and the plugin nodes an acyclic chain of
@@ -12,8 +17,38 @@ from __future__ import annotations
 from splitscope.engine.model import BoundaryTensor, Graph, Partition, Status
 
 
+def constant_nodes(graph: Graph, order: list[int]) -> list[bool]:
+    """Per node, whether it only makes a constant: Constant, ConstantOfShape, or a node without bodies whose
+    every input is a weight or another such node's output."""
+    nodes = graph.nodes
+    tensors = graph.tensors
+    const = [False] * len(nodes)
+    for idx in order:
+        nd = nodes[idx]
+        if nd.subgraphs or nd.op_type.startswith("Random") or nd.is_custom_domain:
+            continue
+        if nd.op_type in ("Constant", "ConstantOfShape"):
+            const[idx] = True
+            continue
+        ins = [i for i in nd.all_inputs if i]
+        if not ins:
+            continue
+        ok = True
+        for name in ins:
+            t = tensors.get(name)
+            if t is None or not (t.is_initializer or (t.producer is not None and const[t.producer])):
+                ok = False
+                break
+        const[idx] = ok
+    return const
+
+
 def find_partitions(
-    graph: Graph, order: list[int], dims: dict[str, int] | None = None, inside: list[bool] | None = None
+    graph: Graph,
+    order: list[int],
+    dims: dict[str, int] | None = None,
+    inside: list[bool] | None = None,
+    constants: bool = True,
 ) -> list[Partition]:
     """Group the delegate nodes of ``graph`` into engine partitions, with boundary tensors.
 
@@ -42,6 +77,10 @@ def find_partitions(
     preds = graph.adj.preds
 
     delegate = list(inside) if inside is not None else [nd.status is Status.DELEGATE for nd in nodes]
+    const = constant_nodes(graph, order) if constants else [False] * n
+    # A constant-only node is a weight of its consumer: it joins no partition and splits nothing.
+    preds = [[p for p in preds[i] if not const[p]] for i in range(n)]
+    delegate = [d and not c for d, c in zip(delegate, const, strict=True)]
     # stage: how many plugin nodes lie on the longest path from a delegate node.
     # A plugin fed only by inputs and constants (SOURCE) splits nothing: its
     # result enters the engine as an input, like a model input.
@@ -97,7 +136,13 @@ def find_partitions(
             nd = nodes[m]
             for name in nd.all_inputs:
                 t = tensors.get(name) if name else None
-                if t is None or name in seen or t.producer is None or part_of[t.producer] == p.index:
+                if (
+                    t is None
+                    or name in seen
+                    or t.producer is None
+                    or part_of[t.producer] == p.index
+                    or const[t.producer]
+                ):
                     continue
                 seen.add(name)
                 p.boundary_tensors.append(BoundaryTensor(name, t.nbytes(dims), "in", t.symbolic))

@@ -288,7 +288,10 @@ def test_minus_one_dimension_is_read_as_dynamic(save_model):
         [h.make_tensor_value_info("y", T.FLOAT, [-1, 3, 8, 8])],
     )
     gm = analyze_model(save_model(m), parser="table")
-    assert gm.graph.tensors["x"].shape[0] is None and gm.nodes[0].status is Status.DELEGATE
+    # A -1 is a dim without a name: it is named by its place, so that a value can be given, and as a first
+    # axis it is batch-like (1 unless given, said in a note).
+    assert gm.graph.tensors["x"].shape[0] == "x[0]" and gm.nodes[0].status is Status.DELEGATE
+    assert gm.dims == {"x[0]": 1} and gm.dim_notes and not gm.missing_dims
 
 
 def test_op_below_its_opset_is_not_malformed(save_model):

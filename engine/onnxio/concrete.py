@@ -1,0 +1,315 @@
+"""The shapes in force: every tensor's concrete shape at the values given for the model's symbolic dims.
+
+ONNX shape inference on a model with symbolic inputs loses most spatial dims: a stride-2 Conv on a
+``height`` input gives an unnamed dim, and costs downstream would be guessed. Here the inputs' symbolic
+dims are fixed to their values and chains of constants folded (:func:`fixed_model`), then inference runs
+again (:mod:`splitscope.engine.onnxio.shapes`), so every tensor it can type gets its real shape. Where it
+cannot (past an op it does not know), the expressions exporters write as dim names
+(``floor(height/2 - 1/2) + 1``) are evaluated (:func:`splitscope.engine.dimexpr.eval_dim`).
+
+A dim with no value is never taken as 1 silently: :func:`classify_dims` sorts the inputs' dims into
+batch-like ones (1 by default, said in a note), ones a hint the model carries gives (exporter metadata),
+and the rest, which the caller must ask for.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import onnx
+from onnx import AttributeProto
+from splitscope.engine.dimexpr import eval_dim
+
+
+def input_dim_name(input_name: str, axis: int, param: str = "") -> str:
+    """The name of an input's symbolic dim: its own, or for an unnamed one (no name, a negative value, or a
+    placeholder such as Paddle's ``?`` that stands for a different size on each axis) ``x[2]``; the same in the
+    analysis, profile and calibrate."""
+    param = param.strip()
+    if param and param not in ("?", "-1", "None", "unk"):
+        return param
+    return f"{input_name}[{axis}]"
+
+
+def input_dims(graph: onnx.GraphProto) -> list[tuple[str, int, str]]:
+    """(input, axis, dim name) of every symbolic or unnamed dim of the real inputs, in order."""
+    inits = {i.name for i in graph.initializer}
+    out = []
+    for vi in graph.input:
+        if vi.name in inits or not vi.type.HasField("tensor_type"):
+            continue
+        tt = vi.type.tensor_type
+        if not tt.HasField("shape"):
+            continue
+        for k, d in enumerate(tt.shape.dim):
+            if d.HasField("dim_value") and d.dim_value > 0:
+                continue
+            out.append((vi.name, k, input_dim_name(vi.name, k, d.dim_param)))
+    return out
+
+
+# --- which dims need a value -------------------------------------------------------------------------------
+
+_BATCH_NAME = re.compile(r"(?i)^(n|b|bs|nb|num_images|.*batch.*)$")
+_ANONYMOUS = re.compile(r"(?i)^(unk__\d+|\?|-1|.*dynamicdimension\.\d+|.+\[\d+\]|dim_?\d+|s\d+)$")
+
+
+@dataclass
+class DimPlan:
+    """The dims of a model's inputs sorted by where their value comes from."""
+
+    values: dict[str, int] = field(default_factory=dict)
+    """Every dim with a value: given, from a hint, or batch-like at 1."""
+    given: list[str] = field(default_factory=list)
+    hinted: dict[str, str] = field(default_factory=dict)
+    """dim: where its value came from."""
+    defaulted: list[str] = field(default_factory=list)
+    """Batch-like dims taken as 1."""
+    missing: list[str] = field(default_factory=list)
+    """Dims with no value (height, width, sequence, ...): the caller must ask for them."""
+    where: dict[str, str] = field(default_factory=dict)
+    """dim: the input and axis it sits on (``x axis 2``)."""
+
+    def notes(self) -> list[str]:
+        out = []
+        if self.defaulted:
+            out.append(f"{', '.join(f'{d}=1' for d in self.defaulted)}: batch-like, not given, taken as 1")
+        for d, why in self.hinted.items():
+            out.append(f"{d}={self.values[d]} from {why}")
+        return out
+
+    def example(self) -> str:
+        """A command-line example naming the missing dims."""
+        return " ".join(f"--dim {d}={_example_value(d)}" for d in self.missing)
+
+
+def _example_value(name: str) -> int:
+    low = name.lower()
+    if "seq" in low or "len" in low or "token" in low:
+        return 128
+    return 640
+
+
+def batch_like(name: str, axis: int) -> bool:
+    """Whether a dim is a batch dim: named so, or an anonymous first axis."""
+    return bool(_BATCH_NAME.match(name)) or (axis == 0 and bool(_ANONYMOUS.match(name)))
+
+
+def classify_dims(model: onnx.ModelProto, given: Mapping[str, int] | None) -> DimPlan:
+    """Sort the inputs' symbolic dims: given, hinted by the model's metadata, batch-like (1), or missing."""
+    given = dict(given or {})
+    plan = DimPlan()
+    seen: dict[str, int] = {}
+    rank: dict[str, int] = {}
+    for inp, axis, name in input_dims(model.graph):
+        if name not in seen:
+            seen[name] = axis
+            plan.where[name] = f"{inp} axis {axis}"
+            rank[name] = _rank(model.graph, inp)
+    hints = _metadata_hints(model, seen, rank)
+    for name, axis in seen.items():
+        if name in given:
+            plan.values[name] = int(given[name])
+            plan.given.append(name)
+        elif name in hints:
+            plan.values[name], plan.hinted[name] = hints[name]
+        elif batch_like(name, axis):
+            plan.values[name] = 1
+            plan.defaulted.append(name)
+        else:
+            plan.missing.append(name)
+    for name, v in given.items():  # values for dims inside the graph (expressions' names) are kept too
+        plan.values.setdefault(name, int(v))
+    return plan
+
+
+def _rank(graph: onnx.GraphProto, name: str) -> int:
+    vi = next((v for v in graph.input if v.name == name), None)
+    return len(vi.type.tensor_type.shape.dim) if vi is not None else 0
+
+
+def _metadata_hints(
+    model: onnx.ModelProto, dims: Mapping[str, int], rank: Mapping[str, int]
+) -> dict[str, tuple[int, str]]:
+    """Values an exporter wrote down: Ultralytics' ``imgsz`` ([h, w]) for the spatial axes of an image input."""
+    meta = {p.key: p.value for p in model.metadata_props}
+    out: dict[str, tuple[int, str]] = {}
+    raw = meta.get("imgsz")
+    if raw:
+        try:
+            size = json.loads(raw.replace("(", "[").replace(")", "]"))
+        except ValueError:
+            size = None
+        if isinstance(size, int):
+            size = [size, size]
+        if isinstance(size, list) and len(size) == 2 and all(isinstance(v, int) and v > 0 for v in size):
+            for name, axis in dims.items():
+                if rank.get(name) == 4 and axis in (2, 3):
+                    out[name] = (size[axis - 2], "the model's metadata (imgsz)")
+    return out
+
+
+# --- inference at the dims in force --------------------------------------------------------------------------
+
+
+def _clear_inferred(g: onnx.GraphProto, outputs: bool) -> None:
+    """Drop what an exporter wrote as intermediate shapes (symbolic expressions), in bodies too."""
+    del g.value_info[:]
+    if outputs:
+        for o in g.output:
+            if o.type.HasField("tensor_type"):
+                o.type.tensor_type.ClearField("shape")
+    for n in g.node:
+        for a in n.attribute:
+            if a.type == AttributeProto.GRAPH:
+                _clear_inferred(a.g, True)
+            elif a.type == AttributeProto.GRAPHS:
+                for sg in a.graphs:
+                    _clear_inferred(sg, True)
+
+
+_NO_FOLD = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli"}
+_FOLD_LIMIT = 1500  # nodes evaluated per model: constant chains are short; a graph of thousands is no shape
+_FOLD_ELEMENTS = 1 << 16
+
+
+def _constant_value(n: onnx.NodeProto) -> object | None:
+    import numpy as np
+    from onnx import numpy_helper
+
+    for a in n.attribute:
+        try:
+            if a.name == "value" and a.type == AttributeProto.TENSOR:
+                if a.t.data_location == onnx.TensorProto.EXTERNAL or math.prod(a.t.dims) > _FOLD_ELEMENTS:
+                    return None
+                return numpy_helper.to_array(a.t)
+            if a.name == "value_int":
+                return np.array(a.i, np.int64)
+            if a.name == "value_ints":
+                return np.array(list(a.ints), np.int64)
+            if a.name == "value_float":
+                return np.array(a.f, np.float32)
+            if a.name == "value_floats":
+                return np.array(list(a.floats), np.float32)
+        except Exception:  # noqa: BLE001 - exotic dtypes: not folded
+            return None
+    return None
+
+
+def fold_constants(
+    g: onnx.GraphProto,
+    opset: int,
+    known: dict[str, object] | None = None,
+    shapes: Mapping[str, tuple[int, ...]] | None = None,
+) -> int:
+    """Replace, in ``g`` (a copy), each node fed only by constants with a Constant of its value, so that shape
+    inference sees the pads, shapes and scales that a chain of constants computes (ONNX's own data
+    propagation stops at ConstantOfShape, Transpose and casts). With ``shapes`` (concrete shapes a first
+    inference found), ``Shape`` and ``Size`` of a tensor of known shape are constants too, so the chains that
+    compute a Reshape's target from them fold on a second pass. Recurses into bodies; returns nodes folded."""
+    import numpy as np
+    from onnx import numpy_helper
+    from onnx.reference import ReferenceEvaluator
+
+    known = dict(known or {})
+    for init in g.initializer:
+        if init.data_location != onnx.TensorProto.EXTERNAL and math.prod(init.dims) <= _FOLD_ELEMENTS:
+            try:
+                known[init.name] = numpy_helper.to_array(init)
+            except Exception:  # noqa: BLE001 - exotic dtypes: not folded
+                continue
+    folded = 0
+    for i, n in enumerate(g.node):
+        bodies = [a for a in n.attribute if a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS)]
+        if bodies:
+            for a in bodies:
+                for sg in [a.g] if a.type == AttributeProto.GRAPH else list(a.graphs):
+                    folded += fold_constants(sg, opset, known, shapes)
+            continue
+        if n.domain not in ("", "ai.onnx") or n.op_type in _NO_FOLD or folded >= _FOLD_LIMIT:
+            continue
+        if n.op_type == "Constant":
+            value = _constant_value(n)
+            if value is not None and n.output and n.output[0]:
+                known[n.output[0]] = value
+            continue
+        if n.op_type in ("Shape", "Size") and shapes and n.input and n.input[0] in shapes and n.output[0] not in known:
+            shape = shapes[n.input[0]]
+            if n.op_type == "Size":
+                value = np.array(math.prod(shape), np.int64)
+            else:
+                attrs = {a.name: a.i for a in n.attribute}
+                start, end = attrs.get("start", 0), attrs.get("end", len(shape))
+                value = np.array(shape[slice(start, end)], np.int64)
+            known[n.output[0]] = value
+            g.node[i].CopyFrom(
+                onnx.helper.make_node("Constant", [], [n.output[0]], value=numpy_helper.from_array(value, n.output[0]))
+            )
+            folded += 1
+            continue
+        ins = [x for x in n.input if x]
+        if not n.input or not all(x in known for x in ins):
+            continue
+        try:
+            outs = ReferenceEvaluator(n, opsets={"": opset}).run(None, {x: known[x] for x in ins})
+        except Exception:  # noqa: BLE001 - best effort: a node the reference cannot run stays for inference
+            continue
+        if not outs or any(not isinstance(o, np.ndarray) or o.size > _FOLD_ELEMENTS for o in outs):
+            continue
+        consts = []
+        for name, value in zip(n.output, outs, strict=False):
+            if not name:
+                continue
+            known[name] = value
+            consts.append(onnx.helper.make_node("Constant", [], [name], value=numpy_helper.from_array(value, name)))
+        if len(consts) == 1:
+            g.node[i].CopyFrom(consts[0])
+            folded += 1
+    return folded
+
+
+def fixed_model(model: onnx.ModelProto, dims: Mapping[str, int]) -> onnx.ModelProto:
+    """A copy of ``model`` whose inputs' symbolic dims are set to ``dims`` and whose inferred shapes are
+    cleared, ready for shape inference at those values."""
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    inits = {i.name for i in m.graph.initializer}
+    for vi in m.graph.input:
+        if vi.name in inits or not vi.type.HasField("tensor_type") or not vi.type.tensor_type.HasField("shape"):
+            continue
+        for k, d in enumerate(vi.type.tensor_type.shape.dim):
+            if d.HasField("dim_value") and d.dim_value > 0:
+                continue
+            v = eval_dim(input_dim_name(vi.name, k, d.dim_param), dims)
+            if v is not None:
+                d.dim_value = v
+    _clear_inferred(m.graph, True)
+    opset = next((o.version for o in m.opset_import if o.domain in ("", "ai.onnx")), 17)
+    fold_constants(m.graph, opset)
+    return m
+
+
+def all_concrete_shapes(g: onnx.GraphProto) -> dict[str, tuple[int, ...]]:
+    """:func:`concrete_shapes` of a graph and of all its bodies."""
+    out = concrete_shapes(g)
+    for n in g.node:
+        for a in n.attribute:
+            for sg in [a.g] if a.type == AttributeProto.GRAPH else list(a.graphs):
+                out.update(all_concrete_shapes(sg))
+    return out
+
+
+def concrete_shapes(g: onnx.GraphProto) -> dict[str, tuple[int, ...]]:
+    """The fully known shapes of a graph's tensors (not its bodies')."""
+    out: dict[str, tuple[int, ...]] = {}
+    for vi in (*g.input, *g.value_info, *g.output):
+        if not vi.type.HasField("tensor_type") or not vi.type.tensor_type.HasField("shape"):
+            continue
+        dims = vi.type.tensor_type.shape.dim
+        if all(d.HasField("dim_value") and d.dim_value >= 0 for d in dims):
+            out[vi.name] = tuple(int(d.dim_value) for d in dims)
+    return out
