@@ -110,8 +110,11 @@ class AppController(QObject):
 
     # ------------------------------------------------------------- jobs
     def open(self, path: Path) -> None:
-        """Analyse and show ``path`` (the current model stays until the new one is ready)."""
-        self.session.open(Path(path))
+        """Analyse and show ``path`` at the dims last given for it (the current model stays until the new one is
+        ready)."""
+        from splitscope.profiler.dims import remembered_dims
+
+        self.session.open(Path(path), remembered_dims(path))
 
     def submit_profile(self, req: ProfileRequest) -> int:
         """Queue a profile (a child process on the GPU lane)."""

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from PySide6.QtCore import QSettings
 from splitscope.engine.model import GraphModel
@@ -16,6 +17,16 @@ def saved_dims(key: str) -> dict[str, int]:
         d = json.loads(str(raw)) if raw else {}
         return {str(k): int(v) for k, v in d.items()} if isinstance(d, dict) else {}
     except (ValueError, TypeError):
+        return {}
+
+
+def remembered_dims(path: str | Path) -> dict[str, int]:
+    """The dims last given for the model at ``path`` (by its content), {} when none or unreadable."""
+    from splitscope.engine.runtime.store import model_key
+
+    try:
+        return saved_dims(model_key(path))
+    except OSError:
         return {}
 
 

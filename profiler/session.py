@@ -82,6 +82,8 @@ class ModelSession(QObject):
         self._ready_view: View | None = None
         """The last view of :attr:`graph_model`, to go back to when a newer analysis fails."""
         self._first_layout = threading.Event()
+        self._recosted: GraphModel | None = None
+        """A ready model re-costed at new dims: its refreshed view is announced as ready again."""
         self.analysis.progress_changed.connect(self.progress)
         self.layout.progress_changed.connect(self.progress)
         self.analysis.partial_result.connect(self._on_partial)
@@ -106,9 +108,11 @@ class ModelSession(QObject):
         return self.analysis.running
 
     # ---------------------------------------------------------------- actions
-    def open(self, path: Path) -> None:
-        """Analyse ``path``; the current model stays until the new one is ready."""
+    def open(self, path: Path, dims: dict[str, int] | None = None) -> None:
+        """Analyse ``path`` at ``dims`` (values for its inputs' symbolic dims; the rest as the analysis decides);
+        the current model stays until the new one is ready."""
         path = Path(path)
+        dims = dict(dims or {})
         parser = self.parser
         if self._layout_gm is not self.graph_model:
             self.layout.cancel()  # a layout of an unfinished model; relayouts of the ready one may finish
@@ -122,7 +126,8 @@ class ModelSession(QObject):
         def job(token: CancelToken) -> Generator[JobEvent, None, GraphModel]:
             from splitscope.engine.split.analyze import analyze  # onnx loads in the worker
 
-            gen = analyze(path, parser=parser, cancel=token, responsive=True)
+            # Remembered dims the file no longer has (it was re-exported) are dropped, not refused.
+            gen = analyze(path, parser=parser, dims=dims, cancel=token, responsive=True, known_dims_only=True)
             while True:
                 try:
                     ev = next(gen)
@@ -133,6 +138,21 @@ class ModelSession(QObject):
                     # Let the first layout have the CPU (and the GIL) before refining.
                     first_layout.wait(timeout=FIRST_LAYOUT_HEAD_START_S)
 
+        self.analysis.start(job)
+
+    def set_dims(self, dims: dict[str, int]) -> None:
+        """Re-cost the model on screen at ``dims`` in a worker (shapes, FLOPs, bytes, partitions; the parser is not
+        asked again); the view is refreshed in place and :data:`model_ready` emitted again with the new figures."""
+        gm = self.graph_model
+        if gm is None or self.analysis.running:
+            return
+
+        def job(token: CancelToken) -> Generator[JobEvent, None, GraphModel]:
+            from splitscope.engine.split.analyze import apply_dims
+
+            return (yield from apply_dims(gm, dims, token, responsive=True))
+
+        self._recosted = gm
         self.analysis.start(job)
 
     def cancel(self) -> None:
@@ -281,6 +301,11 @@ class ModelSession(QObject):
         if self._pending is view.gm and view.stats is None:
             self._pending = None
             self._refine(view.gm)  # the analysis finished while the first layout ran
+            return
+        if view.stats is not None and view.gm is self._recosted:
+            self._recosted = None
+            self._ready_view = view
+            self.model_ready.emit(view.gm, view)
             return
         if view.stats is not None and view.gm is self._final and view.gm is not self.graph_model:
             self.graph_model = view.gm

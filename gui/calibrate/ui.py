@@ -100,7 +100,7 @@ class CalibDialog(QDialog):
         for d in symbolic_inputs(gm):
             box = QSpinBox()
             box.setRange(1, 1 << 20)
-            box.setValue(int(saved.get(d, gm.dims.get(d, 1))))
+            box.setValue(int(gm.dims.get(d) or saved.get(d) or 1))  # the shapes in force first
             self.dims[d] = box
             form.addRow(f"Dim '{d}'", box)
         self.out = QLineEdit(str(gm.path.with_name(f"{gm.path.stem}.int8.onnx")))

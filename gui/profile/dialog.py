@@ -73,7 +73,7 @@ class ProfileDialog(QDialog):
         saved = self._saved_dims()
         self.dims: dict[str, QSpinBox] = {}
         for d in symbolic_inputs(gm):
-            box = self._spin(saved.get(d, 1), 1, 1 << 20)
+            box = self._spin(gm.dims.get(d) or saved.get(d) or 1, 1, 1 << 20)  # the shapes in force first
             self.dims[d] = box
             form.addRow(f"Dim '{d}'", box)
         if not self.dims:

@@ -40,9 +40,11 @@ from splitscope.gui.shell.colours import ColourModes
 from splitscope.gui.shell.menus import show_canvas_menu
 from splitscope.gui.shell.palette import apply_app_palette, make_palette, system_is_dark
 from splitscope.gui.shell.search import Search
+from splitscope.gui.shell.shapes import InputShapes
 from splitscope.gui.shell.tools import NetronTool, OptimizeTool
 from splitscope.gui.show.ui import ShowUi
 from splitscope.profiler.controller import AppController
+from splitscope.profiler.dims import remembered_dims
 from splitscope.profiler.jobs import JobRunner
 
 MAX_RECENT = 10
@@ -106,6 +108,7 @@ class MainWindow(QMainWindow):
         self.engine_ui = EngineUi(self)
         self.calib_ui = CalibUi(self)
         self.show_ui = ShowUi(self)  # planner, present mode, report
+        self.input_shapes = InputShapes(self)
         from PySide6.QtWidgets import QTableView
 
         for table in self.findChildren(QTableView):  # ops, engine layers, plans, scenarios: all travel as CSV
@@ -278,6 +281,7 @@ class MainWindow(QMainWindow):
         self.add_action(t, "&Optimize Export…", self.optimize_tool.choose_and_run).setToolTip(
             "Run an ONNX optimizer on a copy, check it with ONNX Runtime, and compare the split before and after"
         )
+        self.input_shapes.add_actions(t, v)
         for part in (self.profiling, self.engine_ui, self.calib_ui, self.show_ui):  # Profile … Calibrate, Present
             part.add_actions(t, v)
         h = mb.addMenu("&Help")
@@ -356,7 +360,7 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(f"Analysing {path.name}…")
         size = self.canvas.size()
         self.session.viewport = (max(size.width(), 320), max(size.height(), 240))
-        self.session.open(path)
+        self.session.open(path, remembered_dims(path))
 
     def _remember(self, path: Path) -> None:
         settings = QSettings()
