@@ -112,10 +112,12 @@ def _heldout(cdata: CalibData, specs: Any, dims: dict[str, int] | None, samples:
     """The held-out samples: other seeds of random data, or the files past the calibration set (the same for
     the search and for the result, so their figures agree)."""
     if cdata.random:
-        return CalibData(specs, None, heldout, dict(dims or {}), seed=10_000)
+        return CalibData(specs, None, heldout, dict(dims or {}), seed=10_000, rules=cdata.rules)
     kinds = IMAGE_SUFFIXES if cdata.recipe is not None else (".npy", ".npz")
     rest = sorted(p for p in cdata.folder.iterdir() if p.suffix.lower() in kinds)[samples:]  # type: ignore[union-attr]
-    return CalibData(specs, cdata.folder, heldout, files=(rest or cdata.files)[:heldout], recipe=cdata.recipe)
+    return CalibData(
+        specs, cdata.folder, heldout, dict(dims or {}), files=(rest or cdata.files)[:heldout], recipe=cdata.recipe
+    )
 
 
 def _sensitivity_and_search(
@@ -226,6 +228,7 @@ def _calibrate(
     half: list[str] | None = None,
     half_precision: str = "fp16",
     labels: str | None = None,
+    metric: str = "auto",
 ) -> Generator[JobEvent, None, dict[str, Any]]:
     """Calibrate ``model`` and write the Q/DQ model to ``out``; returns the result document (with ``details``:
     each tensor's histogram, 256 bins, and every method's threshold on it, for the calibration view).
@@ -243,12 +246,20 @@ def _calibrate(
         raise SplitscopeError(f"--precision {precision}: use one of {', '.join(PRECISIONS)}.")
     if samples < 1:
         raise SplitscopeError("--samples must be 1 or more.")
+    from splitscope.engine.calib.task import KINDS
+
+    if metric not in KINDS:
+        raise SplitscopeError(f"--metric {metric}: use one of {', '.join(KINDS)}.")
     if out.resolve() == model.resolve():
         raise SplitscopeError("--out is the model itself: write the quantized copy somewhere else.")
     yield Progress("calibrate", 0, 0, "Reading the model")
     proto = onnx.load(str(model), load_external_data=False)
     specs = input_specs(proto)
     cdata = open_data(data, specs, samples, dims, recipe=recipe)
+    if cdata.random:
+        from splitscope.engine.runtime.feeds import input_rules
+
+        cdata.rules = input_rules(proto)
     if half_precision not in casts.LOW:
         raise SplitscopeError(f"half precision {half_precision}: use fp16 or bf16.")
     node_labels = {n.name for n in proto.graph.node} | {
@@ -393,7 +404,7 @@ def _calibrate(
         yield Progress("accuracy", k + 1, heldout, f"Held-out sample {k + 1}")
     ref_be.close()
     q_be.close()
-    accuracy = {o: compare_outputs(refs[o], gots[o]) for o in outs if refs[o]}
+    accuracy = {o: compare_outputs(refs[o], gots[o], metric) for o in outs if refs[o]}
     if held_labels is not None:  # the task metric: top-1 against the user's classes, FP32 and reduced
         for o in accuracy:
             t_ref, t_got = top1(refs[o], held_labels), top1(gots[o], held_labels)
@@ -430,6 +441,7 @@ def _calibrate(
         "random_data": cdata.random,
         "seconds": round(time.perf_counter() - t0, 3),
         "stats_cached": cached,
+        "stats_cache_matched": cdata.matched() if cached else None,
         "stats_seconds": round(stats_s, 3),
         "backend": backend,
         "tensors": counts.get("activations", len(tensors)),

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from splitscope.engine.runtime.feeds import InputRule
 from splitscope.engine.runtime.inputs import InputSpec, ProfileInputError, random_feeds
 
 
@@ -24,54 +25,151 @@ class CalibDataError(ProfileInputError):
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".webp", ".ppm")
 
 
+PRESETS: dict[str, dict[str, object]] = {
+    "imagenet": {"mean": (0.485, 0.456, 0.406), "std": (0.229, 0.224, 0.225), "fit": "crop", "gray": False},
+    "unit": {"mean": (0.0,), "std": (1.0,), "fit": "stretch", "gray": False},
+    "symmetric": {"mean": (0.5,), "std": (0.5,), "fit": "stretch", "gray": False},
+    "letterbox": {"mean": (0.0,), "std": (1.0,), "fit": "letterbox", "gray": False},
+    "grayscale": {"mean": (0.0,), "std": (1.0,), "fit": "stretch", "gray": True},
+}
+"""The pre-processing a model expects, by name: ImageNet classifiers (resize 256, centre crop, mean/std);
+``unit`` pixels / 255 in [0, 1]; ``symmetric`` in [-1, 1]; ``letterbox`` for detectors (YOLO: the image scaled
+to fit the input, padded with grey 114, pixels / 255); ``grayscale`` one channel in [0, 1]."""
+
+FITS = ("crop", "stretch", "letterbox")
+
+
 @dataclass(slots=True)
 class Recipe:
-    """How an image becomes an input: shorter side resized to ``resize``, centre-cropped to the input's
-    height and width, scaled to [0, 1], then ``(x - mean) / std`` per channel, in ``layout``."""
+    """How an image becomes an input: fitted to the input's height and width (``crop``: shorter side to ``resize``,
+    then the centre; ``stretch``: resized to the input; ``letterbox``: scaled to fit, padded with grey 114), scaled
+    to [0, 1], then ``(x - mean) / std`` per channel, one channel when ``gray``, in ``layout``."""
 
     resize: int = 256
     mean: tuple[float, ...] = (0.485, 0.456, 0.406)
     std: tuple[float, ...] = (0.229, 0.224, 0.225)
     layout: str = "nchw"
+    fit: str = "crop"
+    gray: bool = False
+    preset: str = "imagenet"
+
+    def text(self) -> str:
+        """The recipe as :meth:`parse` reads it."""
+        mean = "/".join(f"{v:g}" for v in self.mean)
+        std = "/".join(f"{v:g}" for v in self.std)
+        return (
+            f"preset={self.preset},fit={self.fit},resize={self.resize},mean={mean},std={std},layout={self.layout}"
+            + (",gray=1" if self.gray else "")
+        )
+
+    def value_range(self) -> tuple[float, float]:
+        """The range of the prepared values, from pixels in [0, 1]."""
+        lo = min((0.0 - m) / s for m, s in zip(self.mean, self.std, strict=True))
+        hi = max((1.0 - m) / s for m, s in zip(self.mean, self.std, strict=True))
+        return lo, hi
 
     @classmethod
     def parse(cls, text: str) -> Recipe:
-        """``resize=256,mean=0.485/0.456/0.406,std=0.229/0.224/0.225,layout=nchw`` (any subset)."""
+        """``preset=letterbox`` or ``resize=256,mean=0.485/0.456/0.406,std=0.229/0.224/0.225,layout=nchw,fit=crop``
+        (any subset; a preset first, then the keys that override it)."""
         r = cls()
-        for part in filter(None, (p.strip() for p in text.split(","))):
+        parts = [p.strip() for p in text.split(",") if p.strip()]
+        for part in sorted(parts, key=lambda p: not p.startswith("preset=")):
             key, _, value = part.partition("=")
             try:
-                if key == "resize":
+                if key == "preset" and value.lower() in PRESETS:
+                    r.preset = value.lower()
+                    for k, v in PRESETS[r.preset].items():
+                        setattr(r, k, v)
+                elif key == "resize" and int(value) > 0:
                     r.resize = int(value)
                 elif key in ("mean", "std"):
-                    setattr(r, key, tuple(float(v) for v in value.split("/")))
+                    vals = tuple(float(v) for v in value.split("/"))
+                    if key == "std" and any(v == 0 for v in vals):
+                        raise ValueError
+                    setattr(r, key, vals)
+                    r.preset = "custom"
                 elif key == "layout" and value.lower() in ("nchw", "nhwc"):
                     r.layout = value.lower()
+                elif key == "fit" and value.lower() in FITS:
+                    r.fit = value.lower()
+                elif key == "gray" and value in ("0", "1"):
+                    r.gray = value == "1"
                 else:
                     raise ValueError
             except ValueError:
                 raise CalibDataError(
-                    f"--recipe {part!r}: use resize=INT, mean=A/B/C, std=A/B/C, layout=nchw|nhwc."
+                    f"--recipe {part!r}: use preset={'|'.join(PRESETS)}, fit={'|'.join(FITS)}, resize=INT, "
+                    "mean=A/B/C, std=A/B/C (not 0), layout=nchw|nhwc, gray=0|1."
                 ) from None
+        if len(r.mean) != len(r.std) and 1 not in (len(r.mean), len(r.std)):
+            raise CalibDataError(f"--recipe: mean has {len(r.mean)} values and std {len(r.std)}: give as many of each.")
         return r
 
+    def check(self, spec: InputSpec, dims: dict[str, int]) -> tuple[int, int, int]:
+        """(channels, height, width) the input wants; a recipe that cannot feed it is named as the recipe's fault."""
+        shape = spec.dims
+        if len(shape) != 4:
+            raise CalibDataError(
+                f"input '{spec.name}' has {len(shape)} dims: images feed a 4-D input (NCHW or NHWC); give .npy/.npz."
+            )
+        c, h, w = (shape[1], shape[2], shape[3]) if self.layout == "nchw" else (shape[3], shape[1], shape[2])
+        other = shape[3] if self.layout == "nchw" else shape[1]
+        if isinstance(other, int) and other in (1, 3) and not (isinstance(c, int) and c in (1, 3)):
+            want = "nhwc" if self.layout == "nchw" else "nchw"
+            raise CalibDataError(
+                f"the recipe says layout={self.layout}, but input '{spec.name}' is "
+                f"[{', '.join(map(str, shape))}], which is {want.upper()}: set layout={want} in the recipe."
+            )
+        ch = c if isinstance(c, int) else dims.get(c, 1 if self.gray else 3)
+        if ch not in (1, 3):
+            raise CalibDataError(
+                f"input '{spec.name}' has {ch} channels in layout {self.layout}: images give 1 or 3; check the layout."
+            )
+        if ch == 3 and self.gray:
+            raise CalibDataError(f"the recipe is grayscale, but input '{spec.name}' has 3 channels: drop gray=1.")
+        if len(self.mean) not in (1, ch) or len(self.std) not in (1, ch):
+            raise CalibDataError(
+                f"the recipe's mean/std have {len(self.mean)}/{len(self.std)} values, input '{spec.name}' has "
+                f"{ch} channels: give 1 or {ch} of each."
+            )
 
-def _image(path: Path, spec: InputSpec, recipe: Recipe) -> np.ndarray:
+        def size(d: int | str) -> int:
+            if isinstance(d, int):
+                return d
+            v = dims.get(d)
+            if v is None:
+                raise CalibDataError(f"input '{spec.name}' has no value for {d}: give --dim {d}=VALUE.")
+            return v
+
+        return ch, size(h), size(w)
+
+
+def prepare_image(path: Path, spec: InputSpec, recipe: Recipe, dims: dict[str, int] | None = None) -> np.ndarray:
+    """One image as the model's input, batch axis included, by the recipe at the dims in force."""
     from PIL import Image
 
-    dims = spec.dims
-    if len(dims) != 4:
-        raise CalibDataError(f"input '{spec.name}' has {len(dims)} dims: images feed a 4-D input (NCHW or NHWC).")
-    h, w = (dims[2], dims[3]) if recipe.layout == "nchw" else (dims[1], dims[2])
-    h = h if isinstance(h, int) else recipe.resize
-    w = w if isinstance(w, int) else recipe.resize
+    c, h, w = recipe.check(spec, dict(dims or {}))
     with Image.open(path) as im:
-        im = im.convert("RGB")
-        scale = recipe.resize / min(im.size)
-        size = (max(round(im.size[0] * scale), w), max(round(im.size[1] * scale), h))
-        im = im.resize(size, Image.Resampling.BILINEAR)
-        left, top = (im.size[0] - w) // 2, (im.size[1] - h) // 2
-        a = np.asarray(im.crop((left, top, left + w, top + h)), dtype=np.float32) / 255.0
+        im = im.convert("L" if c == 1 else "RGB")
+        if recipe.fit == "crop":
+            scale = recipe.resize / min(im.size)
+            size = (max(round(im.size[0] * scale), w), max(round(im.size[1] * scale), h))
+            im = im.resize(size, Image.Resampling.BILINEAR)
+            left, top = (im.size[0] - w) // 2, (im.size[1] - h) // 2
+            im = im.crop((left, top, left + w, top + h))
+        elif recipe.fit == "stretch":
+            im = im.resize((w, h), Image.Resampling.BILINEAR)
+        else:
+            scale = min(w / im.size[0], h / im.size[1])
+            size = (max(1, round(im.size[0] * scale)), max(1, round(im.size[1] * scale)))
+            im = im.resize(size, Image.Resampling.BILINEAR)
+            canvas = Image.new(im.mode, (w, h), 114 if c == 1 else (114, 114, 114))
+            canvas.paste(im, ((w - size[0]) // 2, (h - size[1]) // 2))
+            im = canvas
+        a = np.asarray(im, dtype=np.float32) / 255.0
+    if a.ndim == 2:
+        a = a[:, :, None]
     a = (a - np.asarray(recipe.mean, np.float32)) / np.asarray(recipe.std, np.float32)
     if recipe.layout == "nchw":
         a = a.transpose(2, 0, 1)
@@ -91,6 +189,8 @@ class CalibData:
     files: list[Path] = field(default_factory=list)
     recipe: Recipe | None = None
     """Set for a folder of images."""
+    rules: dict[str, InputRule] = field(default_factory=dict)
+    """How random samples are drawn per input (:func:`splitscope.engine.runtime.feeds.input_rules`)."""
 
     @property
     def random(self) -> bool:
@@ -107,18 +207,40 @@ class CalibData:
             f", {len(self.skipped)} skipped" if self.skipped else ""
         )
 
+    def key_parts(self) -> list[str]:
+        """What the statistics cache is keyed by, with the model's content: the data (files with their sizes and
+        times), the recipe, the dims, the sample count and seed, and this Splitscope's version. Anything that
+        changes the statistics is here, so a cached result cannot be stale."""
+        from splitscope import __version__
+
+        parts = [f"splitscope {__version__}", f"{self.samples} samples", f"dims {sorted(self.dims.items())}"]
+        if self.random:
+            parts.append(f"random data, seed {self.seed}")
+        else:
+            files = []
+            for f in self.files:
+                st = f.stat()
+                files.append(f"{f.name}:{st.st_size}:{st.st_mtime_ns}")
+            parts.append(f"{len(self.files)} files " + ";".join(files))
+        if self.recipe is not None:
+            parts.append(f"recipe {self.recipe.text()}")
+        return parts
+
     def key(self) -> str:
-        """What the statistics cache is keyed by, with the model: the data's identity."""
+        """The cache key of :meth:`key_parts`."""
         import hashlib
 
         h = hashlib.blake2b(digest_size=10)
-        if self.random:
-            h.update(f"random:{self.samples}:{self.seed}:{sorted(self.dims.items())}".encode())
-        else:
-            for f in self.files:
-                st = f.stat()
-                h.update(f"{f.name}:{st.st_size}:{st.st_mtime_ns}".encode())
+        for part in self.key_parts():
+            h.update(part.encode() + b"\0")
         return h.hexdigest()
+
+    def matched(self) -> str:
+        """The line that says what a cache hit matched."""
+        what = "random data" if self.random else f"{len(self.files)} files (names, sizes, times)"
+        recipe = f", recipe {self.recipe.text()}" if self.recipe is not None else ""
+        dims = ", ".join(f"{k}={v}" for k, v in sorted(self.dims.items())) or "no symbolic dims"
+        return f"the model's content, {what}{recipe}, dims {dims}, {self.samples} samples"
 
 
 def open_data(
@@ -176,13 +298,13 @@ def batches(data: CalibData) -> Iterator[dict[str, np.ndarray]]:
     """The samples, one feed dict per file (or per random sample)."""
     if data.random:
         for k in range(data.samples):
-            yield random_feeds(data.specs, data.dims, data.seed + k)
+            yield random_feeds(data.specs, data.dims, data.seed + k, data.rules)
         return
     first = True
     for f in data.files:
         if data.recipe is not None:
             try:
-                yield {data.specs[0].name: _image(f, data.specs[0], data.recipe)}
+                yield {data.specs[0].name: prepare_image(f, data.specs[0], data.recipe, data.dims)}
             except CalibDataError:
                 raise
             except Exception as e:  # noqa: BLE001 - Pillow raises many kinds for a broken image

@@ -26,6 +26,7 @@ import onnx
 from splitscope.engine.jobs import CancelToken, JobEvent, LogLine, Progress, Sample
 from splitscope.engine.model import GraphModel, Status
 from splitscope.engine.runtime.device import NoGpu, copy_ms, gpu_info, measure_copies, now
+from splitscope.engine.runtime.feeds import input_rules
 from splitscope.engine.runtime.inputs import dims_from_feeds, file_feeds, input_specs, random_feeds, symbolic_dims
 from splitscope.engine.runtime.ort import OrtBackend, parse_ort_profile
 from splitscope.engine.runtime.roofline import classify, verdict
@@ -68,6 +69,8 @@ class ProfileResult:
     seconds: float = 0.0
     verified: bool = True
     """False for a backend that has never run against a real engine (the TensorRT ones, until one does)."""
+    inputs: dict[str, str] = field(default_factory=dict)
+    """Per input, where its values came from: the user's file, or the rule its random values were drawn by."""
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON."""
@@ -111,38 +114,46 @@ def profile(
     notes: list[str] = []
     node_total = 0.0
     yield Progress("inputs", 0, 0, "Preparing inputs")
-    specs = input_specs(onnx.load(str(path), load_external_data=False))
-    dims = dict(dims or {})
+    proto = onnx.load(str(path), load_external_data=False)
+    specs = input_specs(proto)
+    dims = {**(gm.dims if gm is not None else {}), **(dims or {})}
     if input_file is not None:
         feeds = file_feeds(Path(input_file), specs)
         dims.update(dims_from_feeds(specs, feeds))
+        inputs = {s.name: f"from {Path(input_file).name}" for s in specs}
     else:
         unset = [d for d in symbolic_dims(specs) if d not in dims]
         if unset:
             notes.append(f"symbolic dims not given, taken as 1: {', '.join(unset)} (set them with --dim NAME=VALUE)")
-        feeds = random_feeds(specs, dims, seed)
+        rules = input_rules(proto)
+        del proto
+        feeds = random_feeds(specs, dims, seed, rules)
+        inputs = {name: rule.text() for name, rule in rules.items()}
+        for name, rule in rules.items():
+            if rule.kind not in ("normal", "small-int", "bool"):
+                notes.append(f"input '{name}': {rule.text()}")
     batch = None
     if specs and specs[0].dims and isinstance(specs[0].dims[0], str):
         batch = int(feeds[specs[0].name].shape[0])
     if backend in ("tensorrt", "rtx"):
-        return (
-            yield from _profile_engine(
-                path,
-                gm,
-                backend,
-                feeds,
-                dims,
-                batch,
-                warmup,
-                iterations,
-                profiled,
-                notes,
-                started,
-                t_start,
-                cancel,
-                session_factory,
-            )
+        res = yield from _profile_engine(
+            path,
+            gm,
+            backend,
+            feeds,
+            dims,
+            batch,
+            warmup,
+            iterations,
+            profiled,
+            notes,
+            started,
+            t_start,
+            cancel,
+            session_factory,
         )
+        res.inputs = inputs
+        return res
     be = OrtBackend(path, backend, custom_ops=custom_ops)
     gpu = None
     sampler = NvmlSampler() if telemetry and be.cuda else None
@@ -265,7 +276,7 @@ def profile(
     )
     series = list(sampler.samples) if sampler is not None else []
     yield LogLine(f"{backend}: mean {mean:.3f} ms over {iterations} iterations; verdict {v['verdict']}")
-    return ProfileResult(
+    res = ProfileResult(
         str(path),
         backend,
         device,
@@ -290,6 +301,8 @@ def profile(
         started,
         round(time.perf_counter() - t_start, 3),
     )
+    res.inputs = inputs
+    return res
 
 
 def _profile_engine(

@@ -186,6 +186,7 @@ def _answer(ok: bool, error: str = "", kind: str = "") -> int:
 def _check_ort(path: Path, dims: dict[str, int], basic: bool) -> int:
     import onnx
     import onnxruntime as ort
+    from splitscope.engine.runtime.feeds import input_rules
     from splitscope.engine.runtime.inputs import input_specs, random_feeds
 
     so = ort.SessionOptions()
@@ -194,7 +195,8 @@ def _check_ort(path: Path, dims: dict[str, int], basic: bool) -> int:
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
     try:
         sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
-        feeds = random_feeds(input_specs(onnx.load(str(path), load_external_data=False)), dims, 0)
+        proto = onnx.load(str(path), load_external_data=False)
+        feeds = random_feeds(input_specs(proto), dims, 0, input_rules(proto))
         sess.run(None, feeds)
     except Exception as e:  # noqa: BLE001 - ONNX Runtime's own error types
         text = str(e).splitlines()[0] if str(e) else type(e).__name__
