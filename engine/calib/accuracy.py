@@ -1,6 +1,6 @@
 """The quantized model against the original on held-out samples, through ONNX Runtime: per output, the
-signal-to-noise ratio (dB), cosine similarity and largest absolute error; top-1 agreement for a
-classifier's outputs."""
+signal-to-noise ratio (dB), cosine similarity and largest absolute error, and the task's own agreement
+(:mod:`splitscope.engine.calib.task`: top-1/top-5, detections matched after NMS, IoU of dense maps)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from typing import Any
 import numpy as np
 
 
-def compare_outputs(ref: list[np.ndarray], got: list[np.ndarray]) -> dict[str, float]:
-    """SNR (dB), cosine and max |error| of ``got`` against ``ref`` (arrays of one output, several samples)."""
+def compare_outputs(ref: list[np.ndarray], got: list[np.ndarray], kind: str = "auto") -> dict[str, Any]:
+    """SNR (dB), cosine and max |error| of ``got`` against ``ref`` (arrays of one output, several samples), and
+    the task's own figure (:mod:`splitscope.engine.calib.task`: ``kind`` or the one its shape suggests)."""
     r = np.concatenate([np.asarray(a, dtype=np.float64).ravel() for a in ref])
     g = np.concatenate([np.asarray(a, dtype=np.float64).ravel() for a in got])
     ok = np.isfinite(r) & np.isfinite(g)
@@ -26,10 +27,13 @@ def compare_outputs(ref: list[np.ndarray], got: list[np.ndarray]) -> dict[str, f
         "cosine": round(cos, 6),
         "max_abs": round(float(np.max(np.abs(r - g))) if r.size else 0.0, 6),
     }
-    if all(np.asarray(a).ndim == 2 and np.asarray(a).shape[-1] > 1 for a in ref):
-        top_r = np.concatenate([np.argmax(a, axis=-1) for a in ref])
-        top_g = np.concatenate([np.argmax(a, axis=-1) for a in got])
-        out["top1_agreement"] = round(float(np.mean(top_r == top_g)), 4)
+    from splitscope.engine.calib.task import metric
+
+    task = metric(kind, ref, got) if ref else None
+    if task is not None:
+        out["task"] = task
+        if task["kind"] == "classification":
+            out["top1_agreement"] = task["top1_agreement"]
     return out
 
 
