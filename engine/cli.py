@@ -551,7 +551,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     c.add_argument(
         "--metric",
-        choices=["auto", "classification", "detection", "dense", "none"],
+        choices=["auto", "classification", "sequence", "detection", "dense", "none"],
         default="auto",
         help="the task agreement beside SNR: auto (from each output's shape), top-1/top-5 for a classifier, "
         "detections matched at IoU 0.5 after NMS for a YOLO head, IoU of thresholded maps for dense outputs",

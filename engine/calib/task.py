@@ -1,6 +1,8 @@
 """Accuracy in the task's terms: beside SNR, the agreement that fits what an output is, chosen from its shape.
 
 - ``classification`` (``[N, C]``, or ``[N, C, 1, 1]``): top-1 and top-5 agreement with the FP32 model.
+- ``sequence`` (``[N, T, C]`` holding a distribution per position, a CTC text recogniser's): top-1 agreement
+  per position.
 - ``detection``: a YOLO head, ``[N, 4+C, boxes]`` (v8 and later: centre, size, class scores) or ``[N, boxes, 5+C]``
   (v5: centre, size, objectness, class scores). Both models' detections are kept above a score of 0.25,
   non-maximum suppressed per class at IoU 0.45, and the FP32 detections are matched by the reduced model's
@@ -18,21 +20,26 @@ from typing import Any
 
 import numpy as np
 
-KINDS = ("auto", "classification", "detection", "dense", "none")
+KINDS = ("auto", "classification", "sequence", "detection", "dense", "none")
 SCORE, NMS_IOU, MATCH_IOU = 0.25, 0.45, 0.5
 
 
-def guess(shape: tuple[int, ...] | list[int]) -> str:
-    """The task an output of this shape most likely serves."""
+def guess(shape: tuple[int, ...] | list[int], sample: np.ndarray | None = None) -> str:
+    """The task an output of this shape (and, where given, these values) most likely serves."""
     s = [int(d) for d in shape]
     if len(s) == 2 and s[1] > 1:
         return "classification"
     if len(s) == 4 and s[2] == 1 and s[3] == 1 and s[1] > 1:
         return "classification"
     if len(s) == 3:
+        a = np.asarray(sample, np.float64) if sample is not None else None
+        if a is not None and a.size and np.allclose(a.sum(axis=-1), 1.0, atol=1e-3) and a.min() >= 0:
+            return "sequence"  # a distribution per position (a CTC recogniser's [N, T, classes])
         small, big = min(s[1], s[2]), max(s[1], s[2])
         if 5 <= small <= 4 + 1024 and big >= 4 * small:
-            return "detection"
+            boxes = a[0].T[:, :4] if a is not None and s[1] < s[2] else a[0][:, :4] if a is not None else None
+            if boxes is None or float(np.max(boxes)) > 2.0:  # box centres and sizes in pixels
+                return "detection"
     if len(s) == 4 and s[2] >= 8 and s[3] >= 8:
         return "dense"
     return "none"
@@ -41,10 +48,12 @@ def guess(shape: tuple[int, ...] | list[int]) -> str:
 def metric(kind: str, ref: list[np.ndarray], got: list[np.ndarray]) -> dict[str, Any] | None:
     """The task figure for one output over several samples; None for ``none`` or an output it cannot read."""
     if kind == "auto":
-        kind = guess(np.asarray(ref[0]).shape) if ref else "none"
+        kind = guess(np.asarray(ref[0]).shape, np.asarray(ref[0])) if ref else "none"
     try:
         if kind == "classification":
             return _classification(ref, got)
+        if kind == "sequence":
+            return _sequence(ref, got)
         if kind == "detection":
             return _detection(ref, got)
         if kind == "dense":
@@ -69,6 +78,18 @@ def _classification(ref: list[np.ndarray], got: list[np.ndarray]) -> dict[str, A
         "top1_agreement": round(float(np.mean(top_r == top_g)), 4),
         "top5_agreement": round(float(np.mean(in5)), 4),
         "samples": int(r.shape[0]),
+    }
+
+
+def _sequence(ref: list[np.ndarray], got: list[np.ndarray]) -> dict[str, Any]:
+    r = np.concatenate([np.asarray(a, np.float64).reshape(-1, np.asarray(a).shape[-1]) for a in ref])
+    g = np.concatenate([np.asarray(a, np.float64).reshape(-1, np.asarray(a).shape[-1]) for a in got])
+    same = np.argmax(r, axis=1) == np.argmax(g, axis=1)
+    return {
+        "kind": "sequence",
+        "name": "top-1 agreement per position",
+        "value": round(float(np.mean(same)), 4),
+        "positions": int(r.shape[0]),
     }
 
 
