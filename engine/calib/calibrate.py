@@ -255,6 +255,14 @@ def _calibrate(
     yield Progress("calibrate", 0, 0, "Reading the model")
     proto = onnx.load(str(model), load_external_data=False)
     specs = input_specs(proto)
+    from splitscope.engine.onnxio.concrete import classify_dims
+
+    plan = classify_dims(proto, dims)  # batch-like dims at 1 and the model's own hints (imgsz), said in the notes
+    dims = plan.values
+    if plan.missing and data == "random":
+        raise SplitscopeError(
+            f"{model.name}: no value for {', '.join(plan.missing)}, which random samples need: give {plan.example()}."
+        )
     cdata = open_data(data, specs, samples, dims, recipe=recipe)
     if cdata.random:
         from splitscope.engine.runtime.feeds import input_rules
@@ -416,6 +424,7 @@ def _calibrate(
         if s.sentinels or s.nonfinite
     ]
     notes.insert(0, cdata.describe())
+    notes[1:1] = plan.notes()
     if wide:
         notes.append(
             f"{len(wide)} tensors hold values no {precision.upper()} range covers (attention-mask "

@@ -11,6 +11,9 @@ schema lets be FP16/BF16 (checked per input against the operator's type constrai
   of BF16's 8-bit mantissa), unless ``default_keep=False``;
 - nodes whose output exceeded :data:`FP16_SAFE` on the calibration data (FP16 only: their values would
   overflow or sit too close to it for the sums that follow);
+- (FP16) nodes reading a weight past FP16's 65504 (a BatchNormalization's running variance of 1e8 in
+  PP-OCRv4's text detector): stored in FP16 it would be infinite, and ONNX Runtime's constant folding then
+  zeroes the whole output map;
 - (FP16) a 3-D Transpose moving the first axis before a MatMul: ONNX Runtime 1.30-1.32's CPU optimiser
   crashes on it in FP16 (:func:`_crashes_ort_cpu`); in FP32 between Casts it runs;
 - control flow (``If``, ``Loop``, ``Scan``), ``Cast``, Q/DQ, constants and nodes of other domains, which
@@ -82,6 +85,7 @@ NEUTRAL_OPS = frozenset(
 FOLLOWERS = frozenset({"Identity"})
 """Ops that take the type their readers want (an exporter's shared weights come through Identity)."""
 FP16_SAFE = 16384.0
+FP16_MAX = 65504.0
 """A quarter of FP16's largest value: an activation above it on the calibration data stays in FP32."""
 
 
@@ -166,6 +170,7 @@ def plan(
     body_reads = _subgraph_reads(model.graph)
     force = force or set()
     reads_matmul = {x for n in model.graph.node if n.op_type == "MatMul" for x in n.input}
+    big_weights = _weights_beyond_fp16(model.graph) if precision == "fp16" else {}
     for n in model.graph.node:
         label = _label(n)
         if only is not None and label not in only:
@@ -224,6 +229,12 @@ def plan(
             reason = f"{n.op_type} is kept in FP32 by default (it overflows or loses precision)"
         elif precision == "fp16" and ort_has_transpose_bug() and _crashes_ort_cpu(n, reads_matmul):
             reason = ORT_TRANSPOSE_REASON
+        elif any(n.input[k] in big_weights for k in low_inputs):
+            name = next(n.input[k] for k in low_inputs if n.input[k] in big_weights)
+            reason = (
+                f"its weight '{name}' reaches {big_weights[name]:.3g}, past FP16's 65504 "
+                "(a BatchNormalization's running variance, say): stored in FP16 it would be infinite"
+            )
         elif precision == "fp16" and absmax:
             big = max((absmax.get(o, 0.0) for o in n.output), default=0.0)
             if big > FP16_SAFE:
@@ -238,6 +249,29 @@ def plan(
     if only is None:
         _followers(model.graph, p, types, body_reads)
     return p
+
+
+def _weights_beyond_fp16(g: onnx.GraphProto) -> dict[str, float]:
+    """Weights (initializers with their data, Constant nodes) whose largest magnitude FP16 cannot hold."""
+    out: dict[str, float] = {}
+    tensors = [(t.name, t) for t in g.initializer]
+    for n in g.node:
+        if n.op_type == "Constant" and n.output:
+            value = next((a.t for a in n.attribute if a.name == "value" and a.type == onnx.AttributeProto.TENSOR), None)
+            if value is not None:
+                tensors.append((n.output[0], value))
+    for name, t in tensors:
+        if t.data_type not in (TensorProto.FLOAT, TensorProto.DOUBLE) or t.data_location == TensorProto.EXTERNAL:
+            continue
+        try:
+            a = numpy_helper.to_array(t)
+        except Exception:  # noqa: BLE001 - unreadable: left to the writer's own checks
+            continue
+        if a.size:
+            top = float(np.max(np.abs(a)))
+            if top > FP16_MAX:
+                out[name] = top
+    return out
 
 
 ORT_TRANSPOSE_REASON = (

@@ -309,3 +309,30 @@ def test_the_one_row_rule_holds_on_old_opsets_and_symbolic_batches(opset):
     ort.InferenceSession(emu.SerializeToString(), providers=["CPUExecutionProvider"]).run(
         None, {"x": np.ones((1, 8), np.float32)}
     )
+
+
+def test_a_weight_fp16_cannot_hold_keeps_its_node_in_fp32():
+    """PP-OCRv4's text detector: a BatchNormalization whose running variance is 1e8 (a Constant node, as Paddle
+    writes weights). Stored in FP16 it is infinite, and ONNX Runtime's constant folding zeroed the output map."""
+    c = numpy_helper.from_array(np.full(4, 9.8e7, np.float32), "var")
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], name="conv"),
+        helper.make_node("Constant", [], ["var"], name="var_const", value=c),
+        helper.make_node("BatchNormalization", ["c", "s", "b", "mean", "var"], ["y"], name="bn"),
+    ]
+    inits = [
+        numpy_helper.from_array(np.ones((4, 3, 1, 1), np.float32), "w"),
+        numpy_helper.from_array(np.ones(4, np.float32), "s"),
+        numpy_helper.from_array(np.zeros(4, np.float32), "b"),
+        numpy_helper.from_array(np.zeros(4, np.float32), "mean"),
+    ]
+    g = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 4, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 4, 4])],
+        inits,
+    )
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 12)])
+    p = casts.plan(m, "fp16", default_keep=False)
+    assert "conv" in p.low and "bn" in p.excluded and "'var' reaches 9.8e+07" in p.reasons["bn"]
