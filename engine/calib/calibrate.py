@@ -25,6 +25,15 @@ from splitscope.engine.runtime.ort import InferenceError, OrtBackend
 from splitscope.engine.runtime.written import verify_written
 
 
+def _body_nodes(n: onnx.NodeProto) -> int:
+    """Nodes inside the bodies of ``n`` (nested ones too)."""
+    total = 0
+    for a in n.attribute:
+        for g in [a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs):
+            total += len(g.node) + sum(_body_nodes(m) for m in g.node)
+    return total
+
+
 def _for_casts(proto: onnx.ModelProto, precision: str, notes: list[str]) -> tuple[onnx.ModelProto, bool]:
     """The model at an opset whose schemas allow ``precision`` on its ops (BF16 Conv, Gemm, pools need opset
     22; FP16 is allowed everywhere): converted when needed, or as it is with a note when the converter fails."""
@@ -438,7 +447,17 @@ def _calibrate(
             "the written model is mostly or wholly unquantized"
         )
     if not counts["nodes"]:
-        notes.append(f"nothing was made {precision.upper()} (every candidate node kept in float, or no range found)")
+        inside = sum(_body_nodes(n) for n in proto.graph.node)
+        if inside > len(proto.graph.node):
+            notes.append(
+                f"nothing was made {precision.upper()}: {inside} of the model's "
+                f"{inside + len(proto.graph.node)} nodes sit in If/Loop/Scan bodies, which this calibration does "
+                "not enter yet (an export without control flow, or one branch per model, can be calibrated)"
+            )
+        else:
+            notes.append(
+                f"nothing was made {precision.upper()} (every candidate node kept in float, or no range found)"
+            )
     if cdata.skipped:
         notes.append(f"skipped: {'; '.join(cdata.skipped[:5])}")
     doc: dict[str, Any] = {

@@ -56,8 +56,8 @@ def load_doc(path: str | os.PathLike[str], what: str) -> dict[str, Any]:
 def check_same_model(gm: GraphModel, doc: dict[str, Any], what: str, path: str | os.PathLike[str]) -> None:
     """Refuse ``doc`` when it was made for another model: by the node names it speaks of."""
     names: set[str] = set()
-    if what == "profile":
-        names = {r["name"] for r in doc.get("per_node", []) if r.get("name")}
+    if what == "profile":  # rows of nodes the runtime made itself (ORT splits HardSwish, say) name no model node
+        names = {r["name"] for r in doc.get("per_node", []) if r.get("name") and r.get("index") is not None}
     elif what == "calibration":
         names = set(doc.get("quantized", [])) | set(doc.get("excluded", []))
     elif what == "engine":
