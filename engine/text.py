@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from splitscope.engine.model import GraphModel, Node, ParserInfo
+from splitscope.engine.dimexpr import readable_dim
+from splitscope.engine.model import GraphModel, Node, ParserInfo, Tensor
 
 
 def plural(n: int, word: str, many: str | None = None) -> str:
@@ -44,3 +45,30 @@ def format_bytes(n: int) -> str:
 def model_title(gm: GraphModel) -> str:
     """The model's file name, or a placeholder when it was given as bytes."""
     return gm.path.name if gm.path else "model"
+
+
+def shape_label(t: Tensor | None) -> str:
+    """A tensor's shape as people read it: an exporter's expression shortened (``[1, 256, H/8, W/8]``, not
+    ``floor(floor(floor(height/2 - 1/2)/2)/2) + 1``), and a dim shape inference left unnamed (``unk__12``) shown as
+    its value at the dims in force where that is known."""
+    if t is None or t.shape is None:
+        return "[?]" if t is None or t.at is None else f"[{', '.join(map(str, t.at))}]"
+    at = t.at if t.at is not None and len(t.at) == len(t.shape) else None
+    parts = []
+    for k, d in enumerate(t.shape):
+        if isinstance(d, int):
+            parts.append(str(d))
+        elif isinstance(d, str) and not d.startswith("unk__"):
+            short = readable_dim(d)  # an expression too long to read is shown as its value, where known
+            parts.append(str(at[k]) if short.endswith("…") and at is not None else short)
+        else:
+            parts.append(str(at[k]) if at is not None else "?")
+    return f"[{', '.join(parts)}]"
+
+
+def shape_at(t: Tensor | None) -> str:
+    """The concrete shape at the dims in force, when it differs from :func:`shape_label` (``= [1, 256, 40, 40]``)."""
+    if t is None or t.at is None:
+        return ""
+    concrete = f"[{', '.join(map(str, t.at))}]"
+    return "" if concrete == shape_label(t) else concrete

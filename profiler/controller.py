@@ -22,7 +22,7 @@ from splitscope.engine.child import JobProcess
 from splitscope.engine.jobs import CancelToken, JobEvent, Progress
 from splitscope.engine.model import GraphModel
 from splitscope.engine.view.layout import View
-from splitscope.profiler.profiling import ProfileRequest, Profiling
+from splitscope.profiler.profiling import ProfileRequest, Profiling, dims_text
 from splitscope.profiler.queue import JobQueue
 from splitscope.profiler.session import ModelSession
 
@@ -127,7 +127,8 @@ class AppController(QObject):
             return (yield from JobProcess("calibrate", args).events(token))
 
         return self.queue.submit(
-            f"Calibrate {Path(args['model']).name} ({args['precision']}, {args['method']})",
+            f"Calibrate {Path(args['model']).name} ({args['precision']}, {args['method']})"
+            + (f" at {dims_text(args['dims'])}" if args.get("dims") else ""),
             job,
             lane="gpu",
             kind="calibrate",

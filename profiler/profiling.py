@@ -29,7 +29,13 @@ class ProfileRequest:
     parser: str = "table"
 
     def title(self) -> str:
-        return f"Profile {self.model.name} on {self.backend}"
+        at = f" at {dims_text(self.dims)}" if self.dims else ""
+        return f"Profile {self.model.name} on {self.backend}{at}"
+
+
+def dims_text(dims: dict[str, int]) -> str:
+    """``height=320, width=320``: the dims a job runs at, for its name."""
+    return ", ".join(f"{k}={v}" for k, v in dims.items())
 
 
 def profile_job(req: ProfileRequest, token: CancelToken) -> Generator[JobEvent, None, dict[str, Any]]:

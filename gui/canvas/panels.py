@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 from splitscope.engine.model import GraphModel, Node, Status
-from splitscope.engine.text import decided_by, format_bytes, node_op_label
+from splitscope.engine.text import decided_by, format_bytes, node_op_label, shape_at, shape_label
 from splitscope.engine.view.hierarchy import Hierarchy
 from splitscope.gui.shell.palette import STATUS_MARK, Palette, make_palette
 
@@ -64,7 +64,7 @@ class Inspector(QTextBrowser):
             return "<tr><td colspan=3><i>(optional input left out)</i></td></tr>"
         if t is None:
             return f"<tr><td>{html.escape(name)}</td><td colspan=2>?</td></tr>"
-        shape = "?" if t.shape is None else "[" + ", ".join("?" if d is None else str(d) for d in t.shape) + "]"
+        shape = shape_label(t) + (f" = {shape_at(t)}" if shape_at(t) else "")
         size = t.nbytes(self.gm.dims)
         kind = " (weight)" if t.is_initializer else " (model input)" if t.is_input else ""
         assumed = " <i>assumed</i>" if name in self.gm.assumed_shapes else ""

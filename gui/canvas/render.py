@@ -16,7 +16,7 @@ import numpy as np
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QImage, QPainter, QPainterPath, QPen, QPolygonF
 from splitscope.engine.model import GraphModel, Status
-from splitscope.engine.text import format_bytes
+from splitscope.engine.text import format_bytes, shape_label
 from splitscope.engine.view.hierarchy import Hierarchy
 from splitscope.engine.view.layout import HEADER, KIND_FRAME, KIND_NODE, Layout
 from splitscope.gui.shell.palette import COLOURS, STATUS_MARK, Palette
@@ -34,9 +34,7 @@ def _shape_text(gm: GraphModel, name: str) -> str:
     if t is None:
         return "?"
     dt = (t.dtype or "?").lower().replace("float", "f").replace("int", "i")
-    if t.shape is None:
-        return f"{dt}[?]"
-    return f"{dt}[{','.join(str(d) if d is not None else '?' for d in t.shape)}]"
+    return dt + shape_label(t).replace(", ", ",")
 
 
 def segments_path(x0: np.ndarray, y0: np.ndarray, x1: np.ndarray, y1: np.ndarray) -> QPainterPath:

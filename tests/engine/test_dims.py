@@ -201,3 +201,12 @@ def test_exported_detectors_count_partitions_as_the_parser_minus_constants(name)
     real = [sg for sg in gm.parser_subgraphs if not all(const[i] for i in sg)]
     assert len(gm.partitions) == len(real)
     assert sorted(i for p in gm.partitions for i in p.nodes) == sorted(i for sg in real for i in sg if not const[i])
+
+
+def test_shape_labels_read_as_people_write_them(save_model):
+    from splitscope.engine.text import shape_at, shape_label
+
+    gm = analyze_model(save_model(_strided()), parser="table", dims={"height": 64, "width": 32})
+    t = gm.graph.tensors["c"]
+    t.shape = ("batch", 16, "floor(floor(height/2 - 1/2)/2) + 1", "unk__3")  # as a torch export writes them
+    assert shape_label(t) == "[batch, 16, H/4, 8]" and shape_at(t) == "[1, 16, 16, 8]"
