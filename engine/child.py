@@ -201,6 +201,8 @@ def _run(kind: str, args: dict[str, Any]) -> Generator[JobEvent, None, Any]:
                 half=list(args.get("half") or []),
                 half_precision=args.get("half_precision", "fp16"),
                 labels=args.get("labels"),
+                recipe=args.get("recipe"),
+                metric=args.get("metric", "auto"),
             )
         )
     if kind == "build":  # a TensorRT(-RTX) build: its builder's log, for the layers it lists

@@ -328,6 +328,8 @@ class GraphModel:
     missing_dims: list[str] = field(default_factory=list)
     """Symbolic dims of the inputs with no value: the costs that need them are unknown until given."""
     model_bytes: int = 0
+    metadata: dict[str, str] = field(default_factory=dict)
+    """The model's own metadata (an exporter's task, image size, class names), each entry cut to 2000 characters."""
     assumed_shapes: set[str] = field(default_factory=set)
     """Tensors whose type and shape were assumed (custom-op outputs), not inferred."""
 

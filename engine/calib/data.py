@@ -344,3 +344,40 @@ def batches(data: CalibData) -> Iterator[dict[str, np.ndarray]]:
             continue
         first = False
         yield feeds
+
+
+@dataclass(frozen=True, slots=True)
+class RecipePreview:
+    """One sample prepared by a recipe, as the Calibrate dialog shows it before anything runs."""
+
+    file: str
+    shape: tuple[int, ...]
+    low: float
+    high: float
+    pixels: np.ndarray | None
+    """The prepared sample as 8-bit pixels (H, W, channels) for a thumbnail; None for a refused recipe."""
+    error: str = ""
+
+
+def preview_recipe(folder: str | Path, spec: InputSpec, recipe: str, dims: dict[str, int]) -> RecipePreview:
+    """Prepare the first image of ``folder`` by ``recipe`` at ``dims``; a recipe that cannot feed the input
+    (a layout the input is not in, too many channels, a size with no value) comes back as ``error``, naming the
+    recipe's fault, never ONNX Runtime's."""
+    folder = Path(folder)
+    try:
+        images = sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES and p.is_file())
+    except OSError as e:
+        return RecipePreview("", (), 0.0, 0.0, None, f"{folder}: cannot read it ({e.strerror or e}).")
+    if not images:
+        return RecipePreview("", (), 0.0, 0.0, None, f"{folder} holds no images ({', '.join(IMAGE_SUFFIXES)}).")
+    try:
+        r = Recipe.parse(recipe)
+        a = prepare_image(images[0], spec, r, dims)
+    except CalibDataError as e:
+        return RecipePreview(images[0].name, (), 0.0, 0.0, None, e.message)
+    except OSError as e:
+        return RecipePreview(images[0].name, (), 0.0, 0.0, None, f"{images[0].name}: not an image Pillow reads ({e}).")
+    img = a[0].transpose(1, 2, 0) if r.layout == "nchw" else a[0]
+    lo, hi = float(img.min()), float(img.max())
+    pixels = ((img - lo) / (hi - lo) * 255 if hi > lo else np.zeros_like(img)).astype(np.uint8)
+    return RecipePreview(images[0].name, tuple(a.shape), lo, hi, np.ascontiguousarray(pixels))

@@ -382,5 +382,8 @@ def graph_from_onnx(loaded: LoadedModel) -> tuple[GraphModel, list[int]]:
         functions,
         warnings=warnings,
         model_bytes=loaded.file_bytes,
+        metadata={
+            str(p.key)[:200]: str(p.value)[:2000] for p in list(m.metadata_props)[:200] if isinstance(p.key, str)
+        },
     )
     return gm, order

@@ -44,6 +44,20 @@ PLAN_COLOURS = {k: COLOURS["precision"][k] for k in ("FP32", "FP16", "BF16", "FP
 """The engine explorer's precision colours, so a plan and the engine built from it read alike."""
 
 
+def _first_input(gm: GraphModel) -> Any:
+    """The model's first input as calibration data sees it (dims named as the analysis names them)."""
+    from splitscope.engine.runtime.inputs import InputSpec
+
+    if not gm.graph.inputs:
+        return None
+    t = gm.graph.tensors.get(gm.graph.inputs[0])
+    if t is None or t.shape is None:
+        return None
+    np_types = {"FLOAT": np.float32, "FLOAT16": np.float16, "DOUBLE": np.float64, "UINT8": np.uint8}
+    dims = tuple(d if isinstance(d, (int, str)) else "?" for d in t.shape)
+    return InputSpec(t.name, np.dtype(np_types.get(t.dtype or "FLOAT", np.float32)), dims)
+
+
 class CalibDialog(QDialog):
     """Tools › Calibrate…: data, recipe, method, precision, samples, labels, budget, dims, the nodes kept."""
 
@@ -60,6 +74,18 @@ class CalibDialog(QDialog):
         row.addWidget(self.data, 1)
         row.addWidget(pick)
         form.addRow("Samples from", row)
+        from splitscope.gui.calibrate.recipe import RecipeBox, metric_box, suggest_preset
+
+        spec = _first_input(gm)
+        meta = gm.metadata
+        channels = spec.dims[1] if spec is not None and len(spec.dims) == 4 else None
+        preset = str(s.value(f"calib/recipe_preset/{gm.path.name if gm.path else ''}", suggest_preset(meta, channels)))
+        self.recipe = RecipeBox(spec, dict(gm.dims), preset, self)
+        form.addRow(self.recipe)
+        self.data.textChanged.connect(self.recipe.set_folder)
+        self.recipe.set_folder(self.data.text())
+        self.task_metric = metric_box()
+        form.addRow("Task metric", self.task_metric)
         self.method = QComboBox()
         self.method.addItems(["entropy", "max", "percentile", "mse"])
         self.method.setCurrentText(str(s.value("calib/method", "entropy")))
@@ -102,6 +128,7 @@ class CalibDialog(QDialog):
             box.setRange(1, 1 << 20)
             box.setValue(int(gm.dims.get(d) or saved.get(d) or 1))  # the shapes in force first
             self.dims[d] = box
+            box.valueChanged.connect(lambda v, d=d: self.recipe.set_dim(d, v))  # the preview follows the shapes
             form.addRow(f"Dim '{d}'", box)
         self.out = QLineEdit(str(gm.path.with_name(f"{gm.path.stem}.int8.onnx")))
         form.addRow("Write to", self.out)
@@ -132,6 +159,7 @@ class CalibDialog(QDialog):
         s.setValue("calib/samples", self.samples.value())
         s.setValue("calib/budget", self.budget.text())
         s.setValue("calib/labels", self.labels.text())
+        s.setValue(f"calib/recipe_preset/{model.name}", self.recipe.preset.currentData())
         return {
             "model": str(model),
             "out": self.out.text(),
@@ -143,6 +171,8 @@ class CalibDialog(QDialog):
             "dims": dims,
             "budget": self.budget.text().strip() or None,
             "labels": self.labels.text().strip() or None,
+            "recipe": self.recipe.text(),
+            "metric": self.task_metric.currentData(),
         }
 
 

@@ -175,3 +175,33 @@ def test_pinning_a_node_to_fp16_inside_an_int8_model(qtbot, window, tmp_path):
     assert ui.result["half"]["nodes"] == ["conv2"] and "1 in FP16" in ui.panel.pins.text()
     heat = window.canvas.heat
     assert list(heat.palette)[int(heat.nodes[by["conv2"]])] == PRECISION_COLOURS["FP16"]
+
+
+def test_the_recipe_is_previewed_and_checked_before_anything_runs(qtbot, window, tmp_path):
+    import numpy as np
+    from PIL import Image
+    from splitscope.gui.calibrate.ui import CalibDialog
+
+    model = _cnn(tmp_path / "cnn.onnx")
+    window.open_model(model)
+    wait_idle(qtbot, window)
+    folder = tmp_path / "imgs"
+    folder.mkdir()
+    Image.fromarray(np.full((40, 60, 3), 128, np.uint8)).save(folder / "a.png")
+    dlg = CalibDialog(window, window.graph_model, [])
+    qtbot.addWidget(dlg)
+    assert dlg.recipe.preset.currentData() == "imagenet"  # no detector metadata, three channels
+    dlg.data.setText(str(folder))
+    qtbot.waitUntil(lambda: dlg.recipe.last is not None, timeout=20000)
+    shape = list(window.graph_model.graph.tensors[window.graph_model.graph.inputs[0]].shape)
+    assert f"a.png → [{', '.join(map(str, shape))}]" in dlg.recipe.info.text() and "values" in dlg.recipe.info.text()
+    dlg.recipe.last = None
+    dlg.recipe.preset.setCurrentIndex(dlg.recipe.preset.findData("symmetric"))
+    qtbot.waitUntil(lambda: dlg.recipe.last is not None, timeout=20000)
+    assert abs(dlg.recipe.last.low) < 0.01 and abs(dlg.recipe.last.high) < 0.01  # mid-grey is about 0 in -1..1
+    dlg.recipe.last = None
+    dlg.recipe.layout_box.setCurrentText("nhwc")
+    qtbot.waitUntil(lambda: dlg.recipe.last is not None, timeout=20000)
+    assert "set layout=nchw in the recipe" in dlg.recipe.info.text()  # the recipe's fault, named before a run
+    args = dlg.args(Path(model), {})
+    assert args["recipe"] == "preset=symmetric,fit=stretch,layout=nhwc" and args["metric"] == "auto"

@@ -1,0 +1,164 @@
+"""The Calibrate dialog's pre-processing recipe: presets (ImageNet, 0..1, -1..1, letterbox for detectors,
+grayscale) or a custom one, with one sample prepared by it in a worker, its value range, and the recipe
+checked against the model's input before anything runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QImage, QPixmap
+from PySide6.QtWidgets import QComboBox, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QVBoxLayout, QWidget
+from splitscope.engine.calib.data import FITS, PRESETS, Recipe, RecipePreview
+from splitscope.engine.calib.task import KINDS
+from splitscope.engine.runtime.inputs import InputSpec
+
+PRESET_TEXT = {
+    "imagenet": "ImageNet classifier: resize 256, centre crop, mean/std",
+    "unit": "pixels / 255 (0..1), resized to the input",
+    "symmetric": "-1..1 ((x/255 - 0.5) / 0.5), resized to the input",
+    "letterbox": "detector (YOLO): letterboxed to the input, grey 114, pixels / 255",
+    "grayscale": "one channel, 0..1",
+    "custom": "custom: the fields below",
+}
+
+
+def suggest_preset(meta: dict[str, str], channels: object) -> str:
+    """The preset a model most likely wants: letterbox for an Ultralytics detector, grayscale for one channel."""
+    if channels == 1:
+        return "grayscale"
+    if meta.get("task") in ("detect", "segment", "pose", "obb") or "ultralytics" in meta.get("author", "").lower():
+        return "letterbox"
+    return "imagenet"
+
+
+class RecipeBox(QWidget):
+    """Preset, fit, mean/std, layout; a preview of the first image of the data folder prepared by them."""
+
+    def __init__(self, spec: InputSpec | None, dims: dict[str, int], preset: str, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.spec, self.dims = spec, dict(dims)
+        self.folder = ""
+        self._worker: Any = None
+        form = QFormLayout(self)
+        form.setContentsMargins(0, 0, 0, 0)
+        self.preset = QComboBox()
+        for key, text in PRESET_TEXT.items():
+            self.preset.addItem(text, key)
+        self.fit = QComboBox()
+        self.fit.addItems(list(FITS))
+        self.mean = QLineEdit()
+        self.std = QLineEdit()
+        self.layout_box = QComboBox()
+        self.layout_box.addItems(["nchw", "nhwc"])
+        custom = QHBoxLayout()
+        for label, w in (("fit", self.fit), ("mean", self.mean), ("std", self.std), ("layout", self.layout_box)):
+            custom.addWidget(QLabel(label))
+            custom.addWidget(w, 1)
+        form.addRow("Recipe", self.preset)
+        form.addRow("", custom)
+        preview = QHBoxLayout()
+        self.thumb = QLabel()
+        self.thumb.setFixedSize(96, 96)
+        self.thumb.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.thumb.setObjectName("recipe_thumb")
+        self.info = QLabel("Pick a folder of images to see one prepared.")
+        self.info.setObjectName("recipe_info")
+        self.info.setWordWrap(True)
+        col = QVBoxLayout()
+        col.addWidget(self.info)
+        preview.addWidget(self.thumb)
+        preview.addLayout(col, 1)
+        form.addRow("Prepared", preview)
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(150)
+        self._timer.timeout.connect(self._refresh)
+        self.preset.currentIndexChanged.connect(self._preset_changed)
+        for w in (self.mean, self.std):
+            w.textEdited.connect(self._custom_edited)
+        for c in (self.fit, self.layout_box):
+            c.currentTextChanged.connect(lambda *_: self._timer.start())
+        i = self.preset.findData(preset)
+        self.preset.setCurrentIndex(max(i, 0))
+        self._preset_changed()
+        self.last: RecipePreview | None = None
+
+    def text(self) -> str:
+        """The recipe as ``calibrate --recipe`` reads it."""
+        key = self.preset.currentData()
+        parts = [f"preset={key}"] if key != "custom" else []
+        parts += [f"fit={self.fit.currentText()}", f"layout={self.layout_box.currentText()}"]
+        if key == "custom":
+            parts += [f"mean={self.mean.text().strip()}", f"std={self.std.text().strip()}"]
+        return ",".join(parts)
+
+    def set_dim(self, name: str, value: int) -> None:
+        self.dims[name] = value
+        self._timer.start()
+
+    def set_folder(self, folder: str) -> None:
+        self.folder = folder
+        self._timer.start()
+
+    def _preset_changed(self) -> None:
+        key = self.preset.currentData()
+        if key in PRESETS:
+            r = Recipe.parse(f"preset={key}")
+            for w, v in ((self.mean, r.mean), (self.std, r.std)):
+                w.setText("/".join(f"{x:g}" for x in v))
+            self.fit.blockSignals(True)
+            self.fit.setCurrentText(r.fit)
+            self.fit.blockSignals(False)
+        self._timer.start()
+
+    def _custom_edited(self) -> None:
+        i = self.preset.findData("custom")
+        self.preset.blockSignals(True)
+        self.preset.setCurrentIndex(i)
+        self.preset.blockSignals(False)
+        self._timer.start()
+
+    def _refresh(self) -> None:
+        folder = self.folder.strip()
+        if not folder or folder == "random" or not Path(folder).is_dir() or self.spec is None:
+            self.thumb.clear()
+            self.info.setText("Pick a folder of images to see one prepared (random data needs no recipe).")
+            return
+        from splitscope.engine.calib.data import preview_recipe
+        from superqt.utils import create_worker
+
+        if self._worker is not None:
+            self._worker.quit()
+        worker = create_worker(preview_recipe, folder, self.spec, self.text(), self.dims)
+        worker.returned.connect(self._show)
+        self._worker = worker
+        worker.start()
+
+    def _show(self, p: RecipePreview) -> None:
+        self.last = p
+        if p.error or p.pixels is None:
+            self.thumb.clear()
+            self.info.setText(f"<b>The recipe cannot feed this model:</b> {p.error}")
+            return
+        a = p.pixels
+        h, w = a.shape[:2]
+        fmt = QImage.Format.Format_Grayscale8 if a.shape[2] == 1 else QImage.Format.Format_RGB888
+        img = QImage(a.tobytes(), w, h, w * a.shape[2], fmt)
+        self.thumb.setPixmap(QPixmap.fromImage(img).scaled(96, 96, Qt.AspectRatioMode.KeepAspectRatio))
+        self.info.setText(
+            f"{p.file} → [{', '.join(map(str, p.shape))}], values {p.low:.3g} to {p.high:.3g} (recipe {self.text()})"
+        )
+
+
+def metric_box() -> QComboBox:
+    """The task metric: chosen from each output's shape, or by hand."""
+    box = QComboBox()
+    for k in KINDS:
+        box.addItem({"auto": "from each output's shape"}.get(k, k), k)
+    box.setToolTip(
+        "The agreement beside SNR: top-1/top-5 for a classifier, per position for a recogniser, detections matched "
+        "at IoU 0.5 after NMS for a YOLO head, IoU of thresholded maps for dense outputs"
+    )
+    return box
