@@ -35,7 +35,7 @@ from splitscope.gui.canvas.canvas import GraphCanvas, Minimap
 from splitscope.gui.canvas.panels import Inspector, OpsPanel, SummaryPanel
 from splitscope.gui.engine.ui import EngineUi
 from splitscope.gui.profile.ui import ProfilingUi
-from splitscope.gui.shell import exports
+from splitscope.gui.shell import exports, layout_state
 from splitscope.gui.shell.colours import ColourModes
 from splitscope.gui.shell.menus import show_canvas_menu
 from splitscope.gui.shell.palette import apply_app_palette, make_palette, system_is_dark
@@ -150,15 +150,7 @@ class MainWindow(QMainWindow):
         if hasattr(hints, "colorSchemeChanged"):
             hints.colorSchemeChanged.connect(lambda *_: self._apply_theme())
 
-        settings = QSettings()
-        geometry = settings.value("main/geometry")
-        if geometry is not None:
-            self.restoreGeometry(geometry)
-        else:
-            self.resize(1400, 860)
-        state = settings.value("main/state")
-        if state is not None:
-            self.restoreState(state)
+        self._default_layout = layout_state.restore(self)
         self._probe_dependencies()
 
     # ------------------------------------------------------------ the shell, as the features see it
@@ -262,6 +254,7 @@ class MainWindow(QMainWindow):
         self.add_action(v, "Zoom &Out", lambda: self.canvas.zoom_by(0.8), QKeySequence.StandardKey.ZoomOut)
         self.legend_action = self.add_action(v, "&Legend", self._toggle_legend, checkable=True)
         self.legend_action.setChecked(True)
+        self.add_action(v, "&Reset Layout", lambda: layout_state.reset(self, self._default_layout))
         v.addSeparator()
         self.dark_action = self.add_action(v, "&Dark Theme", self._toggle_dark, checkable=True)
         self.add_action(v, "Theme Follows the &System", self._follow_system)
@@ -358,6 +351,7 @@ class MainWindow(QMainWindow):
         """Analyse ``path`` in a worker; the current model stays on screen until the new one is ready."""
         path = Path(path)
         self.statusBar().showMessage(f"Analysing {path.name}…")
+        layout_state.ensure_canvas_room(self)  # a layout saved on another screen never leaves it unreadable
         size = self.canvas.size()
         self.session.viewport = (max(size.width(), 320), max(size.height(), 240))
         self.session.open(path, remembered_dims(path))
@@ -620,10 +614,7 @@ class MainWindow(QMainWindow):
             self.engine_ui.import_files(trt)  # trtexec's files of one engine
 
     def closeEvent(self, event: Any) -> None:
-        settings = QSettings()
-        settings.setValue("main/geometry", self.saveGeometry())
-        settings.setValue("main/state", self.saveState())
-        settings.sync()
+        layout_state.save(self)
         self.cancel_jobs()
         self.controller.cancel_all()
         self.runner.wait(2000)  # jobs stop at their next check; launch.main ends the process if one has not

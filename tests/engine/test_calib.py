@@ -283,10 +283,18 @@ def test_labels_give_a_task_metric_and_a_top1_budget(tmp_path):
         run_to_end(calibrate(model, tmp_path / "q3.onnx", data=str(data), samples=8, labels=str(tmp_path / "bad.txt")))
 
 
-def test_a_run_that_fails_midway_leaves_the_old_output(tmp_path):
+def test_a_run_that_fails_midway_leaves_the_old_output(tmp_path, monkeypatch):
     """The model is staged and moved onto --out only when the run (accuracy included) succeeded."""
+    from splitscope.engine.calib import calibrate as module
+
+    def broken(*_: object, **__: object) -> None:
+        raise RuntimeError("injected: the held-out comparison fails")
+
+    monkeypatch.setattr(module, "compare_outputs", broken)
     out = tmp_path / "t.onnx"
     out.write_bytes(b"the user's earlier file")
-    with pytest.raises(Exception, match="symbolic dims"):  # the held-out pass fails: dims not given
-        run_to_end(calibrate(TRANSFORMER, out, precision="bf16", samples=2))
+    with pytest.raises(RuntimeError, match="injected"):  # the held-out pass fails, after the model was staged
+        run_to_end(calibrate(TRANSFORMER, out, precision="bf16", samples=2, dims=DIMS))
+    with pytest.raises(SplitscopeError, match="no value for seq, which random samples need: give --dim seq="):
+        run_to_end(calibrate(TRANSFORMER, out, precision="bf16", samples=2))  # refused before anything runs
     assert out.read_bytes() == b"the user's earlier file" and sorted(p.name for p in tmp_path.iterdir()) == ["t.onnx"]

@@ -1,0 +1,81 @@
+"""The window's saved layout (geometry and docks): restored only when it is this version's, and never so that the
+canvas is left too small to read. A layout saved on a bigger screen (docks 900 px wide restored into an 850 px
+window) once left the canvas 320 px wide and the next model's first view without labels. View › Reset Layout
+brings the first-start layout back."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QSettings, Qt
+from PySide6.QtWidgets import QDockWidget, QMainWindow
+
+STATE_VERSION = 2
+"""Bumped when the docks change: a layout saved by another version is not restored."""
+CANVAS_SHARE = 0.5
+"""The canvas keeps at least this share of the window's width and height (and 480 x 320 px)."""
+DEFAULT_SIZE = (1400, 860)
+_SIDES = (Qt.DockWidgetArea.LeftDockWidgetArea, Qt.DockWidgetArea.RightDockWidgetArea)
+_ENDS = (Qt.DockWidgetArea.BottomDockWidgetArea, Qt.DockWidgetArea.TopDockWidgetArea)
+
+
+def restore(w: QMainWindow) -> bytes:
+    """Restore the saved geometry and docks (this version's only); returns the first-start layout, for Reset."""
+    default = bytes(w.saveState(STATE_VERSION).data())
+    s = QSettings()
+    geometry = s.value("main/geometry")
+    if geometry is None or not w.restoreGeometry(geometry):
+        _default_size(w)
+    state = s.value("main/state")
+    if state is not None and not w.restoreState(state, STATE_VERSION):
+        w.restoreState(default, STATE_VERSION)  # another version's docks: the first-start layout instead
+    return default
+
+
+def save(w: QMainWindow) -> None:
+    s = QSettings()
+    s.setValue("main/geometry", w.saveGeometry())
+    s.setValue("main/state", w.saveState(STATE_VERSION))
+    s.sync()
+
+
+def reset(w: QMainWindow, default: bytes) -> None:
+    """View › Reset Layout: the first-start docks and size."""
+    for dock in w.findChildren(QDockWidget):
+        dock.setFloating(False)
+        dock.show()
+    w.restoreState(default, STATE_VERSION)
+    _default_size(w)
+    ensure_canvas_room(w)
+
+
+def _default_size(w: QMainWindow) -> None:
+    w.resize(*DEFAULT_SIZE)  # the window system fits it to the screen
+
+
+def ensure_canvas_room(w: QMainWindow) -> None:
+    """Shrink the side and bottom docks when they leave the canvas less than its share of the window."""
+    canvas = w.centralWidget()
+    if canvas is None or w.width() <= 0:
+        return
+    docks = [d for d in w.findChildren(QDockWidget) if d.isVisible() and not d.isFloating()]
+    want_w = max(min(480, w.width() - 200), int(CANVAS_SHARE * w.width()))
+    if canvas.width() < want_w:
+        side = [
+            d
+            for d in docks
+            if w.dockWidgetArea(d) in (Qt.DockWidgetArea.LeftDockWidgetArea, Qt.DockWidgetArea.RightDockWidgetArea)
+        ]
+        if side:
+            room = max(160, (w.width() - want_w) // max(1, len({w.dockWidgetArea(d) for d in side})))
+            w.resizeDocks(side, [room] * len(side), Qt.Orientation.Horizontal)
+    want_h = max(min(320, w.height() - 200), int(CANVAS_SHARE * w.height()))
+    if canvas.height() < want_h:
+        bottom = [
+            d
+            for d in docks
+            if w.dockWidgetArea(d) in (Qt.DockWidgetArea.BottomDockWidgetArea, Qt.DockWidgetArea.TopDockWidgetArea)
+        ]
+        if bottom:
+            w.resizeDocks(bottom, [max(120, w.height() - want_h - 120)] * len(bottom), Qt.Orientation.Vertical)
+    layout = w.layout()
+    if layout is not None:
+        layout.activate()
