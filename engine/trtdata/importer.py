@@ -149,4 +149,11 @@ def import_files(paths: Sequence[str | os.PathLike[str]], gm: GraphModel | None 
             )
     if gm is not None:
         data.mapping = map_layers(data.rows, gm)
+        work = sum(1 for h in data.mapping.how if h not in ("reformat", "sync"))
+        if work >= 2 and data.mapping.mapped_layer_share() == 0:
+            name = gm.path.name if gm.path is not None else "the open model"
+            raise EngineDataError(
+                f"None of the engine's {work} layers maps to a node of {name}: these files are of another model. "
+                "Open the model the engine was built from, or read the files with no model open."
+            )
     return data

@@ -224,3 +224,17 @@ def test_build_log_text_is_read_like_the_inspector_json():
     assert layer.name == "n0_myl0_1" and layer.type == "correlation" and layer.outputs[0].dims == [1, 4, 8, 8]
     assert layer_precision(layer) == "FP16"
     assert metadata_nodes(layer.metadata) == ["conv", "relu"]
+
+
+def test_an_engine_of_another_model_is_refused_with_one_line():
+    """The layers of a ResNet engine name no node of the sample: refused, never mapped at 0% onto it."""
+    from splitscope.engine.sample import SAMPLE_MODEL
+    from splitscope.engine.split.analyze import analyze_model
+    from splitscope.engine.trtdata.importer import EngineDataError, import_files
+
+    gm = analyze_model(SAMPLE_MODEL, parser="table")
+    files = [SAMPLES / "pytorch__resnet__A100__fp16__resnet.onnx.engine.graph.json"]
+    with pytest.raises(EngineDataError, match=r"None of the engine's \d+ layers maps to a node of sample.onnx") as e:
+        import_files(files, gm)
+    assert "\n" not in e.value.message
+    assert import_files(files).rows  # with no model open, the same files read
