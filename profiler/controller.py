@@ -38,6 +38,10 @@ class ModelResults:
     """The imported or built :class:`splitscope.engine.trtdata.importer.EngineData`."""
     engine_doc: dict[str, Any] | None = None
     calibration: dict[str, Any] | None = None
+    search: str = ""
+    """The search field's text while this model was open: it comes back with the model."""
+    colour_mode: str = "status"
+    """The colour mode last asked for on this model."""
 
 
 @dataclass(slots=True)
@@ -102,6 +106,7 @@ class AppController(QObject):
     def set_colour_mode(self, mode: str) -> None:
         """Ask for a colour mode; the canvas's presenter falls back to ``status`` when the mode has no data."""
         self.colour_mode = mode
+        self._current.colour_mode = mode  # the model's own: it comes back when the model is opened again
         self.colour_mode_changed.emit(mode)
 
     def note_colour_mode(self, mode: str) -> None:

@@ -30,7 +30,7 @@ class ColourModes(QObject):
         self.add("status", "&Status", None)
         self.actions["status"].setChecked(True)
         controller.colour_mode_changed.connect(self._paint)
-        controller.model_ready.connect(lambda *_: self._paint("status"))
+        controller.model_ready.connect(lambda *_: self._paint(controller.results.colour_mode))  # the model's own
 
     def add(self, key: str, text: str, heat: HeatSource | None) -> QAction:
         """A View › Colour by entry; ``heat(view) -> Heat | None`` colours the canvas for it."""

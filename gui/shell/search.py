@@ -29,6 +29,8 @@ class Search(QObject):
         self._timer.setInterval(150)
         self._timer.timeout.connect(self.refresh)
         self.field.textChanged.connect(lambda _t: self._timer.start())
+        self.field.textChanged.connect(self._remember)
+        controller.model_ready.connect(self._model_changed)
         toolbar.addWidget(self.field)
         prev_button = QPushButton("◀")
         prev_button.setToolTip("Previous match (Shift+F3)")
@@ -40,6 +42,16 @@ class Search(QObject):
         toolbar.addWidget(prev_button)
         toolbar.addWidget(next_button)
         toolbar.addWidget(self.label)
+
+    def _remember(self, text: str) -> None:
+        self.controller.results.search = text  # the open model's: each model keeps its own search
+
+    def _model_changed(self, *_: object) -> None:
+        """A model was opened: its own search comes back (none for a model new to this window)."""
+        self.field.blockSignals(True)
+        self.field.setText(self.controller.results.search)
+        self.field.blockSignals(False)
+        self.refresh()
 
     def focus(self) -> None:
         """Ctrl+F."""

@@ -36,3 +36,20 @@ def test_the_window_asks_for_the_missing_dims_and_recosts(qtbot, window, tmp_pat
     wait_idle(qtbot, window)
     assert window.graph_model is not gm and window.graph_model.dims["height"] == 96
     assert window.input_shapes.dialog is None
+
+
+def test_each_model_keeps_its_own_search(qtbot, window, tmp_path):
+    from splitscope.engine.sample import SAMPLE_MODEL
+
+    other = tmp_path / "strided.onnx"
+    onnx.save(_strided(), other)
+    window.open_model(SAMPLE_MODEL)
+    wait_idle(qtbot, window)
+    window.search.setText("Conv")
+    qtbot.waitUntil(lambda: bool(window.canvas.highlight_nodes))
+    window.open_model(other)
+    wait_idle(qtbot, window)
+    assert window.search.text() == "" and not window.canvas.highlight_nodes  # nothing of the sample's
+    window.open_model(SAMPLE_MODEL)
+    wait_idle(qtbot, window)
+    assert window.search.text() == "Conv" and window.canvas.highlight_nodes  # the sample's search comes back
