@@ -53,6 +53,8 @@ class ModelSession(QObject):
     """One-line message, details."""
     cancelled = Signal()
     running_changed = Signal(bool)
+    body_changed = Signal(list)
+    """The canvas entered or left an If / Loop / Scan body: the way in (crumbs), [] for the main graph."""
 
     def __init__(self, parser: str = "auto", parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -83,6 +85,8 @@ class ModelSession(QObject):
         """The last view of :attr:`graph_model`, to go back to when a newer analysis fails."""
         self._first_layout = threading.Event()
         self._recosted: GraphModel | None = None
+        self.outer_views: list[View] = []
+        """The views a body was opened from, innermost last (Back returns to the last)."""
         """A ready model re-costed at new dims: its refreshed view is announced as ready again."""
         self.analysis.progress_changed.connect(self.progress)
         self.layout.progress_changed.connect(self.progress)
@@ -122,6 +126,7 @@ class ModelSession(QObject):
         self._undo.clear()
         self._redo.clear()
         first_layout = self._first_layout = threading.Event()
+        self._leave_bodies()
 
         def job(token: CancelToken) -> Generator[JobEvent, None, GraphModel]:
             from splitscope.engine.split.analyze import analyze  # onnx loads in the worker
@@ -153,7 +158,57 @@ class ModelSession(QObject):
             return (yield from apply_dims(gm, dims, token, responsive=True))
 
         self._recosted = gm
+        self._leave_bodies()
         self.analysis.start(job)
+
+    def open_body(self, node: int, body: str | None = None) -> None:
+        """Show the body ``body`` (default: the first) of node ``node`` of the graph on screen, laid out in a worker;
+        :meth:`close_body` goes back."""
+        view = self.view
+        if view is None or not 0 <= node < len(view.gm.nodes) or not view.gm.nodes[node].subgraphs:
+            return
+        owner = view.gm.nodes[node]
+        body = body if body in owner.subgraphs else next(iter(owner.subgraphs))
+        crumbs = (*view.crumbs, f"{owner.op_type} '{owner.label}' › {body}")
+        viewport, fold = self.viewport, self.fold_constants
+        self._undo.clear()
+        self._redo.clear()
+
+        def job(token: CancelToken) -> Generator[JobEvent, None, View]:
+            from splitscope.engine.view.body import body_model
+
+            sub = body_model(view.gm, owner, body)
+            new = yield from prepare_view(sub, cancel=token, viewport=viewport, fold=fold)
+            new.crumbs = crumbs
+            return new
+
+        self._start_layout(view.gm, job)
+
+    def switch_body(self, body: str) -> None:
+        """Show another body of the node whose body is on screen (``else_branch`` beside ``then_branch``)."""
+        if not self.outer_views or self.view is None:
+            return
+        outer = self.outer_views.pop()
+        owner_label = self.view.crumbs[-1].split("'")[1]
+        node = next((n.index for n in outer.gm.nodes if n.label == owner_label), -1)
+        self.view = outer
+        self.open_body(node, body)
+
+    def close_body(self) -> None:
+        """Back to the graph the body on screen was opened from."""
+        if not self.outer_views or self.layout.running:
+            return
+        self.view = self.outer_views.pop()
+        self._undo.clear()
+        self._redo.clear()
+        self.view_changed.emit(self.view, False)
+        self.body_changed.emit(list(self.view.crumbs))
+
+    def _leave_bodies(self) -> None:
+        if self.outer_views:
+            self.view = self.outer_views[0]
+            self.outer_views.clear()
+            self.body_changed.emit([])
 
     def cancel(self) -> None:
         """Cancel whatever runs."""
@@ -291,6 +346,12 @@ class ModelSession(QObject):
 
     def _on_laid_out(self, view: View) -> None:
         self._first_layout.set()
+        if self.view is not None and len(view.crumbs) > len(self.view.crumbs):  # a body was opened
+            self.outer_views.append(self.view)
+            self.view = view
+            self.view_changed.emit(view, False)
+            self.body_changed.emit(list(view.crumbs))
+            return
         keep = self.view is not None and self.view.gm is view.gm
         if view.stats is None and keep and self.view is not None:
             view.stats = self.view.stats  # expand/collapse: same figures

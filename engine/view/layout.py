@@ -501,6 +501,8 @@ class View:
     layout: Layout
     stats: dict[str, Any] | None = None
     """Panel figures (splitscope.engine.report.stats.panel_stats), when the analysis is final."""
+    crumbs: tuple[str, ...] = ()
+    """The way into the body this view shows (``If '/post/If' › then_branch``, ...); () for the main graph."""
 
 
 def prepare_view(
@@ -531,4 +533,4 @@ def relayout(view: View, expanded: set[int], cancel: CancelToken | None = None) 
     """A new layout of the same model with other groups expanded (a job generator)."""
     with gc_paused():
         layout = yield from compute_layout(view.ctx, expanded, cancel)
-    return View(view.gm, view.hier, view.ctx, layout)
+    return View(view.gm, view.hier, view.ctx, layout, crumbs=view.crumbs)

@@ -49,6 +49,8 @@ class GraphCanvas(QWidget):
     """A node was clicked (its index), or -1 when the selection was cleared."""
     group_selected = Signal(int)
     group_toggle_requested = Signal(int)
+    body_requested = Signal(int)
+    """A node with bodies (If, Loop, Scan) was double-clicked: open its body."""
     context_requested = Signal(int, object)
     """Right click: the item under the pointer (-1 for none) and the global position for a menu."""
     """Double click on a block (expand) or a frame header (collapse): the group id."""
@@ -260,6 +262,8 @@ class GraphCanvas(QWidget):
         kind = self.layout_.kind[item]
         if kind in (KIND_BLOCK, KIND_FRAME):
             self.group_toggle_requested.emit(self.layout_.ref[item])
+        elif kind == KIND_NODE and self.gm is not None and self.gm.nodes[self.layout_.ref[item]].subgraphs:
+            self.body_requested.emit(self.layout_.ref[item])  # an If / Loop / Scan: open its body
 
     def wheelEvent(self, event: QWheelEvent) -> None:
         steps = event.angleDelta().y() / 120.0

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from PySide6.QtCore import QObject, QTimer
 from PySide6.QtWidgets import QLabel, QLineEdit, QPushButton, QToolBar
+from splitscope.engine.model import Node
+from splitscope.engine.text import plural
 from splitscope.gui.canvas.canvas import GraphCanvas
 from splitscope.gui.canvas.panels import Inspector
 from splitscope.profiler.controller import AppController
@@ -31,6 +33,7 @@ class Search(QObject):
         self.field.textChanged.connect(lambda _t: self._timer.start())
         self.field.textChanged.connect(self._remember)
         controller.model_ready.connect(self._model_changed)
+        controller.session.body_changed.connect(lambda *_: self.refresh())  # a body on screen is searched too
         toolbar.addWidget(self.field)
         prev_button = QPushButton("◀")
         prev_button.setToolTip("Previous match (Shift+F3)")
@@ -60,7 +63,8 @@ class Search(QObject):
 
     def refresh(self) -> None:
         """Match the field's text against the open model (a new model is searched again)."""
-        gm, view = self.controller.graph_model, self.controller.view
+        view = self.controller.view
+        gm = view.gm if view is not None else self.controller.graph_model  # the graph on screen: a body too
         text = self.field.text().strip().lower()
         if gm is None or not text:
             self.matches = []
@@ -68,17 +72,28 @@ class Search(QObject):
             self.label.setText("")
             self.canvas.update()
             return
-        hits = [
-            n.index
+
+        def hit(n: Node) -> bool:
+            return text in n.label.lower() or text in n.op_type.lower()
+
+        hits = [n.index for n in gm.nodes if hit(n)]
+        # Matches inside If / Loop / Scan bodies: their owner is highlighted (double-click opens it).
+        inside = {
+            n.index: sum(1 for sub in n.subgraphs.values() for _, m in sub.walk() if hit(m))
             for n in gm.nodes
-            if text in n.label.lower() or text == n.op_type.lower() or text in n.op_type.lower()
-        ]
-        if view is not None:
-            hits.sort(key=lambda i: view.hier.topo_pos[i])
+            if n.subgraphs
+        }
+        owners = [i for i, k in inside.items() if k]
+        hits = sorted(set(hits) | set(owners), key=lambda i: view.hier.topo_pos[i] if view is not None else i)
         self.matches = hits
         self.pos = -1
         self.canvas.highlight_nodes = set(hits)
-        self.label.setText(f"{len(hits)} matches" if hits else "no match")
+        deep = sum(inside.values())
+        direct = sum(1 for i in hits if hit(gm.nodes[i]))
+        label = f"{direct} matches" if direct else "no match"
+        if deep:
+            label += f", {deep} inside the bodies of {plural(len(owners), 'node')} (double-click to open)"
+        self.label.setText(label)
         self.canvas.update()
 
     def highlight(self, nodes: list[int]) -> None:

@@ -31,6 +31,7 @@ from splitscope.engine.sample import SAMPLE_MODEL
 from splitscope.engine.text import model_title
 from splitscope.engine.view.layout import View
 from splitscope.gui.calibrate.ui import CalibUi
+from splitscope.gui.canvas.bodies import BodyNavigator
 from splitscope.gui.canvas.canvas import GraphCanvas, Minimap
 from splitscope.gui.canvas.panels import Inspector, OpsPanel, SummaryPanel
 from splitscope.gui.engine.ui import EngineUi
@@ -128,6 +129,8 @@ class MainWindow(QMainWindow):
         self.optimize_tool.runner.running_changed.connect(self._update_running)
         self.netron = NetronTool(self)
         self._build_toolbar()
+        self.addToolBarBreak()
+        self.bodies = BodyNavigator(self, self.addToolBar("Body"))
         self._build_status_bar()
         self._build_menus()
         self._apply_theme()
@@ -418,8 +421,8 @@ class MainWindow(QMainWindow):
 
     def _on_view_changed(self, view: View, keep: bool) -> None:
         QTimer.singleShot(0, self._preload)
-        if view.gm is self.graph_model:
-            self.inspector.hier = view.hier  # folding changes the group tree
+        if view.gm is self.graph_model or view.crumbs:
+            self.inspector.hier = view.hier  # folding changes the group tree; a body has its own
         self.canvas.set_graph(view.gm, view.hier, view.layout, keep_view=keep)
         self.minimap.refresh()
         if keep:
@@ -480,8 +483,9 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------ panels
     def _on_node_selected(self, index: int) -> None:
         self.inspector.show_node(index)
-        if index >= 0 and self.graph_model is not None:
-            self.ops.select_op_of(self.graph_model.nodes[index])
+        view = self.view
+        if index >= 0 and view is not None and not view.crumbs:  # the ops table is the main graph's
+            self.ops.select_op_of(view.gm.nodes[index])
         else:
             self.ops.table.clearSelection()  # nothing selected on the canvas: nothing in the table either
 

@@ -53,3 +53,44 @@ def test_each_model_keeps_its_own_search(qtbot, window, tmp_path):
     window.open_model(SAMPLE_MODEL)
     wait_idle(qtbot, window)
     assert window.search.text() == "Conv" and window.canvas.highlight_nodes  # the sample's search comes back
+
+
+def test_double_click_opens_an_if_body_coloured_by_the_parser_and_back(qtbot, tmp_path):
+    """The exported detector's NMS sits in an If: its body opens on the canvas, the NonZero the parser named is
+    the plugin, the outer tensors it reads are its inputs; search finds the node inside; Back returns."""
+    import pytest
+    from splitscope.engine.model import Source, Status
+    from splitscope.gui.shell.window import MainWindow
+
+    pytest.importorskip("tensorrt_rtx", reason="the test extra installs TensorRT-RTX's parser")
+    from tests.gui.test_window import ROOT
+
+    w = MainWindow(parser="rtx")
+    qtbot.addWidget(w)
+    w.show()
+    w.open_model(ROOT / "tests" / "data" / "torch_detector_if.onnx")
+    wait_idle(qtbot, w)
+    main = w.view
+    w.search.setText("NonZero")
+    qtbot.waitUntil(lambda: "inside the bodies of 1 node" in w.match_label.text())
+    owner = next(n for n in w.graph_model.nodes if n.op_type == "If")
+    assert w.canvas.highlight_nodes == {owner.index}
+    with qtbot.waitSignal(w.controller.session.body_changed, timeout=30000) as sig:
+        w.canvas.body_requested.emit(owner.index)  # what a double-click on the If sends
+    wait_idle(qtbot, w)
+    assert sig.args[0] == [f"If '{owner.label}' › then_branch"] and w.bodies.bar.isVisible()
+    body = w.view.gm
+    nz = next(n for n in body.nodes if n.op_type == "NonZero")
+    assert nz.status is Status.PLUGIN and nz.source is Source.PARSER
+    assert "/Gather_output_0" in body.graph.inputs  # an outer tensor the body captures
+    qtbot.waitUntil(lambda: w.canvas.highlight_nodes == {nz.index})  # search follows the graph on screen
+    w.inspector.show_node(nz.index)
+    assert "NonZero" in w.inspector.toPlainText()
+    with qtbot.waitSignal(w.controller.session.body_changed, timeout=30000) as sig:
+        w.controller.session.switch_body("else_branch")  # what the bar's "Show else_branch" button does
+    wait_idle(qtbot, w)
+    assert sig.args[0][-1].endswith("else_branch")
+    with qtbot.waitSignal(w.controller.session.body_changed, timeout=30000) as sig:
+        w.controller.session.close_body()
+    assert sig.args[0] == [] and w.view is main and not w.bodies.bar.isVisible()
+    w.close()

@@ -1,0 +1,65 @@
+"""Inside control flow: double-click an If / Loop / Scan node to open its body on the canvas. A bar above the
+canvas shows the way in (the model › the If › then_branch), switches between the node's bodies and goes back
+(Back, or Alt+Left); the inspector follows the graph on screen."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtGui import QKeySequence
+from PySide6.QtWidgets import QLabel, QPushButton, QToolBar
+
+if TYPE_CHECKING:
+    from splitscope.gui.shell.host import Shell
+
+
+class BodyNavigator:
+    """The breadcrumb bar and the canvas's way into bodies."""
+
+    def __init__(self, shell: Shell, toolbar: QToolBar) -> None:
+        self.shell = shell
+        self.session = shell.controller.session
+        self.bar = toolbar
+        self.bar.setObjectName("toolbar_body")
+        back = QPushButton("◀ Back")
+        back.setToolTip("Back to the graph this body was opened from (Alt+Left)")
+        back.setShortcut(QKeySequence("Alt+Left"))
+        back.clicked.connect(self.session.close_body)
+        self.bar.addWidget(back)
+        self.crumbs = QLabel()
+        self.crumbs.setObjectName("body_crumbs")
+        self.bar.addWidget(self.crumbs)
+        self.siblings: list[Any] = []
+        self.bar.setVisible(False)
+        shell.canvas.body_requested.connect(self.open)
+        self.session.body_changed.connect(self._changed)
+
+    def open(self, node: int) -> None:
+        self.shell.show_message("Opening the body…", 3000)
+        self.session.open_body(node)
+
+    def _changed(self, crumbs: list[str]) -> None:
+        for a in self.siblings:
+            self.bar.removeAction(a)
+        self.siblings = []
+        view = self.session.view
+        gm = self.shell.controller.graph_model
+        if not crumbs or view is None:
+            self.bar.setVisible(False)
+            if gm is not None and self.session.view is not None:
+                self.shell.inspector.set_model(gm, self.session.view.hier)
+            return
+        name = gm.path.name if gm is not None and gm.path is not None else "model"
+        self.crumbs.setText(f"  {name} › " + " › ".join(crumbs) + f"  ({len(view.gm.nodes)} nodes)")
+        outer = self.session.outer_views[-1] if self.session.outer_views else None
+        label = crumbs[-1].split("'")[1]
+        owner = next((n for n in outer.gm.nodes if n.label == label), None) if outer is not None else None
+        if owner is not None and len(owner.subgraphs) > 1:
+            shown = crumbs[-1].rsplit("› ", 1)[-1]
+            for body in owner.subgraphs:
+                if body != shown:
+                    b = QPushButton(f"Show {body}")
+                    b.clicked.connect(lambda _=False, x=body: self.session.switch_body(x))
+                    self.siblings.append(self.bar.addWidget(b))
+        self.bar.setVisible(True)
+        self.shell.inspector.set_model(view.gm, view.hier)
