@@ -59,7 +59,11 @@ def _print_summary(gm: object, summary: dict[str, dict[str, float | int]]) -> No
     print(headline(gm, summary))
     plugin = [n for n in gm.nodes if n.status is Status.PLUGIN]
     if plugin:
-        print("Needs custom CUDA / a TensorRT plugin:")
+        print(
+            "Plugin layers (custom CUDA inside the engine):"
+            if gm.engine_graph
+            else "Needs custom CUDA / a TensorRT plugin:"
+        )
         by_op = Counter(node_op_label(n) for n in plugin)
         for op, count in by_op.most_common(10):
             first = next(n for n in plugin if node_op_label(n) == op)

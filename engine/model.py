@@ -343,6 +343,11 @@ class GraphModel:
         """A topological order of the main graph's nodes."""
         return self.graph.adj.order
 
+    @property
+    def engine_graph(self) -> bool:
+        """Whether this is a built engine's own graph (its layers as nodes), which gets no split analysis."""
+        return "splitscope.engine_graph" in self.metadata
+
     def shapes_label(self) -> str:
         """The input shapes in force, for headlines and job names: ``images [1, 3, 320, 320]``; a dim without a
         value keeps its name."""

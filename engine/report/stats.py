@@ -110,11 +110,25 @@ def headline(gm: GraphModel, summary: dict[str, dict[str, float | int]] | None =
     whatever share of FLOPs TensorRT takes). One partition with custom nodes beside it: those nodes by
     cause. Nothing custom: say so.
     """
+    if gm.engine_graph:
+        return _engine_headline(gm)
     text = _headline(gm, summary)
     if gm.missing_dims:
         return f"{text} (FLOPs and bytes that depend on {', '.join(gm.missing_dims[:3])} are unknown until given)"
     if any(isinstance(d, str) for t in map(gm.graph.tensors.get, gm.graph.inputs) if t for d in t.shape or ()):
         return f"{text} (at {gm.shapes_label()})"
+    return text
+
+
+def _engine_headline(gm: GraphModel) -> str:
+    """A built engine is never given a split: what it holds, its plugin layers named as such."""
+    plugins = [n for n in gm.nodes if n.status is Status.PLUGIN]
+    text = f"A built engine of {plural(len(gm.nodes), 'layer')} (no split analysis: TensorRT built it as one engine)"
+    if plugins:
+        names = ", ".join(n.label for n in plugins[:3]) + (f" and {len(plugins) - 3} more" if len(plugins) > 3 else "")
+        text += f"; {plural(len(plugins), 'plugin layer')} (custom CUDA inside the engine): {names}"
+    if gm.metadata.get("splitscope.engine_graph") == "names-only":
+        text += "; names only (no tensors in the file): the layers are drawn in the engine's order"
     return text
 
 

@@ -221,7 +221,11 @@ def apply_dims(
 
 
 def set_partitions(gm: GraphModel) -> None:
-    """The engine partitions as TensorRT builds them, and apart the parser's raw subgraphs (constants counted)."""
+    """The engine partitions as TensorRT builds them, and apart the parser's raw subgraphs (constants counted).
+    A built engine's own graph has none: it is one engine already."""
+    if gm.engine_graph:
+        gm.partitions, gm.parser_subgraphs = [], []
+        return
     gm.partitions = find_partitions(gm.graph, gm.order, gm.dims)
     gm.parser_subgraphs = [p.nodes for p in find_partitions(gm.graph, gm.order, gm.dims, constants=False)]
 

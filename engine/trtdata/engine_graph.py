@@ -13,6 +13,7 @@ from pathlib import Path
 
 import onnx
 from onnx import helper
+from splitscope.engine.trtdata.mapping import metadata_nodes
 from splitscope.engine.trtdata.readers import LayerInfo
 
 MARK = "splitscope.engine_graph"
@@ -28,14 +29,23 @@ def to_onnx(info: LayerInfo, title: str = "engine") -> onnx.ModelProto:
     produced: dict[str, int] = {}
     consumed: set[str] = set()
     layers = [x for x in info.layers if x.profile == 0]
+    # A names-only file (--profilingVerbosity=layer_names_only) lists no tensors: its layers are chained in the
+    # engine's own order, an ordered list to read with its times, not boxes without a single edge.
+    names_only = not any(t.name for x in layers for t in (*x.inputs, *x.outputs))
     nodes = []
     for k, x in enumerate(layers):
         outs = [t.name for t in x.outputs if t.name] or [f"{x.name}:out"]
         for o in outs:
             produced.setdefault(o, k)
         ins = [t.name for t in x.inputs if t.name]
+        if names_only and k > 0:
+            ins = [nodes[-1].output[0]]
         consumed.update(ins)
-        nodes.append(helper.make_node(_op(x.type), ins, outs, name=x.name, domain=DOMAIN))
+        node = helper.make_node(_op(x.type), ins, outs, name=x.name, domain=DOMAIN)
+        onnx_names = metadata_nodes(x.metadata) if x.metadata else []
+        if onnx_names:  # the ONNX nodes the layer was built from, by its Metadata: shown in the inspector
+            node.metadata_props.add(key="onnx_nodes", value=", ".join(onnx_names)[:4000])
+        nodes.append(node)
     dims: dict[str, list[int]] = {}
     for x in layers:
         for t in (*x.inputs, *x.outputs):
@@ -55,7 +65,7 @@ def to_onnx(info: LayerInfo, title: str = "engine") -> onnx.ModelProto:
         opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(DOMAIN, 1)],
         producer_name="splitscope (engine layers)",
     )
-    m.metadata_props.add(key=MARK, value="1")
+    m.metadata_props.add(key=MARK, value="names-only" if names_only else "1")
     return m
 
 

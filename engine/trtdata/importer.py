@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from splitscope.engine.model import GraphModel
-from splitscope.engine.trtdata.mapping import FOREIGN, Mapping, is_reformat, map_layers
+from splitscope.engine.trtdata.mapping import FOREIGN, Mapping, is_reformat, map_layers, metadata_nodes
 from splitscope.engine.trtdata.precision import layer_precision
 from splitscope.engine.trtdata.readers import EngineDataError, Layer, LayerInfo, Profile, Times, read_file
 
@@ -83,7 +83,11 @@ class EngineData:
         layers = []
         for k, layer in enumerate(rows):
             t = ms.get(layer.name)
-            nodes = [self.gm.nodes[i].name or f"#{i}" for i in m.layer_nodes[k]] if m is not None and self.gm else []
+            if m is not None and self.gm:
+                nodes, how = [self.gm.nodes[i].name or f"#{i}" for i in m.layer_nodes[k]], m.how[k]
+            else:  # no model: the ONNX node names the layer's Metadata gives, confirmed once a model is opened
+                nodes = metadata_nodes(layer.metadata) if layer.metadata else []
+                how = "metadata" if nodes else ""
             layers.append(
                 {
                     "name": layer.name,
@@ -92,7 +96,7 @@ class EngineData:
                     "ms": round(t, 6) if t is not None else None,
                     "share": round(t / total, 5) if t is not None and total else None,
                     "onnx_nodes": nodes,
-                    "mapped_by": m.how[k] if m is not None else "",
+                    "mapped_by": how,
                     "tactic": layer.tactic,
                     "origin": layer.origin,
                     "foreign": bool(FOREIGN.search(layer.base)),

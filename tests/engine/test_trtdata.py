@@ -238,3 +238,51 @@ def test_an_engine_of_another_model_is_refused_with_one_line():
         import_files(files, gm)
     assert "\n" not in e.value.message
     assert import_files(files).rows  # with no model open, the same files read
+
+
+def test_an_engine_alone_keeps_its_onnx_names_and_gets_no_split(tmp_path):
+    """Without its model: each layer keeps the ONNX node names its Metadata gives, a names-only file is an
+    ordered chain of layers (not boxes without an edge), and the engine is never given partitions."""
+    from splitscope.engine.split.analyze import analyze_model
+    from splitscope.engine.trtdata.engine_graph import to_onnx
+    from splitscope.engine.trtdata.importer import import_files
+    from splitscope.engine.trtdata.readers import read_file
+
+    layers = [
+        {
+            "Name": "conv1 + relu1",
+            "LayerType": "CaskConvolution",
+            "Metadata": "[ONNX Layer: /conv1/Conv]\x1e[ONNX Layer: /relu1/Relu]",
+            "Inputs": [{"Name": "x"}],
+            "Outputs": [{"Name": "a"}],
+        },
+        {
+            "Name": "nms",
+            "LayerType": "PluginV3",
+            "Metadata": "[ONNX Layer: /post/NMS]",
+            "Inputs": [{"Name": "a"}],
+            "Outputs": [{"Name": "y"}],
+        },
+    ]
+    p = tmp_path / "layers.json"
+    p.write_text(json.dumps({"Layers": layers, "Bindings": ["x", "y"]}))
+    doc = import_files([p]).to_json()
+    assert (
+        doc["layers"][0]["onnx_nodes"] == ["/conv1/Conv", "/relu1/Relu"] and doc["layers"][0]["mapped_by"] == "metadata"
+    )
+    m = tmp_path / "engine.onnx"
+    import onnx
+
+    onnx.save(to_onnx(read_file(p)), m)
+    gm = analyze_model(m, parser="table")
+    assert gm.engine_graph and gm.partitions == [] and gm.parser_subgraphs == []
+    from splitscope.engine.report.stats import headline
+
+    text = headline(gm)
+    assert "A built engine of 2 layers" in text and "1 plugin layer" in text and "partition" not in text
+    names = tmp_path / "names.json"
+    names.write_text(json.dumps({"Layers": [f"layer {k}" for k in range(6)], "Bindings": ["x", "y"]}))
+    onnx.save(to_onnx(read_file(names)), m)
+    gm = analyze_model(m, parser="table")
+    assert [gm.graph.tensors[n.inputs[0]].producer for n in gm.nodes[1:]] == list(range(5))  # one chain, in order
+    assert "names only" in headline(gm)
