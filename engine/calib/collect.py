@@ -93,7 +93,12 @@ def collect(
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
         if done == 0:
-            raise InferenceError("No calibration sample could be read: see the skipped files.")
+            why = "; ".join(data.skipped[:3]) + (f"; and {len(data.skipped) - 3} more" if len(data.skipped) > 3 else "")
+            raise InferenceError(
+                f"No calibration sample could be read ({len(data.skipped)} skipped: {why})."
+                if data.skipped
+                else "No calibration sample could be read: the data gave none."
+            )
         be.close()
     finally:
         if tmp is not None:

@@ -186,3 +186,23 @@ def test_task_metrics_read_the_output_they_fit():
     maps = rng.random((1, 1, 32, 32))
     dense = task.metric("auto", [maps], [maps])
     assert dense is not None and dense["kind"] == "dense" and dense["value"] == 1.0
+
+
+def test_no_readable_sample_names_the_files_it_skipped_and_why(tmp_path):
+    from splitscope.engine.calib.calibrate import calibrate
+    from splitscope.engine.jobs import run_to_end
+    from splitscope.engine.runtime.ort import InferenceError
+
+    m = model(
+        [h.make_node("Relu", ["x"], ["y"])],
+        [h.make_tensor_value_info("x", T.FLOAT, [1, 3, 8, 8])],
+        [h.make_tensor_value_info("y", T.FLOAT, [1, 3, 8, 8])],
+    )
+    p = tmp_path / "m.onnx"
+    onnx.save(m, p)
+    folder = tmp_path / "imgs"
+    folder.mkdir()
+    (folder / "a.png").write_bytes(b"not a png")
+    (folder / "b.jpg").write_bytes(b"")
+    with pytest.raises(InferenceError, match=r"No calibration sample could be read \(2 skipped: a\.png: .*; b\.jpg: "):
+        run_to_end(calibrate(p, tmp_path / "q.onnx", data=str(folder), samples=2))
