@@ -194,9 +194,10 @@ def test_no_readable_sample_names_the_files_it_skipped_and_why(tmp_path):
     from splitscope.engine.runtime.ort import InferenceError
 
     m = model(
-        [h.make_node("Relu", ["x"], ["y"])],
+        [h.make_node("Conv", ["x", "k"], ["c"]), h.make_node("Relu", ["c"], ["y"])],
         [h.make_tensor_value_info("x", T.FLOAT, [1, 3, 8, 8])],
-        [h.make_tensor_value_info("y", T.FLOAT, [1, 3, 8, 8])],
+        [h.make_tensor_value_info("y", T.FLOAT, [1, 4, 6, 6])],
+        [w("k", 4, 3, 3, 3)],
     )
     p = tmp_path / "m.onnx"
     onnx.save(m, p)
