@@ -12,6 +12,7 @@ nodes are mostly repeated blocks (a model exported without scopes) gets one subg
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from splitscope.engine.model import GraphModel, Status
@@ -261,6 +262,8 @@ def _merge_chains(h: Hierarchy) -> None:
         if g.id == 0 or g.parent is None or g.parent == -1 or g.groups or len(g.nodes) != 1:
             continue
         parent = groups[g.parent]
+        if _numbered_sibling(g, parent, groups):
+            continue  # one layer of a numbered list (model.10, an Upsample alone): it keeps its scope
         parent.groups.remove(g.id)
         parent.nodes.append(g.nodes[0])
         parent.nodes.sort(key=lambda n: h.topo_pos[n])
@@ -282,6 +285,39 @@ def _merge_chains(h: Hierarchy) -> None:
                 h.node_group[n] = g.id
             only.parent = -1  # detached
             only.groups, only.nodes = [], []
+
+
+_NUMBERED = re.compile(r"^(.*?)(\d+)$")
+
+
+def _numbered_sibling(g: Group, parent: Group, groups: list[Group]) -> bool:
+    """Whether ``g`` is one of a numbered list of layers (``model.0``, ``model.1``, ...) among its siblings."""
+    m = _NUMBERED.match(g.label)
+    if m is None:
+        return False
+    stem = m.group(1)
+    same = 0
+    for c in parent.groups:
+        o = _NUMBERED.match(groups[c].label)
+        if c != g.id and o is not None and o.group(1) == stem:
+            same += 1
+            if same >= 2:
+                return True
+    return False
+
+
+def _natural(label: str) -> tuple[str, int]:
+    m = _NUMBERED.match(label)
+    return (m.group(1), int(m.group(2))) if m else (label, -1)
+
+
+def run_label(labels: list[str]) -> str:
+    """The label of a run of layers: its first and last by their numbers (``model.0 … model.22``), so it says
+    what it holds; one layer keeps its own label."""
+    if len(labels) == 1:
+        return labels[0]
+    ordered = sorted(labels, key=_natural)
+    return f"{ordered[0]} … {ordered[-1]}"
 
 
 def _group_repeats(h: Hierarchy, gm: GraphModel) -> None:
@@ -438,8 +474,9 @@ def _split_children_one(h: Hierarchy, gid: int, most: int) -> None:
     g.groups = []
     for k in range(0, len(kids), size):
         run = kids[k : k + size]
-        first, last = h.groups[run[0]], h.groups[run[-1]]
-        child = Group(len(h.groups), f"{first.label} … {last.label}", gid, g.depth + 1, first=first.first)
+        first = h.groups[run[0]]
+        label = run_label([h.groups[c].label for c in run])
+        child = Group(len(h.groups), label, gid, g.depth + 1, first=first.first)
         h.groups.append(child)
         g.groups.append(child.id)
         child.groups = run

@@ -111,3 +111,38 @@ def test_partitions_are_known_at_the_level_shown():
         part = next((k for k, p in enumerate(gm.partitions) if i in p.nodes), None)
         if part is not None and item >= 0:
             assert a["part_lo"][item] <= part <= a["part_hi"][item]
+
+
+def test_numbered_layers_keep_their_scope_and_runs_say_what_they_hold(tmp_path):
+    """An Ultralytics export: model.0 ... model.22, several of them one node (an Upsample, a Concat). Each keeps
+    its own group, and a run of layers is labelled by the first and last it holds (never model.0 … model.19
+    holding model.22)."""
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+    from splitscope.engine.split.analyze import analyze_model
+    from splitscope.engine.view.hierarchy import build_hierarchy, run_label
+
+    assert run_label(["model.16", "model.22", "model.17"]) == "model.16 … model.22"
+    assert run_label(["model.21"]) == "model.21"
+    nodes, x = [], "x"
+    for i in range(30):
+        for k in range(1 if i % 3 else 2):  # every third layer has two nodes, the rest one
+            nodes.append(h.make_node("Relu", [x], [f"t{i}_{k}"], name=f"/model.{i}/act{k}/Relu"))
+            x = f"t{i}_{k}"
+    g = h.make_graph(
+        nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [1, 4])], [h.make_tensor_value_info(x, T.FLOAT, [1, 4])]
+    )
+    p = tmp_path / "layers.onnx"
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), p)
+    gm = analyze_model(p, parser="table")
+    hier = build_hierarchy(gm, gm.order)
+    labels = {grp.label for grp in hier.groups if grp.parent != -1}
+    assert {f"model.{i}" for i in range(30)} <= labels  # one-node layers too
+    root = hier.groups[0]
+    assert not root.nodes  # nothing left loose at the top
+    for c in root.groups:
+        held = sorted(int(hier.groups[k].label.split(".")[1]) for k in hier.groups[c].groups) or [
+            int(hier.groups[c].label.split(".")[1])
+        ]
+        assert hier.groups[c].label in (f"model.{held[0]} … model.{held[-1]}", f"model.{held[0]}")
