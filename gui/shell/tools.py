@@ -118,15 +118,20 @@ class NetronTool(QObject):
             self.shell.show_failure(f"Netron could not serve the model: {e}.")
             return
         self.url = QUrl(f"http://{host}:{port}")
-        if not QDesktopServices.openUrl(self.url):
-            self._show_url(self.url.toString())
+        # A started browser can still refuse to show it (Chromium will not run as root): the address is always
+        # shown, with a button that copies it.
+        self._show_url(self.url.toString(), QDesktopServices.openUrl(self.url))
 
-    def _show_url(self, url: str) -> None:
+    def _show_url(self, url: str, started: bool = False) -> None:
+        said = (
+            "A browser was asked to open it; if no page appeared (a browser that refuses to run as root, say), "
+            if started
+            else "No web browser could be started. "
+        )
         box = QMessageBox(
             QMessageBox.Icon.Information,
             "Open in Netron",
-            f"No web browser could be started. Netron is serving the model at\n{url}\n"
-            "Open that address in a browser on this machine.",
+            f"Netron is serving the model at\n{url}\n{said}open that address in a browser on this machine.",
             parent=self.shell.window(),
         )
         copy = box.addButton("Copy address", QMessageBox.ButtonRole.ActionRole)

@@ -395,6 +395,12 @@ def test_netron_without_a_browser_shows_the_address(qtbot, window, monkeypatch):
     copy.click()
     assert QGuiApplication.clipboard().text() == url
     box.close()
+    # A browser that starts but refuses to show the page (Chromium as root): the address is shown all the same.
+    monkeypatch.setattr(QDesktopServices, "openUrl", staticmethod(lambda url: True))
+    window.open_in_netron()
+    assert window.netron.box is not box and window.netron.url.toString() in window.netron.box.text()
+    assert any(b.text() == "Copy address" for b in window.netron.box.buttons())
+    window.netron.box.close()
 
 
 def test_first_view_shows_the_decision(qtbot, window):
