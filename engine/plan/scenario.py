@@ -202,16 +202,19 @@ def evaluate(
     for p in parts:
         for t in p.boundary_tensors:
             seen[t.name] = t.bytes or 0
-    host_bytes = _host_bytes(gm, host)
+    d2h, h2d = _host_bytes(gm, host)
     gbps, gbps_source = _copy_rate(profile)
+    back = _copy_rate(profile, "d2h_pinned_gbps")[0] if profile else gbps
     doc: dict[str, Any] = {
         "name": scenario.name,
         "plans": chosen,
         "partitions": len(parts),
         "boundary_bytes": sum(seen.values()),
         "boundary_tensors": len(seen),
-        "host_bytes": host_bytes,
-        "host_copy_ms": round(host_bytes / (gbps * 1e9) * 1e3, 6),
+        "host_bytes": d2h + h2d,
+        "host_bytes_d2h": d2h,
+        "host_bytes_h2d": h2d,
+        "host_copy_ms": round((h2d / gbps + d2h / back) / 1e9 * 1e3, 6),
         "copy_gbps": gbps,
         "copy_source": gbps_source,
         "custom_work": sorted(k for k, v in chosen.items() if v == "write-plugin"),
@@ -227,36 +230,38 @@ def _share(gm: GraphModel, inside: list[bool]) -> float:
     return round(sum(n.flops or 0 for n, ok in zip(gm.nodes, inside, strict=True) if ok) / total, 4) if total else 0.0
 
 
-def _host_bytes(gm: GraphModel, host: set[int]) -> int:
-    """Bytes per inference crossing between host nodes and everything else, each tensor once."""
+def _host_bytes(gm: GraphModel, host: set[int]) -> tuple[int, int]:
+    """Bytes per inference that host nodes pull from the GPU (device to host) and push back to it (host to
+    device), each tensor once. A model input a host node reads is on the host already, and a model output it
+    makes stays there: neither is copied."""
     if not host:
-        return 0
+        return 0, 0
     tensors = gm.graph.tensors
-    total = 0
+    d2h = h2d = 0
     seen: set[str] = set()
     for i in host:
         n = gm.nodes[i]
         for name in n.inputs:
             t = tensors.get(name) if name else None
-            if t is None or name in seen or t.is_initializer:
+            if t is None or name in seen or t.is_initializer or t.producer is None:
                 continue
-            if t.producer is None or t.producer not in host:
+            if t.producer not in host:
                 seen.add(name)
-                total += t.nbytes(gm.dims) or 0
+                d2h += t.nbytes(gm.dims) or 0
         for name in n.outputs:
             t = tensors.get(name) if name else None
             if t is None or name in seen:
                 continue
-            if any(c not in host for c in t.consumers) or name in gm.graph.outputs:
+            if any(c not in host for c in t.consumers):
                 seen.add(name)
-                total += t.nbytes(gm.dims) or 0
-    return total
+                h2d += t.nbytes(gm.dims) or 0
+    return d2h, h2d
 
 
-def _copy_rate(profile: dict[str, Any] | None) -> tuple[float, str]:
+def _copy_rate(profile: dict[str, Any] | None, key: str = "h2d_pinned_gbps") -> tuple[float, str]:
     if profile:
         measured = (profile.get("copies") or {}).get("measured") or []
-        rates = [m.get("h2d_pinned_gbps", 0) for m in measured if m.get("h2d_pinned_gbps")]
+        rates = [m.get(key, 0) for m in measured if m.get(key)]
         if rates:
             return float(max(rates)), f"measured pinned host-to-device copies on {profile.get('device', 'the GPU')}"
         gpu = profile.get("gpu") or {}

@@ -122,6 +122,9 @@ def test_latency_ranges_come_from_a_real_profile(tmp_path):
     assert "no GPU peaks" in inside["parts"][0]["source"] and "measured mean latency" in inside["source"]
     host = evaluate(gm, Scenario("B", {"/RoiAlign": "host"}), prof, its)
     assert host["host_bytes"] > 0 and host["latency"]["parts"][0]["source"] == "measured on the CPU"
+    # Both ways: RoiAlign pulls its features and boxes from the GPU and pushes its pooled features back.
+    assert host["host_bytes_d2h"] > 0 and host["host_bytes_h2d"] > 0
+    assert host["host_bytes"] == host["host_bytes_d2h"] + host["host_bytes_h2d"]
     assert "assumed" in host["copy_source"] and host["partitions"] == today["partitions"]
 
 
