@@ -109,6 +109,7 @@ def report_data(
         "model_path": str(gm.path or ""),
         "date": time.strftime("%Y-%m-%d %H:%M"),
         "producer": gm.producer,
+        "input_shapes": gm.shapes_label() + ("; " + "; ".join(gm.dim_notes) if gm.dim_notes else ""),
         "parser": f"{gm.parser.name} {gm.parser.version}".strip(),
         "gpu": (gpu or {}).get("name")
         or (f"none: profiled with {profiles[0].get('backend')} on the CPU" if profiles else None),

@@ -233,6 +233,8 @@ class PresentBoard(QWidget):
             p.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, "Open a model first. Esc leaves.")
             return
         name = self.gm.path.name if self.gm.path else "model"
+        if self.gm.dims or self.gm.missing_dims:  # the shapes every figure on the board is counted at
+            name += f"  ·  at {self.gm.shapes_label()}"
         p.setPen(c["muted"])
         p.setFont(self._font(24 * u))
         p.drawText(QRectF(m, m * 0.6, W - 2 * m, 34 * u), Qt.AlignmentFlag.AlignLeft, name)
