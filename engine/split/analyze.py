@@ -18,7 +18,7 @@ from splitscope.engine.sample import SAMPLE_MODEL
 from splitscope.engine.split import crash
 from splitscope.engine.split.costs import fill_costs
 from splitscope.engine.split.parser import DISPLAY, ParserAnswer, ParserProcess, resolve_backend
-from splitscope.engine.split.partitions import find_partitions
+from splitscope.engine.split.partitions import constant_nodes, find_partitions
 from splitscope.engine.split.remedies import assign_remedies
 from splitscope.engine.split.roles import assign_roles
 from splitscope.engine.split.table import BUILD_TIME_CHECKS, TARGET_RTX, TARGET_TENSORRT, load_table, predict_graph
@@ -226,8 +226,12 @@ def set_partitions(gm: GraphModel) -> None:
     if gm.engine_graph:
         gm.partitions, gm.parser_subgraphs = [], []
         return
-    gm.partitions = find_partitions(gm.graph, gm.order, gm.dims)
-    gm.parser_subgraphs = [p.nodes for p in find_partitions(gm.graph, gm.order, gm.dims, constants=False)]
+    const = constant_nodes(gm.graph, gm.order)
+    gm.partitions = find_partitions(gm.graph, gm.order, gm.dims, const=const)
+    if any(const):
+        gm.parser_subgraphs = [p.nodes for p in find_partitions(gm.graph, gm.order, gm.dims, constants=False)]
+    else:  # no constant-only node: the parser's subgraphs are the partitions
+        gm.parser_subgraphs = [list(p.nodes) for p in gm.partitions]
 
 
 def defective_nodes(gm: GraphModel) -> dict[int, str]:

@@ -49,6 +49,7 @@ def find_partitions(
     dims: dict[str, int] | None = None,
     inside: list[bool] | None = None,
     constants: bool = True,
+    const: list[bool] | None = None,
 ) -> list[Partition]:
     """Group the delegate nodes of ``graph`` into engine partitions, with boundary tensors.
 
@@ -77,7 +78,10 @@ def find_partitions(
     preds = graph.adj.preds
 
     delegate = list(inside) if inside is not None else [nd.status is Status.DELEGATE for nd in nodes]
-    const = constant_nodes(graph, order) if constants else [False] * n
+    if not constants:
+        const = [False] * n
+    elif const is None:
+        const = constant_nodes(graph, order)
     # A constant-only node is a weight of its consumer: it joins no partition and splits nothing.
     preds = [[p for p in preds[i] if not const[p]] for i in range(n)]
     delegate = [d and not c for d, c in zip(delegate, const, strict=True)]
