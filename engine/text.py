@@ -47,23 +47,35 @@ def model_title(gm: GraphModel) -> str:
     return gm.path.name if gm.path else "model"
 
 
-def shape_label(t: Tensor | None) -> str:
+def shape_label(t: Tensor | None, dims: dict[str, int] | None = None) -> str:
     """A tensor's shape as people read it: an exporter's expression shortened (``[1, 256, H/8, W/8]``, not
-    ``floor(floor(floor(height/2 - 1/2)/2)/2) + 1``), and a dim shape inference left unnamed (``unk__12``) shown as
-    its value at the dims in force where that is known."""
+    ``floor(floor(floor(height/2 - 1/2)/2)/2) + 1``); a dim without a name of its own (shape inference's
+    ``unk__12``, Paddle's ``p2o.DynamicDimension.0``, ``x[2]``) or a batch dim shown as its value at the dims in
+    force where that is known; names people chose (``height``, ``sequence``) kept."""
+    from splitscope.engine.onnxio.concrete import batch_like
+
     if t is None or t.shape is None:
         return "[?]" if t is None or t.at is None else f"[{', '.join(map(str, t.at))}]"
     at = t.at if t.at is not None and len(t.at) == len(t.shape) else None
+    dims = dims or {}
     parts = []
     for k, d in enumerate(t.shape):
         if isinstance(d, int):
             parts.append(str(d))
-        elif isinstance(d, str) and not d.startswith("unk__"):
+        elif isinstance(d, str) and not (d.startswith("unk__") or _anonymous(d) or (batch_like(d, -1) and d in dims)):
             short = readable_dim(d)  # an expression too long to read is shown as its value, where known
             parts.append(str(at[k]) if short.endswith("…") and at is not None else short)
+        elif isinstance(d, str) and d in dims:
+            parts.append(str(dims[d]))
         else:
-            parts.append(str(at[k]) if at is not None else "?")
+            parts.append(str(at[k]) if at is not None else "?" if not isinstance(d, str) else readable_dim(d))
     return f"[{', '.join(parts)}]"
+
+
+def _anonymous(name: str) -> bool:
+    from splitscope.engine.onnxio.concrete import ANONYMOUS
+
+    return bool(ANONYMOUS.match(name))
 
 
 def shape_at(t: Tensor | None) -> str:

@@ -55,7 +55,7 @@ def input_dims(graph: onnx.GraphProto) -> list[tuple[str, int, str]]:
 # --- which dims need a value -------------------------------------------------------------------------------
 
 _BATCH_NAME = re.compile(r"(?i)^(n|b|bs|nb|num_images|.*batch.*)$")
-_ANONYMOUS = re.compile(r"(?i)^(unk__\d+|\?|-1|.*dynamicdimension\.\d+|.+\[\d+\]|dim_?\d+|s\d+)$")
+ANONYMOUS = re.compile(r"(?i)^(unk__\d+|\?|-1|.*dynamicdimension\.\d+|.+\[\d+\]|dim_?\d+|s\d+)$")
 
 
 @dataclass
@@ -96,7 +96,7 @@ def _example_value(name: str) -> int:
 
 def batch_like(name: str, axis: int) -> bool:
     """Whether a dim is a batch dim: named so, or an anonymous first axis."""
-    return bool(_BATCH_NAME.match(name)) or (axis == 0 and bool(_ANONYMOUS.match(name)))
+    return bool(_BATCH_NAME.match(name)) or (axis == 0 and bool(ANONYMOUS.match(name)))
 
 
 def classify_dims(model: onnx.ModelProto, given: Mapping[str, int] | None) -> DimPlan:

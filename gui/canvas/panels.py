@@ -64,7 +64,7 @@ class Inspector(QTextBrowser):
             return "<tr><td colspan=3><i>(optional input left out)</i></td></tr>"
         if t is None:
             return f"<tr><td>{html.escape(name)}</td><td colspan=2>?</td></tr>"
-        shape = shape_label(t) + (f" = {shape_at(t)}" if shape_at(t) else "")
+        shape = shape_label(t, self.gm.dims) + (f" = {shape_at(t)}" if shape_at(t) else "")
         size = t.nbytes(self.gm.dims)
         kind = " (weight)" if t.is_initializer else " (model input)" if t.is_input else ""
         assumed = " <i>assumed</i>" if name in self.gm.assumed_shapes else ""

@@ -34,7 +34,7 @@ def _shape_text(gm: GraphModel, name: str) -> str:
     if t is None:
         return "?"
     dt = (t.dtype or "?").lower().replace("float", "f").replace("int", "i")
-    return dt + shape_label(t).replace(", ", ",")
+    return dt + shape_label(t, gm.dims).replace(", ", ",")
 
 
 def segments_path(x0: np.ndarray, y0: np.ndarray, x1: np.ndarray, y1: np.ndarray) -> QPainterPath:

@@ -210,3 +210,6 @@ def test_shape_labels_read_as_people_write_them(save_model):
     t = gm.graph.tensors["c"]
     t.shape = ("batch", 16, "floor(floor(height/2 - 1/2)/2) + 1", "unk__3")  # as a torch export writes them
     assert shape_label(t) == "[batch, 16, H/4, 8]" and shape_at(t) == "[1, 16, 16, 8]"
+    assert shape_label(t, gm.dims) == "[1, 16, H/4, 8]"  # the batch at its value, the spatial dims as named
+    t.shape = ("p2o.DynamicDimension.0", 16, "height", "x[3]")  # Paddle's and unnamed dims read as their values
+    assert shape_label(t, {"p2o.DynamicDimension.0": 1, "height": 64, "x[3]": 8}) == "[1, 16, height, 8]"
