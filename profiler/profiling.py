@@ -80,8 +80,10 @@ class Profiling(QObject):
         ids = []
         for doc in load_results(model, "profile"):
             res = doc["result"]
+            dims = res.get("dims") if isinstance(res.get("dims"), dict) else {}
+            at = f" at {dims_text(dims)}" if dims else ""
             jid = self.queue.add_finished(
-                f"Profile {model.name} on {res.get('backend', '?')} (saved {doc['saved']})",
+                f"Profile {model.name} on {res.get('backend', '?')}{at} (saved {doc['saved']})",
                 "profile",
                 res,
                 {"model": str(model), "backend": res.get("backend")},

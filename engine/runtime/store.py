@@ -51,7 +51,12 @@ def save_result(path: str | os.PathLike[str], kind: str, result: dict[str, Any])
     d = session_dir(path)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     label = str(result.get("backend", "")).replace("/", "_")
-    out = d / f"{kind}-{label}-{stamp}-{time.perf_counter_ns() % 10**6:06d}.json"
+    # Keyed by what the figures depend on besides the model: the backend, the dims and where the inputs came from.
+    key = hashlib.blake2b(
+        json.dumps([result.get("backend"), result.get("dims"), result.get("inputs")], sort_keys=True).encode(),
+        digest_size=4,
+    ).hexdigest()
+    out = d / f"{kind}-{label}-{key}-{stamp}-{time.perf_counter_ns() % 10**6:06d}.json"
     doc = {"kind": kind, "model": str(path), "saved": time.strftime("%Y-%m-%dT%H:%M:%S"), "result": result}
     write_text_atomic(out, json.dumps(doc))
     return out

@@ -414,6 +414,12 @@ def _short(name: str, n: int = 34) -> str:
     return name if len(name) <= n else "…" + name[-(n - 1) :]
 
 
+def _at(d: dict[str, Any]) -> str:
+    """`` at height=320, width=320``: the dims the profile ran at (its figures hold at those shapes only)."""
+    dims = d.get("dims") if isinstance(d.get("dims"), dict) else {}
+    return (" at " + ", ".join(f"{html.escape(str(k))}={v}" for k, v in dims.items())) if dims else ""
+
+
 def summary_html(r: ProfileDoc | dict[str, Any]) -> str:
     """The Summary tab: the verdict first, then the custom part's cost, latency, copies, notes."""
     doc = r if isinstance(r, ProfileDoc) else ProfileDoc.from_json(r)
@@ -421,7 +427,8 @@ def summary_html(r: ProfileDoc | dict[str, Any]) -> str:
     parts = [
         f"<h3>{html.escape(v.verdict or '?')}</h3><p>{html.escape(v.why)}.<br><b>Fix:</b> {html.escape(v.fix)}.</p>",
         f"<p>Mean {lat.mean:.3f} ms (p50 {lat.p50:.3f}, p90 {lat.p90:.3f}, p99 {lat.p99:.3f}) over "
-        f"{doc.iterations} iterations after {doc.warmup} warm-up; {doc.inferences_per_s:.1f} inferences/s. Per-node "
+        f"{doc.iterations} iterations after {doc.warmup} warm-up{_at(doc.json)}; {doc.inferences_per_s:.1f} "
+        "inferences/s. Per-node "
         f"times cover {doc.node_cover:.0%} of a profiled run; small (launch-bound) nodes take "
         f"{v.launch_bound_ms:.3f} ms.</p>",
     ]
