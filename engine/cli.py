@@ -18,6 +18,7 @@ from typing import Any
 
 from splitscope.engine.errors import SplitscopeError
 from splitscope.engine.jobs import run_to_end
+from splitscope.engine.text import plural
 
 
 def _dims(values: list[str]) -> dict[str, int]:
@@ -49,7 +50,7 @@ def _file_dims(model: str | None, input_file: str) -> dict[str, int]:
 def _print_summary(gm: object, summary: dict[str, dict[str, float | int]]) -> None:
     from splitscope.engine.model import GraphModel, Status
     from splitscope.engine.report.stats import headline
-    from splitscope.engine.text import decided_by, format_bytes, node_op_label, plural
+    from splitscope.engine.text import decided_by, format_bytes, node_op_label
 
     assert isinstance(gm, GraphModel)
     p = gm.parser
@@ -74,7 +75,7 @@ def _print_summary(gm: object, summary: dict[str, dict[str, float | int]]) -> No
             print(f"  ... and {len(by_op) - 10} more op types")
     for part in gm.partitions[:8]:
         print(
-            f"  partition {part.index}: {len(part.nodes)} nodes, {len(part.boundary_tensors)} boundary "
+            f"  partition {part.index}: {plural(len(part.nodes), 'node')}, {len(part.boundary_tensors)} boundary "
             f"tensors, {format_bytes(part.boundary_bytes)}"
         )
     if len(gm.partitions) > 8:
@@ -188,7 +189,6 @@ def _cmd_profile(args: argparse.Namespace) -> int:
     from splitscope.engine.runtime.ort import check_backend
     from splitscope.engine.runtime.profile import UNVERIFIED, profile
     from splitscope.engine.split.analyze import analyze
-    from splitscope.engine.text import plural
 
     if args.iterations < 1 or args.warmup < 0:
         raise SplitscopeError("--iterations must be 1 or more and --warmup 0 or more.")
@@ -252,7 +252,6 @@ def _cmd_profile(args: argparse.Namespace) -> int:
 
 def _cmd_engine(args: argparse.Namespace) -> int:
 
-    from splitscope.engine.text import plural
     from splitscope.engine.trtdata.compare import compare
     from splitscope.engine.trtdata.importer import import_files
     from splitscope.engine.trtdata.lint import lint
@@ -294,7 +293,7 @@ def _cmd_engine(args: argparse.Namespace) -> int:
             print(
                 f"  mapped onto {gm.path.name if gm.path else 'the model'}: {doc['mapped_data_node_share']:.0%} "
                 f"of its data-path nodes ({doc['mapped_node_share']:.0%} of all), {doc['mapped_layer_share']:.0%} "
-                f"of the layers; {len(doc['unmapped_layers'])} layers unmapped"
+                f"of the layers; {plural(len(doc['unmapped_layers']), 'layer')} unmapped"
             )
         work = [r for r in doc["layers"] if r["mapped_by"] != "sync"]  # stream syncs: no work to show
         for row in sorted(work, key=lambda r: (-(r["ms"] or 0), r["reformat"]))[:8]:
@@ -320,7 +319,6 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 
     from splitscope.engine.calib.calibrate import calibrate
     from splitscope.engine.sample import SAMPLE_MODEL
-    from splitscope.engine.text import plural
 
     res = _run_with_bar(
         calibrate(

@@ -23,6 +23,7 @@ from splitscope.engine.onnxio.writer import ModelWriter, has_external_data
 from splitscope.engine.runtime.inputs import input_specs
 from splitscope.engine.runtime.ort import InferenceError, OrtBackend
 from splitscope.engine.runtime.written import verify_written
+from splitscope.engine.text import plural
 
 
 def _body_nodes(n: onnx.NodeProto) -> int:
@@ -75,7 +76,7 @@ def _qdq_with_half(
     missed = sorted(half - set(hplan.low))
     if missed:
         notes.append(
-            f"{len(missed)} nodes pinned to {half_precision.upper()} cannot run in it (their ONNX schema "
+            f"{plural(len(missed), 'node')} pinned to {half_precision.upper()} cannot run in it (their ONNX schema "
             f"does not allow it, or they compute nothing): left in FP32: {', '.join(missed[:5])}"
         )
     notes.append(
@@ -374,9 +375,10 @@ def _calibrate(
         if precision == "fp16":
             over = [lbl for lbl, r in cplan.reasons.items() if "calibration data" in r]
             if over:
+                outputs = "its output exceeds" if len(over) == 1 else "their outputs exceed"
                 notes.append(
-                    f"{len(over)} nodes kept in FP32 because their outputs exceed FP16's safe range on "
-                    "the calibration data"
+                    f"{plural(len(over), 'node')} kept in FP32 because {outputs} FP16's safe range on the "
+                    "calibration data"
                 )
     else:
         ranges = {t: amax(stats[t], method, percentile, precision) for t in qplan.activations if t in stats}
@@ -435,15 +437,16 @@ def _calibrate(
     notes.insert(0, cdata.describe())
     notes[1:1] = plan.notes()
     if wide:
+        hold = "holds" if len(wide) == 1 else "hold"
         notes.append(
-            f"{len(wide)} tensors hold values no {precision.upper()} range covers (attention-mask "
+            f"{plural(len(wide), 'tensor')} {hold} values no {precision.upper()} range covers (attention-mask "
             "sentinels, inf or NaN): counted apart and left out of their ranges"
         )
     if not cdata.random and held.files and held.files[0] in cdata.files:
         notes.append("no samples beyond the calibration set: accuracy was measured on calibration samples")
     if searched is not None and "met" in searched and not searched["met"]:
         notes.append(
-            f"the budget {budget} was not met even with {len(searched['keep'])} nodes kept in float: "
+            f"the budget {budget} was not met even with {plural(len(searched['keep']), 'node')} kept in float: "
             "the written model is mostly or wholly unquantized"
         )
     if not counts["nodes"]:

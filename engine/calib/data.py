@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 from splitscope.engine.runtime.feeds import InputRule
 from splitscope.engine.runtime.inputs import InputSpec, ProfileInputError, random_feeds
+from splitscope.engine.text import plural
 
 
 class CalibDataError(ProfileInputError):
@@ -200,10 +201,10 @@ class CalibData:
         """A line for every result: where the data came from."""
         if self.random:
             return (
-                f"seeded random data ({self.samples} samples): for plumbing only, not for accuracy; give real "
-                "samples with --data DIR"
+                f"seeded random data ({plural(self.samples, 'sample')}): for plumbing only, not for accuracy; "
+                "give real samples with --data DIR"
             )
-        return f"{len(self.files)} files from {self.folder}" + (
+        return f"{plural(len(self.files), 'file')} from {self.folder}" + (
             f", {len(self.skipped)} skipped" if self.skipped else ""
         )
 
@@ -237,10 +238,10 @@ class CalibData:
 
     def matched(self) -> str:
         """The line that says what a cache hit matched."""
-        what = "random data" if self.random else f"{len(self.files)} files (names, sizes, times)"
+        what = "random data" if self.random else f"{plural(len(self.files), 'file')} (names, sizes, times)"
         recipe = f", recipe {self.recipe.text()}" if self.recipe is not None else ""
         dims = ", ".join(f"{k}={v}" for k, v in sorted(self.dims.items())) or "no symbolic dims"
-        return f"the model's content, {what}{recipe}, dims {dims}, {self.samples} samples"
+        return f"the model's content, {what}{recipe}, dims {dims}, {plural(self.samples, 'sample')}"
 
 
 def open_data(

@@ -17,6 +17,7 @@ from pathlib import Path
 from splitscope.engine.jobs import CancelToken, JobEvent, Progress
 from splitscope.engine.model import GraphModel, Status
 from splitscope.engine.split.parser import DISPLAY, ParserAnswer, ParserProcess
+from splitscope.engine.text import plural
 
 MAX_CULPRITS = 3
 MAX_PROBES = 24
@@ -40,14 +41,17 @@ def recover(
     }
     if retry.keys() - cut.keys():
         yield Progress(
-            "parser", 4, 6, f"The {name} parser crashed; asking again without the {len(retry)} nodes the table rejects"
+            "parser",
+            4,
+            6,
+            f"The {name} parser crashed; asking again without the {plural(len(retry), 'node')} the table rejects",
         )
         answer = yield from ParserProcess(module, path, retry).events(cancel)
         if not answer.crashed:
             if not answer.failure:
                 answer.notes.insert(
                     0,
-                    f"{first_failure}; a second call without the {len(retry)} nodes the table "
+                    f"{first_failure}; a second call without the {plural(len(retry), 'node')} the table "
                     "rejects answered for the rest.",
                 )
             return answer
