@@ -264,8 +264,9 @@ def fold_constants(
         for name, value in zip(n.output, outs, strict=False):
             if not name:
                 continue
-            known[name] = value
-            consts.append(onnx.helper.make_node("Constant", [], [name], value=numpy_helper.from_array(value, name)))
+            arr = np.asarray(value)
+            known[name] = arr
+            consts.append(onnx.helper.make_node("Constant", [], [name], value=numpy_helper.from_array(arr, name)))
         if len(consts) == 1:
             g.node[i].CopyFrom(consts[0])
             folded += 1
