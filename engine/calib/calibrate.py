@@ -473,6 +473,7 @@ def _calibrate(
         "seconds": round(time.perf_counter() - t0, 3),
         "stats_cached": cached,
         "stats_cache_matched": cdata.matched() if cached else None,
+        "inputs": {k: r.text() for k, r in cdata.rules.items()} if cdata.random else {},
         "stats_seconds": round(stats_s, 3),
         "backend": backend,
         "tensors": counts.get("activations", len(tensors)),
