@@ -272,7 +272,7 @@ def _cmd_engine(args: argparse.Namespace) -> int:
     if args.build:
         from splitscope.engine.runtime.trt import from_build
 
-        data = from_build(args.model, gm, args.build, _dims(args.dim))
+        data = from_build(args.model, gm, args.build, dict(gm.dims) if gm is not None else _dims(args.dim))
     else:
         data = import_files(files, gm)
     doc = data.to_json()

@@ -32,7 +32,19 @@ def _parse(expr: str) -> ast.expr | None:
     return tree.body
 
 
+_LIMIT = 2.0**62
+"""No dim, and no step on the way to one, is larger: a crafted expression (``((2**8)**8)**8...``) cannot grow
+Python's unbounded integers until memory runs out."""
+
+
 def _eval(node: ast.expr, dims: Mapping[str, int]) -> float:
+    v = _eval_step(node, dims)
+    if not -_LIMIT <= v <= _LIMIT:
+        raise ValueError("too large")
+    return v
+
+
+def _eval_step(node: ast.expr, dims: Mapping[str, int]) -> float:
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
         return node.value
     if isinstance(node, ast.Name):
@@ -65,11 +77,11 @@ def eval_dim(expr: str, dims: Mapping[str, int]) -> int | None:
         return None
     try:
         r = _eval(tree, dims)
+        if not math.isfinite(r) or r < 0 or abs(r - round(r)) > 1e-6:
+            return None
+        return round(r)
     except (KeyError, ValueError, TypeError, ZeroDivisionError, OverflowError):
         return None
-    if not math.isfinite(r) or r < 0 or abs(r - round(r)) > 1e-6:
-        return None
-    return round(r)
 
 
 def readable_dim(expr: str, limit: int = 24) -> str:

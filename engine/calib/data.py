@@ -65,9 +65,8 @@ class Recipe:
 
     def value_range(self) -> tuple[float, float]:
         """The range of the prepared values, from pixels in [0, 1]."""
-        lo = min((0.0 - m) / s for m, s in zip(self.mean, self.std, strict=True))
-        hi = max((1.0 - m) / s for m, s in zip(self.mean, self.std, strict=True))
-        return lo, hi
+        mean, std = np.broadcast_arrays(np.asarray(self.mean, np.float64), np.asarray(self.std, np.float64))
+        return float(np.min((0.0 - mean) / std)), float(np.max((1.0 - mean) / std))
 
     @classmethod
     def parse(cls, text: str) -> Recipe:
@@ -222,7 +221,9 @@ class CalibData:
             for f in self.files:
                 st = f.stat()
                 files.append(f"{f.name}:{st.st_size}:{st.st_mtime_ns}")
-            parts.append(f"{len(self.files)} files " + ";".join(files))
+            parts.append(
+                f"{len(self.files)} files in {self.folder.resolve() if self.folder else ''} " + ";".join(files)
+            )
         if self.recipe is not None:
             parts.append(f"recipe {self.recipe.text()}")
         return parts

@@ -165,8 +165,10 @@ def _detection(ref: list[np.ndarray], got: list[np.ndarray]) -> dict[str, Any]:
 def _dense(ref: list[np.ndarray], got: list[np.ndarray]) -> dict[str, Any]:
     r = np.concatenate([np.asarray(a, np.float64).ravel() for a in ref])
     g = np.concatenate([np.asarray(a, np.float64).ravel() for a in got])
+    ok = np.isfinite(r) & np.isfinite(g)  # a NaN would make the threshold NaN and every map "agree"
+    r, g = r[ok], g[ok]
     bounded = r.size and float(r.min()) >= 0 and float(r.max()) <= 1
-    t = 0.5 if bounded else float(r.mean())
+    t = 0.5 if bounded or not r.size else float(r.mean())
     rm, gm = r > t, g > t
     union = int(np.sum(rm | gm))
     iou = float(np.sum(rm & gm)) / union if union else 1.0

@@ -54,7 +54,6 @@ def input_dims(graph: onnx.GraphProto) -> list[tuple[str, int, str]]:
 
 # --- which dims need a value -------------------------------------------------------------------------------
 
-_BATCH_NAME = re.compile(r"(?i)^(n|b|bs|nb|num_images|.*batch.*)$")
 ANONYMOUS = re.compile(r"(?i)^(unk__\d+|\?|-1|.*dynamicdimension\.\d+|.+\[\d+\]|dim_?\d+|s\d+)$")
 
 
@@ -94,9 +93,16 @@ def _example_value(name: str) -> int:
     return 640
 
 
-def batch_like(name: str, axis: int) -> bool:
-    """Whether a dim is a batch dim: named so, or an anonymous first axis."""
-    return bool(_BATCH_NAME.match(name)) or (axis == 0 and bool(ANONYMOUS.match(name)))
+def batch_like(name: str, axis: int, rank: int = 2) -> bool:
+    """Whether a dim is a batch dim: named so (``batch``, ``batch_size``; a bare ``N`` or ``B`` only as a first
+    axis), or an anonymous first axis of an input of two or more dims (a 1-D input's only axis is its length: a
+    waveform, a token list)."""
+    low = name.lower()
+    if "batch" in low or low in ("num_images", "bs", "nb"):
+        return True
+    if axis > 0:
+        return False
+    return low in ("n", "b") or (rank >= 2 and bool(ANONYMOUS.match(name)))
 
 
 def classify_dims(model: onnx.ModelProto, given: Mapping[str, int] | None) -> DimPlan:
@@ -117,7 +123,7 @@ def classify_dims(model: onnx.ModelProto, given: Mapping[str, int] | None) -> Di
             plan.given.append(name)
         elif name in hints:
             plan.values[name], plan.hinted[name] = hints[name]
-        elif batch_like(name, axis):
+        elif batch_like(name, axis, rank.get(name, 2)):
             plan.values[name] = 1
             plan.defaulted.append(name)
         else:

@@ -185,8 +185,9 @@ def draw(rule: InputRule | None, shape: tuple[int, ...], dtype: np.dtype, rng: n
                 rows[r, max(1, n // 2) :] = 0  # every other row: its second half is padding
         return a.astype(dtype)
     if kind == "position":
-        n = shape[-1] if shape else 1
-        return np.broadcast_to(np.arange(n), shape).astype(dtype).copy()
+        if not shape:
+            return np.zeros(shape, dtype)  # a scalar position: the first
+        return np.broadcast_to(np.arange(shape[-1]), shape).astype(dtype).copy()
     if kind == "bool":
         return rng.integers(0, 2, size=shape).astype(np.bool_)
     return rng.integers(0, 8, size=shape).astype(dtype)

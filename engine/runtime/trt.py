@@ -102,10 +102,18 @@ def build_engine(
         shape = tuple(t.shape)
         if any(d < 0 for d in shape):
             names = specs.get(t.name, ())
-            concrete = tuple(
-                d if d >= 0 else (dims or {}).get(str(names[k]) if k < len(names) else "", 1)
+            missing = [
+                str(names[k]) if k < len(names) else f"{t.name}[{k}]"
                 for k, d in enumerate(shape)
-            )
+                if d < 0 and (k >= len(names) or str(names[k]) not in (dims or {}))
+            ]
+            if missing:  # never built at a guessed 1: the engine would hold only that shape
+                raise BackendUnavailableError(
+                    f"Building needs a value for {', '.join(missing)} (input '{t.name}'): give "
+                    + " ".join(f"--dim {m}=VALUE" for m in missing)
+                    + " (or set it in Tools › Input Shapes…)."
+                )
+            concrete = tuple(d if d >= 0 else int((dims or {})[str(names[k])]) for k, d in enumerate(shape))
             profile = profile or builder.create_optimization_profile()
             profile.set_shape(t.name, concrete, concrete, concrete)
     if profile is not None:

@@ -1,6 +1,7 @@
 """Engine partitions: the runs of delegate nodes TensorRT would build as separate engines.
 
-Nodes that only make constants (Constant, ConstantOfShape, and nodes fed only by constants and weights)
+Nodes that only make constants (Constant, and nodes fed only by constants and weights: a ConstantOfShape of a
+constant shape)
 are weights of their consumer, as TensorRT folds them at build time: they are never a partition of their
 own, do not split anything, and their outputs cross no boundary per inference. ``constants=False`` gives
 the parser's raw subgraphs, which count them (kept apart as ``parser_subgraphs``).
@@ -18,8 +19,9 @@ from splitscope.engine.model import BoundaryTensor, Graph, Partition, Status
 
 
 def constant_nodes(graph: Graph, order: list[int]) -> list[bool]:
-    """Per node, whether it only makes a constant: Constant, ConstantOfShape, or a node without bodies whose
-    every input is a weight or another such node's output."""
+    """Per node, whether it only makes a constant: Constant, or a node without bodies whose every input is a
+    weight or another such node's output (a ConstantOfShape of a constant shape; not one of ``Shape(x)``, which
+    TensorRT computes at run time)."""
     nodes = graph.nodes
     tensors = graph.tensors
     const = [False] * len(nodes)
@@ -27,7 +29,7 @@ def constant_nodes(graph: Graph, order: list[int]) -> list[bool]:
         nd = nodes[idx]
         if nd.subgraphs or nd.op_type.startswith("Random") or nd.is_custom_domain:
             continue
-        if nd.op_type in ("Constant", "ConstantOfShape"):
+        if nd.op_type == "Constant":
             const[idx] = True
             continue
         ins = [i for i in nd.all_inputs if i]

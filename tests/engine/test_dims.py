@@ -213,3 +213,18 @@ def test_shape_labels_read_as_people_write_them(save_model):
     assert shape_label(t, gm.dims) == "[1, 16, H/4, 8]"  # the batch at its value, the spatial dims as named
     t.shape = ("p2o.DynamicDimension.0", 16, "height", "x[3]")  # Paddle's and unnamed dims read as their values
     assert shape_label(t, {"p2o.DynamicDimension.0": 1, "height": 64, "x[3]": 8}) == "[1, 16, height, 8]"
+
+
+def test_a_crafted_dim_expression_neither_hangs_nor_crashes():
+    """A dim_param is any text an exporter (or an attacker) wrote: powers of powers stop at a bound."""
+    assert eval_dim("(((((((((2**8)**8)**8)**8)**8)**8)**8)**8)**8)", {}) is None
+    assert eval_dim("((10**8)**8)**8", {}) is None  # once an OverflowError outside the guard
+    assert readable_dim("((10**8)**8)**8*height")  # a label, never an exception
+
+
+def test_a_one_dim_input_is_its_length_not_a_batch(save_model):
+    """An anonymous first axis is batch-like only on an input of two or more dims: a waveform's length is not."""
+    from splitscope.engine.onnxio.concrete import batch_like
+
+    assert batch_like("x[0]", 0, 4) and not batch_like("x[0]", 0, 1) and not batch_like("N", 1, 3)
+    assert batch_like("batch_size", 1, 3)

@@ -130,7 +130,7 @@ def test_the_statistics_cache_key_follows_the_recipe_and_the_dims(tmp_path):
     assert len(keys) == 4
     same = open_data(str(folder), specs, recipe="std=1/1/1")
     assert same.key() == open_data(str(folder), specs, recipe="std=1/1/1").key()
-    assert "recipe preset=custom" in same.matched() and "1 files" in same.matched()
+    assert "recipe preset=custom" in same.matched() and "1 file (" in same.matched()
 
 
 def test_a_recipe_change_is_never_served_from_the_cache(tmp_path):

@@ -99,3 +99,27 @@ def test_the_plan_cache_builds_a_model_once_and_never_serves_a_stale_engine(tmp_
     _, hit4 = trt_mod.cached_plan(model, "rtx", {})
     assert not hit4 and len(builds) == 3
     assert len(list((tmp_path / "cache" / "trt" / "plans").glob("*.plan"))) == 3
+
+
+def test_a_dynamic_input_is_never_built_at_a_guessed_1(tmp_path):
+    """A dim without a value stops the build before it starts, naming the dim (it once built at 1)."""
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+    from splitscope.engine.errors import BackendUnavailableError
+
+    m = h.make_model(
+        h.make_graph(
+            [h.make_node("Relu", ["x"], ["y"])],
+            "g",
+            [h.make_tensor_value_info("x", T.FLOAT, [1, "seq"])],
+            [h.make_tensor_value_info("y", T.FLOAT, [1, "seq"])],
+        ),
+        opset_imports=[h.make_opsetid("", 17)],
+    )
+    m.ir_version = 8
+    p = tmp_path / "dyn.onnx"
+    onnx.save(m, p)
+    with pytest.raises(BackendUnavailableError, match=r"Building needs a value for seq \(input 'x'\): give --dim seq="):
+        build_engine(p, "rtx", dims={})
+    assert build_engine(p, "rtx", dims={"seq": 8})  # with the value it builds
