@@ -84,7 +84,8 @@ class ModelSession(QObject):
         self._ready_view: View | None = None
         """The last view of :attr:`graph_model`, to go back to when a newer analysis fails."""
         self._first_layout = threading.Event()
-        self._recosted: GraphModel | None = None
+        self._recounting = False
+        """Whether the analysis job that runs is a re-count at new dims (which a newer one may replace)."""
         self.outer_views: list[View] = []
         """The views a body was opened from, innermost last (Back returns to the last)."""
         """A ready model re-costed at new dims: its refreshed view is announced as ready again."""
@@ -127,6 +128,7 @@ class ModelSession(QObject):
         self._redo.clear()
         first_layout = self._first_layout = threading.Event()
         self._leave_bodies()
+        self._recounting = False
 
         def job(token: CancelToken) -> Generator[JobEvent, None, GraphModel]:
             from splitscope.engine.split.analyze import analyze  # onnx loads in the worker
@@ -145,21 +147,24 @@ class ModelSession(QObject):
 
         self.analysis.start(job)
 
-    def set_dims(self, dims: dict[str, int]) -> None:
-        """Re-cost the model on screen at ``dims`` in a worker (shapes, FLOPs, bytes, partitions; the parser is not
-        asked again); the view is refreshed in place and :data:`model_ready` emitted again with the new figures."""
+    def set_dims(self, dims: dict[str, int]) -> bool:
+        """Re-count the model on screen at ``dims`` in a worker (shapes, FLOPs, bytes, partitions; the parser is not
+        asked again). The worker makes a new model and the window shows it when it is ready, as when a model is
+        opened: the model on screen is never changed under it. A re-count still running is replaced; while another
+        model is being opened nothing starts (False)."""
         gm = self.graph_model
-        if gm is None or self.analysis.running:
-            return
+        if gm is None or (self.analysis.running and not self._recounting):
+            return False
 
         def job(token: CancelToken) -> Generator[JobEvent, None, GraphModel]:
             from splitscope.engine.split.analyze import apply_dims
 
             return (yield from apply_dims(gm, dims, token, responsive=True))
 
-        self._recosted = gm
         self._leave_bodies()
+        self._recounting = True
         self.analysis.start(job)
+        return True
 
     def open_body(self, node: int, body: str | None = None) -> None:
         """Show the body ``body`` (default: the first) of node ``node`` of the graph on screen, laid out in a worker;
@@ -179,20 +184,18 @@ class ModelSession(QObject):
 
             sub = body_model(view.gm, owner, body)
             new = yield from prepare_view(sub, cancel=token, viewport=viewport, fold=fold)
-            new.crumbs = crumbs
+            new.crumbs, new.owner = crumbs, (node, body)
             return new
 
         self._start_layout(view.gm, job)
 
     def switch_body(self, body: str) -> None:
         """Show another body of the node whose body is on screen (``else_branch`` beside ``then_branch``)."""
-        if not self.outer_views or self.view is None:
+        view = self.view
+        if not self.outer_views or view is None or view.owner is None or self.layout.running:
             return
-        outer = self.outer_views.pop()
-        owner_label = self.view.crumbs[-1].split("'")[1]
-        node = next((n.index for n in outer.gm.nodes if n.label == owner_label), -1)
-        self.view = outer
-        self.open_body(node, body)
+        self.view = self.outer_views.pop()
+        self.open_body(view.owner[0], body)
 
     def close_body(self) -> None:
         """Back to the graph the body on screen was opened from."""
@@ -205,9 +208,11 @@ class ModelSession(QObject):
         self.body_changed.emit(list(self.view.crumbs))
 
     def _leave_bodies(self) -> None:
+        """Back to the main graph from any depth of bodies (a new model, new dims, refolding, a refinement)."""
         if self.outer_views:
             self.view = self.outer_views[0]
             self.outer_views.clear()
+            self.view_changed.emit(self.view, False)
             self.body_changed.emit([])
 
     def cancel(self) -> None:
@@ -261,6 +266,7 @@ class ModelSession(QObject):
         """Fold constant-only nodes into their consumers, or show every node; the current model is laid out
         again (its figures stay)."""
         self.fold_constants = fold
+        self._leave_bodies()
         self._undo.clear()  # the group tree changes: earlier expansions name other groups
         self._redo.clear()
         view = self.view
@@ -304,12 +310,17 @@ class ModelSession(QObject):
             )
 
     def _on_analysed(self, gm: GraphModel) -> None:
+        self._recounting = False
         self._final = gm
         self.analysed.emit(gm)
         self._refine(gm)
 
     def _analysis_stopped(self, *_: object) -> None:
         """The analysis failed or was cancelled: forget its model, and show the ready one again."""
+        self._recounting = False
+        if self.outer_views and self.outer_views[0].gm is not self.graph_model:
+            self.outer_views.clear()  # a body of the model that failed: its way back leads nowhere
+            self.body_changed.emit([])
         early, self._early, self._pending = self._early, None, None
         self._first_layout.set()
         if early is not None and self._layout_gm is early:
@@ -319,6 +330,7 @@ class ModelSession(QObject):
             self.view_changed.emit(self._ready_view, False)
 
     def _refine(self, gm: GraphModel) -> None:
+        self._leave_bodies()  # a body opened on the first view: the refined model is shown from its top
         view = self.view
         if view is not None and view.gm is gm:
             # Same model, refined: recount groups and redraw statuses and boundaries in place.
@@ -362,11 +374,6 @@ class ModelSession(QObject):
         if self._pending is view.gm and view.stats is None:
             self._pending = None
             self._refine(view.gm)  # the analysis finished while the first layout ran
-            return
-        if view.stats is not None and view.gm is self._recosted:
-            self._recosted = None
-            self._ready_view = view
-            self.model_ready.emit(view.gm, view)
             return
         if view.stats is not None and view.gm is self._final and view.gm is not self.graph_model:
             self.graph_model = view.gm

@@ -200,24 +200,31 @@ def name_input_dims(gm: GraphModel) -> None:
 def apply_dims(
     gm: GraphModel, dims: dict[str, int], cancel: CancelToken | None = None, responsive: bool = True
 ) -> Generator[JobEvent, None, GraphModel]:
-    """Re-cost an analysed model at new dims, without asking the parser again: concrete shapes at those values,
-    FLOPs and bytes, partitions and their boundary bytes. A job generator; ``gm`` is changed in place."""
+    """Re-cost an analysed model at new dims without asking the parser again: a new :class:`GraphModel` (the
+    one on screen is never changed while a worker counts), analysed by the table at those dims, given the parser's
+    verdicts the first analysis found; its concrete shapes, FLOPs, bytes and partitions are the new dims'.
+
+    Raises :class:`ModelLoadError` when the file changed since it was analysed (its nodes are not the same)."""
+    from splitscope.engine.errors import ModelLoadError
+
     cancel = cancel or CancelToken()
     if gm.path is None:
         return gm
-    yield Progress("load", 0, 4, f"Reading {gm.path.name}")
-    loaded = load_model(gm.path)
-    cancel.raise_if_cancelled()
-    plan_dims(gm, loaded.proto, dims, known_only=True)
-    yield Progress("shapes", 1, 4, f"Inferring shapes at {gm.shapes_label()}")
-    apply_concrete_shapes(gm, loaded.proto, gm.dims, in_subprocess=responsive)
-    cancel.raise_if_cancelled()
-    yield Progress("costs", 2, 4, "Counting FLOPs and bytes")
-    fill_costs(gm.graph, gm.dims)
-    yield Progress("partitions", 3, 4, "Finding engine partitions")
-    set_partitions(gm)
-    yield Progress("done", 4, 4, "Done")
-    return gm
+    new = yield from analyze(
+        gm.path, parser="table", dims=dims, cancel=cancel, responsive=responsive, known_dims_only=True
+    )
+    if len(new.nodes) != len(gm.nodes) or any(
+        a.name != b.name or a.op_type != b.op_type for a, b in zip(new.nodes, gm.nodes, strict=True)
+    ):
+        raise ModelLoadError(f"{gm.path.name} changed since it was opened: open it again to count it at new shapes.")
+    for a, b in zip(new.nodes, gm.nodes, strict=True):  # the parser's answer holds at any shape
+        a.status, a.source, a.reason = b.status, b.source, b.reason
+        a.parser_status, a.table_status = b.parser_status, b.table_status
+    new.parser = gm.parser
+    new.warnings = list(dict.fromkeys([*new.warnings, *gm.warnings]))
+    set_partitions(new)
+    assign_remedies(new)
+    return new
 
 
 def set_partitions(gm: GraphModel) -> None:

@@ -503,6 +503,8 @@ class View:
     """Panel figures (splitscope.engine.report.stats.panel_stats), when the analysis is final."""
     crumbs: tuple[str, ...] = ()
     """The way into the body this view shows (``If '/post/If' › then_branch``, ...); () for the main graph."""
+    owner: tuple[int, str] | None = None
+    """For a body: the index of the node that owns it in the graph it was opened from, and the body's name."""
 
 
 def prepare_view(
@@ -533,4 +535,4 @@ def relayout(view: View, expanded: set[int], cancel: CancelToken | None = None) 
     """A new layout of the same model with other groups expanded (a job generator)."""
     with gc_paused():
         layout = yield from compute_layout(view.ctx, expanded, cancel)
-    return View(view.gm, view.hier, view.ctx, layout, crumbs=view.crumbs)
+    return View(view.gm, view.hier, view.ctx, layout, crumbs=view.crumbs, owner=view.owner)

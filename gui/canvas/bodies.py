@@ -52,10 +52,9 @@ class BodyNavigator:
         name = gm.path.name if gm is not None and gm.path is not None else "model"
         self.crumbs.setText(f"  {name} › " + " › ".join(crumbs) + f"  ({len(view.gm.nodes)} nodes)")
         outer = self.session.outer_views[-1] if self.session.outer_views else None
-        label = crumbs[-1].split("'")[1]
-        owner = next((n for n in outer.gm.nodes if n.label == label), None) if outer is not None else None
-        if owner is not None and len(owner.subgraphs) > 1:
-            shown = crumbs[-1].rsplit("› ", 1)[-1]
+        owner = outer.gm.nodes[view.owner[0]] if outer is not None and view.owner is not None else None
+        if owner is not None and view.owner is not None and len(owner.subgraphs) > 1:
+            shown = view.owner[1]
             for body in owner.subgraphs:
                 if body != shown:
                     b = QPushButton(f"Show {body}")

@@ -366,6 +366,9 @@ class EngineUi(QObject):
             self.shell.highlight(ids)
 
     def _node_selected(self, index: int) -> None:
+        view = self.controller.view
+        if view is not None and view.crumbs:
+            return  # a node of a body: the engine's layers map onto the main graph's nodes
         if self.data is not None and self.data.mapping is not None:
             ks = self.data.mapping.node_layers.get(index)
             if ks:

@@ -31,6 +31,10 @@ class ColourModes(QObject):
         self.actions["status"].setChecked(True)
         controller.colour_mode_changed.connect(self._paint)
         controller.model_ready.connect(lambda *_: self._paint(controller.results.colour_mode))  # the model's own
+        # A body on screen has its own node numbers: the main graph's heat maps (time, precision) do not apply.
+        controller.session.body_changed.connect(
+            lambda crumbs: self._paint("status" if crumbs else controller.results.colour_mode)
+        )
 
     def add(self, key: str, text: str, heat: HeatSource | None) -> QAction:
         """A View › Colour by entry; ``heat(view) -> Heat | None`` colours the canvas for it."""
@@ -50,7 +54,8 @@ class ColourModes(QObject):
     def _paint(self, mode: str) -> None:
         view = self.controller.view
         source = self.sources.get(mode)
-        heat = source(view) if view is not None and source is not None else None
+        in_body = view is not None and bool(view.crumbs)  # its node numbers are not the main graph's
+        heat = source(view) if view is not None and source is not None and not in_body else None
         if heat is None:
             mode = "status"
         self.controller.note_colour_mode(mode)

@@ -39,7 +39,8 @@ def neighbours(gm: GraphModel | None, node: int, upstream: bool) -> list[int]:
 
 def show_canvas_menu(window: MenuHost, item: int, pos: Any) -> QMenu | None:
     """Build and open the menu for ``item`` (-1: the empty canvas) at the global position ``pos``."""
-    view, gm = window.view, window.graph_model
+    view = window.view
+    gm = view.gm if view is not None else window.graph_model  # the graph on screen: a body too
     menu = QMenu(window.window())
     if view is not None and gm is not None and item >= 0:
         kind, ref = view.layout.kind[item], view.layout.ref[item]
@@ -57,7 +58,7 @@ def show_canvas_menu(window: MenuHost, item: int, pos: Any) -> QMenu | None:
     menu.addAction("Fit", window.canvas.fit)
     menu.addAction("Expand All", window.expand_all)
     menu.addAction("Collapse All", window.collapse_all)
-    if gm is not None and gm.path is not None:
+    if window.graph_model is not None and window.graph_model.path is not None:
         menu.addAction("Show in Netron", window.open_in_netron)
     menu.popup(pos)
     return menu

@@ -166,8 +166,11 @@ class InputShapes:
         key = _key(gm)
         if key:
             remember_dims(key, dims)
-        self.shell.show_message(f"Counting {gm.path.name if gm.path else 'the model'} at the new shapes…")
-        self.controller.session.set_dims(dims)
+        name = gm.path.name if gm.path else "the model"
+        if self.controller.session.set_dims(dims):
+            self.shell.show_message(f"Counting {name} at the new shapes…")
+        else:
+            self.shell.show_message(f"{name} is still being opened: set the shapes again once it is shown.", 10000)
 
     def _model_ready(self, gm: GraphModel, *_: Any) -> None:
         if self.dialog is not None and self.dialog.gm is not gm:

@@ -158,9 +158,12 @@ def test_recost_at_new_dims_without_the_parser(save_model):
 
     gm = analyze_model(save_model(_strided()), parser="table", dims={"height": 64, "width": 64})
     first = gm.total_flops()
-    run_to_end(apply_dims(gm, {"height": 128, "width": 128}, responsive=False))
-    assert gm.dims["height"] == 128 and gm.total_flops() > 3 * first
-    assert sum(n.flops or 0 for n in gm.nodes if n.op_type == "Conv") == _conv_flops(128, 128)
+    gm.nodes[1].reason = "the parser's own words"  # what the first analysis found is kept
+    new = run_to_end(apply_dims(gm, {"height": 128, "width": 128}, responsive=False))
+    assert new is not gm and gm.dims["height"] == 64 and gm.total_flops() == first  # the one on screen untouched
+    assert new.dims["height"] == 128 and new.total_flops() > 3 * first
+    assert sum(n.flops or 0 for n in new.nodes if n.op_type == "Conv") == _conv_flops(128, 128)
+    assert new.nodes[1].reason == "the parser's own words"
 
 
 def _constant_fed_plugin():
