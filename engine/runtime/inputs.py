@@ -45,9 +45,20 @@ class InputSpec:
     dtype: np.dtype
     dims: tuple[int | str, ...]
 
-    def shape(self, dims: dict[str, int]) -> tuple[int, ...]:
-        """The concrete shape with ``dims`` for the symbolic dims (1 for a dim without a name)."""
-        return tuple(d if isinstance(d, int) else dims.get(d, 1) for d in self.dims)
+    def shape(self, dims: dict[str, int], fill: int | None = None) -> tuple[int, ...]:
+        """The concrete shape with ``dims`` for the symbolic dims. A dim without a value is refused, naming it
+        (never run at a guessed 1), unless ``fill`` is given (a check that only needs the model to run)."""
+        out = []
+        for d in self.dims:
+            if isinstance(d, int):
+                out.append(d)
+            elif d in dims:
+                out.append(int(dims[d]))
+            elif fill is not None:
+                out.append(fill)
+            else:
+                raise ProfileInputError(f"Input '{self.name}' has no value for {d}: give --dim {d}=VALUE.")
+        return tuple(out)
 
 
 def input_specs(model: onnx.ModelProto) -> list[InputSpec]:
@@ -101,14 +112,18 @@ def parse_dims(items: list[str]) -> dict[str, int]:
 
 
 def random_feeds(
-    specs: list[InputSpec], dims: dict[str, int], seed: int = 0, rules: dict[str, InputRule] | None = None
+    specs: list[InputSpec],
+    dims: dict[str, int],
+    seed: int = 0,
+    rules: dict[str, InputRule] | None = None,
+    fill: int | None = None,
 ) -> dict[str, np.ndarray]:
     """Seeded random data for each input by its rule (:mod:`splitscope.engine.runtime.feeds`: indices within the
     table they index, masks, positions); without rules floats from a standard normal, integers in [0, 8),
     booleans at random."""
     rng = np.random.default_rng(seed)
     rules = rules or {}
-    return {s.name: draw(rules.get(s.name), s.shape(dims), s.dtype, rng) for s in specs}
+    return {s.name: draw(rules.get(s.name), s.shape(dims, fill), s.dtype, rng) for s in specs}
 
 
 def file_feeds(path: Path, specs: list[InputSpec]) -> dict[str, np.ndarray]:

@@ -27,7 +27,7 @@ from splitscope.engine.jobs import CancelToken, JobEvent, LogLine, Progress, Sam
 from splitscope.engine.model import GraphModel, Status
 from splitscope.engine.runtime.device import NoGpu, copy_ms, gpu_info, measure_copies, now
 from splitscope.engine.runtime.feeds import input_rules
-from splitscope.engine.runtime.inputs import dims_from_feeds, file_feeds, input_specs, random_feeds, symbolic_dims
+from splitscope.engine.runtime.inputs import dims_from_feeds, file_feeds, input_specs, random_feeds
 from splitscope.engine.runtime.ort import OrtBackend, parse_ort_profile
 from splitscope.engine.runtime.roofline import classify, verdict
 from splitscope.engine.runtime.stats import latency_stats, throughput
@@ -122,9 +122,6 @@ def profile(
         dims.update(dims_from_feeds(specs, feeds))
         inputs = {s.name: f"from {Path(input_file).name}" for s in specs}
     else:
-        unset = [d for d in symbolic_dims(specs) if d not in dims]
-        if unset:
-            notes.append(f"symbolic dims not given, taken as 1: {', '.join(unset)} (set them with --dim NAME=VALUE)")
         rules = input_rules(proto)
         del proto
         feeds = random_feeds(specs, dims, seed, rules)

@@ -115,6 +115,7 @@ class CalibDialog(QDialog):
         form.addRow("Accuracy budget", self.budget)
         assert gm.path is not None
         from splitscope.engine.runtime.store import model_key
+        from splitscope.gui.shell.shapes import start_value
         from splitscope.profiler.dims import saved_dims, symbolic_inputs
 
         try:
@@ -126,7 +127,7 @@ class CalibDialog(QDialog):
         for d in symbolic_inputs(gm):
             box = QSpinBox()
             box.setRange(1, 1 << 20)
-            box.setValue(int(gm.dims.get(d) or saved.get(d) or 1))  # the shapes in force first
+            box.setValue(start_value(gm, d, saved))  # the shapes in force first
             self.dims[d] = box
             box.valueChanged.connect(lambda v, d=d: self.recipe.set_dim(d, v))  # the preview follows the shapes
             form.addRow(f"Dim '{d}'", box)

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 from splitscope.engine.model import GraphModel
+from splitscope.gui.shell.shapes import start_value
 from splitscope.profiler.dims import remember_dims, saved_dims, symbolic_inputs
 from splitscope.profiler.profiling import ProfileRequest
 
@@ -73,7 +74,7 @@ class ProfileDialog(QDialog):
         saved = self._saved_dims()
         self.dims: dict[str, QSpinBox] = {}
         for d in symbolic_inputs(gm):
-            box = self._spin(gm.dims.get(d) or saved.get(d) or 1, 1, 1 << 20)  # the shapes in force first
+            box = self._spin(start_value(gm, d, saved), 1, 1 << 20)  # the shapes in force first
             self.dims[d] = box
             form.addRow(f"Dim '{d}'", box)
         if not self.dims:

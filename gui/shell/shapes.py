@@ -64,8 +64,8 @@ class InputShapesDialog(QDialog):
             box = QSpinBox()
             box.setRange(1, 1 << 20)
             box.setAccelerated(True)
-            inp, axis, rank = _where(gm, d)
-            value = gm.dims.get(d) or saved.get(d) or _suggest(d, axis, rank)
+            inp, axis, rank = dim_place(gm, d)
+            value = gm.dims.get(d) or saved.get(d) or suggest_dim(d, axis, rank)
             box.setValue(int(value))
             box.setObjectName(f"dim_{d}")
             box.valueChanged.connect(self._update)
@@ -109,7 +109,14 @@ class InputShapesDialog(QDialog):
         self.shapes.setText("<br>".join(lines) or "no inputs")
 
 
-def _where(gm: GraphModel, dim: str) -> tuple[str, int, int]:
+def start_value(gm: GraphModel, dim: str, saved: dict[str, int]) -> int:
+    """What a dialog's box for ``dim`` starts at: the shapes in force, then the value remembered, then a typical
+    size (never a silent 1 for a height or a sequence)."""
+    _, axis, rank = dim_place(gm, dim)
+    return int(gm.dims.get(dim) or saved.get(dim) or suggest_dim(dim, axis, rank))
+
+
+def dim_place(gm: GraphModel, dim: str) -> tuple[str, int, int]:
     """(input, axis, the input's rank) where ``dim`` first sits."""
     for inp in gm.graph.inputs:
         t = gm.graph.tensors.get(inp)
@@ -119,7 +126,7 @@ def _where(gm: GraphModel, dim: str) -> tuple[str, int, int]:
     return "", -1, 0
 
 
-def _suggest(dim: str, axis: int, rank: int) -> int:
+def suggest_dim(dim: str, axis: int, rank: int) -> int:
     """A starting value for a dim without one, to edit: a typical size (an image's 640, a sequence's 128)."""
     low = dim.lower()
     if "seq" in low or "len" in low or "token" in low or "time" in low:
