@@ -206,21 +206,64 @@ def _constant_value(n: onnx.NodeProto) -> object | None:
     return None
 
 
+@dataclass
+class FoldBudget:
+    """What folding may still spend, shared by every graph and every pass of one model: nodes evaluated
+    (tried, folded or not) and the nodes already found not to fold (never tried again)."""
+
+    left: int = _FOLD_LIMIT
+    refused: set[str] = field(default_factory=set)
+
+
+def _estimate(n: onnx.NodeProto, known: Mapping[str, object], shapes: Mapping[str, tuple[int, ...]]) -> int | None:
+    """Elements a node would make, before it is run: the ops that can blow a small input up (a
+    ConstantOfShape of [seq, seq], an Expand, a Tile, a Range) from their inputs' values; others from the shape a
+    pass found; None when nothing says."""
+    import numpy as np
+
+    def val(k: int) -> np.ndarray | None:
+        v = known.get(n.input[k]) if len(n.input) > k and n.input[k] else None
+        return np.asarray(v) if v is not None else None
+
+    try:
+        if n.op_type == "ConstantOfShape" and (v := val(0)) is not None:
+            return int(np.prod(v.astype(np.float64)))
+        if n.op_type == "Expand" and (x := val(0)) is not None and (v := val(1)) is not None:
+            return int(np.prod(np.broadcast_shapes(x.shape, tuple(int(d) for d in v.reshape(-1)))))
+        if n.op_type == "Tile" and (x := val(0)) is not None and (v := val(1)) is not None:
+            return int(x.size * np.prod(v.astype(np.float64)))
+        if n.op_type == "Range" and all((val(k) is not None) for k in range(3)):
+            start, limit, delta = (float(np.asarray(val(k)).reshape(-1)[0]) for k in range(3))
+            return int(max(0.0, math.ceil((limit - start) / delta))) if delta else None
+    except (ValueError, TypeError, OverflowError):
+        return _FOLD_ELEMENTS + 1  # inputs that do not even broadcast: not worth running
+    outs = [shapes.get(o) for o in n.output if o]
+    if outs and all(o is not None for o in outs):
+        return max(math.prod(o) for o in outs if o is not None)
+    return None
+
+
 def fold_constants(
     g: onnx.GraphProto,
     opset: int,
     known: dict[str, object] | None = None,
-    shapes: Mapping[str, tuple[int, ...]] | None = None,
+    inferred: onnx.GraphProto | None = None,
+    budget: FoldBudget | None = None,
+    outer: Mapping[str, tuple[int, ...]] | None = None,
 ) -> int:
     """Replace, in ``g`` (a copy), each node fed only by constants with a Constant of its value, so that shape
     inference sees the pads, shapes and scales that a chain of constants computes (ONNX's own data
-    propagation stops at ConstantOfShape, Transpose and casts). With ``shapes`` (concrete shapes a first
-    inference found), ``Shape`` and ``Size`` of a tensor of known shape are constants too, so the chains that
-    compute a Reshape's target from them fold on a second pass. Recurses into bodies; returns nodes folded."""
+    propagation stops at ConstantOfShape, Transpose and casts). With ``inferred`` (the same graph after a pass of
+    inference at the dims in force), ``Shape`` and ``Size`` of a tensor it typed are constants too, so the chains
+    that compute a Reshape's target from them fold on the next pass; each body is read with its own shapes (and
+    its enclosing scopes'), never a sibling's. A node whose output would exceed 64k elements is not run.
+    Recurses into bodies; returns nodes folded."""
     import numpy as np
     from onnx import numpy_helper
     from onnx.reference import ReferenceEvaluator
 
+    budget = budget if budget is not None else FoldBudget()
+    shapes = {**(outer or {}), **(concrete_shapes(inferred) if inferred is not None else {})}
     known = dict(known or {})
     for init in g.initializer:
         if init.data_location != onnx.TensorProto.EXTERNAL and math.prod(init.dims) <= _FOLD_ELEMENTS:
@@ -228,22 +271,27 @@ def fold_constants(
                 known[init.name] = numpy_helper.to_array(init)
             except Exception:  # noqa: BLE001 - exotic dtypes: not folded
                 continue
+    twins = inferred.node if inferred is not None and len(inferred.node) == len(g.node) else None
     folded = 0
     for i, n in enumerate(g.node):
         bodies = [a for a in n.attribute if a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS)]
         if bodies:
+            twin = {a.name: a for a in twins[i].attribute} if twins is not None else {}
             for a in bodies:
-                for sg in [a.g] if a.type == AttributeProto.GRAPH else list(a.graphs):
-                    folded += fold_constants(sg, opset, known, shapes)
+                mine = [a.g] if a.type == AttributeProto.GRAPH else list(a.graphs)
+                other = twin.get(a.name)
+                theirs = ([other.g] if a.type == AttributeProto.GRAPH else list(other.graphs)) if other else []
+                for k, sg in enumerate(mine):
+                    folded += fold_constants(sg, opset, known, theirs[k] if k < len(theirs) else None, budget, shapes)
             continue
-        if n.domain not in ("", "ai.onnx") or n.op_type in _NO_FOLD or folded >= _FOLD_LIMIT:
+        if n.domain not in ("", "ai.onnx") or n.op_type in _NO_FOLD or budget.left <= 0:
             continue
         if n.op_type == "Constant":
             value = _constant_value(n)
             if value is not None and n.output and n.output[0]:
                 known[n.output[0]] = value
             continue
-        if n.op_type in ("Shape", "Size") and shapes and n.input and n.input[0] in shapes and n.output[0] not in known:
+        if n.op_type in ("Shape", "Size") and n.input and n.input[0] in shapes and n.output[0] not in known:
             shape = shapes[n.input[0]]
             if n.op_type == "Size":
                 value = np.array(math.prod(shape), np.int64)
@@ -258,13 +306,21 @@ def fold_constants(
             folded += 1
             continue
         ins = [x for x in n.input if x]
-        if not n.input or not all(x in known for x in ins):
+        key = n.output[0] if n.output else ""
+        if not n.input or key in budget.refused or not all(x in known for x in ins):
             continue
+        size = _estimate(n, known, shapes)
+        if size is not None and size > _FOLD_ELEMENTS:
+            budget.refused.add(key)
+            continue
+        budget.left -= 1
         try:
             outs = ReferenceEvaluator(n, opsets={"": opset}).run(None, {x: known[x] for x in ins})
         except Exception:  # noqa: BLE001 - best effort: a node the reference cannot run stays for inference
+            budget.refused.add(key)
             continue
         if not outs or any(not isinstance(o, np.ndarray) or o.size > _FOLD_ELEMENTS for o in outs):
+            budget.refused.add(key)
             continue
         consts = []
         for name, value in zip(n.output, outs, strict=False):
@@ -279,7 +335,7 @@ def fold_constants(
     return folded
 
 
-def fixed_model(model: onnx.ModelProto, dims: Mapping[str, int]) -> onnx.ModelProto:
+def fixed_model(model: onnx.ModelProto, dims: Mapping[str, int], budget: FoldBudget | None = None) -> onnx.ModelProto:
     """A copy of ``model`` whose inputs' symbolic dims are set to ``dims`` and whose inferred shapes are
     cleared, ready for shape inference at those values."""
     m = onnx.ModelProto()
@@ -296,18 +352,8 @@ def fixed_model(model: onnx.ModelProto, dims: Mapping[str, int]) -> onnx.ModelPr
                 d.dim_value = v
     _clear_inferred(m.graph, True)
     opset = next((o.version for o in m.opset_import if o.domain in ("", "ai.onnx")), 17)
-    fold_constants(m.graph, opset)
+    fold_constants(m.graph, opset, budget=budget)
     return m
-
-
-def all_concrete_shapes(g: onnx.GraphProto) -> dict[str, tuple[int, ...]]:
-    """:func:`concrete_shapes` of a graph and of all its bodies."""
-    out = concrete_shapes(g)
-    for n in g.node:
-        for a in n.attribute:
-            for sg in [a.g] if a.type == AttributeProto.GRAPH else list(a.graphs):
-                out.update(all_concrete_shapes(sg))
-    return out
 
 
 def concrete_shapes(g: onnx.GraphProto) -> dict[str, tuple[int, ...]]:

@@ -98,17 +98,20 @@ def infer_concrete(
 ) -> tuple[onnx.ModelProto, set[str]]:
     """Shape inference at ``dims``: the inputs fixed, constant chains folded, then, while a pass types more,
     ``Shape`` of what it typed folded in too (the Reshape targets that exporters compute from shapes) and
-    inference run again, up to ``rounds`` passes."""
-    from splitscope.engine.onnxio.concrete import all_concrete_shapes, fold_constants
+    inference run again, up to ``rounds`` passes. What stops inference is said in ``warnings``."""
+    from splitscope.engine.onnxio.concrete import FoldBudget, fold_constants
 
-    m = fixed_model(model, dims)
+    budget = FoldBudget()
+    m = fixed_model(model, dims, budget)  # its constant chains are folded already
     opset = next((o.version for o in m.opset_import if o.domain in ("", "ai.onnx")), 17)
-    out, assumed = infer_shapes(m, warnings)
+    said: list[str] = []
+    out, assumed = infer_shapes(m, said)
     for _ in range(rounds - 1):
-        if not fold_constants(m.graph, opset, shapes=all_concrete_shapes(out.graph)):
+        if not fold_constants(m.graph, opset, inferred=out.graph, budget=budget):
             break
-        again: list[str] = []
-        out, assumed = infer_shapes(m, again)
+        said = []
+        out, assumed = infer_shapes(m, said)
+    warnings.extend(w for w in said if "custom-op output" not in w)  # that one is said by the first inference
     return out, assumed
 
 
@@ -129,10 +132,13 @@ def apply_concrete_shapes(
                 "symbolic shapes where they can be evaluated."
             )
             return 0
-        g, bodies, _, _ = result
+        g, bodies, _, said = result
+        gm.warnings.extend(f"At {gm.shapes_label()}: {w}" for w in said if "custom-op output" not in w)
         body_nodes = dict(zip(bodies, g.node, strict=True))
     elif proto is not None:
-        g = infer_concrete(proto, dims, [])[0].graph
+        said: list[str] = []
+        g = infer_concrete(proto, dims, said)[0].graph
+        gm.warnings.extend(f"At {gm.shapes_label()}: {w}" for w in said)
         body_nodes = {n.index: g.node[n.index] for n in gm.graph.nodes if n.subgraphs and n.index < len(g.node)}
     else:
         return 0

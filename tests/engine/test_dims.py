@@ -231,3 +231,26 @@ def test_a_one_dim_input_is_its_length_not_a_batch(save_model):
 
     assert batch_like("x[0]", 0, 4) and not batch_like("x[0]", 0, 1) and not batch_like("N", 1, 3)
     assert batch_like("batch_size", 1, 3)
+
+
+def test_folding_never_builds_a_huge_constant():
+    """A ConstantOfShape of [100000, 1000] fed by constants is left for inference, never run (400 MB)."""
+    from splitscope.engine.onnxio.concrete import FoldBudget, fold_constants
+
+    g = h.make_graph(
+        [
+            h.make_node("Concat", ["a", "b"], ["shape"], axis=0),
+            h.make_node("ConstantOfShape", ["shape"], ["big"]),
+            h.make_node("Add", ["x", "big"], ["y"]),
+        ],
+        "g",
+        [h.make_tensor_value_info("x", T.FLOAT, [100000, 1000])],
+        [h.make_tensor_value_info("y", T.FLOAT, None)],
+        [
+            onnx.numpy_helper.from_array(np.array([100000], np.int64), "a"),
+            onnx.numpy_helper.from_array(np.array([1000], np.int64), "b"),
+        ],
+    )
+    budget = FoldBudget()
+    assert fold_constants(g, 17, budget=budget) == 1  # the Concat folds
+    assert [n.op_type for n in g.node] == ["Constant", "ConstantOfShape", "Add"] and "big" in budget.refused
