@@ -31,6 +31,25 @@ def _dims(values: list[str]) -> dict[str, int]:
     return out
 
 
+def _feeds(gm: object, i: int, part: set[int]) -> bool:
+    """Whether constant node ``i`` feeds (through other constants) a node of ``part``."""
+    from splitscope.engine.model import GraphModel
+
+    assert isinstance(gm, GraphModel)
+    stack, seen = [i], {i}
+    while stack:
+        k = stack.pop()
+        for o in gm.nodes[k].outputs:
+            t = gm.graph.tensors.get(o) if o else None
+            for c in t.consumers if t is not None else []:
+                if c in part:
+                    return True
+                if c not in seen:
+                    seen.add(c)
+                    stack.append(c)
+    return False
+
+
 def _file_dims(model: str | None, input_file: str) -> dict[str, int]:
     """The symbolic dims an ``--input`` file's arrays give (a bad file is named by the profile itself)."""
     from pathlib import Path
@@ -50,11 +69,16 @@ def _file_dims(model: str | None, input_file: str) -> dict[str, int]:
 def _print_summary(gm: object, summary: dict[str, dict[str, float | int]]) -> None:
     from splitscope.engine.model import GraphModel, Status
     from splitscope.engine.report.stats import headline
-    from splitscope.engine.text import decided_by, format_bytes, node_op_label
+    from splitscope.engine.text import decided_by, format_bytes, format_flops, node_op_label
 
     assert isinstance(gm, GraphModel)
     p = gm.parser
-    print(f"{gm.path}: {plural(len(gm.nodes), 'node')}, split by the {decided_by(p)}, at {gm.shapes_label()}")
+    total = gm.total_flops()
+    work = "FLOPs unknown (a dim has no value)" if gm.missing_dims else format_flops(total) if total else ""
+    print(
+        f"{gm.path}: {plural(len(gm.nodes), 'node')}, split by the {decided_by(p)}, at {gm.shapes_label()}"
+        + (f": {work} per inference" if work else "")
+    )
     for note in gm.dim_notes:
         print(f"note: {note}")
     print(headline(gm, summary))
@@ -73,13 +97,18 @@ def _print_summary(gm: object, summary: dict[str, dict[str, float | int]]) -> No
                 print(f"    fix: {first.remedy}")
         if len(by_op) > 10:
             print(f"  ... and {len(by_op) - 10} more op types")
+    from splitscope.engine.split.partitions import constant_nodes
+
+    const = constant_nodes(gm.graph, gm.order)
     for part in gm.partitions[:8]:
+        folded = sum(1 for i in range(len(gm.nodes)) if const[i] and _feeds(gm, i, set(part.nodes)))
         print(
-            f"  partition {part.index}: {plural(len(part.nodes), 'node')}, {len(part.boundary_tensors)} boundary "
-            f"tensors, {format_bytes(part.boundary_bytes)}"
+            f"  engine partition {part.index + 1}: {plural(len(part.nodes), 'node')}"
+            + (f" (+{folded} constant-only, folded in as weights)" if folded else "")
+            + f", {plural(len(part.boundary_tensors), 'boundary tensor')}, {format_bytes(part.boundary_bytes)}"
         )
     if len(gm.partitions) > 8:
-        print(f"  ... and {len(gm.partitions) - 8} more partitions")
+        print(f"  ... and {plural(len(gm.partitions) - 8, 'more partition')}")
     for w in gm.warnings:
         print(f"warning: {w}", file=sys.stderr)
 

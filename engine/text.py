@@ -31,6 +31,16 @@ def decided_by(p: ParserInfo, *, calls: bool = True) -> str:
     return text
 
 
+def format_flops(n: int | None) -> str:
+    """``2.05 GFLOPs``, ``1.80 MFLOPs``; ``unknown`` for None."""
+    if n is None:
+        return "unknown"
+    for unit, div in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if n >= div:
+            return f"{n / div:.3g} {unit}FLOPs"
+    return f"{n} FLOPs"
+
+
 def format_bytes(n: int) -> str:
     """Human-readable byte count (decimal units, as TensorRT's tools print)."""
     if n < 1000:

@@ -185,6 +185,7 @@ class ModelSession(QObject):
             sub = body_model(view.gm, owner, body)
             new = yield from prepare_view(sub, cancel=token, viewport=viewport, fold=fold)
             new.crumbs, new.owner = crumbs, (node, body)
+            new.stats = panel_stats(sub)  # the panels speak of the graph on screen
             return new
 
         self._start_layout(view.gm, job)

@@ -81,16 +81,26 @@ class DimPlan:
             out.append(f"{d}={self.values[d]} from {why}")
         return out
 
+    places: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """dim: (axis, rank of the input) where it first sits."""
+
     def example(self) -> str:
-        """A command-line example naming the missing dims."""
-        return " ".join(f"--dim {d}={_example_value(d)}" for d in self.missing)
+        """A command-line example naming the missing dims, each with a typical value for its place."""
+        return " ".join(f"--dim {d}={suggest_value(d, *self.places.get(d, (-1, 0)))}" for d in self.missing)
 
 
-def _example_value(name: str) -> int:
+def suggest_value(name: str, axis: int, rank: int) -> int:
+    """A typical size for a dim without a value, to start from (the CLI's example, the dialogs' boxes): a
+    sequence 128, an image's height or width 640 (the spatial axes of a 4-D input), a length (the second axis of
+    a 2-D input) 128; else 1, shown for the user to change, never used unseen."""
     low = name.lower()
-    if "seq" in low or "len" in low or "token" in low:
+    if any(k in low for k in ("seq", "len", "token", "time", "sample")):
         return 128
-    return 640
+    if "height" in low or "width" in low or low in ("h", "w") or (rank == 4 and axis in (2, 3)):
+        return 640
+    if rank == 2 and axis == 1:
+        return 128
+    return 1
 
 
 def batch_like(name: str, axis: int, rank: int = 2) -> bool:
@@ -116,6 +126,7 @@ def classify_dims(model: onnx.ModelProto, given: Mapping[str, int] | None) -> Di
             seen[name] = axis
             plan.where[name] = f"{inp} axis {axis}"
             rank[name] = _rank(model.graph, inp)
+            plan.places[name] = (axis, rank[name])
     hints = _metadata_hints(model, seen, rank)
     for name, axis in seen.items():
         if name in given:

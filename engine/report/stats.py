@@ -50,6 +50,7 @@ def op_table(gm: GraphModel) -> list[dict[str, Any]]:
     Plugin op types first, then by FLOPs share.
     """
     total = gm.total_flops() or 1
+    unknown = bool(gm.missing_dims)  # a share of the FLOPs that are known would read as the whole's: none then
     by: dict[str, list[int]] = {}
     for n in gm.nodes:
         by.setdefault(node_op_label(n), []).append(n.index)
@@ -65,14 +66,14 @@ def op_table(gm: GraphModel) -> list[dict[str, Any]]:
                 "count": len(members),
                 "plugin": plugin,
                 "flops": flops,
-                "flops_share": flops / total,
+                "flops_share": None if unknown else flops / total,
                 "roles": sorted({n.role.value for n in nodes}),
                 "nodes": members,
                 "cause": first.cause if first else "",
                 "remedy": first.remedy if first else "",
             }
         )
-    rows.sort(key=lambda r: (-(r["plugin"] > 0), -r["flops_share"], -r["count"]))
+    rows.sort(key=lambda r: (-(r["plugin"] > 0), -(r["flops_share"] or 0.0), -r["count"]))
     return rows
 
 
@@ -113,6 +114,9 @@ def headline(gm: GraphModel, summary: dict[str, dict[str, float | int]] | None =
     if gm.engine_graph:
         return _engine_headline(gm)
     text = _headline(gm, summary)
+    nested = sum(1 for _ in gm.graph.walk()) - len(gm.nodes)
+    if nested > len(gm.nodes):  # the network sits in bodies (a voice model's If): say so, or "5 nodes" misleads
+        text += f" (and {plural(nested, 'node')} inside their If/Loop/Scan bodies)"
     if gm.missing_dims:
         return f"{text} (FLOPs and bytes that depend on {', '.join(gm.missing_dims[:3])} are unknown until given)"
     if any(isinstance(d, str) for t in map(gm.graph.tensors.get, gm.graph.inputs) if t for d in t.shape or ()):

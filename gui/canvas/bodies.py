@@ -48,6 +48,7 @@ class BodyNavigator:
             self.bar.setVisible(False)
             if gm is not None and self.session.view is not None:
                 self.shell.inspector.set_model(gm, self.session.view.hier)
+                self._panels(self.session.view)
             return
         name = gm.path.name if gm is not None and gm.path is not None else "model"
         self.crumbs.setText(f"  {name} › " + " › ".join(crumbs) + f"  ({len(view.gm.nodes)} nodes)")
@@ -62,3 +63,14 @@ class BodyNavigator:
                     self.siblings.append(self.bar.addWidget(b))
         self.bar.setVisible(True)
         self.shell.inspector.set_model(view.gm, view.hier)
+        self._panels(view)
+
+    def _panels(self, view: Any) -> None:
+        """The summary and ops panels speak of the graph on screen: the body's, or the model's again."""
+        window: Any = self.shell
+        if view.stats is None or not hasattr(window, "ops"):
+            return
+        from splitscope.gui.shell.palette import make_palette
+
+        window.ops.set_rows(view.stats["ops"])
+        window.summary.set_stats(view.gm, view.stats, make_palette(window._is_dark()))

@@ -63,6 +63,8 @@ class GraphCanvas(QWidget):
         self.setMouseTracking(True)
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self.setMinimumSize(QSize(320, 240))
+        self.reserve_right = 0
+        """Pixels at the right that an overlay (the minimap) covers: fitting keeps the graph out of them."""
         self.palette_ = make_palette(False)
         self.gm: GraphModel | None = None
         self.hier: Hierarchy | None = None
@@ -175,11 +177,14 @@ class GraphCanvas(QWidget):
         x0, y0, x1, y1 = self.layout_.bounds()
         margin = 40
         top = self.LEGEND_BAND if self.show_legend else 0
-        sw = (self.width() - margin) / max(x1 - x0, 1)
+        # The minimap sits over the bottom-right corner: the graph is fitted beside it, never under it.
+        right = self.reserve_right if self.width() > 3 * self.reserve_right else 0
+        sw = (self.width() - margin - right) / max(x1 - x0, 1)
         sh = (self.height() - margin - top) / max(y1 - y0, 1)
         self.scale = min(max(min(sw, sh), MIN_SCALE), 1.5)
-        # Centre the graph in the part of the view below the legend.
-        self.cx, self.cy = (x0 + x1) / 2, (y0 + y1) / 2 - top / 2 / self.scale
+        # Centre the graph in the part of the view below the legend and left of the minimap.
+        self.cx = (x0 + x1) / 2 + right / 2 / self.scale
+        self.cy = (y0 + y1) / 2 - top / 2 / self.scale
         self.update()
         self.view_changed.emit()
 
@@ -411,6 +416,7 @@ class Minimap(QWidget):
         super().__init__(parent)
         self.canvas = canvas
         self.setFixedSize(180, 220)
+        canvas.reserve_right = 180 + 16  # the canvas fits graphs beside it
         self._image: QImage | None = None
         self._map: tuple[float, float, float, float] = (0.0, 0.0, 1.0, 1.0)
         canvas.view_changed.connect(self.update)

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 from splitscope.engine.model import GraphModel, Node, Status
-from splitscope.engine.text import decided_by, format_bytes, node_op_label, shape_at, shape_label
+from splitscope.engine.text import decided_by, format_bytes, format_flops, node_op_label, shape_at, shape_label
 from splitscope.engine.view.hierarchy import Hierarchy
 from splitscope.gui.shell.palette import STATUS_MARK, Palette, make_palette
 
@@ -177,7 +177,7 @@ class OpsModel(QAbstractTableModel):
 
     def __init__(self) -> None:
         super().__init__()
-        self.rows: list[tuple[str, int, str, float, str, list[int], bool, str, str]] = []
+        self.rows: list[tuple[str, int, str, float | None, str, list[int], bool, str, str]] = []
 
     def set_rows(self, rows: list[dict[str, Any]]) -> None:
         """Show rows from :func:`splitscope.engine.report.stats.op_table`."""
@@ -218,9 +218,10 @@ class OpsModel(QAbstractTableModel):
         r = self.rows[index.row()]
         c = index.column()
         if role == Qt.ItemDataRole.DisplayRole:
-            return (r[0], r[1], r[2], f"{r[3]:.1%}", r[4], r[7])[c]
+            share = "unknown" if r[3] is None else f"{r[3]:.1%}"  # a dim without a value: no share to give
+            return (r[0], r[1], r[2], share, r[4], r[7])[c]
         if role == Qt.ItemDataRole.UserRole:
-            return (r[0], r[1], r[6], r[3], r[4], r[7])[c]
+            return (r[0], r[1], r[6], -1.0 if r[3] is None else r[3], r[4], r[7])[c]
         if role == Qt.ItemDataRole.ToolTipRole and r[7]:
             return f"{r[8]}: {r[7]}"
         if role == Qt.ItemDataRole.TextAlignmentRole and c in (1, 3):
@@ -340,7 +341,17 @@ class SummaryPanel(QWidget):
             plot.clear()
             plot.setBackground(pal.background)
         src = decided_by(gm.parser, calls=False)
-        self.headline.setText(f"<b>{html.escape(stats['headline'])}.</b><br><i>Source: {html.escape(src)}</i>")
+        total = gm.total_flops()
+        work = (
+            "FLOPs unknown until every input dim has a value"
+            if gm.missing_dims
+            else f"{format_flops(total)} per inference at {gm.shapes_label()}"
+            if total
+            else ""
+        )
+        self.headline.setText(
+            f"<b>{html.escape(stats['headline'])}.</b><br>{html.escape(work)}<br><i>Source: {html.escape(src)}</i>"
+        )
         s = stats["summary"]
         d_brush = pal.status_border[Status.DELEGATE]
         p_brush = pal.status_border[Status.PLUGIN]

@@ -90,9 +90,13 @@ class Search(QObject):
         self.canvas.highlight_nodes = set(hits)
         deep = sum(inside.values())
         direct = sum(1 for i in hits if hit(gm.nodes[i]))
-        label = f"{direct} matches" if direct else "no match"
-        if deep:
-            label += f", {deep} inside the bodies of {plural(len(owners), 'node')} (double-click to open)"
+        inside = f"{plural(deep, 'match', 'matches')} inside the bodies of {plural(len(owners), 'node')}"
+        if direct and deep:
+            label = f"{plural(direct, 'match', 'matches')}, and {inside} (double-click to open)"
+        elif deep:
+            label = f"{inside}, highlighted (double-click to open)"
+        else:
+            label = f"{plural(direct, 'match', 'matches')}" if direct else "no match"
         self.label.setText(label)
         self.canvas.update()
 

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 from splitscope.engine.model import GraphModel
+from splitscope.engine.onnxio.concrete import suggest_value
 from splitscope.profiler.dims import remember_dims, saved_dims, symbolic_inputs
 
 if TYPE_CHECKING:
@@ -65,7 +66,7 @@ class InputShapesDialog(QDialog):
             box.setRange(1, 1 << 20)
             box.setAccelerated(True)
             inp, axis, rank = dim_place(gm, d)
-            value = gm.dims.get(d) or saved.get(d) or suggest_dim(d, axis, rank)
+            value = gm.dims.get(d) or saved.get(d) or suggest_value(d, axis, rank)
             box.setValue(int(value))
             box.setObjectName(f"dim_{d}")
             box.valueChanged.connect(self._update)
@@ -113,7 +114,7 @@ def start_value(gm: GraphModel, dim: str, saved: dict[str, int]) -> int:
     """What a dialog's box for ``dim`` starts at: the shapes in force, then the value remembered, then a typical
     size (never a silent 1 for a height or a sequence)."""
     _, axis, rank = dim_place(gm, dim)
-    return int(gm.dims.get(dim) or saved.get(dim) or suggest_dim(dim, axis, rank))
+    return int(gm.dims.get(dim) or saved.get(dim) or suggest_value(dim, axis, rank))
 
 
 def dim_place(gm: GraphModel, dim: str) -> tuple[str, int, int]:
@@ -124,16 +125,6 @@ def dim_place(gm: GraphModel, dim: str) -> tuple[str, int, int]:
             if d == dim:
                 return inp, k, len(t.shape or ())
     return "", -1, 0
-
-
-def suggest_dim(dim: str, axis: int, rank: int) -> int:
-    """A starting value for a dim without one, to edit: a typical size (an image's 640, a sequence's 128)."""
-    low = dim.lower()
-    if "seq" in low or "len" in low or "token" in low or "time" in low:
-        return 128
-    if "height" in low or "width" in low or low in ("h", "w") or (rank == 4 and axis in (2, 3)):
-        return 640
-    return 1
 
 
 class InputShapes:
