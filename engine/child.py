@@ -205,6 +205,16 @@ def _run(kind: str, args: dict[str, Any]) -> Generator[JobEvent, None, Any]:
                 metric=args.get("metric", "auto"),
             )
         )
+    if kind == "verify":  # build each partition at the dims in force; narrow down what fails
+        from splitscope.engine.model import Partition
+        from splitscope.engine.runtime.verify import verify
+        from splitscope.engine.split.analyze import analyze
+
+        dims = {k: int(v) for k, v in (args.get("dims") or {}).items()}
+        gm = yield from analyze(args["model"], parser="table", dims=dims)
+        gm.partitions = [Partition(k, list(nodes), []) for k, nodes in enumerate(args["parts"])]
+        report = yield from verify(args["model"], gm, args.get("backend", "rtx"), float(args.get("budget", 300)))
+        return report.to_json()
     if kind == "build":  # a TensorRT(-RTX) build: its builder's log, for the layers it lists
         from splitscope.engine.runtime.trt import build_and_list_layers
 

@@ -31,8 +31,43 @@ def _dims(values: list[str]) -> dict[str, int]:
     return out
 
 
-def _feeds(gm: object, i: int, part: set[int]) -> bool:
-    """Whether constant node ``i`` feeds (through other constants) a node of ``part``."""
+def _verify_by_building(gm: object, budget: float) -> None:
+    """Build each partition with TensorRT-RTX in a child process (a builder can crash), narrow down what fails,
+    and give the nodes it rejects the status plugin (source builder); partitions are counted again."""
+    from splitscope.engine.child import JobProcess
+    from splitscope.engine.jobs import CancelToken, Progress
+    from splitscope.engine.model import GraphModel
+    from splitscope.engine.runtime.trt import trt_module
+    from splitscope.engine.runtime.verify import apply_report
+    from splitscope.engine.split.analyze import set_partitions
+    from splitscope.engine.split.remedies import assign_remedies
+
+    assert isinstance(gm, GraphModel) and gm.path is not None
+    trt_module("rtx")  # say at once that it is not installed
+    args = {
+        "model": str(gm.path),
+        "dims": dict(gm.dims),
+        "parts": [p.nodes for p in gm.partitions],
+        "backend": "rtx",
+        "budget": budget,
+    }
+    bar = _Bar()
+    gen = JobProcess("verify", args).events(CancelToken())
+    while True:
+        try:
+            ev = next(gen)
+        except StopIteration as stop:
+            doc = stop.value
+            break
+        if isinstance(ev, Progress):
+            bar(ev.done, ev.total, ev.message)
+    apply_report(gm, doc)
+    set_partitions(gm)
+    assign_remedies(gm)
+
+
+def _feeds(gm: object, i: int, part: set[int], const: list[bool]) -> bool:
+    """Whether constant node ``i`` feeds (through other constant-only nodes) a node of ``part``."""
     from splitscope.engine.model import GraphModel
 
     assert isinstance(gm, GraphModel)
@@ -44,7 +79,7 @@ def _feeds(gm: object, i: int, part: set[int]) -> bool:
             for c in t.consumers if t is not None else []:
                 if c in part:
                     return True
-                if c not in seen:
+                if c not in seen and const[c]:
                     seen.add(c)
                     stack.append(c)
     return False
@@ -101,14 +136,29 @@ def _print_summary(gm: object, summary: dict[str, dict[str, float | int]]) -> No
 
     const = constant_nodes(gm.graph, gm.order)
     for part in gm.partitions[:8]:
-        folded = sum(1 for i in range(len(gm.nodes)) if const[i] and _feeds(gm, i, set(part.nodes)))
+        folded = sum(1 for i in range(len(gm.nodes)) if const[i] and _feeds(gm, i, set(part.nodes), const))
         print(
             f"  engine partition {part.index + 1}: {plural(len(part.nodes), 'node')}"
             + (f" (+{folded} constant-only, folded in as weights)" if folded else "")
-            + f", {plural(len(part.boundary_tensors), 'boundary tensor')}, {format_bytes(part.boundary_bytes)}"
+            + f", {plural(len(part.boundary_tensors), 'boundary tensor')}, "
+            + (
+                f"{format_bytes(part.boundary_bytes)} and some of unknown size"
+                if any(t.bytes is None for t in part.boundary_tensors)
+                else format_bytes(part.boundary_bytes)
+            )
         )
     if len(gm.partitions) > 8:
         print(f"  ... and {plural(len(gm.partitions) - 8, 'more partition')}")
+    if gm.build is not None:
+        b = gm.build
+        print(
+            f"verified by building with {b['backend']} {b['version']} at {b['shapes']} in {b['seconds']:.1f} s"
+            + ("" if b["complete"] else " (stopped before every partition was built: over the budget or cancelled)")
+        )
+        for pb in b["partitions"]:
+            if pb["status"] != "built":
+                who = ", ".join(pb["nodes_blamed"][:4]) or "no node found"
+                print(f"  partition {pb['index'] + 1} {pb['status']}: {pb['error'][:160]} -> rejects {who}")
     for w in gm.warnings:
         print(f"warning: {w}", file=sys.stderr)
 
@@ -119,6 +169,8 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
     from splitscope.engine.split.analyze import analyze
 
     gm = run_to_end(analyze(args.model, parser=args.parser, dims=_dims(args.dim), require_dims=True))
+    if args.verify == "build":
+        _verify_by_building(gm, args.verify_budget)
     summary = split_summary(gm)  # once: the printed summary and the JSON share it
     if not args.quiet:
         _print_summary(gm, summary)
@@ -489,6 +541,14 @@ def build_parser() -> argparse.ArgumentParser:
         default="auto",
         help="auto: TensorRT if installed, else TensorRT-RTX, else the support table",
     )
+    a.add_argument(
+        "--verify",
+        choices=["none", "build"],
+        default="none",
+        help="build: build each engine partition with TensorRT-RTX at the shapes in force (it builds on the CPU), "
+        "narrow a failing one down to the nodes the builder rejects, and mark them plugin (source: builder)",
+    )
+    a.add_argument("--verify-budget", type=float, default=300.0, metavar="SECONDS", help="time the builds may take")
     a.add_argument(
         "--dim",
         action="append",

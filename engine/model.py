@@ -82,6 +82,8 @@ class Source(str, Enum):
     """The real TensorRT (or TensorRT-RTX) ONNX parser said so for this model."""
     TABLE = "table"
     """Predicted from the operator support table and static checks."""
+    BUILDER = "builder"
+    """A real build at the shapes in force rejected it, though the parser imports it (``runtime.verify``)."""
 
 
 @dataclass(slots=True)
@@ -328,6 +330,8 @@ class GraphModel:
     missing_dims: list[str] = field(default_factory=list)
     """Symbolic dims of the inputs with no value: the costs that need them are unknown until given."""
     model_bytes: int = 0
+    build: dict[str, Any] | None = None
+    """What building each partition found (:class:`splitscope.engine.runtime.verify.BuildReport`), when asked."""
     metadata: dict[str, str] = field(default_factory=dict)
     """The model's own metadata (an exporter's task, image size, class names), each entry cut to 2000 characters."""
     assumed_shapes: set[str] = field(default_factory=set)

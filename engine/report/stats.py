@@ -117,6 +117,13 @@ def headline(gm: GraphModel, summary: dict[str, dict[str, float | int]] | None =
     nested = sum(1 for _ in gm.graph.walk()) - len(gm.nodes)
     if nested > len(gm.nodes):  # the network sits in bodies (a voice model's If): say so, or "5 nodes" misleads
         text += f" (and {plural(nested, 'node')} inside their If/Loop/Scan bodies)"
+    if gm.build is not None:
+        rejected = sum(1 for n in gm.nodes if n.source.value == "builder")
+        text += (
+            f"; verified by building at {gm.build['shapes']}"
+            + (f": the builder rejects {plural(rejected, 'node')} the parser imports" if rejected else "")
+            + ("" if gm.build.get("complete", True) else " (not every partition was built)")
+        )
     if gm.missing_dims:
         return f"{text} (FLOPs and bytes that depend on {', '.join(gm.missing_dims[:3])} are unknown until given)"
     if any(isinstance(d, str) for t in map(gm.graph.tensors.get, gm.graph.inputs) if t for d in t.shape or ()):
