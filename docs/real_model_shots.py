@@ -42,6 +42,17 @@ def _shoot(tag: str, model: Path, tmp: Path, w, pump) -> None:
         pump(lambda: bool(w.view.crumbs) and not w.layout_runner.running, timeout=60)
         pump(timeout=1.0)
         w.grab().save(str(DOCS / f"real-{tag}-if-body.png"))
+    if tag == "silero-vad":  # verified by building: the If the builder rejects at 512 samples
+        from splitscope.profiler.queue import DONE
+
+        jid = w.engine_ui.verify()
+        pump(lambda: w.controller.queue.jobs[jid].state == DONE, timeout=120)
+        pump(lambda: w.graph_model.build is not None and not w.layout_runner.running, timeout=60)
+        pump(timeout=1.0)
+        owner = next(n for n in w.graph_model.nodes if n.op_type == "If")
+        w.canvas.select_item(w.view.layout.node_item[owner.index]) if owner.index in w.view.layout.node_item else None
+        pump(timeout=0.5)
+        w.grab().save(str(DOCS / f"real-{tag}-verified.png"))
     if tag == "yolov8-detector":
         from splitscope.gui.calibrate.ui import CalibDialog
 

@@ -78,7 +78,8 @@ def shape_label(t: Tensor | None, dims: dict[str, int] | None = None) -> str:
         elif isinstance(d, str) and d in dims:
             parts.append(str(dims[d]))
         else:
-            parts.append(str(at[k]) if at is not None else "?" if not isinstance(d, str) else readable_dim(d))
+            known = at is not None
+            parts.append(str(at[k]) if known else "?" if not isinstance(d, str) or d.startswith("unk__") else d)
     return f"[{', '.join(parts)}]"
 
 

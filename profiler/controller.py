@@ -140,6 +140,31 @@ class AppController(QObject):
             meta={"model": str(args["model"])},
         )
 
+    def submit_verify(self, budget: float = 300.0) -> int | None:
+        """Queue a verifying build of the open model's partitions at the shapes in force (TensorRT-RTX, in a child
+        process: Cancel kills it); when it ends, the model is shown again with the nodes the builder rejects."""
+        gm = self.graph_model
+        if gm is None or gm.path is None or gm.engine_graph:
+            return None
+        args = {
+            "model": str(gm.path),
+            "dims": dict(gm.dims),
+            "parts": [p.nodes for p in gm.partitions],
+            "backend": "rtx",
+            "budget": budget,
+        }
+
+        def job(token: CancelToken) -> Generator[JobEvent, None, Any]:
+            return (yield from JobProcess("verify", args).events(token))
+
+        return self.queue.submit(
+            f"Verify {gm.path.name} by building at {gm.shapes_label()}",
+            job,
+            lane="gpu",
+            kind="verify",
+            meta={"model": str(gm.path)},
+        )
+
     def submit_engine(self, req: EngineRequest, prepare: Callable[[Any], dict[str, Any]] | None = None) -> int:
         """Queue an engine job. A build runs TensorRT-RTX in a child process (it can crash) and maps its layers
         here; imports read trtexec's files in a worker. ``prepare(data)`` runs in the worker too (colourings)."""
@@ -254,3 +279,5 @@ class AppController(QObject):
                 self.calibration_ready.emit(jid, rec.result)
         elif rec.kind == "report":
             self.report_ready.emit(jid, rec.result)
+        elif rec.kind == "verify" and self._is_open(rec.meta.get("model")):
+            self.session.apply_build(rec.result)  # the model comes back with what the builder rejects

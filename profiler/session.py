@@ -166,6 +166,29 @@ class ModelSession(QObject):
         self.analysis.start(job)
         return True
 
+    def apply_build(self, doc: dict[str, Any]) -> bool:
+        """Show the model on screen again with what a verifying build found (:mod:`splitscope.engine.runtime.verify`):
+        a new model made in a worker, the nodes the builder rejects marked, its partitions counted again."""
+        gm = self.graph_model
+        if gm is None or (self.analysis.running and not self._recounting):
+            return False
+
+        def job(token: CancelToken) -> Generator[JobEvent, None, GraphModel]:
+            from splitscope.engine.runtime.verify import apply_report
+            from splitscope.engine.split.analyze import apply_dims, set_partitions
+            from splitscope.engine.split.remedies import assign_remedies
+
+            new = yield from apply_dims(gm, dict(gm.dims), token, responsive=True)
+            apply_report(new, doc)
+            set_partitions(new)
+            assign_remedies(new)
+            return new
+
+        self._leave_bodies()
+        self._recounting = True
+        self.analysis.start(job)
+        return True
+
     def open_body(self, node: int, body: str | None = None) -> None:
         """Show the body ``body`` (default: the first) of node ``node`` of the graph on screen, laid out in a worker;
         :meth:`close_body` goes back."""

@@ -126,8 +126,10 @@ def headline(gm: GraphModel, summary: dict[str, dict[str, float | int]] | None =
         )
     if gm.missing_dims:
         return f"{text} (FLOPs and bytes that depend on {', '.join(gm.missing_dims[:3])} are unknown until given)"
-    if any(isinstance(d, str) for t in map(gm.graph.tensors.get, gm.graph.inputs) if t for d in t.shape or ()):
-        return f"{text} (at {gm.shapes_label()})"
+    if gm.build is None and any(
+        isinstance(d, str) for t in map(gm.graph.tensors.get, gm.graph.inputs) if t for d in t.shape or ()
+    ):
+        return f"{text} (at {gm.shapes_label()})"  # (a verified one says its shapes already)
     return text
 
 

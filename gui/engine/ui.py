@@ -170,11 +170,27 @@ class EngineUi(QObject):
         self.shell.add_action(file_menu, "Compare With Engine Data…", self.ask_compare)
 
     def add_actions(self, tools: Any, _view: Any = None) -> None:
-        """Tools › Build with TensorRT-RTX…"""
+        """Tools › Build with TensorRT-RTX…, Tools › Verify the Split by Building"""
+        self.shell.add_action(tools, "&Verify the Split by Building", self.verify).setToolTip(
+            "Build each engine partition with TensorRT-RTX at the shapes in force (it builds without a GPU); the "
+            "nodes the builder rejects though the parser imports them become plugin (source: builder)"
+        )
         self.shell.add_action(tools, "&Build with TensorRT-RTX and Read Its Layers", self.build_rtx).setToolTip(
             "Build the open model here (TensorRT-RTX builds without a GPU, in a process of its own) and show what "
             "its builder fused"
         )
+
+    def verify(self) -> int | None:
+        """Queue a verifying build of the open model (progress and Cancel in the Jobs panel)."""
+        from splitscope.engine._optional import installed
+
+        if not installed("tensorrt_rtx"):
+            self.shell.show_failure("Verifying by building needs TensorRT-RTX: pip install 'splitscope[rtx]'.")
+            return None
+        jid = self.controller.submit_verify()
+        if jid is None:
+            self.shell.show_message("Open a model (not an engine's own graph) first.", 5000)
+        return jid
 
     def _heat(self, kind: str) -> Any:
         def make(view: View) -> Heat | None:

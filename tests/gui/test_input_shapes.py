@@ -110,3 +110,31 @@ def test_double_click_opens_an_if_body_coloured_by_the_parser_and_back(qtbot, tm
         assert sig.args[0] == [] and not w.view.crumbs and not w.bodies.bar.isVisible()
         assert w.canvas.gm is w.view.gm and not w.session.outer_views
     w.close()
+
+
+def test_verify_by_building_from_the_window(qtbot, window, tmp_path):
+    """Tools › Verify the Split by Building: a job with progress and Cancel; the model comes back with the node
+    the builder rejects marked, and the headline says it was verified by building."""
+    import pytest
+
+    pytest.importorskip("tensorrt_rtx", reason="the test extra installs TensorRT-RTX (its builder runs on the CPU)")
+    from splitscope.engine.runtime.store import model_key
+    from splitscope.profiler.dims import remember_dims
+    from splitscope.profiler.queue import DONE
+
+    from tests.engine.test_verify import _branch_that_fails_at_8
+
+    p = _branch_that_fails_at_8(tmp_path / "m.onnx")
+    remember_dims(model_key(p), {"n": 8})
+    window.open_model(p)
+    wait_idle(qtbot, window)
+    jid = window.engine_ui.verify()
+    q = window.controller.queue
+    with qtbot.waitSignal(window.controller.model_ready, timeout=120000):
+        qtbot.waitUntil(lambda: q.jobs[jid].state == DONE, timeout=120000)
+    wait_idle(qtbot, window)
+    gm = window.graph_model
+    branch = next(n for n in gm.nodes if n.label == "branch")
+    assert branch.status.value == "plugin" and branch.source.value == "builder"
+    assert "verified by building at x [8]" in window.summary.headline.text()
+    assert "Verify m.onnx by building at x [8]" in q.jobs[jid].title
