@@ -180,3 +180,27 @@ def test_a_recipe_change_invalidates_the_calibration_cache(packages: Path, photo
         )
     assert [d["stats_cached"] for d in docs] == [False, True, False]
     assert "preset=letterbox" in docs[1]["stats_cache_matched"] and "height=320" in docs[1]["stats_cache_matched"]
+
+
+def test_verify_by_building_real_models(packages: Path, tmp_path: Path):
+    """The YOLOv8 export with dynamic height and width builds at two sizes; silero VAD, whose every node the
+    parser imports, fails to build at 512 samples, and the build is narrowed to its If."""
+    pytest.importorskip("tensorrt_rtx", reason="the test extra installs TensorRT-RTX (its builder runs on the CPU)")
+    yolo = packages / "nudenet/320n.onnx"
+    built = {}
+    for size in (320, 640):
+        out = tmp_path / f"yolo{size}.json"
+        dims = ["--dim", f"height={size}", "--dim", f"width={size}"]
+        assert (
+            main(["analyze", str(yolo), "--parser", "rtx", *dims, "--verify", "build", "--json", str(out), "-q"]) == 0
+        )
+        (part,) = json.loads(out.read_text())["build"]["partitions"]
+        assert part["status"] == "built" and part["engine_bytes"] > 1e6
+        built[size] = part
+    vad = packages / "silero_vad/data/silero_vad.onnx"
+    out = tmp_path / "vad.json"
+    args = ["analyze", str(vad), "--parser", "rtx", "--dim", "input[1]=512", "--dim", "state[1]=1"]
+    assert main([*args, "--verify", "build", "--json", str(out), "-q"]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["build"]["partitions"][0]["nodes_blamed"] == ["If_0"]
+    assert next(r for r in doc["node_status"] if r["name"] == "If_0")["source"] == "builder"
