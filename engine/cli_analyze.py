@@ -1,0 +1,180 @@
+"""``splitscope analyze``: the summary it prints, and verifying the split by building (each partition built with
+TensorRT-RTX in a child process). Split out of :mod:`splitscope.engine.cli`, which dispatches to it."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+
+from splitscope.engine.errors import SplitscopeError
+from splitscope.engine.jobs import run_to_end
+from splitscope.engine.text import plural
+
+
+def _dims(values: list[str]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for v in values:
+        name, sep, num = v.partition("=")
+        if not sep or not (num.strip().isascii() and num.strip().isdigit()):
+            raise SplitscopeError(f"--dim expects NAME=INT (e.g. batch=8), got '{v}'.")
+        out[name.strip()] = int(num)
+    return out
+
+
+class _Bar:
+    """A one-line progress bar on a terminal's stderr (nothing when stderr is not a terminal)."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stderr.isatty()
+        self.last = 0.0
+
+    def __call__(self, done: int, total: int, message: str) -> None:
+        import time
+
+        if not self.tty or time.monotonic() - self.last < 0.1:
+            return
+        self.last = time.monotonic()
+        frac = done / total if total else 0.0
+        bar = "#" * int(frac * 24)
+        sys.stderr.write(f"\r[{bar:<24}] {frac:4.0%} {message[:60]:<60}")
+        sys.stderr.flush()
+
+    def end(self) -> None:
+        if self.tty:
+            sys.stderr.write("\r" + " " * 94 + "\r")
+            sys.stderr.flush()
+
+
+def _verify_by_building(gm: object, budget: float) -> None:
+    """Build each partition with TensorRT-RTX in a child process (a builder can crash), narrow down what fails,
+    and give the nodes it rejects the status plugin (source builder); partitions are counted again."""
+    from splitscope.engine.child import JobProcess
+    from splitscope.engine.jobs import CancelToken, Progress
+    from splitscope.engine.model import GraphModel
+    from splitscope.engine.runtime.trt import trt_module
+    from splitscope.engine.runtime.verify import apply_report
+    from splitscope.engine.split.analyze import set_partitions
+    from splitscope.engine.split.remedies import assign_remedies
+
+    assert isinstance(gm, GraphModel) and gm.path is not None
+    trt_module("rtx")  # say at once that it is not installed
+    args = {
+        "model": str(gm.path),
+        "dims": dict(gm.dims),
+        "parts": [p.nodes for p in gm.partitions],
+        "backend": "rtx",
+        "budget": budget,
+    }
+    bar = _Bar()
+    gen = JobProcess("verify", args).events(CancelToken())
+    while True:
+        try:
+            ev = next(gen)
+        except StopIteration as stop:
+            doc = stop.value
+            break
+        if isinstance(ev, Progress):
+            bar(ev.done, ev.total, ev.message)
+    apply_report(gm, doc)
+    set_partitions(gm)
+    assign_remedies(gm)
+
+
+def _feeds(gm: object, i: int, part: set[int], const: list[bool]) -> bool:
+    """Whether constant node ``i`` feeds (through other constant-only nodes) a node of ``part``."""
+    from splitscope.engine.model import GraphModel
+
+    assert isinstance(gm, GraphModel)
+    stack, seen = [i], {i}
+    while stack:
+        k = stack.pop()
+        for o in gm.nodes[k].outputs:
+            t = gm.graph.tensors.get(o) if o else None
+            for c in t.consumers if t is not None else []:
+                if c in part:
+                    return True
+                if c not in seen and const[c]:
+                    seen.add(c)
+                    stack.append(c)
+    return False
+
+
+def _print_summary(gm: object, summary: dict[str, dict[str, float | int]]) -> None:
+    from splitscope.engine.model import GraphModel, Status
+    from splitscope.engine.report.stats import headline
+    from splitscope.engine.text import decided_by, format_bytes, format_flops, node_op_label
+
+    assert isinstance(gm, GraphModel)
+    p = gm.parser
+    total = gm.total_flops()
+    work = "FLOPs unknown (a dim has no value)" if gm.missing_dims else format_flops(total) if total else ""
+    print(
+        f"{gm.path}: {plural(len(gm.nodes), 'node')}, split by the {decided_by(p)}, at {gm.shapes_label()}"
+        + (f": {work} per inference" if work else "")
+    )
+    for note in gm.dim_notes:
+        print(f"note: {note}")
+    print(headline(gm, summary))
+    plugin = [n for n in gm.nodes if n.status is Status.PLUGIN]
+    if plugin:
+        print(
+            "Plugin layers (custom CUDA inside the engine):"
+            if gm.engine_graph
+            else "Needs custom CUDA / a TensorRT plugin:"
+        )
+        by_op = Counter(node_op_label(n) for n in plugin)
+        for op, count in by_op.most_common(10):
+            first = next(n for n in plugin if node_op_label(n) == op)
+            print(f"  {op} x{count}: {first.reason[:160]}")
+            if first.remedy:
+                print(f"    fix: {first.remedy}")
+        if len(by_op) > 10:
+            print(f"  ... and {len(by_op) - 10} more op types")
+    from splitscope.engine.split.partitions import constant_nodes
+
+    const = constant_nodes(gm.graph, gm.order)
+    for part in gm.partitions[:8]:
+        folded = sum(1 for i in range(len(gm.nodes)) if const[i] and _feeds(gm, i, set(part.nodes), const))
+        print(
+            f"  engine partition {part.index + 1}: {plural(len(part.nodes), 'node')}"
+            + (f" (+{folded} constant-only, folded in as weights)" if folded else "")
+            + f", {plural(len(part.boundary_tensors), 'boundary tensor')}, "
+            + (
+                f"{format_bytes(part.boundary_bytes)} and some of unknown size"
+                if any(t.bytes is None for t in part.boundary_tensors)
+                else format_bytes(part.boundary_bytes)
+            )
+        )
+    if len(gm.partitions) > 8:
+        print(f"  ... and {plural(len(gm.partitions) - 8, 'more partition')}")
+    if gm.build is not None:
+        b = gm.build
+        print(
+            f"verified by building with {b['backend']} {b['version']} at {b['shapes']} in {b['seconds']:.1f} s"
+            + ("" if b["complete"] else " (stopped before every partition was built: over the budget or cancelled)")
+        )
+        for pb in b["partitions"]:
+            if pb["status"] != "built":
+                who = ", ".join(pb["nodes_blamed"][:4]) or "no node found"
+                print(f"  partition {pb['index'] + 1} {pb['status']}: {pb['error'][:160]} -> rejects {who}")
+    for w in gm.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+
+
+def _cmd_analyze(args: argparse.Namespace) -> int:
+    from splitscope.engine.report.files import write_json
+    from splitscope.engine.report.stats import split_summary
+    from splitscope.engine.split.analyze import analyze
+
+    gm = run_to_end(analyze(args.model, parser=args.parser, dims=_dims(args.dim), require_dims=True))
+    if args.verify == "build":
+        _verify_by_building(gm, args.verify_budget)
+    summary = split_summary(gm)  # once: the printed summary and the JSON share it
+    if not args.quiet:
+        _print_summary(gm, summary)
+    if args.json:
+        write_json(gm, args.json, summary)
+        if not args.quiet:
+            print(f"wrote {args.json}")
+    return 0
