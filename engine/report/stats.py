@@ -117,6 +117,8 @@ def headline(gm: GraphModel, summary: dict[str, dict[str, float | int]] | None =
     nested = sum(1 for _ in gm.graph.walk()) - len(gm.nodes)
     if nested > len(gm.nodes):  # the network sits in bodies (a voice model's If): say so, or "5 nodes" misleads
         text += f" (and {plural(nested, 'node')} inside their If/Loop/Scan bodies)"
+    if gm.build is None and gm.parser.name != "table":
+        text += "; parser only (not verified by building)"
     if gm.build is not None:
         rejected = sum(1 for n in gm.nodes if n.source.value == "builder")
         text += (

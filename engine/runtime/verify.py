@@ -123,8 +123,13 @@ def build_bytes(model: bytes, backend: str) -> tuple[bool, float, int | None, in
             _one_line("parser: " + (errs or log.errors or ["no reason"])[0]),
         )
     config = builder.create_builder_config()
+    from splitscope.engine.runtime.trt import _load_timing_cache, _save_timing_cache
+
+    timing = _load_timing_cache(config, backend, trt)  # full TensorRT's kernel timings, reused across builds
     plan = builder.build_serialized_network(network, config)
     seconds = time.perf_counter() - t0
+    if plan is not None:
+        _save_timing_cache(config, timing)
     if plan is None:
         return (
             False,

@@ -54,6 +54,9 @@ def test_a_build_that_fails_is_narrowed_to_the_node_it_rejects(tmp_path):
     p = _branch_that_fails_at_8(tmp_path / "m.onnx")
     gm = analyze_model(p, parser="rtx", dims={"n": 8})
     assert all(n.status.value == "delegate" for n in gm.nodes)  # the parser's yes
+    from splitscope.engine.report.stats import headline
+
+    assert "parser only (not verified by building)" in headline(gm)
     report = run_to_end(verify(p, gm, "rtx", budget_s=120)).to_json()
     (part,) = report["partitions"]
     assert part["status"] == "failed" and part["error"] and part["nodes_blamed"] == ["branch"] and part["narrowed"]
