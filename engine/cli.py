@@ -316,6 +316,13 @@ def _cmd_report(args: argparse.Namespace) -> int:
     if not args.out and not args.node_data:
         raise SplitscopeError("Give --out report.html|report.pdf, or --node-data DIR, or both.")
     res = None
+    build = None
+    if args.out and args.verify == "build":  # the partitions built first, at the shapes in force
+        from splitscope.engine.cli_analyze import _verify_by_building
+        from splitscope.engine.split.analyze import analyze
+
+        gm = run_to_end(analyze(args.model, parser=args.parser, dims=_dims(args.dim), require_dims=True))
+        build = _verify_by_building(gm, args.verify_budget)
     if args.out:
         res = _run_with_bar(
             make_report(
@@ -327,6 +334,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
                 scenario=args.scenario,
                 parser=args.parser,
                 dims=_dims(args.dim),
+                build=build,
             )
         )
         if not args.quiet:
@@ -532,6 +540,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     r.add_argument("--parser", choices=["auto", "tensorrt", "rtx", "table"], default="auto")
     r.add_argument("--dim", action="append", default=[], metavar="NAME=INT")
+    r.add_argument(
+        "--verify", choices=["none", "build"], default="none", help="build: verify the split by building first"
+    )
+    r.add_argument("--verify-budget", type=float, default=300.0, metavar="SECONDS")
     r.add_argument("--json", metavar="PATH", help="write every figure of the report as JSON")
     r.add_argument("-q", "--quiet", action="store_true")
     r.set_defaults(func=_cmd_report)

@@ -46,7 +46,7 @@ class _Bar:
             sys.stderr.flush()
 
 
-def _verify_by_building(gm: object, budget: float) -> None:
+def _verify_by_building(gm: object, budget: float) -> dict:
     """Build each partition with TensorRT-RTX in a child process (a builder can crash), narrow down what fails,
     and give the nodes it rejects the status plugin (source builder); partitions are counted again."""
     from splitscope.engine.child import JobProcess
@@ -79,6 +79,7 @@ def _verify_by_building(gm: object, budget: float) -> None:
     apply_report(gm, doc)
     set_partitions(gm)
     assign_remedies(gm)
+    return doc
 
 
 def _feeds(gm: object, i: int, part: set[int], const: list[bool]) -> bool:

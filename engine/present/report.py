@@ -115,6 +115,7 @@ def report_data(
         or (f"none: profiled with {profiles[0].get('backend')} on the CPU" if profiles else None),
         "tensorrt": _trt_version(gm, engine),
         "headline": headline(gm, summary),
+        "build": gm.build,
         "decision": decision(its, evaluated[0], pick),
         "numbers": {
             "delegated_flops_share": dele.get("flops_share"),
@@ -311,7 +312,18 @@ def _sources(
             if gm.parser.name != "table"
             else " (TensorRT's published operator support table and static checks; no parser was run)"
         ),
-        "FLOPs and bytes: counted from the ONNX shapes (symbolic dims at 1 unless set)",
+        (
+            f"FLOPs and bytes: counted at the input shapes in force, {gm.shapes_label()} (every tensor's shape "
+            "inferred again at those values; a dim without a value leaves its costs unknown, never 1)"
+            + (f"; unknown here: {', '.join(gm.missing_dims)} has no value" if gm.missing_dims else "")
+        ),
+        "Partitions: constant-only nodes are weights of their consumer, not partitions (the parser's raw "
+        "subgraphs are kept apart in the JSON)"
+        + (
+            f"; verified by building with {gm.build.get('backend')} {gm.build.get('version')}"
+            if gm.build is not None
+            else "; parser only, not verified by building"
+        ),
         "Partitions and boundary bytes: recomputed from the split for each scenario (the same partitioning "
         "as the analysis); bytes at the model's dtypes",
         "Shipped plugins: " + source(),
@@ -408,8 +420,10 @@ def make_report(
     parser: str = "auto",
     dims: dict[str, int] | None = None,
     cancel: CancelToken | None = None,
+    build: dict[str, Any] | None = None,
 ) -> Generator[JobEvent, None, dict[str, Any]]:
-    """The report job: analyse, lay out the overview, gather the files given, write ``out``."""
+    """The report job: analyse, lay out the overview, gather the files given, write ``out``. ``build``: what a
+    verifying build found (:mod:`splitscope.engine.runtime.verify`), applied to the analysis."""
     from splitscope.engine.plan.store import load_scenarios
     from splitscope.engine.split.analyze import analyze
 
@@ -417,6 +431,14 @@ def make_report(
     out = _checked_out(out)  # before the analysis: a wrong name fails at once
     gm = yield from analyze(model, parser=parser, dims=dims)
     cancel.raise_if_cancelled()
+    if build is not None:
+        from splitscope.engine.runtime.verify import apply_report
+        from splitscope.engine.split.analyze import set_partitions
+        from splitscope.engine.split.remedies import assign_remedies
+
+        apply_report(gm, build)
+        set_partitions(gm)
+        assign_remedies(gm)
     docs = {
         "profile": [load_doc(p, "profile") for p in profiles or []],
         "engine": load_doc(engine, "engine") if engine else None,

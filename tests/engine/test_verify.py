@@ -97,3 +97,15 @@ def test_cancel_in_the_middle_of_a_narrowing(tmp_path):
         for ev in gen:
             if isinstance(ev, Progress) and ev.stage == "narrow":
                 token.cancel()
+
+
+def test_the_report_has_the_build(tmp_path):
+    from splitscope.engine.cli import main
+
+    p = _branch_that_fails_at_8(tmp_path / "m.onnx")
+    out = tmp_path / "r.html"
+    args = ["report", str(p), "--parser", "rtx", "--dim", "n=8", "--verify", "build", "--out", str(out), "-q"]
+    assert main(args) == 0
+    html = out.read_text()
+    assert "Verified by building" in html and "branch" in html and "narrowed by building halves" in html
+    assert "counted at the input shapes in force, x [8]" in html
