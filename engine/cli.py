@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from splitscope.engine.cli_analyze import _Bar, _cmd_analyze, _dims
+from splitscope.engine.cli_analyze import _cmd_analyze, _dims, _run_with_bar
 from splitscope.engine.errors import SplitscopeError
 from splitscope.engine.jobs import run_to_end
 from splitscope.engine.text import plural
@@ -66,23 +66,6 @@ def _cmd_optimize(args: argparse.Namespace) -> int:
     if args.json:
         write_text_atomic(args.json, json.dumps(res.to_json(), indent=1))
     return 0
-
-
-def _run_with_bar(job: Any) -> Any:
-    """Drive a job generator to its end with a progress bar on a terminal; its return value."""
-    from splitscope.engine.jobs import Progress
-
-    bar = _Bar()
-    try:
-        while True:
-            try:
-                ev = next(job)
-            except StopIteration as stop:
-                return stop.value
-            if isinstance(ev, Progress):
-                bar(ev.done, ev.total, ev.message)
-    finally:
-        bar.end()  # an interrupted job writes nothing: its files are written atomically at its end
 
 
 def _write_json(args: argparse.Namespace, doc: Any) -> None:

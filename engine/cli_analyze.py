@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
+from typing import Any
 
 from splitscope.engine.errors import SplitscopeError
 from splitscope.engine.jobs import run_to_end
@@ -46,39 +47,36 @@ class _Bar:
             sys.stderr.flush()
 
 
-def _verify_by_building(gm: object, budget: float) -> dict:
+def _run_with_bar(job: Any) -> Any:
+    """Drive a job generator to its end with a progress bar on a terminal; its return value."""
+    from splitscope.engine.jobs import Progress
+
+    bar = _Bar()
+    try:
+        while True:
+            try:
+                ev = next(job)
+            except StopIteration as stop:
+                return stop.value
+            if isinstance(ev, Progress):
+                bar(ev.done, ev.total, ev.message)
+    finally:
+        bar.end()  # an interrupted job writes nothing: its files are written atomically at its end
+
+
+def _verify_by_building(gm: object, budget: float) -> dict[str, Any]:
     """Build each partition with TensorRT-RTX in a child process (a builder can crash), narrow down what fails,
     and give the nodes it rejects the status plugin (source builder); partitions are counted again."""
     from splitscope.engine.child import JobProcess
-    from splitscope.engine.jobs import CancelToken, Progress
+    from splitscope.engine.jobs import CancelToken
     from splitscope.engine.model import GraphModel
     from splitscope.engine.runtime.trt import trt_module
-    from splitscope.engine.runtime.verify import apply_report
-    from splitscope.engine.split.analyze import set_partitions
-    from splitscope.engine.split.remedies import assign_remedies
+    from splitscope.engine.runtime.verify import apply_report, child_args
 
     assert isinstance(gm, GraphModel) and gm.path is not None
     trt_module("rtx")  # say at once that it is not installed
-    args = {
-        "model": str(gm.path),
-        "dims": dict(gm.dims),
-        "parts": [p.nodes for p in gm.partitions],
-        "backend": "rtx",
-        "budget": budget,
-    }
-    bar = _Bar()
-    gen = JobProcess("verify", args).events(CancelToken())
-    while True:
-        try:
-            ev = next(gen)
-        except StopIteration as stop:
-            doc = stop.value
-            break
-        if isinstance(ev, Progress):
-            bar(ev.done, ev.total, ev.message)
+    doc = _run_with_bar(JobProcess("verify", child_args(gm, budget)).events(CancelToken()))
     apply_report(gm, doc)
-    set_partitions(gm)
-    assign_remedies(gm)
     return doc
 
 

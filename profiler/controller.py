@@ -117,9 +117,7 @@ class AppController(QObject):
     def open(self, path: Path) -> None:
         """Analyse and show ``path`` at the dims last given for it (the current model stays until the new one is
         ready)."""
-        from splitscope.profiler.dims import remembered_dims
-
-        self.session.open(Path(path), remembered_dims(path))
+        self.session.open(Path(path))
 
     def submit_profile(self, req: ProfileRequest) -> int:
         """Queue a profile (a child process on the GPU lane)."""
@@ -146,13 +144,9 @@ class AppController(QObject):
         gm = self.graph_model
         if gm is None or gm.path is None or gm.engine_graph:
             return None
-        args = {
-            "model": str(gm.path),
-            "dims": dict(gm.dims),
-            "parts": [p.nodes for p in gm.partitions],
-            "backend": "rtx",
-            "budget": budget,
-        }
+        from splitscope.engine.runtime.verify import child_args
+
+        args = child_args(gm, budget)
 
         def job(token: CancelToken) -> Generator[JobEvent, None, Any]:
             return (yield from JobProcess("verify", args).events(token))

@@ -114,10 +114,11 @@ class ModelSession(QObject):
 
     # ---------------------------------------------------------------- actions
     def open(self, path: Path, dims: dict[str, int] | None = None) -> None:
-        """Analyse ``path`` at ``dims`` (values for its inputs' symbolic dims; the rest as the analysis decides);
-        the current model stays until the new one is ready."""
+        """Analyse ``path`` at ``dims`` (values for its inputs' symbolic dims; by default the ones last given for
+        this model, looked up in the worker: that reads the file); the current model stays until the new one
+        is ready."""
         path = Path(path)
-        dims = dict(dims or {})
+        given = None if dims is None else dict(dims)
         parser = self.parser
         if self._layout_gm is not self.graph_model:
             self.layout.cancel()  # a layout of an unfinished model; relayouts of the ready one may finish
@@ -132,7 +133,9 @@ class ModelSession(QObject):
 
         def job(token: CancelToken) -> Generator[JobEvent, None, GraphModel]:
             from splitscope.engine.split.analyze import analyze  # onnx loads in the worker
+            from splitscope.profiler.dims import remembered_dims
 
+            dims = remembered_dims(path) if given is None else given
             # Remembered dims the file no longer has (it was re-exported) are dropped, not refused.
             gen = analyze(path, parser=parser, dims=dims, cancel=token, responsive=True, known_dims_only=True)
             while True:
@@ -175,13 +178,10 @@ class ModelSession(QObject):
 
         def job(token: CancelToken) -> Generator[JobEvent, None, GraphModel]:
             from splitscope.engine.runtime.verify import apply_report
-            from splitscope.engine.split.analyze import apply_dims, set_partitions
-            from splitscope.engine.split.remedies import assign_remedies
+            from splitscope.engine.split.analyze import apply_dims
 
             new = yield from apply_dims(gm, dict(gm.dims), token, responsive=True)
             apply_report(new, doc)
-            set_partitions(new)
-            assign_remedies(new)
             return new
 
         self._leave_bodies()

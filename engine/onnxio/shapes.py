@@ -8,6 +8,7 @@ downstream stay known, and says so.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 import onnx
@@ -121,9 +122,10 @@ def apply_concrete_shapes(
     """Give every tensor of ``gm`` (bodies too) its concrete shape at ``dims`` where inference at those values
     types it (:mod:`splitscope.engine.onnxio.concrete`); the rest keep only their symbolic shape. Returns how
     many tensors got one. ``in_subprocess``: run the inference in the shapes child (a GUI's thread)."""
-    for _, graph in _graphs(gm.graph):
+    for graph in (gm.graph, *(sub for _, n in gm.graph.walk() for sub in n.subgraphs.values())):
         for t in graph.tensors.values():
             t.at = None
+    said: list[str] = []
     if in_subprocess and gm.path is not None:
         result = _infer_in_subprocess(gm.path, dims)
         if result is None:
@@ -133,27 +135,39 @@ def apply_concrete_shapes(
             )
             return 0
         g, bodies, _, said = result
-        gm.warnings.extend(f"At {gm.shapes_label()}: {w}" for w in said if "custom-op output" not in w)
-        body_nodes = dict(zip(bodies, g.node, strict=True))
+        body_nodes: dict[int, onnx.NodeProto] | None = dict(zip(bodies, g.node, strict=True))
     elif proto is not None:
-        said: list[str] = []
-        g = infer_concrete(proto, dims, said)[0].graph
-        gm.warnings.extend(f"At {gm.shapes_label()}: {w}" for w in said)
-        body_nodes = {n.index: g.node[n.index] for n in gm.graph.nodes if n.subgraphs and n.index < len(g.node)}
+        g, body_nodes = infer_concrete(proto, dims, said)[0].graph, None
     else:
         return 0
+    gm.warnings.extend(f"At {gm.shapes_label()}: {w}" for w in said if "custom-op output" not in w)
     return _apply_at(gm.graph, g, body_nodes)
 
 
-def _graphs(graph: Graph):
-    yield "", graph
-    for node in graph.nodes:
-        for name, sub in node.subgraphs.items():
-            for path, inner in _graphs(sub):
-                yield f"{node.index}/{name}/{path}", inner
+def _bodies(
+    graph: Graph, g: onnx.GraphProto, body_nodes: dict[int, onnx.NodeProto] | None
+) -> Iterator[tuple[Graph, onnx.GraphProto]]:
+    """Each body of ``graph`` with the inferred graph of the same body (``body_nodes``: the inferred proto of
+    each node that has bodies; by default ``g``'s nodes at the same places)."""
+    if body_nodes is None:
+        body_nodes = {n.index: g.node[n.index] for n in graph.nodes if n.subgraphs and n.index < len(g.node)}
+    for idx, pn in body_nodes.items():
+        if idx >= len(graph.nodes):
+            continue
+        node = graph.nodes[idx]
+        for a in pn.attribute:
+            if a.type == AttributeProto.GRAPH and a.name in node.subgraphs:
+                yield node.subgraphs[a.name], a.g
+            elif a.type == AttributeProto.GRAPHS:
+                for k, sg in enumerate(a.graphs):
+                    body = node.subgraphs.get(f"{a.name}[{k}]")
+                    if body is not None:
+                        yield body, sg
 
 
 def _apply_at(graph: Graph, g: onnx.GraphProto, body_nodes: dict[int, onnx.NodeProto] | None = None) -> int:
+    """Write the concrete shapes inference at the dims in force found in ``g`` into ``graph``'s tensors (``at``),
+    and into its bodies'; returns how many tensors got one."""
     count = 0
     for name, shape in concrete_shapes(g).items():
         t = graph.tensors.get(name)
@@ -163,21 +177,7 @@ def _apply_at(graph: Graph, g: onnx.GraphProto, body_nodes: dict[int, onnx.NodeP
     for t in graph.tensors.values():  # weights and constants: their own shape is concrete
         if t.at is None and t.shape is not None and all(isinstance(d, int) and d >= 0 for d in t.shape):
             t.at = tuple(int(d) for d in t.shape)  # type: ignore[arg-type]
-    if body_nodes is None:
-        body_nodes = {n.index: g.node[n.index] for n in graph.nodes if n.subgraphs and n.index < len(g.node)}
-    for idx, pn in body_nodes.items():
-        if idx >= len(graph.nodes):
-            continue
-        node = graph.nodes[idx]
-        for a in pn.attribute:
-            if a.type == AttributeProto.GRAPH and a.name in node.subgraphs:
-                count += _apply_at(node.subgraphs[a.name], a.g)
-            elif a.type == AttributeProto.GRAPHS:
-                for k, sg in enumerate(a.graphs):
-                    body = node.subgraphs.get(f"{a.name}[{k}]")
-                    if body is not None:
-                        count += _apply_at(body, sg)
-    return count
+    return count + sum(_apply_at(body, sg) for body, sg in _bodies(graph, g, body_nodes))
 
 
 def _apply_types(graph: Graph, g: onnx.GraphProto, body_nodes: dict[int, onnx.NodeProto] | None = None) -> None:
@@ -196,18 +196,8 @@ def _apply_types(graph: Graph, g: onnx.GraphProto, body_nodes: dict[int, onnx.No
             t.dtype = dt
         if shp is not None:
             t.shape = shp
-    if body_nodes is None:
-        body_nodes = {n.index: g.node[n.index] for n in graph.nodes if n.subgraphs and n.index < len(g.node)}
-    for idx, pn in body_nodes.items():
-        node = graph.nodes[idx]
-        for a in pn.attribute:
-            if a.type == AttributeProto.GRAPH and a.name in node.subgraphs:
-                _apply_types(node.subgraphs[a.name], a.g)
-            elif a.type == AttributeProto.GRAPHS:
-                for k, sg in enumerate(a.graphs):
-                    body = node.subgraphs.get(f"{a.name}[{k}]")
-                    if body is not None:
-                        _apply_types(body, sg)
+    for sub, sg in _bodies(graph, g, body_nodes):
+        _apply_types(sub, sg)
 
 
 def _infer_in_subprocess(

@@ -433,12 +433,8 @@ def make_report(
     cancel.raise_if_cancelled()
     if build is not None:
         from splitscope.engine.runtime.verify import apply_report
-        from splitscope.engine.split.analyze import set_partitions
-        from splitscope.engine.split.remedies import assign_remedies
 
         apply_report(gm, build)
-        set_partitions(gm)
-        assign_remedies(gm)
     docs = {
         "profile": [load_doc(p, "profile") for p in profiles or []],
         "engine": load_doc(engine, "engine") if engine else None,

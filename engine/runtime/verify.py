@@ -83,10 +83,23 @@ def _one_line(text: str) -> str:
     return " ".join(lines)[:600]
 
 
+def child_args(gm: GraphModel, budget: float = 300.0, backend: str = "rtx") -> dict[str, Any]:
+    """What the ``verify`` job child needs to build ``gm``'s partitions at its dims (the CLI's and the window's)."""
+    return {
+        "model": str(gm.path),
+        "dims": dict(gm.dims),
+        "parts": [p.nodes for p in gm.partitions],
+        "backend": backend,
+        "budget": budget,
+    }
+
+
 def apply_report(gm: GraphModel, doc: dict[str, Any]) -> None:
     """Give the nodes a build rejected the status ``plugin`` with the builder's message (source ``builder``),
-    and keep the report as ``gm.build``; partitions and remedies are the caller's to recount."""
+    keep the report as ``gm.build``, and count the partitions and remedies again."""
     from splitscope.engine.model import Source, Status
+    from splitscope.engine.split.analyze import set_partitions
+    from splitscope.engine.split.remedies import assign_remedies
 
     gm.build = doc
     by_label = {n.label: n for n in gm.nodes}
@@ -101,6 +114,8 @@ def apply_report(gm: GraphModel, doc: dict[str, Any]) -> None:
                 f"the {doc.get('backend', 'TensorRT')} {doc.get('version', '')} builder rejects it at "
                 f"{doc.get('shapes', 'the shapes in force')} ({how}): {part.get('error') or 'no message'}"
             )
+    set_partitions(gm)
+    assign_remedies(gm)
 
 
 def build_bytes(model: bytes, backend: str) -> tuple[bool, float, int | None, int | None, str]:

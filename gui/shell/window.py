@@ -45,7 +45,6 @@ from splitscope.gui.shell.shapes import InputShapes
 from splitscope.gui.shell.tools import NetronTool, OptimizeTool
 from splitscope.gui.show.ui import ShowUi
 from splitscope.profiler.controller import AppController
-from splitscope.profiler.dims import remembered_dims
 from splitscope.profiler.jobs import JobRunner
 
 MAX_RECENT = 10
@@ -358,7 +357,7 @@ class MainWindow(QMainWindow):
         size = self.canvas.size()
         width = size.width() - (self.canvas.reserve_right if size.width() > 3 * self.canvas.reserve_right else 0)
         self.session.viewport = (max(width, 320), max(size.height(), 240))
-        self.session.open(path, remembered_dims(path))
+        self.session.open(path)  # at the dims last given for it, looked up in the worker
 
     def _remember(self, path: Path) -> None:
         settings = QSettings()

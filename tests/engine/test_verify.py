@@ -48,8 +48,6 @@ def _branch_that_fails_at_8(path):
 
 def test_a_build_that_fails_is_narrowed_to_the_node_it_rejects(tmp_path):
     from splitscope.engine.runtime.verify import apply_report, verify
-    from splitscope.engine.split.analyze import set_partitions
-    from splitscope.engine.split.remedies import assign_remedies
 
     p = _branch_that_fails_at_8(tmp_path / "m.onnx")
     gm = analyze_model(p, parser="rtx", dims={"n": 8})
@@ -60,9 +58,7 @@ def test_a_build_that_fails_is_narrowed_to_the_node_it_rejects(tmp_path):
     report = run_to_end(verify(p, gm, "rtx", budget_s=120)).to_json()
     (part,) = report["partitions"]
     assert part["status"] == "failed" and part["error"] and part["nodes_blamed"] == ["branch"] and part["narrowed"]
-    apply_report(gm, report)
-    set_partitions(gm)
-    assign_remedies(gm)
+    apply_report(gm, report)  # partitions and remedies counted again
     branch = next(n for n in gm.nodes if n.label == "branch")
     assert branch.status.value == "plugin" and branch.source.value == "builder" and branch.cause == "builder rejects"
     assert "at x [8], cond []" in branch.reason and len(gm.partitions) == 2
