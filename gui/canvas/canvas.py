@@ -64,7 +64,8 @@ class GraphCanvas(QWidget):
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self.setMinimumSize(QSize(320, 240))
         self.reserve_right = 0
-        """Pixels at the right that an overlay (the minimap) covers: fitting keeps the graph out of them."""
+        self.reserve_bottom = 0
+        """The bottom-right corner an overlay (the minimap) covers: fitting keeps the graph out of it."""
         self.palette_ = make_palette(False)
         self.gm: GraphModel | None = None
         self.hier: Hierarchy | None = None
@@ -177,12 +178,27 @@ class GraphCanvas(QWidget):
         x0, y0, x1, y1 = self.layout_.bounds()
         margin = 40
         top = self.LEGEND_BAND if self.show_legend else 0
-        # The minimap sits over the bottom-right corner: the graph is fitted beside it, never under it.
-        right = self.reserve_right if self.width() > 3 * self.reserve_right else 0
-        sw = (self.width() - margin - right) / max(x1 - x0, 1)
+        sw = (self.width() - margin) / max(x1 - x0, 1)
         sh = (self.height() - margin - top) / max(y1 - y0, 1)
         self.scale = min(max(min(sw, sh), MIN_SCALE), 1.5)
-        # Centre the graph in the part of the view below the legend and left of the minimap.
+        # The minimap sits over the bottom-right corner: a graph that would reach under it is moved left when
+        # the view has the room, else made just small enough to stand beside it.
+        right = self.reserve_right if self.width() > 3 * self.reserve_right else 0
+        spare_w = self.width() - margin - (x1 - x0) * self.scale
+        spare_h = self.height() - margin - top - (y1 - y0) * self.scale
+        if right and spare_w < 2 * right and spare_h < self.reserve_bottom:
+            if spare_w < right:
+                sw = (self.width() - margin - right) / max(x1 - x0, 1)
+                smaller = min(max(min(sw, sh), MIN_SCALE), 1.5)
+                # Readable labels come first: shrinking below 9 px to clear the minimap is not worth it; the graph
+                # then moves left as far as its spare width allows.
+                if 9.5 * min(smaller, 1.6) * self.logicalDpiY() / 72.0 >= 9.0:
+                    self.scale = smaller
+                else:
+                    right = max(int(spare_w), 0)
+        else:
+            right = 0
+        # Centre the graph in the part of the view below the legend (and left of the minimap when it must be).
         self.cx = (x0 + x1) / 2 + right / 2 / self.scale
         self.cy = (y0 + y1) / 2 - top / 2 / self.scale
         self.update()
@@ -416,7 +432,7 @@ class Minimap(QWidget):
         super().__init__(parent)
         self.canvas = canvas
         self.setFixedSize(180, 220)
-        canvas.reserve_right = 180 + 16  # the canvas fits graphs beside it
+        canvas.reserve_right, canvas.reserve_bottom = 180 + 16, 220 + 16  # the canvas fits graphs beside it
         self._image: QImage | None = None
         self._map: tuple[float, float, float, float] = (0.0, 0.0, 1.0, 1.0)
         canvas.view_changed.connect(self.update)

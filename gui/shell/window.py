@@ -355,8 +355,7 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(f"Analysing {path.name}…")
         layout_state.ensure_canvas_room(self)  # a layout saved on another screen never leaves it unreadable
         size = self.canvas.size()
-        width = size.width() - (self.canvas.reserve_right if size.width() > 3 * self.canvas.reserve_right else 0)
-        self.session.viewport = (max(width, 320), max(size.height(), 240))
+        self.session.viewport = (max(size.width(), 320), max(size.height(), 240))
         self.session.open(path)  # at the dims last given for it, looked up in the worker
 
     def _remember(self, path: Path) -> None:
