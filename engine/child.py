@@ -213,7 +213,9 @@ def _run(kind: str, args: dict[str, Any]) -> Generator[JobEvent, None, Any]:
         dims = {k: int(v) for k, v in (args.get("dims") or {}).items()}
         gm = yield from analyze(args["model"], parser="table", dims=dims)
         gm.partitions = [Partition(k, list(nodes), []) for k, nodes in enumerate(args["parts"])]
-        report = yield from verify(args["model"], gm, args.get("backend", "rtx"), float(args.get("budget", 300)))
+        ranges = {k: [int(x) for x in v] for k, v in (args.get("ranges") or {}).items()}
+        backend, budget = args.get("backend", "rtx"), float(args.get("budget", 300))
+        report = yield from verify(args["model"], gm, backend, budget, ranges=ranges)
         return report.to_json()
     if kind == "build":  # a TensorRT(-RTX) build: its builder's log, for the layers it lists
         from splitscope.engine.runtime.trt import build_and_list_layers

@@ -305,7 +305,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
         from splitscope.engine.split.analyze import analyze
 
         gm = run_to_end(analyze(args.model, parser=args.parser, dims=_dims(args.dim), require_dims=True))
-        build = _verify_by_building(gm, args.verify_budget)
+        build = _verify_by_building(gm, args.verify_budget, args.dim_range)
     if args.out:
         res = _run_with_bar(
             make_report(
@@ -372,6 +372,14 @@ def build_parser() -> argparse.ArgumentParser:
         "narrow a failing one down to the nodes the builder rejects, and mark them plugin (source: builder)",
     )
     a.add_argument("--verify-budget", type=float, default=300.0, metavar="SECONDS", help="time the builds may take")
+    a.add_argument(
+        "--dim-range",
+        action="append",
+        default=[],
+        metavar="NAME=MIN:MAX",
+        help="with --verify build: build over this range of a dim (an optimisation profile: min, the --dim value "
+        "as opt, max) instead of at its value alone",
+    )
     a.add_argument(
         "--dim",
         action="append",
@@ -527,6 +535,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--verify", choices=["none", "build"], default="none", help="build: verify the split by building first"
     )
     r.add_argument("--verify-budget", type=float, default=300.0, metavar="SECONDS")
+    r.add_argument("--dim-range", action="append", default=[], metavar="NAME=MIN:MAX")
     r.add_argument("--json", metavar="PATH", help="write every figure of the report as JSON")
     r.add_argument("-q", "--quiet", action="store_true")
     r.set_defaults(func=_cmd_report)

@@ -23,6 +23,18 @@ def _dims(values: list[str]) -> dict[str, int]:
     return out
 
 
+def _ranges(values: list[str]) -> dict[str, tuple[int, int]]:
+    """``--dim-range NAME=MIN:MAX`` values."""
+    out: dict[str, tuple[int, int]] = {}
+    for v in values:
+        name, sep, span = v.partition("=")
+        lo, colon, hi = span.partition(":")
+        if not sep or not colon or not (lo.strip().isdigit() and hi.strip().isdigit()):
+            raise SplitscopeError(f"--dim-range expects NAME=MIN:MAX (e.g. batch=1:32), got '{v}'.")
+        out[name.strip()] = (int(lo), int(hi))
+    return out
+
+
 class _Bar:
     """A one-line progress bar on a terminal's stderr (nothing when stderr is not a terminal)."""
 
@@ -64,18 +76,20 @@ def _run_with_bar(job: Any) -> Any:
         bar.end()  # an interrupted job writes nothing: its files are written atomically at its end
 
 
-def _verify_by_building(gm: object, budget: float) -> dict[str, Any]:
+def _verify_by_building(gm: object, budget: float, ranges: list[str] | None = None) -> dict[str, Any]:
     """Build each partition with TensorRT-RTX in a child process (a builder can crash), narrow down what fails,
-    and give the nodes it rejects the status plugin (source builder); partitions are counted again."""
+    and give the nodes it rejects the status plugin (source builder); partitions are counted again. ``ranges``:
+    the ``--dim-range`` values, built over with an optimisation profile."""
     from splitscope.engine.child import JobProcess
     from splitscope.engine.jobs import CancelToken
     from splitscope.engine.model import GraphModel
     from splitscope.engine.runtime.trt import trt_module
-    from splitscope.engine.runtime.verify import apply_report, child_args
+    from splitscope.engine.runtime.verify import apply_report, check_ranges, child_args
 
     assert isinstance(gm, GraphModel) and gm.path is not None
+    spans = check_ranges(gm, _ranges(ranges or []))
     trt_module("rtx")  # say at once that it is not installed
-    doc = _run_with_bar(JobProcess("verify", child_args(gm, budget)).events(CancelToken()))
+    doc = _run_with_bar(JobProcess("verify", child_args(gm, budget, ranges=spans)).events(CancelToken()))
     apply_report(gm, doc)
     return doc
 
@@ -168,7 +182,7 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
 
     gm = run_to_end(analyze(args.model, parser=args.parser, dims=_dims(args.dim), require_dims=True))
     if args.verify == "build":
-        _verify_by_building(gm, args.verify_budget)
+        _verify_by_building(gm, args.verify_budget, args.dim_range)
     summary = split_summary(gm)  # once: the printed summary and the JSON share it
     if not args.quiet:
         _print_summary(gm, summary)

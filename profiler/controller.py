@@ -138,15 +138,16 @@ class AppController(QObject):
             meta={"model": str(args["model"])},
         )
 
-    def submit_verify(self, budget: float = 300.0) -> int | None:
+    def submit_verify(self, budget: float = 300.0, ranges: dict[str, tuple[int, int]] | None = None) -> int | None:
         """Queue a verifying build of the open model's partitions at the shapes in force (TensorRT-RTX, in a child
-        process: Cancel kills it); when it ends, the model is shown again with the nodes the builder rejects."""
+        process: Cancel kills it), over ``ranges`` (name -> (min, max)) where given; when it ends, the model is
+        shown again with the nodes the builder rejects. A range that does not hold its dim's value raises."""
         gm = self.graph_model
         if gm is None or gm.path is None or gm.engine_graph:
             return None
-        from splitscope.engine.runtime.verify import child_args
+        from splitscope.engine.runtime.verify import check_ranges, child_args
 
-        args = child_args(gm, budget)
+        args = child_args(gm, budget, ranges=check_ranges(gm, ranges or {}))
 
         def job(token: CancelToken) -> Generator[JobEvent, None, Any]:
             return (yield from JobProcess("verify", args).events(token))

@@ -3,9 +3,13 @@ TensorRT at the shapes in force, and a partition the builder rejects narrowed do
 
 The parser's yes is not the last word: the TensorRT-RTX builder fails on the silero voice model, whose every
 node the parser imports, with an internal assertion in its graph-scope analysis. Here each partition is cut out
-of the model (its boundary tensors fed as inputs, of their concrete shapes at the dims in force, so every build
-is static), built, and, when the builder says no without naming a node, built again in halves (in topological
-order), following the half that fails, until the smallest failing set is found or the time budget runs out.
+of the model (its boundary tensors fed as inputs, of their concrete shapes at the dims in force), built strongly
+typed, and, when the builder says no without naming a node, built again in halves (in topological order),
+following the half that fails, until the smallest failing set is found or the time budget runs out.
+
+Where the user gives a range for a dim (``--dim-range batch=1:32``), the build has an optimisation profile: every
+cut input whose shape differs between the range's ends is dynamic on those axes, with its shapes at the lower end,
+at the dims in force (opt) and at the upper end as min / opt / max. Without ranges every build is static.
 
 Runs in a child process (``splitscope.engine.child``, kind ``verify``): a builder can crash or hang, and Cancel
 kills the child. TensorRT-RTX builds on the CPU, so this runs where no GPU is.
@@ -54,6 +58,8 @@ class BuildReport:
     budget_s: float = 0.0
     complete: bool = True
     """False when a build was cancelled or the budget ran out before every partition was built."""
+    ranges: dict[str, list[int]] = field(default_factory=dict)
+    """The dims built over a range: name -> [min, opt, max] (opt is the value in force); empty: a static build."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -83,15 +89,57 @@ def _one_line(text: str) -> str:
     return " ".join(lines)[:600]
 
 
-def child_args(gm: GraphModel, budget: float = 300.0, backend: str = "rtx") -> dict[str, Any]:
-    """What the ``verify`` job child needs to build ``gm``'s partitions at its dims (the CLI's and the window's)."""
+def check_ranges(gm: GraphModel, ranges: dict[str, tuple[int, int]]) -> dict[str, list[int]]:
+    """``ranges`` (name -> (min, max)) as name -> [min, opt, max] with opt the value in force; a range that names no
+    dim of the model, or does not hold the value in force, raises :class:`SplitscopeError` saying what to give."""
+    from splitscope.engine.errors import SplitscopeError
+
+    out: dict[str, list[int]] = {}
+    for name, (lo, hi) in ranges.items():
+        if name not in gm.dims:
+            have = ", ".join(sorted(gm.dims)) or "none"
+            raise SplitscopeError(f"--dim-range {name}: the model has no dim of that name with a value (its dims: {have}).")
+        opt = gm.dims[name]
+        if not 1 <= lo <= opt <= hi:
+            raise SplitscopeError(
+                f"--dim-range {name}={lo}:{hi} must hold its value in force {opt} (MIN <= {opt} <= MAX, MIN >= 1); "
+                f"give --dim {name}=VALUE inside the range."
+            )
+        if lo != hi:
+            out[name] = [lo, opt, hi]
+    return out
+
+
+def child_args(
+    gm: GraphModel, budget: float = 300.0, backend: str = "rtx", ranges: dict[str, list[int]] | None = None
+) -> dict[str, Any]:
+    """What the ``verify`` job child needs to build ``gm``'s partitions at its dims (the CLI's and the window's);
+    ``ranges`` as :func:`check_ranges` returns them."""
     return {
         "model": str(gm.path),
         "dims": dict(gm.dims),
         "parts": [p.nodes for p in gm.partitions],
         "backend": backend,
         "budget": budget,
+        "ranges": dict(ranges or {}),
     }
+
+
+Shape = tuple[int, ...]
+Profile = dict[str, tuple[Shape, Shape, Shape]]
+
+
+def shapes_at_ends(proto: onnx.ModelProto, gm: GraphModel, ranges: dict[str, list[int]]) -> tuple[dict, dict]:
+    """The concrete shapes of the main graph's tensors at the lower and at the upper end of ``ranges`` (the other
+    dims at their values in force)."""
+    from splitscope.engine.onnxio.concrete import concrete_shapes
+    from splitscope.engine.onnxio.shapes import infer_concrete
+
+    ends = []
+    for end in (0, 2):
+        dims = {**gm.dims, **{k: v[end] for k, v in ranges.items()}}
+        ends.append(concrete_shapes(infer_concrete(proto, dims, [])[0].graph))
+    return ends[0], ends[1]
 
 
 def apply_report(gm: GraphModel, doc: dict[str, Any]) -> None:
@@ -118,15 +166,24 @@ def apply_report(gm: GraphModel, doc: dict[str, Any]) -> None:
     assign_remedies(gm)
 
 
-def build_bytes(model: bytes, backend: str) -> tuple[bool, float, int | None, int | None, str]:
-    """Parse and build a serialized model with static shapes: (built, seconds, engine bytes, layers, error)."""
+def _network_flags(trt: Any) -> int:
+    """Strongly typed where this TensorRT has the flag (TensorRT 10+; TensorRT-RTX networks are strongly typed)."""
+    flag = getattr(getattr(trt, "NetworkDefinitionCreationFlag", None), "STRONGLY_TYPED", None)
+    return 1 << int(flag) if flag is not None else 0
+
+
+def build_bytes(
+    model: bytes, backend: str, profile: Profile | None = None
+) -> tuple[bool, float, int | None, int | None, str]:
+    """Parse and build a serialized model, strongly typed; static unless ``profile`` gives its dynamic inputs'
+    (min, opt, max) shapes: (built, seconds, engine bytes, layers, error)."""
     from splitscope.engine.runtime.trt import trt_module
 
     trt = trt_module(backend)
     log = _Logger(trt)
     t0 = time.perf_counter()
     builder = trt.Builder(log.logger)
-    network = builder.create_network(0)
+    network = builder.create_network(_network_flags(trt))
     parser = trt.OnnxParser(network, log.logger)
     if not parser.parse(model):
         errs = [parser.get_error(i).desc() for i in range(parser.num_errors)]
@@ -138,6 +195,11 @@ def build_bytes(model: bytes, backend: str) -> tuple[bool, float, int | None, in
             _one_line("parser: " + (errs or log.errors or ["no reason"])[0]),
         )
     config = builder.create_builder_config()
+    if profile:
+        prof = builder.create_optimization_profile()
+        for name, (lo, opt, hi) in profile.items():
+            prof.set_shape(name, lo, opt, hi)
+        config.add_optimization_profile(prof)
     from splitscope.engine.runtime.trt import _load_timing_cache, _save_timing_cache
 
     timing = _load_timing_cache(config, backend, trt)  # full TensorRT's kernel timings, reused across builds
@@ -157,10 +219,13 @@ def build_bytes(model: bytes, backend: str) -> tuple[bool, float, int | None, in
     return True, seconds, int(plan.nbytes), int(layers), ""
 
 
-def cut(proto: onnx.ModelProto, keep: list[int], gm: GraphModel) -> bytes:
+def cut(
+    proto: onnx.ModelProto, keep: list[int], gm: GraphModel, ends: tuple[dict, dict] | None = None
+) -> tuple[bytes, Profile]:
     """The nodes ``keep`` of the main graph as a model of their own: what they read from elsewhere becomes an
     input of its concrete shape at the dims in force, what others (or the model's outputs) read becomes an
-    output; the weights they use come along."""
+    output; the weights they use come along. With ``ends`` (the shapes at a range's two ends), an input whose
+    shape differs there is dynamic on the axes that differ, and the profile gives its (min, opt, max) shapes."""
     g = proto.graph
     keep_set = set(keep)
     nodes = [g.node[i] for i in sorted(keep)]
@@ -173,13 +238,26 @@ def cut(proto: onnx.ModelProto, keep: list[int], gm: GraphModel) -> bytes:
     outside = {x for k, n in enumerate(g.node) if k not in keep_set for x in n.input}
     outside |= {x for k, node in enumerate(gm.nodes) if k not in keep_set for x in node.implicit_inputs}
 
-    def info(name: str) -> onnx.ValueInfoProto:
-        t = gm.graph.tensors.get(name)
-        shape = t.resolved(gm.dims) if t is not None else None
-        elem = onnx.TensorProto.DataType.Value(t.dtype) if t is not None and t.dtype else onnx.TensorProto.FLOAT
-        return onnx.helper.make_tensor_value_info(name, elem, list(shape) if shape is not None else None)
+    profile: Profile = {}
 
-    inputs = [info(x) for x in sorted(used - produced - inits.keys())]
+    def info(name: str, is_input: bool = False) -> onnx.ValueInfoProto:
+        t = gm.graph.tensors.get(name)
+        shape: list[int | str] | None = list(t.resolved(gm.dims) or []) if t is not None else None
+        if t is not None and t.resolved(gm.dims) is None:
+            shape = None
+        elem = onnx.TensorProto.DataType.Value(t.dtype) if t is not None and t.dtype else onnx.TensorProto.FLOAT
+        if ends is not None and shape is not None:
+            lo, hi = ends[0].get(name), ends[1].get(name)
+            opt = tuple(int(d) for d in shape)
+            if lo is not None and hi is not None and len(lo) == len(hi) == len(opt) and (lo != opt or hi != opt):
+                shape = [d if lo[a] == hi[a] == d else f"{name}_{a}" for a, d in enumerate(opt)]
+                if is_input:
+                    profile[name] = (tuple(lo), opt, tuple(hi))
+            elif lo is None or hi is None:  # not typed at an end: dynamic where the model itself is
+                shape = None if not is_input else shape
+        return onnx.helper.make_tensor_value_info(name, elem, shape)
+
+    inputs = [info(x, True) for x in sorted(used - produced - inits.keys())]
     outputs = [info(x) for x in sorted(produced & (outside | graph_outputs))]
     if not outputs and nodes:
         outputs = [info(o) for o in nodes[-1].output if o]
@@ -189,7 +267,14 @@ def cut(proto: onnx.ModelProto, keep: list[int], gm: GraphModel) -> bytes:
     )
     m.ir_version = proto.ir_version
     m.functions.extend(proto.functions)
-    return m.SerializeToString()
+    return m.SerializeToString(), profile
+
+
+def _build_cut(
+    proto: onnx.ModelProto, nodes: list[int], gm: GraphModel, backend: str, ends: tuple[dict, dict] | None
+) -> tuple[bool, float, int | None, int | None, str]:
+    model, profile = cut(proto, nodes, gm, ends)
+    return build_bytes(model, backend, profile)
 
 
 def verify(
@@ -198,8 +283,10 @@ def verify(
     backend: str = "rtx",
     budget_s: float = 300.0,
     cancel: CancelToken | None = None,
+    ranges: dict[str, list[int]] | None = None,
 ) -> Generator[JobEvent, None, BuildReport]:
-    """Build every partition of ``gm`` (analysed at the dims in force) and narrow down what fails."""
+    """Build every partition of ``gm`` (analysed at the dims in force) and narrow down what fails; ``ranges``
+    (name -> [min, opt, max]) build with an optimisation profile over them."""
     from splitscope.engine.runtime.trt import trt_module
 
     cancel = cancel or CancelToken()
@@ -207,6 +294,13 @@ def verify(
     t0 = time.perf_counter()
     report = BuildReport(backend, str(getattr(trt, "__version__", "")), gm.shapes_label(), budget_s=budget_s)
     proto = onnx.load(str(path))  # with its weights: an engine is built from them
+    report.ranges = dict(ranges or {})
+    ends = None
+    if report.ranges:
+        spans = ", ".join(f"{k} {lo}..{hi} (opt {opt})" for k, (lo, opt, hi) in report.ranges.items())
+        report.shapes = f"{report.shapes}, over {spans}"
+        yield Progress("build", 0, 0, "Inferring the shapes at the ends of the ranges")
+        ends = shapes_at_ends(proto, gm, report.ranges)
     parts = gm.partitions or []
     for k, part in enumerate(parts):
         cancel.raise_if_cancelled()
@@ -216,14 +310,16 @@ def verify(
             report.partitions.append(PartitionBuild(k, "skipped", len(nodes), error="over the time budget"))
             report.complete = False
             continue
-        ok, secs, size, layers, err = build_bytes(cut(proto, nodes, gm), backend)
+        ok, secs, size, layers, err = _build_cut(proto, nodes, gm, backend, ends)
         pb = PartitionBuild(k, "built" if ok else "failed", len(nodes), round(secs, 3), size, layers, err)
         if not ok:
             named = [gm.nodes[i].label for i in nodes if gm.nodes[i].label and f"'{gm.nodes[i].label}'" in err]
             if named:
                 pb.nodes_blamed = named
             else:
-                blamed, finished = yield from _narrow(proto, nodes, gm, backend, t0, budget_s, cancel, k, len(parts))
+                blamed, finished = yield from _narrow(
+                    proto, nodes, gm, backend, t0, budget_s, cancel, k, len(parts), ends
+                )
                 pb.nodes_blamed, pb.narrowed = [gm.nodes[i].label for i in blamed], True
                 report.complete = report.complete and finished
         report.partitions.append(pb)
@@ -242,6 +338,7 @@ def _narrow(
     cancel: CancelToken,
     k: int,
     total: int,
+    ends: tuple[dict, dict] | None = None,
 ) -> Generator[JobEvent, None, tuple[list[int], bool]]:
     """The smallest failing run of ``nodes`` found by building halves (topological order); (nodes, finished)."""
     pos = {i: n for n, i in enumerate(gm.order)}
@@ -253,9 +350,9 @@ def _narrow(
         half = len(failing) // 2
         first, second = failing[:half], failing[half:]
         yield Progress("narrow", k, total, f"Partition {k + 1}: narrowing {len(failing)} nodes to the failing ones")
-        if not build_bytes(cut(proto, first, gm), backend)[0]:
+        if not _build_cut(proto, first, gm, backend, ends)[0]:
             failing = first
-        elif not build_bytes(cut(proto, second, gm), backend)[0]:
+        elif not _build_cut(proto, second, gm, backend, ends)[0]:
             failing = second
         else:
             return failing, True  # each half builds alone: the failure needs both

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, QSettings, Qt
 from PySide6.QtWidgets import QDialog, QFileDialog, QTableWidget, QTableWidgetItem, QVBoxLayout
+from splitscope.engine.errors import SplitscopeError
 from splitscope.engine.view.layout import View
 from splitscope.engine.view.rollup import sums_up, values_up
 from splitscope.gui.canvas.render import Heat
@@ -171,7 +172,7 @@ class EngineUi(QObject):
 
     def add_actions(self, tools: Any, _view: Any = None) -> None:
         """Tools › Build with TensorRT-RTX…, Tools › Verify the Split by Building"""
-        self.shell.add_action(tools, "&Verify the Split by Building", self.verify).setToolTip(
+        self.shell.add_action(tools, "&Verify the Split by Building…", self.ask_verify).setToolTip(
             "Build each engine partition with TensorRT-RTX at the shapes in force (it builds without a GPU); the "
             "nodes the builder rejects though the parser imports them become plugin (source: builder)"
         )
@@ -180,14 +181,34 @@ class EngineUi(QObject):
             "its builder fused"
         )
 
-    def verify(self) -> int | None:
-        """Queue a verifying build of the open model (progress and Cancel in the Jobs panel)."""
+    def ask_verify(self) -> int | None:
+        """The budget and the ranges to build over, asked; then :meth:`verify`."""
+        from splitscope.gui.engine.verify_dialog import VerifyDialog
+
+        gm = self.controller.graph_model
+        if gm is None:
+            self.shell.show_message("Open a model first.", 5000)
+            return None
+        dialog = VerifyDialog(gm, self.shell.window())
+        if dialog.exec() != VerifyDialog.DialogCode.Accepted:
+            return None
+        return self.verify(*dialog.values())
+
+    def verify(self, budget: float | None = None, ranges: dict[str, tuple[int, int]] | None = None) -> int | None:
+        """Queue a verifying build of the open model (progress and Cancel in the Jobs panel): within ``budget``
+        seconds (the one last given by default), over ``ranges`` (name -> (min, max)) where given."""
         from splitscope.engine._optional import installed
 
         if not installed("tensorrt_rtx"):
             self.shell.show_failure("Verifying by building needs TensorRT-RTX: pip install 'splitscope[rtx]'.")
             return None
-        jid = self.controller.submit_verify()
+        if budget is None:
+            budget = float(QSettings().value("verify/budget", 300))
+        try:
+            jid = self.controller.submit_verify(budget, ranges or {})
+        except SplitscopeError as e:
+            self.shell.show_failure(str(e))
+            return None
         if jid is None:
             self.shell.show_message("Open a model (not an engine's own graph) first.", 5000)
         return jid

@@ -105,3 +105,52 @@ def test_the_report_has_the_build(tmp_path):
     html = out.read_text()
     assert "Verified by building" in html and "branch" in html and "narrowed by building halves" in html
     assert "counted at the input shapes in force, x [8]" in html
+
+
+def _chain(path):
+    """x[n, 4] -> Relu -> Mul(a, a) -> Relu: every tensor's first axis follows n."""
+    g = h.make_graph(
+        [
+            h.make_node("Relu", ["x"], ["a"], name="r1"),
+            h.make_node("Mul", ["a", "a"], ["b"], name="sq"),
+            h.make_node("Relu", ["b"], ["y"], name="r2"),
+        ],
+        "g",
+        [h.make_tensor_value_info("x", T.FLOAT, ["n", 4])],
+        [h.make_tensor_value_info("y", T.FLOAT, ["n", 4])],
+    )
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, path)
+    return path
+
+
+def test_a_range_builds_with_an_optimisation_profile(tmp_path):
+    """--dim-range n=1:16 with n = 4 in force: every cut input that follows n is dynamic on that axis, with its
+    shapes at 1, 4 and 16 as min / opt / max, and the engine builds over the range."""
+    from splitscope.engine.runtime.verify import check_ranges, cut, shapes_at_ends, verify
+
+    p = _chain(tmp_path / "m.onnx")
+    gm = analyze_model(p, parser="rtx", dims={"n": 4})
+    ranges = check_ranges(gm, {"n": (1, 16)})
+    assert ranges == {"n": [1, 4, 16]}
+    proto = onnx.load(str(p))
+    ends = shapes_at_ends(proto, gm, ranges)
+    model, profile = cut(proto, [1], gm, ends)  # the Mul alone: its input is the Relu's output
+    assert profile == {"a": ((1, 4), (4, 4), (16, 4))}
+    cut_in = onnx.load_from_string(model).graph.input[0].type.tensor_type.shape.dim
+    assert cut_in[0].dim_param and cut_in[1].dim_value == 4
+    assert cut(proto, [1], gm)[1] == {}  # without a range: static
+    report = run_to_end(verify(p, gm, "rtx", budget_s=120, ranges=ranges)).to_json()
+    assert report["partitions"][0]["status"] == "built" and report["ranges"] == {"n": [1, 4, 16]}
+    assert "over n 1..16 (opt 4)" in report["shapes"]
+
+
+def test_a_range_that_misses_the_value_in_force_is_refused(tmp_path):
+    from splitscope.engine.cli import main
+
+    p = _chain(tmp_path / "m.onnx")
+    args = ["analyze", str(p), "--parser", "rtx", "--dim", "n=4", "--verify", "build"]
+    assert main([*args, "--dim-range", "n=8:16"]) == 2
+    assert main([*args, "--dim-range", "m=1:16"]) == 2
+    assert main([*args, "--dim-range", "n=1-16"]) == 2

@@ -138,3 +138,40 @@ def test_verify_by_building_from_the_window(qtbot, window, tmp_path):
     assert branch.status.value == "plugin" and branch.source.value == "builder"
     assert "verified by building at x [8]" in window.summary.headline.text()
     assert "Verify m.onnx by building at x [8]" in q.jobs[jid].title
+
+
+def test_the_verify_dialog_gives_the_budget_and_ranges(qtbot, window, tmp_path):
+    """Tools › Verify the Split by Building…: the budget (remembered) and a min / max per dim in force; the build
+    runs over the range and the headline says so."""
+    import pytest
+
+    pytest.importorskip("tensorrt_rtx", reason="the test extra installs TensorRT-RTX (its builder runs on the CPU)")
+    from PySide6.QtCore import QSettings
+    from PySide6.QtWidgets import QSpinBox
+    from splitscope.engine.runtime.store import model_key
+    from splitscope.gui.engine.verify_dialog import VerifyDialog
+    from splitscope.profiler.dims import remember_dims
+    from splitscope.profiler.queue import DONE
+
+    from tests.engine.test_verify import _chain
+
+    p = _chain(tmp_path / "m.onnx")
+    remember_dims(model_key(p), {"n": 4})
+    window.open_model(p)
+    wait_idle(qtbot, window)
+    dialog = VerifyDialog(window.graph_model, window)
+    qtbot.addWidget(dialog)
+    dialog.findChild(QSpinBox, "verify_budget").setValue(90)
+    lo, hi = dialog.findChild(QSpinBox, "min_n"), dialog.findChild(QSpinBox, "max_n")
+    assert (lo.maximum(), hi.minimum()) == (4, 4)  # the range always holds the value in force
+    lo.setValue(1)
+    hi.setValue(16)
+    budget, ranges = dialog.values()
+    assert budget == 90 and ranges == {"n": (1, 16)} and int(QSettings().value("verify/budget")) == 90
+    jid = window.engine_ui.verify(budget, ranges)
+    q = window.controller.queue
+    with qtbot.waitSignal(window.controller.model_ready, timeout=120000):
+        qtbot.waitUntil(lambda: q.jobs[jid].state == DONE, timeout=120000)
+    wait_idle(qtbot, window)
+    assert "over n 1..16 (opt 4)" in window.summary.headline.text()
+    assert window.graph_model.build["partitions"][0]["status"] == "built"
