@@ -98,7 +98,9 @@ def check_ranges(gm: GraphModel, ranges: dict[str, tuple[int, int]]) -> dict[str
     for name, (lo, hi) in ranges.items():
         if name not in gm.dims:
             have = ", ".join(sorted(gm.dims)) or "none"
-            raise SplitscopeError(f"--dim-range {name}: the model has no dim of that name with a value (its dims: {have}).")
+            raise SplitscopeError(
+                f"--dim-range {name}: the model has no dim of that name with a value (its dims: {have})."
+            )
         opt = gm.dims[name]
         if not 1 <= lo <= opt <= hi:
             raise SplitscopeError(
