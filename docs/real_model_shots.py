@@ -66,6 +66,16 @@ def _shoot(tag: str, model: Path, tmp: Path, w, pump) -> None:
         pump(timeout=0.5)
         dlg.grab().save(str(DOCS / "calibrate-recipe-yolov8-detector.png"))
         dlg.close()
+        from splitscope.gui.engine.verify_dialog import VerifyDialog
+
+        vd = VerifyDialog(w.graph_model, w)
+        for dim in ("height", "width"):
+            vd.spans[dim][0].setValue(320)
+            vd.spans[dim][1].setValue(1280)
+        vd.show()
+        pump(timeout=0.5)
+        vd.grab().save(str(DOCS / "verify-ranges-yolov8-detector.png"))
+        vd.close()
     w.close()
 
 

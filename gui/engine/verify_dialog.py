@@ -19,6 +19,7 @@ class VerifyDialog(QDialog):
         super().__init__(parent)
         name = gm.path.name if gm.path is not None else "the model"
         self.setWindowTitle(f"Verify by Building — {name}")
+        self.setMinimumWidth(480)
         form = QFormLayout(self)
         intro = QLabel(
             f"Each engine partition is built with TensorRT-RTX (on the CPU) at <b>{gm.shapes_label()}</b>; a "

@@ -183,7 +183,7 @@ def test_a_recipe_change_invalidates_the_calibration_cache(packages: Path, photo
 
 
 def test_verify_by_building_real_models(packages: Path, tmp_path: Path):
-    """The YOLOv8 export with dynamic height and width builds at two sizes; silero VAD, whose every node the
+    """The YOLOv8 export with dynamic height and width builds at two sizes and over a range; silero VAD, whose every node the
     parser imports, fails to build at 512 samples, and the build is narrowed to its If."""
     pytest.importorskip("tensorrt_rtx", reason="the test extra installs TensorRT-RTX (its builder runs on the CPU)")
     yolo = packages / "nudenet/320n.onnx"
@@ -197,6 +197,20 @@ def test_verify_by_building_real_models(packages: Path, tmp_path: Path):
         (part,) = json.loads(out.read_text())["build"]["partitions"]
         assert part["status"] == "built" and part["engine_bytes"] > 1e6
         built[size] = part
+    out = tmp_path / "yolo-range.json"  # one engine over 320..640, at 480 in force
+    dims = [
+        "--dim",
+        "height=480",
+        "--dim",
+        "width=480",
+        "--dim-range",
+        "height=320:640",
+        "--dim-range",
+        "width=320:640",
+    ]
+    assert main(["analyze", str(yolo), "--parser", "rtx", *dims, "--verify", "build", "--json", str(out), "-q"]) == 0
+    build = json.loads(out.read_text())["build"]
+    assert build["partitions"][0]["status"] == "built" and build["ranges"]["height"] == [320, 480, 640]
     vad = packages / "silero_vad/data/silero_vad.onnx"
     out = tmp_path / "vad.json"
     args = ["analyze", str(vad), "--parser", "rtx", "--dim", "input[1]=512", "--dim", "state[1]=1"]
