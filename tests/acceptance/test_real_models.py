@@ -183,8 +183,8 @@ def test_a_recipe_change_invalidates_the_calibration_cache(packages: Path, photo
 
 
 def test_verify_by_building_real_models(packages: Path, tmp_path: Path):
-    """The YOLOv8 export with dynamic height and width builds at two sizes and over a range; silero VAD, whose every node the
-    parser imports, fails to build at 512 samples, and the build is narrowed to its If."""
+    """The YOLOv8 export with dynamic height and width builds at two sizes and over a range; silero VAD, whose
+    every node the parser imports, fails to build at 512 samples, and the build is narrowed to its If."""
     pytest.importorskip("tensorrt_rtx", reason="the test extra installs TensorRT-RTX (its builder runs on the CPU)")
     yolo = packages / "nudenet/320n.onnx"
     built = {}
