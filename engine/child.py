@@ -205,6 +205,14 @@ def _run(kind: str, args: dict[str, Any]) -> Generator[JobEvent, None, Any]:
                 metric=args.get("metric", "auto"),
             )
         )
+    if kind == "plugin-parse":  # the real parser with a generated plugin's creator registered (it may abort)
+        from splitscope.engine.kernel.plugin import registered_parse
+
+        return (yield from registered_parse(args["model"], args["plugin"], args.get("backend", "rtx")))
+    if kind == "kernel":  # the kernel workbench: extract, capture, reference, project, parser, GPU run
+        from splitscope.engine.kernel.job import kernel_job
+
+        return (yield from kernel_job(**args))
     if kind == "verify":  # build each partition at the dims in force; narrow down what fails
         from splitscope.engine.model import Partition
         from splitscope.engine.runtime.verify import verify

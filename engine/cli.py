@@ -512,6 +512,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--json", metavar="PATH")
     c.add_argument("-q", "--quiet", action="store_true")
     c.set_defaults(func=_cmd_calibrate)
+    from splitscope.engine.cli_kernel import add_parser as add_kernel
+
+    add_kernel(sub)
     r = sub.add_parser(
         "report", help="write the stakeholder report (self-contained HTML, or PDF) and Model Explorer node data"
     )

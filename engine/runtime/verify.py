@@ -232,9 +232,10 @@ def cut(
     keep_set = set(keep)
     nodes = [g.node[i] for i in sorted(keep)]
     produced = {o for n in nodes for o in n.output if o}
-    used: set[str] = set()
-    for i in keep:
-        used.update(x for x in gm.nodes[i].all_inputs if x)
+    order: list[str] = []  # in the order the nodes read them: an op's inputs keep their positions
+    for i in sorted(keep):
+        order.extend(x for x in gm.nodes[i].all_inputs if x and x not in order)
+    used = set(order)
     inits = {t.name: t for t in g.initializer}
     graph_outputs = {o.name for o in g.output}
     outside = {x for k, n in enumerate(g.node) if k not in keep_set for x in n.input}
@@ -259,7 +260,7 @@ def cut(
                 shape = None if not is_input else shape
         return onnx.helper.make_tensor_value_info(name, elem, shape)
 
-    inputs = [info(x, True) for x in sorted(used - produced - inits.keys())]
+    inputs = [info(x, True) for x in order if x not in produced and x not in inits]
     outputs = [info(x) for x in sorted(produced & (outside | graph_outputs))]
     if not outputs and nodes:
         outputs = [info(o) for o in nodes[-1].output if o]

@@ -1,0 +1,116 @@
+"""``splitscope kernel``: the kernel workbench headless. The op (a plugin node by default, or the nodes named) is
+cut out at the dims in force, its real inputs captured, a reference made, the plugin project written (``--out``),
+the parser asked with the plugin registered, and the kernel (generated, or ``--source``) run on the GPU in a child
+process; without a GPU the CPU parts are done and the JSON says the kernel did not run."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from splitscope.engine.cli_analyze import _dims, _run_with_bar
+from splitscope.engine.text import plural
+
+
+def add_parser(sub: Any) -> None:
+    k = sub.add_parser(
+        "kernel",
+        help="the custom part worked: the op alone, its real tensors, a plugin project, a CUDA kernel checked and "
+        "timed on the GPU against the runtime default",
+    )
+    k.add_argument("model")
+    k.add_argument("nodes", nargs="*", metavar="NODE", help="nodes to work on (default: the first plugin node)")
+    k.add_argument("--source", metavar="K.cu", help="your kernel (launch convention: see launch.py in --out)")
+    k.add_argument("--reference", metavar="ref.py", help="a numpy reference(inputs, attributes) for a custom op")
+    k.add_argument(
+        "--compare-default",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="time ONNX Runtime CUDA on the same nodes (the runtime default)",
+    )
+    k.add_argument("--dim", action="append", default=[], metavar="NAME=INT")
+    k.add_argument("--data", default="random", help="random, or a folder of .npy/.npz samples or images")
+    k.add_argument("--recipe", default="", help="pre-processing for images (as calibrate's)")
+    k.add_argument("--parser", choices=["auto", "tensorrt", "rtx", "table"], default="auto")
+    k.add_argument("--iterations", type=int, default=100)
+    k.add_argument("--atol", type=float, default=1e-4)
+    k.add_argument("--rtol", type=float, default=1e-3)
+    k.add_argument("--out", metavar="DIR", help="write the plugin project here")
+    k.add_argument("--json", metavar="PATH")
+    k.add_argument("-q", "--quiet", action="store_true")
+    k.set_defaults(func=_cmd_kernel)
+
+
+def _cmd_kernel(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from splitscope.engine.child import JobProcess
+    from splitscope.engine.jobs import CancelToken
+    from splitscope.engine.report.files import write_text_atomic
+
+    job_args = {
+        "model": str(Path(args.model).resolve()),
+        "nodes": list(args.nodes),
+        "dims": _dims(args.dim),
+        "data": args.data,
+        "recipe": args.recipe,
+        "source": str(Path(args.source).resolve()) if args.source else None,
+        "reference": str(Path(args.reference).resolve()) if args.reference else None,
+        "compare_default": bool(args.compare_default),
+        "out": str(Path(args.out).resolve()) if args.out else None,
+        "parser": args.parser,
+        "iters": int(args.iterations),
+        "atol": args.atol,
+        "rtol": args.rtol,
+    }
+    doc = _run_with_bar(JobProcess("kernel", job_args).events(CancelToken()))
+    if args.json:
+        write_text_atomic(args.json, json.dumps(doc, indent=1))
+    if not args.quiet:
+        _print(doc)
+        if args.json:
+            print(f"wrote {args.json}")
+    k = doc.get("kernel") or {}
+    return 1 if (k.get("error") and k.get("gpu")) or k.get("numerics_ok") is False else 0
+
+
+def _print(doc: dict[str, Any]) -> None:
+    ex = doc["extract"]
+    print(
+        f"{', '.join(doc['nodes'][:4])}{' ...' if len(doc['nodes']) > 4 else ''} ({ex['op']}) at {doc['shapes']}: "
+        f"{plural(len(ex['inputs']), 'input')}, {plural(len(ex['outputs']), 'output')}, "
+        f"{'delegated' if doc['delegated'] else 'needs custom CUDA'}"
+    )
+    ref = doc["reference"]
+    print(f"reference: {ref['how']}{': ' + ref['note'] if ref['note'] else ''}")
+    src = doc["source"]
+    print(f"kernel source: {src['origin']}{' (a stub: write its body)' if not src['complete'] else ''}")
+    plug = doc.get("plugin") or {}
+    if plug.get("folder"):
+        print(f"plugin project: {plug['folder']} ({', '.join(plug['files'])})")
+    p = plug.get("parser") or {}
+    if p:
+        line = f"parser with the plugin registered: {p['how']}"
+        if "partitions_before" in p:
+            line += (
+                f"; partitions {p['partitions_before']} -> {p['partitions_after']}, boundary bytes "
+                f"{p['boundary_bytes_before']} -> {p['boundary_bytes_after']}"
+            )
+        print(line + (f" ({p['message'][:160]})" if p.get("message") else ""))
+    k = doc.get("kernel") or {}
+    if not k.get("gpu"):
+        print(f"kernel: not run: {k.get('error') or 'no GPU here'}; the CPU parts are in the JSON")
+        return
+    if not k.get("ran"):
+        print(f"kernel: {k.get('error')}", file=sys.stderr)
+        return
+    print(
+        f"kernel on {k['gpu']}: {k['ms']:.4f} ms (p10-p90 {k['spread_ms'][0]:.4f}-{k['spread_ms'][1]:.4f}), "
+        f"max abs err {k['max_abs_err']}, max ULP {k['max_ulp']}, beyond tolerance {k['beyond']}"
+    )
+    print(f"default: {k['default_ms']:.4f} ms" if k.get("default_ms") is not None else f"default: {k['default_how']}")
+    if k.get("sol_ms") is not None:
+        print(f"bound: {k['sol_ms']:.4f} ms ({k['sol_how']})")
+    print(f"verdict: {k['verdict']}")

@@ -1,0 +1,392 @@
+"""A CUDA C++ starting kernel for an op, for its real dtypes and shapes, following the launch convention of
+:mod:`splitscope.engine.kernel.nvrtc` (inputs then outputs as pointers; sizes as macros; a ``// launch:`` line).
+
+Kinds with a working kernel: elementwise ops and activations (broadcasting included), reductions and
+normalisations over the last axis (LayerNormalization, Softmax, LogSoftmax, ReduceSum/Mean/Max/Min/L2), Gather,
+and RoiAlign. Any other op gets the signature with its sizes and an empty body to fill in (``kind`` says which).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from splitscope.engine.kernel.extract import Extract
+
+C_TYPES = {
+    "float32": "float",
+    "float16": "__half",
+    "float64": "double",
+    "int64": "long long",
+    "int32": "int",
+    "int8": "signed char",
+    "uint8": "unsigned char",
+    "bool": "bool",
+}
+
+UNARY = {
+    "Relu": "fmaxf(x, 0.0f)",
+    "Sigmoid": "1.0f / (1.0f + expf(-x))",
+    "Tanh": "tanhf(x)",
+    "Exp": "expf(x)",
+    "Log": "logf(x)",
+    "Sqrt": "sqrtf(x)",
+    "Abs": "fabsf(x)",
+    "Neg": "-x",
+    "Erf": "erff(x)",
+    "Sin": "sinf(x)",
+    "Cos": "cosf(x)",
+    "Reciprocal": "1.0f / x",
+    "Floor": "floorf(x)",
+    "Ceil": "ceilf(x)",
+    "Round": "rintf(x)",
+    "Sign": "(float)((x > 0.0f) - (x < 0.0f))",
+    "Identity": "x",
+    "Cast": "x",
+    "Softplus": "log1pf(expf(x))",
+    "Gelu": "0.5f * x * (1.0f + erff(x * 0.70710678118654752f))",
+    "HardSwish": "x * fminf(fmaxf(x / 6.0f + 0.5f, 0.0f), 1.0f)",
+    "Mish": "x * tanhf(log1pf(expf(x)))",
+    "LeakyRelu": "(x >= 0.0f ? x : ATTR_ALPHA * x)",
+    "Elu": "(x >= 0.0f ? x : ATTR_ALPHA * (expf(x) - 1.0f))",
+    "HardSigmoid": "fminf(fmaxf(ATTR_ALPHA * x + ATTR_BETA, 0.0f), 1.0f)",
+    "Selu": "(x > 0.0f ? ATTR_GAMMA * x : ATTR_GAMMA * (ATTR_ALPHA * expf(x) - ATTR_ALPHA))",
+    "ThresholdedRelu": "(x > ATTR_ALPHA ? x : 0.0f)",
+}
+DEFAULT_ATTRS = {
+    "LeakyRelu": {"alpha": 0.01},
+    "Elu": {"alpha": 1.0},
+    "HardSigmoid": {"alpha": 0.2, "beta": 0.5},
+    "Selu": {"alpha": 1.67326319217681884765625, "gamma": 1.05070102214813232421875},
+    "ThresholdedRelu": {"alpha": 1.0},
+}
+BINARY = {
+    "Add": "x + y",
+    "Sub": "x - y",
+    "Mul": "x * y",
+    "Div": "x / y",
+    "Pow": "powf(x, y)",
+    "Max": "fmaxf(x, y)",
+    "Min": "fminf(x, y)",
+    "PRelu": "(x < 0.0f ? y * x : x)",
+}
+ROWWISE = {
+    "LayerNormalization",
+    "Softmax",
+    "LogSoftmax",
+    "ReduceSum",
+    "ReduceMean",
+    "ReduceMax",
+    "ReduceMin",
+    "ReduceL2",
+}
+
+
+@dataclass
+class Generated:
+    """A starting kernel: its source, the kind it was made for, and whether its body is written (not a stub)."""
+
+    source: str
+    kind: str
+    complete: bool
+    note: str = ""
+
+
+def _ctype(dtype: str) -> str:
+    return C_TYPES.get(dtype, "float")
+
+
+def _header(ex: Extract, kind: str) -> str:
+    sig = ", ".join(f"{t.name}: {t.dtype}{list(t.shape) if t.shape else ''}" for t in ex.inputs)
+    outs = ", ".join(f"{t.name}: {t.dtype}{list(t.shape) if t.shape else ''}" for t in ex.outputs)
+    return (
+        f"// {ex.op} ({', '.join(ex.labels[:3])}{' ...' if len(ex.labels) > 3 else ''}): a starting kernel ({kind}).\n"
+        f"// inputs:  {sig}\n// outputs: {outs}\n"
+        "// Sizes are macros (N, ROWS, COLS, IN0_D0, OUT0_N, ATTR_...); see the launch convention.\n"
+        "#include <cuda_fp16.h>\n"
+        "__device__ __forceinline__ float ld(float v) { return v; }\n"
+        "__device__ __forceinline__ float ld(__half v) { return __half2float(v); }\n"
+        "__device__ __forceinline__ float ld(double v) { return (float)v; }\n"
+        "__device__ __forceinline__ float ld(long long v) { return (float)v; }\n"
+        "__device__ __forceinline__ float ld(int v) { return (float)v; }\n"
+        "__device__ __forceinline__ float ld(bool v) { return v ? 1.0f : 0.0f; }\n"
+        "template <typename T> __device__ __forceinline__ T st(float v) { return (T)v; }\n"
+        "template <> __device__ __forceinline__ __half st<__half>(float v) { return __float2half(v); }\n"
+    )
+
+
+def _params(ex: Extract) -> str:
+    ins = [f"const {_ctype(t.dtype)}* __restrict__ in{i}" for i, t in enumerate(ex.inputs)]
+    outs = [f"{_ctype(t.dtype)}* __restrict__ out{i}" for i, t in enumerate(ex.outputs)]
+    return ", ".join(ins + outs)
+
+
+def _broadcast_offset(i: int, in_shape: tuple[int, ...], out_shape: tuple[int, ...]) -> str:
+    """C code computing ``off{i}``: the offset in input ``i`` of output element ``idx`` (numpy broadcasting)."""
+    rank = len(out_shape)
+    shape = (1,) * (rank - len(in_shape)) + tuple(in_shape)
+    if shape == tuple(out_shape):
+        return f"    const long long off{i} = idx;\n"
+    if math.prod(shape) == 1:
+        return f"    const long long off{i} = 0;\n"
+    strides, s = [0] * rank, 1
+    for k in range(rank - 1, -1, -1):
+        strides[k] = s if shape[k] != 1 else 0
+        s *= shape[k]
+    lines = [f"    long long off{i} = 0, r{i} = idx;\n"]
+    for k in range(rank - 1, -1, -1):
+        if strides[k]:
+            lines.append(f"    off{i} += (r{i} % {out_shape[k]}LL) * {strides[k]}LL;\n")
+        lines.append(f"    r{i} /= {out_shape[k]}LL;\n")
+    return "".join(lines)
+
+
+def _elementwise(ex: Extract) -> str:
+    op, out = ex.op, ex.outputs[0]
+    assert out.shape is not None
+    n_in = len(ex.inputs)
+    body = "".join(_broadcast_offset(i, t.shape or (), out.shape) for i, t in enumerate(ex.inputs))
+    if op in UNARY:
+        expr = UNARY[op]
+        body += "    const float x = ld(in0[off0]);\n"
+    elif op == "Where":
+        expr = "c ? x : y"
+        body += "    const bool c = in0[off0]; const float x = ld(in1[off1]); const float y = ld(in2[off2]);\n"
+    elif op == "Clip":
+        expr = "fminf(fmaxf(x, lo), hi)"
+        body += "    const float x = ld(in0[off0]);\n"
+        body += f"    const float lo = {'ld(in1[off1])' if n_in > 1 else '-INFINITY'};\n"
+        body += f"    const float hi = {'ld(in2[off2])' if n_in > 2 else 'INFINITY'};\n"
+    else:
+        expr = BINARY[op]
+        body += "    const float x = ld(in0[off0]); const float y = ld(in1[off1]);\n"
+    return (
+        "// launch: grid=CEIL_DIV(N, 256) block=256\n"
+        f'extern "C" __global__ void kernel({_params(ex)}) {{\n'
+        "    const long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "    if (idx >= N) return;\n"
+        f"{body}"
+        f"    out0[idx] = st<{_ctype(out.dtype)}>({expr});\n"
+        "}\n"
+    )
+
+
+_BLOCK_REDUCE = """
+__device__ __forceinline__ float warp_sum(float v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffff, v, o);
+    return v;
+}
+__device__ __forceinline__ float warp_max(float v) {
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffff, v, o));
+    return v;
+}
+__device__ __forceinline__ float warp_min(float v) {
+    for (int o = 16; o > 0; o >>= 1) v = fminf(v, __shfl_xor_sync(0xffffffff, v, o));
+    return v;
+}
+// The whole block's sum / max / min, returned to every thread (blockDim.x a multiple of 32, at most 1024).
+#define BLOCK_REDUCE(NAME, WARP, INIT)                                                  \\
+    __device__ __forceinline__ float NAME(float v) {                                    \\
+        __shared__ float part[32];                                                      \\
+        v = WARP(v);                                                                    \\
+        if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = v;                        \\
+        __syncthreads();                                                                \\
+        v = threadIdx.x < (blockDim.x >> 5) ? part[threadIdx.x] : INIT;                 \\
+        v = WARP(v);                                                                    \\
+        __syncthreads();                                                                \\
+        return v;                                                                       \\
+    }
+BLOCK_REDUCE(block_sum, warp_sum, 0.0f)
+BLOCK_REDUCE(block_max, warp_max, -INFINITY)
+BLOCK_REDUCE(block_min, warp_min, INFINITY)
+"""
+
+
+def _rowwise(ex: Extract, inputs: dict[str, np.ndarray]) -> str | None:
+    """One block per row of the last axis; None when the op reduces another axis."""
+    op, x = ex.op, ex.inputs[0]
+    assert x.shape is not None
+    rank, cols = len(x.shape), x.shape[-1] if x.shape else 1
+    axis = ex.attributes.get("axis", -1)
+    if op.startswith("Reduce"):
+        axes = ex.attributes.get("axes")
+        if axes is None and len(ex.inputs) > 1 and ex.inputs[1].name in inputs:
+            axes = [int(a) for a in np.asarray(inputs[ex.inputs[1].name]).ravel()]
+        if axes is None or [a % rank for a in axes] != [rank - 1]:
+            return None
+    elif axis % max(rank, 1) != rank - 1:
+        return None
+    head = f"// launch: grid=({math.prod(x.shape) // max(cols, 1)}) block=256\n{_BLOCK_REDUCE}"
+    sig = f'extern "C" __global__ void kernel({_params(ex)}) {{\n'
+    pre = (
+        f"    const long long row = blockIdx.x;\n    const int cols = {cols};\n    const auto* xr = in0 + row * cols;\n"
+    )
+    T = _ctype(ex.outputs[0].dtype)
+    if op == "LayerNormalization":
+        eps = float(ex.attributes.get("epsilon", 1e-5))
+        scale = "ld(in1[c])" if len(ex.inputs) > 1 else "1.0f"
+        bias = "ld(in2[c])" if len(ex.inputs) > 2 else "0.0f"
+        return (
+            head + sig + pre + "    float s = 0.0f;\n"
+            "    for (int c = threadIdx.x; c < cols; c += blockDim.x) s += ld(xr[c]);\n"
+            "    const float mean = block_sum(s) / cols;\n"
+            "    float v = 0.0f;\n"
+            "    for (int c = threadIdx.x; c < cols; c += blockDim.x) { float d = ld(xr[c]) - mean; v += d * d; }\n"
+            f"    const float inv = rsqrtf(block_sum(v) / cols + {eps!r}f);\n"
+            "    for (int c = threadIdx.x; c < cols; c += blockDim.x)\n"
+            f"        out0[row * cols + c] = st<{T}>((ld(xr[c]) - mean) * inv * {scale} + {bias});\n"
+            "}\n"
+        )
+    if op in ("Softmax", "LogSoftmax"):
+        final = "(ld(xr[c]) - m) - logf(s)" if op == "LogSoftmax" else "expf(ld(xr[c]) - m) / s"
+        return (
+            head + sig + pre + "    float m = -INFINITY;\n"
+            "    for (int c = threadIdx.x; c < cols; c += blockDim.x) m = fmaxf(m, ld(xr[c]));\n"
+            "    m = block_max(m);\n    float s = 0.0f;\n"
+            "    for (int c = threadIdx.x; c < cols; c += blockDim.x) s += expf(ld(xr[c]) - m);\n"
+            "    s = block_sum(s);\n"
+            f"    for (int c = threadIdx.x; c < cols; c += blockDim.x) out0[row * cols + c] = st<{T}>({final});\n"
+            "}\n"
+        )
+    init, acc, reduce, fin = {
+        "ReduceSum": ("0.0f", "a += v", "block_sum", "a"),
+        "ReduceMean": ("0.0f", "a += v", "block_sum", "a / cols"),
+        "ReduceMax": ("-INFINITY", "a = fmaxf(a, v)", "block_max", "a"),
+        "ReduceMin": ("INFINITY", "a = fminf(a, v)", "block_min", "a"),
+        "ReduceL2": ("0.0f", "a += v * v", "block_sum", "sqrtf(a)"),
+    }[op]
+    return (
+        head + sig + pre + f"    float a = {init};\n"
+        f"    for (int c = threadIdx.x; c < cols; c += blockDim.x) {{ const float v = ld(xr[c]); {acc}; }}\n"
+        f"    a = {reduce}(a);\n"
+        f"    if (threadIdx.x == 0) out0[row] = st<{T}>({fin});\n"
+        "}\n"
+    )
+
+
+def _gather(ex: Extract) -> str:
+    data, idx = ex.inputs[0], ex.inputs[1]
+    assert data.shape is not None and idx.shape is not None
+    axis = int(ex.attributes.get("axis", 0)) % len(data.shape)
+    inner = math.prod(data.shape[axis + 1 :])
+    n_idx = max(math.prod(idx.shape), 1)
+    return (
+        "// launch: grid=CEIL_DIV(N, 256) block=256\n"
+        f'extern "C" __global__ void kernel({_params(ex)}) {{\n'
+        "    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "    if (i >= N) return;\n"
+        f"    const long long inner = i % {inner}LL, j = (i / {inner}LL) % {n_idx}LL;\n"
+        f"    const long long outer = i / ({inner}LL * {n_idx}LL);\n"
+        "    long long k = (long long)in1[j];\n"
+        f"    if (k < 0) k += {data.shape[axis]}LL;\n"
+        f"    out0[i] = in0[(outer * {data.shape[axis]}LL + k) * {inner}LL + inner];\n"
+        "}\n"
+    )
+
+
+def _roialign(ex: Extract) -> str:
+    """ONNX RoiAlign (avg and max modes, half_pixel and output_half_pixel), one thread per output element, the
+    sampling grid and the bilinear weights as ONNX Runtime computes them."""
+    x, out = ex.inputs[0], ex.outputs[0]
+    assert x.shape is not None and out.shape is not None
+    _, c, h, w = x.shape
+    ph, pw = out.shape[2], out.shape[3]
+    a = ex.attributes
+    mode = a.get("mode", b"avg")
+    mode = mode.decode() if isinstance(mode, bytes) else str(mode)
+    ctm = a.get("coordinate_transformation_mode", b"half_pixel")
+    ctm = ctm.decode() if isinstance(ctm, bytes) else str(ctm)
+    half = ctm == "half_pixel"
+    ratio = int(a.get("sampling_ratio", 0))
+    scale = float(a.get("spatial_scale", 1.0))
+    T = _ctype(out.dtype)
+    acc = (
+        "acc = fmaxf(acc, fmaxf(fmaxf(w1 * v1, w2 * v2), fmaxf(w3 * v3, w4 * v4)));"
+        if mode == "max"
+        else ("acc += w1 * v1 + w2 * v2 + w3 * v3 + w4 * v4;")
+    )
+    final = "acc" if mode == "max" else "acc / (float)(gh * gw)"
+    grid_h = ratio if ratio > 0 else f"(int)ceilf(rh / {ph})"
+    grid_w = ratio if ratio > 0 else f"(int)ceilf(rw / {pw})"
+    return f"""// launch: grid=CEIL_DIV(N, 256) block=256
+// RoiAlign mode={mode} coordinate_transformation_mode={ctm} sampling_ratio={ratio} spatial_scale={scale!r}
+extern "C" __global__ void kernel({_params(ex)}) {{
+    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= N) return;
+    const int pw_ = i % {pw}, ph_ = (i / {pw}) % {ph}, ch = (i / ({pw} * {ph})) % {c};
+    const long long r = i / ({pw}LL * {ph} * {c});
+    const float off = {"0.5f" if half else "0.0f"};
+    const float x0 = ld(in1[r * 4 + 0]) * {scale!r}f - off, y0 = ld(in1[r * 4 + 1]) * {scale!r}f - off;
+    const float x1 = ld(in1[r * 4 + 2]) * {scale!r}f - off, y1 = ld(in1[r * 4 + 3]) * {scale!r}f - off;
+    float rw = x1 - x0, rh = y1 - y0;
+    {"" if half else "rw = fmaxf(rw, 1.0f); rh = fmaxf(rh, 1.0f);"}
+    const float bh = rh / {ph}, bw = rw / {pw};
+    const int gh = {grid_h}, gw = {grid_w};
+    const long long b = (long long)in2[r];
+    const auto* img = in0 + (b * {c} + ch) * {h * w}LL;
+    float acc = {"-INFINITY" if mode == "max" else "0.0f"};
+    for (int iy = 0; iy < gh; ++iy) {{
+        float y = y0 + ph_ * bh + (iy + 0.5f) * bh / gh;
+        for (int ix = 0; ix < gw; ++ix) {{
+            float x = x0 + pw_ * bw + (ix + 0.5f) * bw / gw;
+            float w1 = 0.f, w2 = 0.f, w3 = 0.f, w4 = 0.f, v1 = 0.f, v2 = 0.f, v3 = 0.f, v4 = 0.f;
+            if (!(y < -1.0f || y > {h} || x < -1.0f || x > {w})) {{
+                float yy = fmaxf(y, 0.0f), xx = fmaxf(x, 0.0f);
+                int yl = (int)yy, xl = (int)xx, yh, xh;
+                if (yl >= {h - 1}) {{ yh = yl = {h - 1}; yy = (float)yl; }} else yh = yl + 1;
+                if (xl >= {w - 1}) {{ xh = xl = {w - 1}; xx = (float)xl; }} else xh = xl + 1;
+                const float ly = yy - yl, lx = xx - xl, hy = 1.0f - ly, hx = 1.0f - lx;
+                w1 = hy * hx; w2 = hy * lx; w3 = ly * hx; w4 = ly * lx;
+                v1 = ld(img[yl * {w} + xl]); v2 = ld(img[yl * {w} + xh]);
+                v3 = ld(img[yh * {w} + xl]); v4 = ld(img[yh * {w} + xh]);
+            }}
+            {acc}
+        }}
+    }}
+    out0[i] = st<{T}>({final});
+}}
+"""
+
+
+def _stub(ex: Extract, why: str) -> str:
+    return (
+        "// launch: grid=CEIL_DIV(N, 256) block=256\n"
+        f"// No starting kernel for {ex.op}: {why}. Write its body; inputs in0.., outputs out0.. (see the sizes).\n"
+        f'extern "C" __global__ void kernel({_params(ex)}) {{\n'
+        "    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "    if (i >= N) return;\n"
+        "    // out0[i] = ...;\n"
+        "}\n"
+    )
+
+
+def generate(ex: Extract, inputs: dict[str, np.ndarray] | None = None) -> Generated:
+    """The starting kernel for ``ex`` at its dtypes and shapes (``inputs``: the captured tensors, for constant
+    operands such as a reduction's axes)."""
+    op = ex.op
+    if any(t.shape is None for t in (*ex.inputs, *ex.outputs)):
+        return Generated(_header(ex, "stub") + _stub(ex, "an output's size depends on the data"), "stub", False)
+    if len(ex.outputs) != 1 or op == "Fused":
+        why = "a selection of several nodes" if op == "Fused" else "several outputs"
+        return Generated(_header(ex, "stub") + _stub(ex, why), "stub", False, f"write the kernel for {why}")
+    kind, src = "stub", None
+    if op in UNARY or op in BINARY or op in ("Where", "Clip"):
+        kind, src = "elementwise", _elementwise(ex)
+    elif op in ROWWISE:
+        src = _rowwise(ex, inputs or {})
+        kind = "reduction" if src else "stub"
+    elif op == "Gather":
+        kind, src = "gather", _gather(ex)
+    elif op == "RoiAlign":
+        kind, src = "roialign", _roialign(ex)
+    if src is None:
+        why = "this kind is not generated" if kind == "stub" and op not in ROWWISE else "it reduces an inner axis"
+        return Generated(_header(ex, "stub") + _stub(ex, why), "stub", False, why)
+    return Generated(_header(ex, kind) + src, kind, True)
+
+
+def attributes_for(ex: Extract) -> dict[str, Any]:
+    """The attributes the kernel's macros see (the op's, with ONNX's defaults where the op has them)."""
+    return {**DEFAULT_ATTRS.get(ex.op, {}), **ex.attributes}

@@ -1,0 +1,125 @@
+"""The kernel workbench, whole, as one job (the ``kernel`` child, the CLI's ``splitscope kernel``): the op cut out
+at the dims in force, its real inputs captured, the reference made, a starting kernel generated (or the user's
+read), the plugin project written, the parser asked with the plugin registered, and the kernel run on the GPU when
+there is one. The CPU parts run anywhere; without a GPU the JSON says the kernel did not run and why."""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from pathlib import Path
+from typing import Any
+
+import onnx
+from splitscope.engine.jobs import CancelToken, JobEvent, Progress
+
+
+def kernel_job(
+    model: str,
+    nodes: list[str] | None = None,
+    dims: dict[str, int] | None = None,
+    data: str = "random",
+    recipe: str = "",
+    source: str | None = None,
+    source_text: str | None = None,
+    reference: str | None = None,
+    compare_default: bool = True,
+    out: str | None = None,
+    parser: str = "auto",
+    iters: int = 100,
+    seed: int = 0,
+    atol: float = 1e-4,
+    rtol: float = 1e-3,
+    run_gpu: bool = True,
+    ask_parser: bool = True,
+    cancel: CancelToken | None = None,
+) -> Generator[JobEvent, None, dict[str, Any]]:
+    """Everything the workbench does for ``nodes`` (labels; the first plugin node when none) of ``model``."""
+    from splitscope.engine.kernel.cuda import generate
+    from splitscope.engine.kernel.extract import (
+        KernelError,
+        capture,
+        default_nodes,
+        extract,
+        model_feeds,
+        resolve_nodes,
+    )
+    from splitscope.engine.kernel.extract import (
+        reference as make_reference,
+    )
+    from splitscope.engine.split.analyze import analyze
+
+    cancel = cancel or CancelToken()
+    gm = yield from analyze(model, parser=parser, dims=dict(dims or {}), require_dims=True, cancel=cancel)
+    yield Progress("extract", 1, 6, "Cutting the op out at the shapes in force")
+    proto = onnx.load(model)
+    idx = resolve_nodes(gm, list(nodes)) if nodes else default_nodes(gm)
+    ex = extract(gm, proto, idx)
+    yield Progress("capture", 2, 6, "Capturing its real inputs (ONNX Runtime on the CPU)")
+    inputs = capture(gm, proto, ex, model_feeds(gm, proto, data, seed, recipe))
+    cancel.raise_if_cancelled()
+    yield Progress("reference", 3, 6, "Making the reference")
+    ref = make_reference(ex, inputs, reference)
+    gen = generate(ex, inputs)
+    if source_text is not None:
+        text, origin = source_text, "edited"
+    elif source:
+        path = Path(source)
+        if not path.is_file():
+            raise KernelError(f"--source {source}: no such file.")
+        text, origin = path.read_text("utf-8"), str(path)
+    else:
+        text, origin = gen.source, f"generated ({gen.kind})"
+    delegated = all(gm.nodes[i].status.value == "delegate" for i in idx)
+    doc: dict[str, Any] = {
+        "model": str(model),
+        "shapes": gm.shapes_label(),
+        "dims": dict(gm.dims),
+        "nodes": ex.labels,
+        "extract": ex.to_json(),
+        "delegated": delegated,
+        "reference": ref.to_json(),
+        "source": {"origin": origin, "kind": gen.kind, "complete": gen.complete, "note": gen.note, "text": text},
+        "plugin": None,
+        "kernel": None,
+    }
+    if out or ask_parser:
+        import shutil
+        import tempfile
+
+        from splitscope.engine.kernel.plugin import parse_with_plugin, write_project
+
+        yield Progress("plugin", 4, 6, "Writing the plugin project")
+        scratch = None if out else Path(tempfile.mkdtemp(prefix="splitscope-plugin-"))
+        folder = Path(out) if out else scratch / "plugin"  # type: ignore[operator]
+        try:
+            files = write_project(folder, gm, ex, inputs, ref, text, atol, rtol)
+            doc["plugin"] = {"folder": str(folder) if out else None, "files": files if out else [], "parser": None}
+            cancel.raise_if_cancelled()
+            if ask_parser and gm.parser.name != "table":
+                answer = yield from parse_with_plugin(gm, ex, folder, "rtx")
+                doc["plugin"]["parser"] = answer.to_json()
+            elif ask_parser:
+                doc["plugin"]["parser"] = {"how": "not-run", "message": "no TensorRT parser is installed"}
+        finally:
+            if scratch is not None:
+                shutil.rmtree(scratch, ignore_errors=True)
+    cancel.raise_if_cancelled()
+    if run_gpu:
+        from splitscope.engine.kernel.workbench import run_kernel
+
+        yield Progress("gpu", 5, 6, "Running the kernel on the GPU")
+        result = yield from run_kernel(
+            ex,
+            inputs,
+            ref,
+            text,
+            iters=iters,
+            compare_default=compare_default,
+            delegated=delegated,
+            atol=atol,
+            rtol=rtol,
+            cancel=cancel,
+        )
+        doc["kernel"] = result.to_json()
+    yield Progress("done", 6, 6, "Done")
+    return doc

@@ -1,0 +1,216 @@
+"""The kernel workbench's GPU job: a kernel compiled with NVRTC, run on the op's real tensors, checked against the
+reference, timed by CUDA events, and set against the runtime default (ONNX Runtime CUDA on the same extract) and
+the speed of light of its FLOPs and bytes at this GPU's peaks; the verdict is one sentence with its numbers."""
+
+from __future__ import annotations
+
+import contextlib
+import statistics
+import time
+from collections.abc import Generator
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+from splitscope.engine.jobs import CancelToken, JobEvent, Progress, Sample
+from splitscope.engine.kernel.extract import Extract, Reference
+
+
+@dataclass
+class KernelResult:
+    """What running a kernel found (the JSON's ``kernel``)."""
+
+    compiled: bool = False
+    error: str = ""
+    error_line: int | None = None
+    ran: bool = False
+    max_abs_err: float | None = None
+    max_ulp: int | None = None
+    beyond: float | None = None
+    worst: dict[str, Any] | None = None
+    numerics_ok: bool | None = None
+    ms: float | None = None
+    spread_ms: list[float] = field(default_factory=list)
+    """The 10th and 90th percentiles of the timed launches."""
+    iterations: int = 0
+    default_ms: float | None = None
+    default_how: str = ""
+    sol_ms: float | None = None
+    sol_how: str = ""
+    gpu: str = ""
+    verdict: str = ""
+    histogram: dict[str, list[float]] = field(default_factory=dict)
+    """log10 of the absolute errors: ``edges`` and ``counts``."""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def speed_of_light(ex: Extract, inputs: dict[str, np.ndarray], gpu: Any) -> tuple[float | None, str]:
+    """The op's bound in ms at the GPU's peaks: max(FLOPs / peak, bytes / bandwidth), bytes being what it must
+    read and write once (its inputs and outputs at their dtypes)."""
+    moved = sum(int(np.asarray(v).nbytes) for v in inputs.values())
+    moved += sum(int(np.prod(o.shape or ())) * np.dtype(o.dtype).itemsize for o in ex.outputs)
+    dtype = "fp16" if any(o.dtype == "float16" for o in ex.outputs) else "fp32"
+    peak = (gpu.peak_flops or {}).get(dtype) if gpu is not None else None
+    if gpu is None or not gpu.peak_bandwidth:
+        return None, "no GPU peaks"
+    t_mem = moved / gpu.peak_bandwidth
+    t_flop = ex.flops / peak if peak else 0.0
+    bound = "memory" if t_mem >= t_flop else "compute"
+    return 1e3 * max(t_mem, t_flop), (
+        f"{bound}-bound: {moved / 1e6:.2f} MB at {gpu.peak_bandwidth / 1e12:.2f} TB/s"
+        + (f", {ex.flops / 1e6:.1f} MFLOP at {peak / 1e12:.0f} TFLOP/s {dtype}" if peak else "")
+    )
+
+
+def default_time(ex: Extract, inputs: dict[str, np.ndarray], iters: int = 50) -> tuple[float | None, str]:
+    """ONNX Runtime CUDA on the extract, inputs and outputs on the device (I/O binding): the median ms of
+    ``iters`` runs after a warm-up; None and why when it cannot run."""
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        return None, "ONNX Runtime is not installed"
+    if "CUDAExecutionProvider" not in ort.get_available_providers():
+        return None, "not measured: this ONNX Runtime has no CUDA provider (pip install onnxruntime-gpu)"
+    if hasattr(ort, "preload_dlls"):
+        with contextlib.suppress(Exception):  # the libraries may be found otherwise
+            ort.preload_dlls()
+    opts = ort.SessionOptions()
+    opts.log_severity_level = 3
+    try:
+        sess = ort.InferenceSession(ex.model, opts, providers=["CUDAExecutionProvider"])
+        if "CUDAExecutionProvider" not in sess.get_providers():
+            return None, "not measured: ONNX Runtime fell back to the CPU"
+        bind = sess.io_binding()
+        keep = []
+        for i in sess.get_inputs():
+            v = ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(inputs[i.name]), "cuda", 0)
+            keep.append(v)
+            bind.bind_ortvalue_input(i.name, v)
+        for o in sess.get_outputs():
+            bind.bind_output(o.name, "cuda", 0)
+        for _ in range(5):
+            sess.run_with_iobinding(bind)
+        times = []
+        for _ in range(iters):
+            t0 = time.perf_counter()
+            sess.run_with_iobinding(bind)
+            times.append(1e3 * (time.perf_counter() - t0))
+    except Exception as e:  # noqa: BLE001 - ORT names the node it has no CUDA kernel for
+        return None, f"not measured: ONNX Runtime CUDA cannot run it ({' '.join(str(e).split())[:160]})"
+    return statistics.median(times), f"ONNX Runtime {ort.__version__} CUDA, median of {iters} (host-timed, I/O bound)"
+
+
+def verdict(r: KernelResult, nodes: int, delegated: bool) -> str:
+    """One sentence with its numbers."""
+    if not r.compiled:
+        return f"The kernel does not compile: {r.error}"
+    if not r.ran:
+        return f"The kernel compiled but did not run: {r.error}"
+    where = f"these {nodes} nodes" if nodes > 1 else "this node"
+    bound = f", at {r.sol_ms / r.ms:.0%} of the bound" if r.sol_ms and r.ms else ""
+    if r.numerics_ok is False:
+        w = r.worst or {}
+        return (
+            f"The kernel is wrong: {r.beyond or 0:.1%} of the elements are beyond tolerance (max abs error "
+            f"{r.max_abs_err:.3g}, worst at {w.get('index')}: {w.get('got')} for {w.get('want')}): fix it first."
+        )
+    if r.default_ms is None or not r.ms:
+        return f"Your kernel takes {r.ms:.4f} ms{bound}; the runtime default was not measured ({r.default_how})."
+    ratio = r.default_ms / r.ms
+    if ratio < 1.0:
+        tail = ", which TensorRT fuses: keep them delegated" if delegated else ": the default is the better kernel"
+        return f"Your kernel is {1 / ratio:.1f}x slower than the runtime default on {where}{bound}{tail}."
+    if delegated:
+        return (
+            f"Your kernel is {ratio:.1f}x faster than the runtime default on {where}{bound}: worth a plugin, if a "
+            "TensorRT engine (not run here) does not do as well."
+        )
+    return f"Your kernel is {ratio:.1f}x faster than the runtime default on {where}{bound}: worth a plugin."
+
+
+def _histogram(out: np.ndarray, ref: np.ndarray) -> dict[str, list[float]]:
+    err = np.abs(out.astype(np.float64) - ref.astype(np.float64)).ravel()
+    err = np.log10(np.maximum(err[np.isfinite(err)], 1e-12))
+    counts, edges = np.histogram(err, bins=24, range=(-12.0, 0.0)) if err.size else (np.zeros(24), np.zeros(25))
+    return {"edges": [float(x) for x in edges], "counts": [float(x) for x in counts]}
+
+
+def run_kernel(
+    ex: Extract,
+    inputs: dict[str, np.ndarray],
+    ref: Reference,
+    source: str,
+    *,
+    iters: int = 100,
+    compare_default: bool = True,
+    delegated: bool = False,
+    atol: float = 1e-4,
+    rtol: float = 1e-3,
+    cancel: CancelToken | None = None,
+) -> Generator[JobEvent, None, KernelResult]:
+    """Compile and run ``source`` on the GPU (live samples: ``time`` per iteration), check and time it."""
+    from splitscope.engine.kernel import nvrtc
+    from splitscope.engine.kernel.cuda import attributes_for
+    from splitscope.engine.runtime.device import NoGpu, gpu_info
+
+    cancel = cancel or CancelToken()
+    r = KernelResult()
+    try:
+        gpu = gpu_info()
+        r.gpu = gpu.name
+    except NoGpu as e:
+        r.error = f"no GPU to run the kernel on ({e})"
+        return r
+    ins = [np.ascontiguousarray(inputs[t.name]) for t in ex.inputs]
+    outs = [(tuple(t.shape or ()), t.dtype) for t in ex.outputs]
+    yield Progress("compile", 0, iters, "Compiling with NVRTC")
+    gen = nvrtc.launches(source, ins, outs, attributes_for(ex), iters=iters)
+    try:
+        while True:
+            try:
+                i, ms = next(gen)
+            except StopIteration as stop:
+                timed = stop.value
+                break
+            if i == 0:
+                r.compiled = True
+            yield Sample("time", float(i), {"kernel_ms": ms})
+            if i % 10 == 0:
+                yield Progress("run", i, iters, f"Timing the kernel: {i} of {iters}")
+            if cancel.cancelled:
+                gen.close()  # frees the device buffers
+                cancel.raise_if_cancelled()
+    except nvrtc.CompileError as e:
+        r.error, r.error_line = str(e), e.line
+        return r
+    except nvrtc.LaunchError as e:  # a wrong launch line is the source's fault, like a compile error
+        r.compiled = not isinstance(e, nvrtc.LaunchLineError)
+        r.error = str(e)
+        return r
+    except ImportError:
+        r.error = "cuda-python is not installed (pip install 'splitscope[gpu]')"
+        return r
+    r.compiled = r.ran = True
+    r.iterations = len(timed.times_ms)
+    if timed.times_ms:
+        r.ms = statistics.median(timed.times_ms)
+        r.spread_ms = [float(np.percentile(timed.times_ms, 10)), float(np.percentile(timed.times_ms, 90))]
+    if ref.outputs:
+        checks = [
+            nvrtc.compare(o, ref.outputs[t.name], atol, rtol) for o, t in zip(timed.outputs, ex.outputs, strict=True)
+        ]
+        worst = max(checks, key=lambda c: c.get("max_abs_err", float("inf")))
+        r.numerics_ok = all(c.get("ok") for c in checks)
+        r.max_abs_err, r.max_ulp = worst.get("max_abs_err"), worst.get("max_ulp")
+        r.beyond, r.worst = worst.get("beyond"), worst.get("worst")
+        r.histogram = _histogram(timed.outputs[0], ref.outputs[ex.outputs[0].name])
+    r.sol_ms, r.sol_how = speed_of_light(ex, inputs, gpu)
+    if compare_default:
+        yield Progress("default", iters, iters, "Timing the runtime default (ONNX Runtime CUDA)")
+        r.default_ms, r.default_how = default_time(ex, inputs, min(iters, 50))
+    else:
+        r.default_how = "not asked for"
+    r.verdict = verdict(r, len(ex.nodes), delegated)
+    return r
