@@ -138,7 +138,8 @@ def extract(gm: GraphModel, proto: onnx.ModelProto, nodes: list[int]) -> Extract
         dims = ", ".join(gm.missing_dims)
         raise KernelError(f"Give a value for {dims} first (--dim NAME=VALUE): the op is cut at the shapes in force.")
     data, _ = cut(proto, nodes, gm)
-    m = onnx.load_from_string(data)
+    m = _weights_as_inputs(onnx.load_from_string(data), [gm.nodes[i] for i in sorted(nodes)])
+    data = m.SerializeToString()
     first = gm.nodes[nodes[0]]
     src = proto.graph.node[nodes[0]]
     attrs = {a.name: onnx.helper.get_attribute_value(a) for a in src.attribute if a.type != onnx.AttributeProto.GRAPH}
@@ -158,6 +159,24 @@ def extract(gm: GraphModel, proto: onnx.ModelProto, nodes: list[int]) -> Extract
         custom=any(gm.nodes[i].domain not in std for i in nodes),
     )
     return ex
+
+
+def _weights_as_inputs(m: onnx.ModelProto, nodes: list[Any]) -> onnx.ModelProto:
+    """The extract's weights as inputs too (a kernel, like a plugin, gets them as inputs), each keeping its value
+    as the default (ONNX Runtime treats them as constants unless fed); the inputs in the order the nodes read
+    them, so a single op's inputs keep their positions."""
+    inits = {t.name: t for t in m.graph.initializer}
+    have = {vi.name: vi for vi in m.graph.input}
+    for name, t in inits.items():
+        if name not in have:
+            have[name] = onnx.helper.make_tensor_value_info(name, t.data_type, list(t.dims))
+    order: list[str] = []
+    for n in nodes:
+        order.extend(x for x in n.all_inputs if x in have and x not in order)
+    order.extend(x for x in have if x not in order)
+    del m.graph.input[:]
+    m.graph.input.extend(have[x] for x in order)
+    return m
 
 
 def upstream(gm: GraphModel, names: list[str]) -> list[int]:
