@@ -18,7 +18,6 @@ from pathlib import Path
 import numpy as np
 import onnx
 from onnx import helper as h
-
 from splitscope.engine.jobs import run_to_end
 from splitscope.engine.kernel.job import kernel_job
 
