@@ -98,6 +98,13 @@ def _ctype(dtype: str) -> str:
     return C_TYPES.get(dtype, "float")
 
 
+HALF = (
+    "#include <cuda_fp16.h>\n"
+    "__device__ __forceinline__ float ld(__half v) { return __half2float(v); }\n"
+    "template <> __device__ __forceinline__ __half st<__half>(float v) { return __float2half(v); }\n"
+)
+
+
 def _header(ex: Extract, kind: str) -> str:
     sig = ", ".join(f"{t.name}: {t.dtype}{list(t.shape) if t.shape else ''}" for t in ex.inputs)
     outs = ", ".join(f"{t.name}: {t.dtype}{list(t.shape) if t.shape else ''}" for t in ex.outputs)
@@ -105,15 +112,14 @@ def _header(ex: Extract, kind: str) -> str:
         f"// {ex.op} ({', '.join(ex.labels[:3])}{' ...' if len(ex.labels) > 3 else ''}): a starting kernel ({kind}).\n"
         f"// inputs:  {sig}\n// outputs: {outs}\n"
         "// Sizes are macros (N, ROWS, COLS, IN0_D0, OUT0_N, ATTR_...); see the launch convention.\n"
-        "#include <cuda_fp16.h>\n"
         "__device__ __forceinline__ float ld(float v) { return v; }\n"
-        "__device__ __forceinline__ float ld(__half v) { return __half2float(v); }\n"
         "__device__ __forceinline__ float ld(double v) { return (float)v; }\n"
         "__device__ __forceinline__ float ld(long long v) { return (float)v; }\n"
         "__device__ __forceinline__ float ld(int v) { return (float)v; }\n"
         "__device__ __forceinline__ float ld(bool v) { return v ? 1.0f : 0.0f; }\n"
         "template <typename T> __device__ __forceinline__ T st(float v) { return (T)v; }\n"
-        "template <> __device__ __forceinline__ __half st<__half>(float v) { return __float2half(v); }\n"
+        "#ifndef INFINITY\n#define INFINITY __int_as_float(0x7f800000)\n#endif\n"
+        + (HALF if any(t.dtype == "float16" for t in (*ex.inputs, *ex.outputs)) else "")
     )
 
 
@@ -186,14 +192,15 @@ __device__ __forceinline__ float warp_min(float v) {
     for (int o = 16; o > 0; o >>= 1) v = fminf(v, __shfl_xor_sync(0xffffffff, v, o));
     return v;
 }
-// The whole block's sum / max / min, returned to every thread (blockDim.x a multiple of 32, at most 1024).
+// The whole block's sum / max / min, returned to every thread (each warp sums the warps' partials);
+// blockDim.x a multiple of 32, at most 1024.
 #define BLOCK_REDUCE(NAME, WARP, INIT)                                                  \\
     __device__ __forceinline__ float NAME(float v) {                                    \\
         __shared__ float part[32];                                                      \\
         v = WARP(v);                                                                    \\
         if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = v;                        \\
         __syncthreads();                                                                \\
-        v = threadIdx.x < (blockDim.x >> 5) ? part[threadIdx.x] : INIT;                 \\
+        v = (threadIdx.x & 31) < (blockDim.x >> 5) ? part[threadIdx.x & 31] : INIT;     \\
         v = WARP(v);                                                                    \\
         __syncthreads();                                                                \\
         return v;                                                                       \\
