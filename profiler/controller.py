@@ -42,6 +42,8 @@ class ModelResults:
     """The search field's text while this model was open: it comes back with the model."""
     colour_mode: str = "status"
     """The colour mode last asked for on this model."""
+    kernels: list[dict[str, Any]] = field(default_factory=list)
+    """The kernel workbench's results on this model, newest last."""
 
 
 @dataclass(slots=True)
@@ -67,6 +69,8 @@ class AppController(QObject):
     """An engine job finished: job id, ``{"kind", "data", "doc", "lint", "title", "extra"}``."""
     calibration_ready = Signal(int, object)
     """A calibration finished: job id, result dict."""
+    kernel_ready = Signal(int, object)
+    """A kernel workbench job finished on the open model: its id, its JSON."""
     report_ready = Signal(int, object)
     """A report job finished: job id, result dict."""
     engine_graph_ready = Signal(int, object, object)
@@ -160,6 +164,29 @@ class AppController(QObject):
             meta={"model": str(gm.path)},
         )
 
+    def submit_kernel(self, args: dict[str, Any]) -> int | None:
+        """Queue a kernel workbench job on the open model (a child process on the GPU lane: extract, capture,
+        reference, the parser's answer with the plugin, the kernel on the GPU); ``args`` as
+        :func:`splitscope.engine.kernel.job.kernel_job` takes them, the model and its dims filled in here."""
+        gm = self.graph_model
+        if gm is None or gm.path is None or gm.engine_graph:
+            return None
+        args = {"model": str(gm.path), "dims": dict(gm.dims), "parser": gm.parser.name or "auto", **args}
+        if args["parser"] not in ("tensorrt", "rtx", "table"):
+            args["parser"] = "auto"
+
+        def job(token: CancelToken) -> Generator[JobEvent, None, Any]:
+            return (yield from JobProcess("kernel", args).events(token))
+
+        what = ", ".join(args.get("nodes") or []) or "the first plugin node"
+        return self.queue.submit(
+            f"Kernel workbench: {what[:60]} at {gm.shapes_label()}",
+            job,
+            lane="gpu",
+            kind="kernel",
+            meta={"model": str(gm.path)},
+        )
+
     def submit_engine(self, req: EngineRequest, prepare: Callable[[Any], dict[str, Any]] | None = None) -> int:
         """Queue an engine job. A build runs TensorRT-RTX in a child process (it can crash) and maps its layers
         here; imports read trtexec's files in a worker. ``prepare(data)`` runs in the worker too (colourings)."""
@@ -250,6 +277,18 @@ class AppController(QObject):
         if not model or self._is_open(model):
             self.profile_ready.emit(jid, result)
 
+    def _apply_kernel(self, doc: dict[str, Any]) -> None:
+        """Keep the workbench's answers on the open model: the planner reads the parser's answer, the report the
+        kernels."""
+        gm = self.graph_model
+        if gm is None:
+            return
+        gm.kernels.append(doc)
+        answer = (doc.get("plugin") or {}).get("parser")
+        if answer and answer.get("how") in ("taken", "mapped", "not-found"):
+            for label in doc.get("nodes", []):
+                gm.plugin_parser[label] = answer
+
     def _finished(self, jid: int) -> None:
         rec = self.queue.jobs.get(jid)
         if rec is None or rec.meta.get("shown"):
@@ -274,5 +313,10 @@ class AppController(QObject):
                 self.calibration_ready.emit(jid, rec.result)
         elif rec.kind == "report":
             self.report_ready.emit(jid, rec.result)
+        elif rec.kind == "kernel":
+            self._for(rec.meta.get("model")).kernels.append(rec.result)
+            if self._is_open(rec.meta.get("model")):
+                self._apply_kernel(rec.result)
+                self.kernel_ready.emit(jid, rec.result)
         elif rec.kind == "verify" and self._is_open(rec.meta.get("model")):
             self.session.apply_build(rec.result)  # the model comes back with what the builder rejects

@@ -82,27 +82,23 @@ def kernel_job(
         "plugin": None,
         "kernel": None,
     }
-    if out or ask_parser:
+    if ask_parser:  # a scratch copy of the project, registered with the real parser
         import shutil
         import tempfile
 
         from splitscope.engine.kernel.plugin import parse_with_plugin, write_project
 
-        yield Progress("plugin", 4, 6, "Writing the plugin project")
-        scratch = None if out else Path(tempfile.mkdtemp(prefix="splitscope-plugin-"))
-        folder = Path(out) if out else scratch / "plugin"  # type: ignore[operator]
+        yield Progress("plugin", 4, 6, "Asking the parser with the plugin registered")
+        scratch = Path(tempfile.mkdtemp(prefix="splitscope-plugin-"))
         try:
-            files = write_project(folder, gm, ex, inputs, ref, text, atol, rtol)
-            doc["plugin"] = {"folder": str(folder) if out else None, "files": files if out else [], "parser": None}
-            cancel.raise_if_cancelled()
-            if ask_parser and gm.parser.name != "table":
-                answer = yield from parse_with_plugin(gm, ex, folder, "rtx")
-                doc["plugin"]["parser"] = answer.to_json()
-            elif ask_parser:
-                doc["plugin"]["parser"] = {"how": "not-run", "message": "no TensorRT parser is installed"}
+            write_project(scratch / "plugin", gm, ex, inputs, ref, text, atol, rtol)
+            if gm.parser.name != "table":
+                answer = yield from parse_with_plugin(gm, ex, scratch / "plugin", "rtx")
+                doc["plugin"] = {"folder": None, "files": [], "parser": answer.to_json()}
+            else:
+                doc["plugin"] = {"folder": None, "files": [], "parser": {"how": "not-run", "message": "no parser"}}
         finally:
-            if scratch is not None:
-                shutil.rmtree(scratch, ignore_errors=True)
+            shutil.rmtree(scratch, ignore_errors=True)
     cancel.raise_if_cancelled()
     if run_gpu:
         from splitscope.engine.kernel.workbench import run_kernel
@@ -121,5 +117,11 @@ def kernel_job(
             cancel=cancel,
         )
         doc["kernel"] = result.to_json()
+    cancel.raise_if_cancelled()
+    if out:  # last, whole or not at all: a cancelled job leaves nothing
+        from splitscope.engine.kernel.plugin import write_project
+
+        files = write_project(Path(out), gm, ex, inputs, ref, text, atol, rtol)
+        doc["plugin"] = {**(doc["plugin"] or {"parser": None}), "folder": str(out), "files": files}
     yield Progress("done", 6, 6, "Done")
     return doc

@@ -188,13 +188,21 @@ def evaluate(
     inside = [n.status is Status.DELEGATE for n in nodes]
     host: set[int] = set()
     chosen: dict[str, str] = {}
+    basis: dict[str, str] = {}
     for it in its:
         plan = scenario.plans.get(it.key, it.today)
         if plan not in it.options:
             plan = it.today
         chosen[it.key] = plan
-        for i in it.nodes:
+        answers = [gm.plugin_parser.get(nodes[i].label) for i in it.nodes]
+        if plan == "write-plugin" and all(answers):
+            basis[it.key] = "parser: " + "/".join(sorted({a["how"] for a in answers if a}))
+        elif plan == "write-plugin":
+            basis[it.key] = "estimate"
+        for i, answer in zip(it.nodes, answers, strict=True):
             inside[i] = plan in IN_ENGINE
+            if plan == "write-plugin" and answer is not None and answer.get("how") == "not-found":
+                inside[i] = False  # the real parser did not map the node to the plugin: it stays outside
             if plan == "host":
                 host.add(i)
     parts = find_partitions(gm.graph, gm.order, gm.dims, inside)
@@ -218,6 +226,7 @@ def evaluate(
         "copy_gbps": gbps,
         "copy_source": gbps_source,
         "custom_work": sorted(k for k, v in chosen.items() if v == "write-plugin"),
+        "plugin_basis": basis,
         "delegated_flops_share": _share(gm, inside),
     }
     if profile:

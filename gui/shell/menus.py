@@ -26,6 +26,8 @@ class MenuHost(Protocol):
     def collapse_all(self) -> None: ...
     def open_in_netron(self) -> None: ...
     def copy_canvas(self) -> None: ...
+    @property
+    def kernel_ui(self) -> Any: ...
     def window(self) -> QWidget: ...
 
 
@@ -49,6 +51,8 @@ def show_canvas_menu(window: MenuHost, item: int, pos: Any) -> QMenu | None:
             menu.addAction("Copy Name", lambda: QGuiApplication.clipboard().setText(node.label))
             menu.addAction("Select Inputs", lambda: window.highlight(neighbours(gm, ref, True)))
             menu.addAction("Select Outputs", lambda: window.highlight(neighbours(gm, ref, False)))
+            if gm is window.graph_model:  # the main graph's nodes (a body's are cut with their owner)
+                menu.addAction("Work It in the Kernel Workbench", lambda: window.kernel_ui.start([node.label]))
         elif kind in (KIND_BLOCK, KIND_FRAME):
             label = view.hier.full_label(ref)
             menu.addAction("Copy Name", lambda: QGuiApplication.clipboard().setText(label))

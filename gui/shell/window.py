@@ -35,6 +35,7 @@ from splitscope.gui.canvas.bodies import BodyNavigator
 from splitscope.gui.canvas.canvas import GraphCanvas, Minimap
 from splitscope.gui.canvas.panels import Inspector, OpsPanel, SummaryPanel
 from splitscope.gui.engine.ui import EngineUi
+from splitscope.gui.kernel.ui import KernelUi
 from splitscope.gui.profile.ui import ProfilingUi
 from splitscope.gui.shell import exports, layout_state
 from splitscope.gui.shell.colours import ColourModes
@@ -107,6 +108,7 @@ class MainWindow(QMainWindow):
         self.profiling = ProfilingUi(self)
         self.engine_ui = EngineUi(self)
         self.calib_ui = CalibUi(self)
+        self.kernel_ui = KernelUi(self)
         self.show_ui = ShowUi(self)  # planner, present mode, report
         self.input_shapes = InputShapes(self)
         from PySide6.QtWidgets import QTableView
@@ -277,7 +279,7 @@ class MainWindow(QMainWindow):
             "Run an ONNX optimizer on a copy, check it with ONNX Runtime, and compare the split before and after"
         )
         self.input_shapes.add_actions(t, v)
-        for part in (self.profiling, self.engine_ui, self.calib_ui, self.show_ui):  # Profile … Calibrate, Present
+        for part in (self.profiling, self.engine_ui, self.calib_ui, self.kernel_ui, self.show_ui):
             part.add_actions(t, v)
         h = mb.addMenu("&Help")
         self.add_action(h, "&About Splitscope", self.show_about)

@@ -123,6 +123,7 @@ class PlannerUi(QObject):
         self.dock = shell.add_dock("Planner", self.panel)  # a tab beside Ops: the full width for the plans
         self.dock.visibilityChanged.connect(self._grow)
         self.controller.model_ready.connect(self.model_changed)
+        self.controller.kernel_ready.connect(lambda *_: self.recompute() if self.gm is not None else None)
         self.gm: GraphModel | None = None
         self.items: list[Item] = []
         self.scenarios: list[Scenario] = []
@@ -327,7 +328,7 @@ class PlannerUi(QObject):
                 format_bytes(d["boundary_bytes"]),
                 fmt_ms(d["host_copy_ms"]) if d["host_copy_ms"] else "none",
                 latency_text(d),
-                ", ".join(d["custom_work"]) or "none",
+                ", ".join(f"{k} ({d.get('plugin_basis', {}).get(k, 'estimate')})" for k in d["custom_work"]) or "none",
             ]
             for c, text in enumerate(cells):
                 p.compare.setItem(r, c, QTableWidgetItem(text))
