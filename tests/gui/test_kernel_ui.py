@@ -1,0 +1,72 @@
+"""The Kernel Workbench in the window: a job on the sample's custom op (the parser's answer with the generated
+plugin, the planner taking it), a recorded H200 run shown with its plots, an NVRTC error marked at its line, and
+a kernel file edited outside the window read back in."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.gui.conftest import wait_idle
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_workbench_on_the_samples_custom_op(qtbot):
+    pytest.importorskip("tensorrt_rtx", reason="the test extra installs TensorRT-RTX (its parser runs on the CPU)")
+    from splitscope.gui.shell.window import MainWindow
+    from splitscope.profiler.queue import DONE
+
+    window = MainWindow(parser="rtx")  # the real parser: its answer with the plugin registered is the point
+    qtbot.addWidget(window)
+    window.resize(1200, 800)
+    window.show()
+
+    window.open_model(ROOT / "resources" / "sample.onnx")
+    wait_idle(qtbot, window)
+    ui = window.kernel_ui
+    window.canvas.selected_node = next(n.index for n in window.graph_model.nodes if n.op_type == "DCNv4")
+    jid = ui.start()
+    q = window.controller.queue
+    with qtbot.waitSignal(window.controller.kernel_ready, timeout=120000):
+        qtbot.waitUntil(lambda: q.jobs[jid].state == DONE, timeout=120000)
+    p = ui.panel
+    assert "DCNv4" in p.title.text() and "mapped" in p.title.text() and "partitions 2 → 1" in p.title.text()
+    assert 'extern "C" __global__ void kernel(' in p.editor.toPlainText()
+    assert p.verdict.text().startswith("Not run: no GPU")  # said, not hidden
+    assert window.graph_model.plugin_parser["/neck/dcn/DCNv4"]["how"] == "mapped"
+    assert window.controller.results.kernels[-1]["nodes"] == ["/neck/dcn/DCNv4"]
+    window.cancel_jobs()
+    window.close()
+
+
+def test_a_recorded_h200_run_and_a_compile_error(qtbot, window, tmp_path):
+    from PySide6.QtCore import QSettings
+
+    doc = json.loads((ROOT / "tests" / "data" / "kernel_fused_fast_h200.json").read_text())
+    p = window.kernel_ui.panel
+    p.set_result(doc)
+    k = doc["kernel"]
+    assert p.verdict.text() == k["verdict"] and "NVIDIA H200" in p.numbers.text()
+    xs, ys = p.curve.getData()
+    assert len(xs) == len(k["times_ms"]) == k["iterations"]
+    assert p.default_line.isVisible() and p.default_line.value() == pytest.approx(k["default_ms"])
+    assert p.bars.opts["height"].sum() > 0 and not p.error.isVisible()
+    broken = dict(doc, kernel={"compiled": False, "error": 'line 7: identifier "mean2" is undefined', "error_line": 7})
+    p.set_result(broken, keep_source=True)
+    assert p.error.isVisible() and "mean2" in p.error.text()
+    (sel,) = p.editor.extraSelections()
+    assert sel.cursor.blockNumber() == 6 and p.editor.textCursor().blockNumber() == 6
+    # Edited in the user's editor: the file is watched and read back (not run again here: unchecked).
+    ui = window.kernel_ui
+    p.rerun.setChecked(False)
+    cu = tmp_path / "mine.cu"
+    cu.write_text("// v1\n")
+    ui.watch(cu)
+    ui._reload()
+    assert p.editor.toPlainText() == "// v1\n"
+    cu.write_text("// v2: edited outside\n")
+    qtbot.waitUntil(lambda: p.editor.toPlainText() == "// v2: edited outside\n", timeout=5000)
+    assert QSettings().fileName()  # the test's own settings folder (conftest), never the user's
