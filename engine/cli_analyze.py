@@ -80,9 +80,9 @@ def _verify_by_building(gm: object, budget: float, ranges: list[str] | None = No
     """Build each partition with TensorRT-RTX in a child process (a builder can crash), narrow down what fails,
     and give the nodes it rejects the status plugin (source builder); partitions are counted again. ``ranges``:
     the ``--dim-range`` values, built over with an optimisation profile."""
-    from splitscope.engine.child import JobProcess
     from splitscope.engine.jobs import CancelToken
     from splitscope.engine.model import GraphModel
+    from splitscope.engine.process import JobProcess
     from splitscope.engine.runtime.trt import trt_module
     from splitscope.engine.runtime.verify import apply_report, check_ranges, child_args
 

@@ -46,8 +46,8 @@ def _cmd_kernel(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from splitscope.engine.child import JobProcess
     from splitscope.engine.jobs import CancelToken
+    from splitscope.engine.process import JobProcess
     from splitscope.engine.report.files import write_text_atomic
 
     job_args = {

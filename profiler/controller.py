@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QObject, Signal
-from splitscope.engine.child import JobProcess
 from splitscope.engine.jobs import CancelToken, JobEvent, Progress
 from splitscope.engine.model import GraphModel
+from splitscope.engine.process import JobProcess
 from splitscope.engine.view.layout import View
 from splitscope.profiler.profiling import ProfileRequest, Profiling, dims_text
 from splitscope.profiler.queue import JobQueue

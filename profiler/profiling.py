@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QObject, Signal
-from splitscope.engine.child import JobProcess
 from splitscope.engine.jobs import CancelToken, JobEvent, LogLine
+from splitscope.engine.process import JobProcess
 from splitscope.engine.runtime.store import load_results, save_result
 from splitscope.profiler.queue import JobQueue
 

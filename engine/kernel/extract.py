@@ -328,8 +328,9 @@ def save_tensors(folder: Path, inputs: dict[str, np.ndarray], ref: Reference) ->
     for name, arrays in (("inputs.npz", inputs), ("reference.npz", ref.outputs)):
         if not arrays and name == "reference.npz":
             continue
+        named: dict[str, Any] = {_key(k): v for k, v in arrays.items()}
         with atomic_path(folder / name) as tmp, open(tmp, "wb") as f:
-            np.savez(f, **{_key(k): v for k, v in arrays.items()})
+            np.savez(f, **named)
         written.append(folder / name)
     return written
 

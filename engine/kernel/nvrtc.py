@@ -149,15 +149,15 @@ def launch_spec(source: str, names: dict[str, int | float]) -> Launch:
 
 
 def _driver() -> Any:
-    from cuda.bindings import driver
+    import importlib
 
-    return driver
+    return importlib.import_module("cuda.bindings.driver")  # compiled modules their stubs do not describe
 
 
 def _nvrtc() -> Any:
-    from cuda.bindings import nvrtc
+    import importlib
 
-    return nvrtc
+    return importlib.import_module("cuda.bindings.nvrtc")
 
 
 def _ok(result: Any, what: str) -> Any:

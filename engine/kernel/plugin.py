@@ -265,9 +265,9 @@ def parse_with_plugin(
 ) -> Generator[JobEvent, None, ParserAnswer]:
     """Parse the model again with the project's creator registered (in a child: the parser may abort) and count
     the partitions and boundary bytes before and after."""
-    from splitscope.engine.child import JobCrashedError, JobProcess
     from splitscope.engine.jobs import CancelToken
     from splitscope.engine.model import Source, Status
+    from splitscope.engine.process import JobCrashedError, JobProcess
     from splitscope.engine.split.analyze import set_partitions
 
     before = (len(gm.partitions), gm.boundary_bytes)

@@ -7,9 +7,9 @@ import threading
 import time
 
 import pytest
-from splitscope.engine.child import JobCrashedError, JobProcess
 from splitscope.engine.errors import JobCancelledError, SplitscopeError
 from splitscope.engine.jobs import CancelToken, Progress, Sample, run_to_end
+from splitscope.engine.process import JobCrashedError, JobProcess
 
 from tests.engine.models import LIGHT_DIR
 

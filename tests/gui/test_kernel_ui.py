@@ -50,7 +50,7 @@ def test_a_recorded_h200_run_and_a_compile_error(qtbot, window, tmp_path):
     p.set_result(doc)
     k = doc["kernel"]
     assert p.verdict.text() == k["verdict"] and "NVIDIA H200" in p.numbers.text()
-    xs, ys = p.curve.getData()
+    xs, _ = p.curve.getData()
     assert len(xs) == len(k["times_ms"]) == k["iterations"]
     assert p.default_line.isVisible() and p.default_line.value() == pytest.approx(k["default_ms"])
     assert p.bars.opts["height"].sum() > 0 and not p.error.isVisible()
