@@ -318,6 +318,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
                 parser=args.parser,
                 dims=_dims(args.dim),
                 build=build,
+                kernels=args.kernel,
             )
         )
         if not args.quiet:
@@ -539,6 +540,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     r.add_argument("--verify-budget", type=float, default=300.0, metavar="SECONDS")
     r.add_argument("--dim-range", action="append", default=[], metavar="NAME=MIN:MAX")
+    r.add_argument(
+        "--kernel", action="append", default=[], metavar="K.json", help="a 'splitscope kernel --json' result"
+    )
     r.add_argument("--json", metavar="PATH", help="write every figure of the report as JSON")
     r.add_argument("-q", "--quiet", action="store_true")
     r.set_defaults(func=_cmd_report)

@@ -44,7 +44,7 @@ def load_doc(path: str | os.PathLike[str], what: str) -> dict[str, Any]:
         doc = doc["result"]
     if not isinstance(doc, dict):
         raise SplitscopeError(f"--{what} {p}: not a Splitscope {what} document.")
-    keys = {"profile": "latency_ms", "engine": "layers", "calibration": "accuracy"}[what]
+    keys = {"profile": "latency_ms", "engine": "layers", "calibration": "accuracy", "kernel": "extract"}[what]
     if keys not in doc:
         raise SplitscopeError(
             f"--{what} {p}: no '{keys}' in it: is it the JSON of 'splitscope "
@@ -62,6 +62,16 @@ def check_same_model(gm: GraphModel, doc: dict[str, Any], what: str, path: str |
         names = set(doc.get("quantized", [])) | set(doc.get("excluded", []))
     elif what == "engine":
         names = {n for r in doc.get("layers", []) for n in r.get("onnx_nodes", [])}
+    elif what == "kernel":
+        names = set(doc.get("nodes", []))
+        ours_labels = {n.label for n in gm.nodes}
+        if names - ours_labels:
+            other = Path(str(doc.get("model") or "another model")).name
+            raise SplitscopeError(
+                f"--kernel {Path(path).name} is of another model ({other}): its nodes are not in "
+                f"{gm.path.name if gm.path else 'this model'}; give this model's kernel JSON."
+            )
+        return
     if not names:
         return
     ours = {n.name for n in gm.nodes}
@@ -116,6 +126,7 @@ def report_data(
         "tensorrt": _trt_version(gm, engine),
         "headline": headline(gm, summary),
         "build": gm.build,
+        "kernels": [kernel_row(k) for k in gm.kernels],
         "decision": decision(its, evaluated[0], pick),
         "numbers": {
             "delegated_flops_share": dele.get("flops_share"),
@@ -409,6 +420,35 @@ def _checked_out(out: str | os.PathLike[str]) -> Path:
     return out
 
 
+def kernel_row(doc: dict[str, Any]) -> dict[str, Any]:
+    """One kernel workbench result as the report's "Custom work" row: what was worked, how it was checked and
+    timed, and the verdict (or why it did not run)."""
+    k = doc.get("kernel") or {}
+    answer = (doc.get("plugin") or {}).get("parser") or {}
+    return {
+        "nodes": doc.get("nodes", []),
+        "op": doc.get("extract", {}).get("op", ""),
+        "shapes": doc.get("shapes", ""),
+        "delegated": doc.get("delegated", False),
+        "reference": doc.get("reference", {}).get("how", "none"),
+        "source": doc.get("source", {}).get("origin", ""),
+        "parser": answer.get("how", "not asked"),
+        "partitions": (
+            f"{answer['partitions_before']} → {answer['partitions_after']}" if "partitions_before" in answer else ""
+        ),
+        "ran": bool(k.get("ran")),
+        "gpu": k.get("gpu", ""),
+        "ms": k.get("ms"),
+        "host_ms": k.get("host_ms"),
+        "default_ms": k.get("default_ms"),
+        "sol_ms": k.get("sol_ms"),
+        "max_abs_err": k.get("max_abs_err"),
+        "max_ulp": k.get("max_ulp"),
+        "beyond": k.get("beyond"),
+        "verdict": k.get("verdict") or (f"not run: {k.get('error')}" if k.get("error") else "not run"),
+    }
+
+
 def make_report(
     model: str | os.PathLike[str] | None,
     out: str | os.PathLike[str],
@@ -421,9 +461,11 @@ def make_report(
     dims: dict[str, int] | None = None,
     cancel: CancelToken | None = None,
     build: dict[str, Any] | None = None,
+    kernels: list[str] | None = None,
 ) -> Generator[JobEvent, None, dict[str, Any]]:
     """The report job: analyse, lay out the overview, gather the files given, write ``out``. ``build``: what a
-    verifying build found (:mod:`splitscope.engine.runtime.verify`), applied to the analysis."""
+    verifying build found (:mod:`splitscope.engine.runtime.verify`), applied to the analysis; ``kernels``: the
+    JSON files of ``splitscope kernel`` (the "Custom work" section)."""
     from splitscope.engine.plan.store import load_scenarios
     from splitscope.engine.split.analyze import analyze
 
@@ -446,6 +488,13 @@ def make_report(
         check_same_model(gm, docs["engine"], "engine", engine)  # type: ignore[arg-type]
     if calibration:
         check_same_model(gm, docs["calibration"], "calibration", calibration)  # type: ignore[arg-type]
+    for k in kernels or []:
+        doc = load_doc(k, "kernel")
+        check_same_model(gm, doc, "kernel", k)
+        gm.kernels.append(doc)
+        answer = (doc.get("plugin") or {}).get("parser")
+        if answer and answer.get("how") in ("taken", "mapped", "not-found"):
+            gm.plugin_parser.update({label: answer for label in doc["nodes"]})
     saved = load_scenarios(gm.path) if gm.path else []
     return (
         yield from report_job(gm, out, docs["profile"], docs["engine"], docs["calibration"], saved, scenario, cancel)

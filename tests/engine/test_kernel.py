@@ -227,3 +227,23 @@ def test_the_recorded_h200_run_holds_together():
     k = doc["kernel"]
     assert k["gpu"] == "NVIDIA H200" and k["numerics_ok"] and len(doc["nodes"]) == 6
     assert k["default_ms"] / k["host_ms"] > 1 and "faster than the runtime default on these 6 nodes" in k["verdict"]
+
+
+def test_the_report_has_the_custom_work(tmp_path):
+    """report --kernel K.json: a "Custom work" section with the numbers and the verdict (the H200 run of the fused
+    GELU + LayerNorm kernel, whose model is exported on the device; here a kernel JSON of the two-stage export)."""
+    from splitscope.engine.cli import main
+
+    k = tmp_path / "k.json"
+    assert main(["kernel", str(TWO_STAGE), "/RoiAlign", "--parser", "table", "--json", str(k), "-q"]) == 0
+    doc = json.loads(k.read_text())
+    h200 = json.loads((ROOT / "tests" / "data" / "kernel_fused_fast_h200.json").read_text())["kernel"]
+    doc["kernel"] = h200  # the GPU's numbers, so the section shows a run (the verdict comes with them)
+    k.write_text(json.dumps(doc))
+    out = tmp_path / "r.html"
+    assert main(["report", str(TWO_STAGE), "--parser", "table", "--kernel", str(k), "--out", str(out), "-q"]) == 0
+    page = out.read_text()
+    assert "Custom work" in page and "/RoiAlign" in page and "NVIDIA H200" in page and h200["verdict"] in page
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps(dict(doc, nodes=["not/in/this/model"])))
+    assert main(["report", str(TWO_STAGE), "--parser", "table", "--kernel", str(other), "--out", str(out)]) == 2
