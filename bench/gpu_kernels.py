@@ -15,9 +15,8 @@ import json
 import sys
 from pathlib import Path
 
-import numpy as np
 import onnx
-from onnx import helper as h
+from kernel_models import yolo_with_roialign
 from splitscope.engine.jobs import run_to_end
 from splitscope.engine.kernel.job import kernel_job
 
@@ -53,29 +52,7 @@ run("yolo_sigmoid", YOLO, ["/model.2/cv1/act/Sigmoid"], SIZE, **photo)
 run("yolo_mul", YOLO, ["/model.2/cv1/act/Mul"], SIZE, **photo)
 
 # 2. RoiAlign on YOLOv8's stride-8 features of the same photo (256 boxes on a grid), appended to the model.
-m = onnx.load(str(YOLO))
-feat = "/model.15/cv2/act/Mul_output_0"
-ys, xs = np.meshgrid(np.linspace(0, 560, 16), np.linspace(0, 560, 16), indexing="ij")
-boxes = np.stack([xs.ravel(), ys.ravel(), xs.ravel() + 80, ys.ravel() + 64], 1).astype(np.float32)
-m.graph.initializer.extend(
-    [onnx.numpy_helper.from_array(boxes, "rois"), onnx.numpy_helper.from_array(np.zeros(256, np.int64), "bidx")]
-)
-m.graph.node.append(
-    h.make_node(
-        "RoiAlign",
-        [feat, "rois", "bidx"],
-        ["pooled"],
-        name="roi_align",
-        output_height=7,
-        output_width=7,
-        sampling_ratio=2,
-        spatial_scale=0.125,
-        coordinate_transformation_mode="half_pixel",
-    )
-)
-m.graph.output.append(h.make_tensor_value_info("pooled", onnx.TensorProto.FLOAT, None))
-two_stage = OUT.parent / "yolo_roialign.onnx"
-onnx.save(m, str(two_stage))
+two_stage = yolo_with_roialign(YOLO, OUT.parent / "yolo_roialign.onnx")
 run("roialign", two_stage, ["roi_align"], SIZE, **photo)
 
 # 3. A transformer export (PyTorch's exporter): LayerNorm alone, then GELU + LayerNorm fused by hand.

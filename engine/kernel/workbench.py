@@ -122,7 +122,8 @@ def verdict(r: KernelResult, nodes: int, delegated: bool) -> str:
             f"{r.max_abs_err:.3g}, worst at {w.get('index')}: {w.get('got')} for {w.get('want')}): fix it first."
         )
     if r.default_ms is None or not r.ms:
-        return f"Your kernel takes {r.ms:.4f} ms{bound}; the runtime default was not measured ({r.default_how})."
+        why = r.default_how.removeprefix("not measured: ")
+        return f"Your kernel takes {r.ms:.4f} ms{bound}; the runtime default was not measured ({why})."
     mine = r.host_ms or r.ms
     ratio = r.default_ms / mine  # like with like: both timed on the host, the launch included
     nums = f" ({mine:.4f} ms against {r.default_ms:.4f} ms)"
@@ -194,10 +195,12 @@ def run_kernel(
                 cancel.raise_if_cancelled()
     except nvrtc.CompileError as e:
         r.error, r.error_line = str(e), e.line
+        r.verdict = verdict(r, len(ex.nodes), delegated)
         return r
     except nvrtc.LaunchError as e:  # a wrong launch line is the source's fault, like a compile error
         r.compiled = not isinstance(e, nvrtc.LaunchLineError)
         r.error = str(e)
+        r.verdict = verdict(r, len(ex.nodes), delegated)
         return r
     except ImportError:
         r.error = "cuda-python is not installed (pip install 'splitscope[gpu]')"

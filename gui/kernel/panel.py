@@ -97,7 +97,8 @@ class KernelPanel(QWidget):
         self.time_plot.setObjectName("kernel_time_plot")
         self.time_plot.setLabel("left", "ms per launch")
         self.time_plot.setLabel("bottom", "launch")
-        self.time_plot.addLegend(offset=(-10, 10))
+        self.time_plot.getAxis("left").enableAutoSIPrefix(False)
+        self.time_plot.addLegend(offset=(-10, 10), brush=pg.mkBrush(255, 255, 255, 200))
         self.time_plot.setMouseEnabled(x=False, y=False)
         self.curve = self.time_plot.plot([], [], pen=None, symbol="o", symbolSize=4, name="your kernel")
         chart = COLOURS["chart"]
@@ -119,7 +120,8 @@ class KernelPanel(QWidget):
         self.hist_plot = pg.PlotWidget()
         self.hist_plot.setObjectName("kernel_error_plot")
         self.hist_plot.setLabel("left", "elements")
-        self.hist_plot.setLabel("bottom", "log10 |kernel - reference|")
+        self.hist_plot.setLabel("bottom", "log10 |kernel − reference|  (−12: exact)")
+        self.hist_plot.getAxis("left").enableAutoSIPrefix(False)
         self.hist_plot.setMouseEnabled(x=False, y=False)
         self.bars = pg.BarGraphItem(x=[], height=[], width=0.45, brush=COLOURS["chart"]["secondary"])
         self.hist_plot.addItem(self.bars)
@@ -172,7 +174,12 @@ class KernelPanel(QWidget):
             self.editor.setPlainText(doc["source"]["text"])
         k = doc.get("kernel") or {}
         self._error(k)
-        self.verdict.setText(k.get("verdict") or (f"Not run: {k.get('error')}" if k.get("error") else ""))
+        if k.get("verdict"):
+            self.verdict.setText(k["verdict"])
+        elif k.get("gpu") and not k.get("compiled"):
+            self.verdict.setText(f"The kernel does not compile: {k.get('error')}")
+        else:
+            self.verdict.setText(f"Not run: {k.get('error')}" if k.get("error") else "")
         self.numbers.setText(self._numbers(k))
         times = k.get("times_ms") or self.times
         self.times = list(times)
