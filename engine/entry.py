@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-VERBS = ("analyze", "optimize", "profile", "engine", "calibrate", "report")
+VERBS = ("analyze", "optimize", "profile", "engine", "calibrate", "kernel", "report")
 """The CLI's verbs (``splitscope VERB ...``); the bundle runs the CLI when its first argument is one."""
 
 CHILDREN: dict[str, str] = {
