@@ -218,3 +218,33 @@ def test_verify_by_building_real_models(packages: Path, tmp_path: Path):
     doc = json.loads(out.read_text())
     assert doc["build"]["partitions"][0]["nodes_blamed"] == ["If_0"]
     assert next(r for r in doc["node_status"] if r["name"] == "If_0")["source"] == "builder"
+
+
+def test_the_kernel_workbench_on_real_models(packages: Path, photos, tmp_path: Path):
+    """YOLOv8's first SiLU at 640 on a real photo: the op cut out, its input captured from the photo (not random
+    data), the reference from ONNX Runtime, an elementwise starting kernel and a plugin project; silero VAD's If
+    cut out with the outer tensors its bodies capture as inputs, its reference run with its shapes open (its
+    8 kHz branch cannot hold at 512 samples)."""
+    import numpy as np
+    from splitscope.engine.jobs import run_to_end
+    from splitscope.engine.kernel.job import kernel_job
+
+    yolo = packages / "nudenet/320n.onnx"
+    dims = {"height": 640, "width": 640}
+    kw = dict(nodes=["/model.2/cv1/act/Sigmoid"], dims=dims, parser="table", run_gpu=False, ask_parser=False)
+    folder = photos("astronaut.png", "coffee.png")
+    doc = run_to_end(kernel_job(str(yolo), data=str(folder), recipe="preset=letterbox", out=str(tmp_path / "p"), **kw))
+    assert doc["extract"]["inputs"][0]["shape"] == [1, 32, 160, 160] and doc["source"]["kind"] == "elementwise"
+    assert doc["reference"]["how"] == "onnxruntime-cpu" and doc["shapes"] == "images [1, 3, 640, 640]"
+    with np.load(tmp_path / "p" / "inputs.npz") as z:
+        real = z[z.files[0]]
+    run_to_end(kernel_job(str(yolo), out=str(tmp_path / "r"), **kw))  # the same op on random input
+    with np.load(tmp_path / "r" / "inputs.npz") as z:
+        rand = z[z.files[0]]
+    assert real.std() > 0 and not np.allclose(real, rand)
+    vad = packages / "silero_vad/data/silero_vad.onnx"
+    vdims = {"input[1]": 512, "state[1]": 1}
+    doc = run_to_end(kernel_job(str(vad), ["If_0"], vdims, parser="table", run_gpu=False, ask_parser=False))
+    names = [t["name"] for t in doc["extract"]["inputs"]]
+    assert {"input", "state"} <= set(names)  # captured by the bodies from the main graph
+    assert doc["reference"]["how"] == "onnxruntime-cpu" and doc["reference"]["note"] == "run with its shapes open"
