@@ -41,7 +41,16 @@ def main() -> None:
 
     yolo = SITE / "nudenet" / "320n.onnx"
     two_stage = yolo_with_roialign(yolo, Path(tmp) / "yolo_roialign.onnx")
-    _app, w, pump = _app_and_window(ROOT / "resources" / "sample.onnx", "rtx")  # its settings folder, then ours
+    # The sample's DCNv4 in the workbench (no GPU here: the parser's answer with the generated plugin, the canvas
+    # coloured by it, Compress still custom).
+    _app, w, pump = _app_and_window(ROOT / "resources" / "sample.onnx", "rtx")
+    pump(timeout=1.0)
+    jid = w.kernel_ui.start([next(n.label for n in w.graph_model.nodes if n.op_type == "DCNv4")])
+    pump(lambda: w.controller.queue.jobs[jid].finished and w.controller.colour_mode == "plugin", timeout=120)
+    w.resizeDocks([w.kernel_ui.dock], [420], Qt.Orientation.Vertical)
+    w.canvas.fit()
+    pump(timeout=1.0)
+    w.grab().save(str(DOCS / "kernel-workbench-after-plugin.png"))
     w.close()
     for tag, model, doc, node in (
         ("roialign-h200", two_stage, "kernel_roialign_h200.json", "roi_align"),

@@ -215,7 +215,7 @@ class KernelPanel(QWidget):
     def _error(self, k: dict[str, Any]) -> None:
         """An NVRTC error: said under the editor, its line marked and the cursor put there."""
         line = k.get("error_line")
-        if k.get("error") and not k.get("compiled"):
+        if k.get("error") and k.get("gpu") and not k.get("compiled"):  # NVRTC's, not "no GPU here"
             self.error.setText(k["error"])
             self.error.show()
         else:

@@ -12,6 +12,9 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QFileSystemWatcher, QObject, QSettings, QTimer, QUrl
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import QFileDialog
+from splitscope.engine.view.layout import View
+from splitscope.engine.view.rollup import values_up
+from splitscope.gui.canvas.render import Heat
 from splitscope.gui.kernel.panel import KernelPanel
 
 if TYPE_CHECKING:
@@ -45,6 +48,7 @@ class KernelUi(QObject):
         c.queue.sample.connect(self._sample)
         c.queue.changed.connect(self._changed)
         c.model_ready.connect(self._model_ready)
+        shell.colours.add("plugin", "After the generated &plugins (the parser's answer)", self.after_heat)
 
     def add_actions(self, tools: Any, _view: Any = None) -> None:
         self.shell.add_action(tools, "&Kernel Workbench…", self.start, "Ctrl+K").setToolTip(
@@ -196,12 +200,44 @@ class KernelUi(QObject):
 
     def _finished(self, jid: int, doc: dict[str, Any]) -> None:
         kernel = doc.get("kernel") or {}
+        answer = (doc.get("plugin") or {}).get("parser") or {}
+        if answer.get("how") in ("taken", "mapped"):
+            self.controller.set_colour_mode("plugin")  # the canvas after; the status colouring is before
         self.panel.set_result(doc, keep_source=self._keep_source)
         folder = (doc.get("plugin") or {}).get("folder")
         if folder:
             self.shell.show_message(f"Wrote the plugin project to {folder}", 10000)
         elif kernel.get("verdict"):
             self.shell.show_message(kernel["verdict"], 10000)
+
+    AFTER = (
+        ("TensorRT takes it", "#0072B2"),
+        ("taken with the generated plugin", "#009E73"),
+        ("still custom", "#D55E00"),
+    )
+
+    def after_heat(self, view: View) -> Heat | None:
+        """The split after the plugins the workbench generated, as the real parser answered: the nodes it maps to
+        a generated plugin (green) against those still outside the engine (vermillion). Before is the status
+        colouring."""
+        gm = self.controller.graph_model
+        if gm is None or not gm.plugin_parser or view.gm is not gm:
+            return None
+        nodes: dict[int, float] = {}
+        for n in gm.nodes:
+            answer = gm.plugin_parser.get(n.label)
+            if answer is not None and answer.get("how") in ("taken", "mapped"):
+                nodes[n.index] = 1.0
+            else:
+                nodes[n.index] = 2.0 if n.status.value == "plugin" else 0.0
+        groups = {g: next(iter(v)) for g, v in values_up(view.hier, nodes).items() if len(v) == 1}
+        return Heat(
+            nodes,
+            groups,
+            "after the generated plugins (status colours: before)",
+            palette=tuple(c for _, c in self.AFTER),
+            items=self.AFTER,
+        )
 
     def _model_ready(self, *_: Any) -> None:
         self._stop_watching()

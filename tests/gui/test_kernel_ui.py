@@ -38,6 +38,12 @@ def test_the_workbench_on_the_samples_custom_op(qtbot):
     assert p.verdict.text().startswith("Not run: no GPU")  # said, not hidden
     assert window.graph_model.plugin_parser["/neck/dcn/DCNv4"]["how"] == "mapped"
     assert window.controller.results.kernels[-1]["nodes"] == ["/neck/dcn/DCNv4"]
+    # The canvas after: coloured by the parser's answer (the status colours are before).
+    assert window.controller.colour_mode == "plugin"
+    heat = ui.after_heat(window.view)
+    dcn = next(n.index for n in window.graph_model.nodes if n.op_type == "DCNv4")
+    compress = next(n.index for n in window.graph_model.nodes if n.op_type == "Compress")
+    assert heat is not None and heat.nodes[dcn] == 1.0 and heat.nodes[compress] == 2.0
     window.cancel_jobs()
     window.close()
 
@@ -54,11 +60,12 @@ def test_a_recorded_h200_run_and_a_compile_error(qtbot, window, tmp_path):
     assert len(xs) == len(k["times_ms"]) == k["iterations"]
     assert p.default_line.isVisible() and p.default_line.value() == pytest.approx(k["default_ms"])
     assert p.bars.opts["height"].sum() > 0 and not p.error.isVisible()
-    broken = dict(doc, kernel={"compiled": False, "error": 'line 7: identifier "mean2" is undefined', "error_line": 7})
-    p.set_result(broken, keep_source=True)
-    assert p.error.isVisible() and "mean2" in p.error.text()
+    typo = json.loads((ROOT / "tests" / "data" / "kernel_typo_h200.json").read_text())  # NVRTC's real error
+    p.set_result(typo)
+    assert p.error.isVisible() and 'identifier "offset0" is undefined' in p.error.text()
+    assert p.verdict.text().startswith("The kernel does not compile: line 19")
     (sel,) = p.editor.extraSelections()
-    assert sel.cursor.blockNumber() == 6 and p.editor.textCursor().blockNumber() == 6
+    assert sel.cursor.blockNumber() == 18 and "offset0" in sel.cursor.block().text()
     # Edited in the user's editor: the file is watched and read back (not run again here: unchecked).
     ui = window.kernel_ui
     p.rerun.setChecked(False)
