@@ -137,5 +137,47 @@ for tag, src in (("fused_fast", FAST), ("fused_naive", NAIVE)):
     path = OUT.parent / f"{tag}.cu"
     path.write_text(src)
     run(tag, tr, fused, {}, source=str(path))
+# The same fusion written in Python: a Triton kernel on PyTorch tensors, and plain CuPy array code.
+TRITON = """import torch
+import triton
+import triton.language as tl
+
+ARRAYS = "torch"
+
+
+@triton.jit
+def _gelu_ln(X, W, B, Y, N: tl.constexpr, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < N
+    x = tl.load(X + row * N + cols, mask=mask, other=0.0)
+    g = tl.where(mask, 0.5 * x * (1.0 + tl.math.erf(x * 0.7071067811865476)), 0.0)
+    mean = tl.sum(g, 0) / N
+    d = tl.where(mask, g - mean, 0.0)
+    inv = tl.rsqrt(tl.sum(d * d, 0) / N + 1e-5)
+    tl.store(Y + row * N + cols, d * inv * tl.load(W + cols, mask=mask) + tl.load(B + cols, mask=mask), mask=mask)
+
+
+def kernel(x, *rest):
+    w, b = rest[-2], rest[-1]
+    y = torch.empty_like(x)
+    _gelu_ln[(x.numel() // x.shape[-1],)](x, w, b, y, x.shape[-1], BLOCK=triton.next_power_of_2(x.shape[-1]))
+    return y
+"""
+CUPY = """import cupy as cp
+from cupyx.scipy.special import erf
+
+
+def kernel(x, *rest):
+    w, b = rest[-2], rest[-1]
+    g = 0.5 * x * (1.0 + erf(x * 0.7071067811865476))
+    mean = g.mean(-1, keepdims=True)
+    var = ((g - mean) ** 2).mean(-1, keepdims=True)
+    return (g - mean) / cp.sqrt(var + 1e-5) * w + b
+"""
+for tag, src in (("fused_triton", TRITON), ("fused_cupy", CUPY)):
+    path = OUT.parent / f"{tag}.py"
+    path.write_text(src)
+    run(tag, tr, fused, {}, source=str(path))
 (OUT / "kernels.json").write_text(json.dumps(results, indent=1))
 print("wrote", OUT / "kernels.json")

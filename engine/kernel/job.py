@@ -69,6 +69,10 @@ def kernel_job(
         text, origin = path.read_text("utf-8"), str(path)
     else:
         text, origin = gen.source, f"generated ({gen.kind})"
+    python = bool(source) and Path(str(source)).suffix == ".py"  # a CuPy / Triton function, run from its file
+    run_source = str(source) if python else text
+    cu_text = gen.source if python else text  # the plugin project's kernel.cu; the .py goes beside it
+    extra = {Path(str(source)).name: text} if python else {}
     delegated = all(gm.nodes[i].status.value == "delegate" for i in idx)
     doc: dict[str, Any] = {
         "model": str(model),
@@ -91,7 +95,7 @@ def kernel_job(
         yield Progress("plugin", 4, 6, "Asking the parser with the plugin registered")
         scratch = Path(tempfile.mkdtemp(prefix="splitscope-plugin-"))
         try:
-            write_project(scratch / "plugin", gm, ex, inputs, ref, text, atol, rtol)
+            write_project(scratch / "plugin", gm, ex, inputs, ref, cu_text, atol, rtol)
             if gm.parser.name != "table":
                 answer = yield from parse_with_plugin(gm, ex, scratch / "plugin", "rtx")
                 doc["plugin"] = {"folder": None, "files": [], "parser": answer.to_json()}
@@ -108,7 +112,7 @@ def kernel_job(
             ex,
             inputs,
             ref,
-            text,
+            run_source,
             iters=iters,
             compare_default=compare_default,
             delegated=delegated,
@@ -121,7 +125,7 @@ def kernel_job(
     if out:  # last, whole or not at all: a cancelled job leaves nothing
         from splitscope.engine.kernel.plugin import write_project
 
-        files = write_project(Path(out), gm, ex, inputs, ref, text, atol, rtol)
+        files = write_project(Path(out), gm, ex, inputs, ref, cu_text, atol, rtol, extra)
         doc["plugin"] = {**(doc["plugin"] or {"parser": None}), "folder": str(out), "files": files}
     yield Progress("done", 6, 6, "Done")
     return doc

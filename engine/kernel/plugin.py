@@ -115,8 +115,10 @@ def write_project(
     kernel_source: str,
     atol: float = 1e-4,
     rtol: float = 1e-3,
+    extra: dict[str, str] | None = None,
 ) -> list[str]:
-    """Write the plugin project into ``folder`` (replacing it whole); the files written, relative."""
+    """Write the plugin project into ``folder`` (replacing it whole); the files written, relative. ``extra``: more
+    files by name (the user's Python kernel)."""
     from splitscope.engine.kernel import nvrtc
     from splitscope.engine.kernel.cuda import attributes_for
     from splitscope.engine.kernel.extract import save_tensors
@@ -206,6 +208,7 @@ def write_project(
             outputs=outputs_sig,
         ),
         "README.md": _readme(ex, op, namespace, model, gm.shapes_label(), ref),
+        **(extra or {}),
     }
     folder = Path(folder)
     folder.parent.mkdir(parents=True, exist_ok=True)

@@ -176,8 +176,13 @@ def run_kernel(
         return r
     ins = [np.ascontiguousarray(inputs[t.name]) for t in ex.inputs]
     outs = [(tuple(t.shape or ()), t.dtype) for t in ex.outputs]
-    yield Progress("compile", 0, iters, "Compiling with NVRTC")
-    gen = nvrtc.launches(source, ins, outs, attributes_for(ex), iters=iters)
+    yield Progress("compile", 0, iters, "Compiling the kernel")
+    from splitscope.engine.kernel import pyfunc
+
+    if pyfunc.is_python(source):  # a CuPy function, or a Triton kernel on PyTorch tensors
+        gen = pyfunc.launches(source, ins, outs, iters=iters)
+    else:
+        gen = nvrtc.launches(source, ins, outs, attributes_for(ex), iters=iters)
     try:
         while True:
             try:

@@ -247,3 +247,20 @@ def test_the_report_has_the_custom_work(tmp_path):
     other = tmp_path / "other.json"
     other.write_text(json.dumps(dict(doc, nodes=["not/in/this/model"])))
     assert main(["report", str(TWO_STAGE), "--parser", "table", "--kernel", str(other), "--out", str(out)]) == 2
+
+
+def test_a_python_kernel_is_loaded_or_its_error_said(tmp_path):
+    """A CuPy / Triton kernel module (run on the GPU; BENCHMARKS.md): a syntax error is said at its line, a
+    module without kernel() says what to define."""
+    from splitscope.engine.kernel import pyfunc
+
+    bad = tmp_path / "bad.py"
+    bad.write_text("import numpy\ndef kernel(x:\n    return x\n")
+    assert pyfunc.is_python(str(bad)) and not pyfunc.is_python("kernel.cu")
+    with pytest.raises(nvrtc.CompileError) as e:
+        next(pyfunc.launches(str(bad), [], []))
+    assert e.value.line == 2
+    empty = tmp_path / "empty.py"
+    empty.write_text("X = 1\n")
+    with pytest.raises(nvrtc.CompileError, match="define kernel"):
+        next(pyfunc.launches(str(empty), [], []))
