@@ -45,10 +45,10 @@ UNARY = {
     "Sign": "(float)((x > 0.0f) - (x < 0.0f))",
     "Identity": "x",
     "Cast": "x",
-    "Softplus": "log1pf(expf(x))",
+    "Softplus": "(x > 20.0f ? x : log1pf(expf(x)))",
     "Gelu": "0.5f * x * (1.0f + erff(x * 0.70710678118654752f))",
     "HardSwish": "x * fminf(fmaxf(x / 6.0f + 0.5f, 0.0f), 1.0f)",
-    "Mish": "x * tanhf(log1pf(expf(x)))",
+    "Mish": "x * tanhf(x > 20.0f ? x : log1pf(expf(x)))",
     "LeakyRelu": "(x >= 0.0f ? x : ATTR_ALPHA * x)",
     "Elu": "(x >= 0.0f ? x : ATTR_ALPHA * (expf(x) - 1.0f))",
     "HardSigmoid": "fminf(fmaxf(ATTR_ALPHA * x + ATTR_BETA, 0.0f), 1.0f)",
@@ -68,9 +68,20 @@ BINARY = {
     "Mul": "x * y",
     "Div": "x / y",
     "Pow": "powf(x, y)",
-    "Max": "fmaxf(x, y)",
-    "Min": "fminf(x, y)",
     "PRelu": "(x < 0.0f ? y * x : x)",
+}
+VARIADIC = {"Max": "fmaxf({a}, {b})", "Min": "fminf({a}, {b})", "Sum": "{a} + {b}", "Mean": "{a} + {b}"}
+INTEGER = {  # integer outputs, computed in their own type (a float would lose ids above 2^24)
+    "Identity": "a",
+    "Cast": "a",
+    "Neg": "-a",
+    "Abs": "(a < 0 ? -a : a)",
+    "Add": "a + b",
+    "Sub": "a - b",
+    "Mul": "a * b",
+    "Div": "a / b",
+    "Max": "(a > b ? a : b)",
+    "Min": "(a < b ? a : b)",
 }
 ROWWISE = {
     "LayerNormalization",
@@ -149,32 +160,56 @@ def _broadcast_offset(i: int, in_shape: tuple[int, ...], out_shape: tuple[int, .
     return "".join(lines)
 
 
-def _elementwise(ex: Extract) -> str:
+def _elementwise(ex: Extract) -> str | None:
+    """One thread per output element; each operand read at its broadcast offset. None: not generated."""
     op, out = ex.op, ex.outputs[0]
     assert out.shape is not None
-    n_in = len(ex.inputs)
-    body = "".join(_broadcast_offset(i, t.shape or (), out.shape) for i, t in enumerate(ex.inputs))
+    ops = ex.operands or list(range(len(ex.inputs)))
+    used = sorted({k for k in ops if k >= 0})
+    body = "".join(_broadcast_offset(i, ex.inputs[i].shape or (), out.shape) for i in used)
+
+    def val(pos: int, default: str = "0.0f", raw: bool = False) -> str:
+        k = ops[pos] if pos < len(ops) else -1
+        return default if k < 0 else (f"in{k}[off{k}]" if raw else f"ld(in{k}[off{k}])")
+
+    T = _ctype(out.dtype)
+    if out.dtype not in ("float32", "float16"):
+        if op not in INTEGER or len(ops) > 2:
+            return None
+        expr = INTEGER[op].replace("a", f"({T}){val(0, raw=True)}", 1)
+        if "b" in INTEGER[op]:
+            expr = expr.replace("b", f"({T}){val(1, raw=True)}")
+        return _wrap(ex, body, f"    out0[idx] = {expr};\n")
     if op in UNARY:
         expr = UNARY[op]
-        body += "    const float x = ld(in0[off0]);\n"
+        body += f"    const float x = {val(0)};\n"
     elif op == "Where":
         expr = "c ? x : y"
-        body += "    const bool c = in0[off0]; const float x = ld(in1[off1]); const float y = ld(in2[off2]);\n"
-    elif op == "Clip":
+        body += f"    const bool c = {val(0, 'false', raw=True)};\n"
+        body += f"    const float x = {val(1)}; const float y = {val(2)};\n"
+    elif op == "Clip":  # opset 11+: min and max as inputs (either left out); before: attributes
+        lo = val(1, "-INFINITY") if ex.opset >= 11 else ("ATTR_MIN" if "min" in ex.attributes else "-INFINITY")
+        hi = val(2, "INFINITY") if ex.opset >= 11 else ("ATTR_MAX" if "max" in ex.attributes else "INFINITY")
         expr = "fminf(fmaxf(x, lo), hi)"
-        body += "    const float x = ld(in0[off0]);\n"
-        body += f"    const float lo = {'ld(in1[off1])' if n_in > 1 else '-INFINITY'};\n"
-        body += f"    const float hi = {'ld(in2[off2])' if n_in > 2 else 'INFINITY'};\n"
+        body += f"    const float x = {val(0)};\n    const float lo = {lo};\n    const float hi = {hi};\n"
+    elif op in VARIADIC:
+        acc = val(0)
+        for pos in range(1, len(ops)):
+            acc = VARIADIC[op].format(a=acc, b=val(pos))
+        expr = f"({acc}) / {len(ops)}.0f" if op == "Mean" else acc
     else:
         expr = BINARY[op]
-        body += "    const float x = ld(in0[off0]); const float y = ld(in1[off1]);\n"
+        body += f"    const float x = {val(0)}; const float y = {val(1)};\n"
+    return _wrap(ex, body, f"    out0[idx] = st<{T}>({expr});\n")
+
+
+def _wrap(ex: Extract, body: str, store: str) -> str:
     return (
         "// launch: grid=CEIL_DIV(N, 256) block=256\n"
         f'extern "C" __global__ void kernel({_params(ex)}) {{\n'
         "    const long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
         "    if (idx >= N) return;\n"
-        f"{body}"
-        f"    out0[idx] = st<{_ctype(out.dtype)}>({expr});\n"
+        f"{body}{store}"
         "}\n"
     )
 
@@ -217,6 +252,10 @@ def _rowwise(ex: Extract, inputs: dict[str, np.ndarray]) -> str | None:
     assert x.shape is not None
     rank, cols = len(x.shape), x.shape[-1] if x.shape else 1
     axis = ex.attributes.get("axis", -1)
+    if op in ("Softmax", "LogSoftmax") and ex.opset < 13:  # before 13: the input as 2-D at axis (default 1)
+        axis = int(ex.attributes.get("axis", 1)) % max(rank, 1)
+        cols = math.prod(x.shape[axis:])
+        axis = rank - 1  # a row of the flattened view is contiguous: the last-axis kernel serves
     if op.startswith("Reduce"):
         axes = ex.attributes.get("axes")
         if axes is None and len(ex.inputs) > 1 and ex.inputs[1].name in inputs:
@@ -288,6 +327,7 @@ def _gather(ex: Extract) -> str:
         f"    const long long outer = i / ({inner}LL * {n_idx}LL);\n"
         "    long long k = (long long)in1[j];\n"
         f"    if (k < 0) k += {data.shape[axis]}LL;\n"
+        f"    if (k < 0 || k >= {data.shape[axis]}LL) {{ out0[i] = 0; return; }}  // ORT refuses it; no stray read\n"
         f"    out0[i] = in0[(outer * {data.shape[axis]}LL + k) * {inner}LL + inner];\n"
         "}\n"
     )
@@ -303,7 +343,7 @@ def _roialign(ex: Extract) -> str:
     a = ex.attributes
     mode = a.get("mode", b"avg")
     mode = mode.decode() if isinstance(mode, bytes) else str(mode)
-    ctm = a.get("coordinate_transformation_mode", b"half_pixel")
+    ctm = a.get("coordinate_transformation_mode", b"half_pixel" if ex.opset >= 16 else b"output_half_pixel")
     ctm = ctm.decode() if isinstance(ctm, bytes) else str(ctm)
     half = ctm == "half_pixel"
     ratio = int(a.get("sampling_ratio", 0))
@@ -314,7 +354,7 @@ def _roialign(ex: Extract) -> str:
         if mode == "max"
         else ("acc += w1 * v1 + w2 * v2 + w3 * v3 + w4 * v4;")
     )
-    final = "acc" if mode == "max" else "acc / (float)(gh * gw)"
+    final = "(gh * gw > 0 ? acc : 0.0f)" if mode == "max" else "acc / (float)max(gh * gw, 1)"  # as ORT
     grid_h = ratio if ratio > 0 else f"(int)ceilf(rh / {ph})"
     grid_w = ratio if ratio > 0 else f"(int)ceilf(rw / {pw})"
     return f"""// launch: grid=CEIL_DIV(N, 256) block=256
@@ -379,8 +419,13 @@ def generate(ex: Extract, inputs: dict[str, np.ndarray] | None = None) -> Genera
         why = "a selection of several nodes" if op == "Fused" else "several outputs"
         return Generated(_header(ex, "stub") + _stub(ex, why), "stub", False, f"write the kernel for {why}")
     kind, src = "stub", None
-    if op in UNARY or op in BINARY or op in ("Where", "Clip"):
-        kind, src = "elementwise", _elementwise(ex)
+    odd = [t.dtype for t in (*ex.inputs, *ex.outputs) if t.dtype not in C_TYPES]
+    if odd:
+        why = f"its {odd[0]} tensors are not generated"
+        return Generated(_header(ex, "stub") + _stub(ex, why), "stub", False, why)
+    if op in UNARY or op in BINARY or op in VARIADIC or op in ("Where", "Clip"):
+        src = _elementwise(ex)
+        kind = "elementwise" if src else "stub"
     elif op in ROWWISE:
         src = _rowwise(ex, inputs or {})
         kind = "reduction" if src else "stub"

@@ -56,6 +56,9 @@ class Extract:
     bytes_moved: int = 0
     custom: bool = False
     """Whether an op of a custom domain is in the selection (ONNX Runtime has no kernel for it)."""
+    operands: list[int] = field(default_factory=list)
+    """For one node: each of its inputs as an index into :attr:`inputs` (-1: an optional input left out). An
+    operand read twice (``Mul(x, x)``) is one input of the extract."""
 
     @property
     def op(self) -> str:
@@ -158,6 +161,8 @@ def extract(gm: GraphModel, proto: onnx.ModelProto, nodes: list[int]) -> Extract
         bytes_moved=sum(gm.nodes[i].bytes or 0 for i in nodes),
         custom=any(gm.nodes[i].domain not in std for i in nodes),
     )
+    names = [t.name for t in ex.inputs]
+    ex.operands = [names.index(x) if x in names else -1 for x in src.input] if len(nodes) == 1 else []
     return ex
 
 

@@ -87,17 +87,20 @@ def kernel_job(
         "kernel": None,
     }
     if ask_parser:  # a scratch copy of the project, registered with the real parser
+        import os
         import shutil
         import tempfile
 
         from splitscope.engine.kernel.plugin import parse_with_plugin, write_project
 
         yield Progress("plugin", 4, 6, "Asking the parser with the plugin registered")
-        scratch = Path(tempfile.mkdtemp(prefix="splitscope-plugin-"))
+        _sweep_scratch()
+        scratch = Path(tempfile.mkdtemp(prefix=f"splitscope-plugin-{os.getpid()}-"))
         try:
             write_project(scratch / "plugin", gm, ex, inputs, ref, cu_text, atol, rtol)
             if gm.parser.name != "table":
-                answer = yield from parse_with_plugin(gm, ex, scratch / "plugin", "rtx")
+                backend = "rtx" if "rtx" in gm.parser.name else "tensorrt"  # the parser that split the model
+                answer = yield from parse_with_plugin(gm, ex, scratch / "plugin", backend, cancel)
                 doc["plugin"] = {"folder": None, "files": [], "parser": answer.to_json()}
             else:
                 doc["plugin"] = {"folder": None, "files": [], "parser": {"how": "not-run", "message": "no parser"}}
@@ -129,3 +132,22 @@ def kernel_job(
         doc["plugin"] = {**(doc["plugin"] or {"parser": None}), "folder": str(out), "files": files}
     yield Progress("done", 6, 6, "Done")
     return doc
+
+
+def _sweep_scratch() -> None:
+    """Remove the scratch projects of workbench jobs whose process is gone (a job killed by Cancel cannot remove
+    its own)."""
+    import os
+    import shutil
+    import tempfile
+
+    for d in Path(tempfile.gettempdir()).glob("splitscope-plugin-*-*"):
+        pid = d.name.split("-")[2]
+        if not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(d, ignore_errors=True)
+        except OSError:
+            pass

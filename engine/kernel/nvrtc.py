@@ -146,6 +146,8 @@ def launch_spec(source: str, names: dict[str, int | float]) -> Launch:
         return Launch(name, _dims3(fields["grid"], names), _dims3(fields["block"], names), shared)
     except SyntaxError as e:
         raise LaunchLineError(f"launch line: {e.msg}") from None
+    except (ZeroDivisionError, TypeError, ValueError) as e:
+        raise LaunchLineError(f"launch line: {e}") from None
 
 
 def _driver() -> Any:
@@ -173,7 +175,7 @@ def compile_source(source: str, defs: dict[str, int | float], arch: str) -> tupl
     """NVRTC: the CUBIN for ``arch`` (``sm_90``) and the log; :class:`CompileError` with the first error's line."""
     nv = _nvrtc()
     prog = _ok(nv.nvrtcCreateProgram(source.encode(), b"kernel.cu", 0, [], []), "nvrtcCreateProgram")
-    opts = [f"--gpu-architecture={arch}".encode(), b"-std=c++17", b"--use_fast_math"]
+    opts = [f"--gpu-architecture={arch}".encode(), b"-std=c++17"]  # no fast math: the numerics that ship
     opts += [f"-D{k}={v!r}".encode() if isinstance(v, float) else f"-D{k}={v}".encode() for k, v in defs.items()]
     try:
         (err,) = nv.nvrtcCompileProgram(prog, len(opts), opts)
@@ -194,22 +196,22 @@ def compile_source(source: str, defs: dict[str, int | float], arch: str) -> tupl
         nv.nvrtcDestroyProgram(prog)
 
 
-_CONTEXT: list[Any] = []
+_CONTEXT: dict[int, tuple[Any, str]] = {}
 
 
 def context(device: int = 0) -> tuple[Any, str]:
     """The device's primary context, made current; and its ``sm_XY`` architecture."""
     cu = _driver()
-    if not _CONTEXT:
+    if device not in _CONTEXT:
         _ok(cu.cuInit(0), "cuInit")
         dev = _ok(cu.cuDeviceGet(device), "cuDeviceGet")
         ctx = _ok(cu.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
         attr = cu.CUdevice_attribute
         major = _ok(cu.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev), "attribute")
         minor = _ok(cu.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev), "attribute")
-        _CONTEXT.extend([ctx, f"sm_{major}{minor}"])
-    _ok(cu.cuCtxSetCurrent(_CONTEXT[0]), "cuCtxSetCurrent")
-    return _CONTEXT[0], _CONTEXT[1]
+        _CONTEXT[device] = (ctx, f"sm_{major}{minor}")
+    _ok(cu.cuCtxSetCurrent(_CONTEXT[device][0]), "cuCtxSetCurrent")
+    return _CONTEXT[device]
 
 
 @dataclass
@@ -229,17 +231,27 @@ def load(source: str, defs: dict[str, int | float]) -> Compiled:
     spec = launch_spec(source, defs)
     cubin, log = compile_source(source, defs, arch)
     module = _ok(cu.cuModuleLoadData(cubin), "cuModuleLoadData")
-    fn = _ok(cu.cuModuleGetFunction(module, spec.name.encode()), f"cuModuleGetFunction({spec.name})")
+    try:
+        fn = _ok(cu.cuModuleGetFunction(module, spec.name.encode()), f"cuModuleGetFunction({spec.name})")
+    except LaunchError:
+        cu.cuModuleUnload(module)
+        raise
     return Compiled(fn, module, spec, log)
 
 
-def launch(k: Compiled, pointers: list[int], stream: Any = 0) -> None:
-    """One launch with device pointers (inputs then outputs) on ``stream``."""
-    cu = _driver()
+def params(pointers: list[int]) -> tuple[Any, list[Any]]:
+    """The kernel's parameter block for device pointers (inputs then outputs): the array of addresses and the
+    cells it points at (keep both alive while launching)."""
     cells = [np.array([int(p)], dtype=np.uint64) for p in pointers]
-    params = np.array([c.ctypes.data for c in cells], dtype=np.uint64)
+    return np.array([c.ctypes.data for c in cells], dtype=np.uint64), cells
+
+
+def launch(k: Compiled, pointers: list[int] | tuple[Any, list[Any]], stream: Any = 0) -> None:
+    """One launch on ``stream`` with device pointers (inputs then outputs), or a block :func:`params` made."""
+    cu = _driver()
+    block = pointers if isinstance(pointers, tuple) else params(pointers)
     g, b = k.launch.grid, k.launch.block
-    _ok(cu.cuLaunchKernel(k.function, *g, *b, k.launch.shared, stream, params.ctypes.data, 0), "cuLaunchKernel")
+    _ok(cu.cuLaunchKernel(k.function, *g, *b, k.launch.shared, stream, block[0].ctypes.data, 0), "cuLaunchKernel")
 
 
 @dataclass
@@ -287,6 +299,9 @@ def launches(
     defs = macros(inputs, outputs, attributes)
     k = load(source, defs)
     bufs: list[Any] = []
+    stream: Any = None
+    start: Any = None
+    end: Any = None
     try:
         for a in inputs:
             a = np.ascontiguousarray(a)
@@ -297,9 +312,10 @@ def launches(
         host = [np.zeros(shape, dtype=np.dtype(dt)) for shape, dt in outputs]
         for h in host:
             bufs.append(_ok(cu.cuMemAlloc(max(h.nbytes, 1)), "cuMemAlloc"))
-        ptrs = [int(d) for d in bufs]
+        ptrs = params([int(d) for d in bufs])  # built once: the events time the launch, not the packing
         stream = _ok(cu.cuStreamCreate(0), "cuStreamCreate")
-        start, end = (_ok(cu.cuEventCreate(0), "cuEventCreate") for _ in range(2))
+        start = _ok(cu.cuEventCreate(0), "cuEventCreate")
+        end = _ok(cu.cuEventCreate(0), "cuEventCreate")
         for _ in range(warmup):
             launch(k, ptrs, stream)
         _ok(cu.cuStreamSynchronize(stream), "the kernel (warm-up)")
@@ -323,11 +339,13 @@ def launches(
         for h, d in zip(host, bufs[len(inputs) :], strict=True):
             if h.nbytes:
                 _ok(cu.cuMemcpyDtoH(h.ctypes.data, d, h.nbytes), "cuMemcpyDtoH")
-        cu.cuEventDestroy(start)
-        cu.cuEventDestroy(end)
-        cu.cuStreamDestroy(stream)
         return Timed(host, times, host_ms)
-    finally:
+    finally:  # also when the generator is closed early (Cancel) or a launch fails
+        for ev in (start, end):
+            if ev is not None:
+                cu.cuEventDestroy(ev)
+        if stream is not None:
+            cu.cuStreamDestroy(stream)
         for d in bufs:
             cu.cuMemFree(d)
         cu.cuModuleUnload(k.module)

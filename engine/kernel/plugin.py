@@ -146,12 +146,14 @@ def write_project(
         "cls": cls,
         "model": model,
         "shapes": gm.shapes_label(),
-        "fields": _fields(ex.attributes),
-        "field_names": ", ".join(ex.attributes) or "none",
+        "fields": _fields(attributes_for(ex)),
+        "field_names": ", ".join(attributes_for(ex)) or "none",
         "n_out": len(ex.outputs),
         "output_dtypes": repr(out_dtypes),
         "first_out_dtype": ex.outputs[0].dtype if ex.outputs else "float32",
-        "first_out_trt": "float32" if not ex.outputs or ex.outputs[0].dtype == "float32" else "float16",
+        "first_out_trt": {"float16": "float16", "int32": "int32", "int64": "int64", "bool": "bool"}.get(
+            ex.outputs[0].dtype if ex.outputs else "float32", "float32"
+        ),
         "io_types": "[" + ", ".join(io_types) + "]",
         "output_shapes": "",
     }
@@ -218,11 +220,16 @@ def write_project(
             (tmp / name).write_text(text, encoding="utf-8")
         save_tensors(tmp, inputs, ref)
         onnx.save(onnx.load_from_string(ex.model), str(tmp / "op.onnx"))
+        tmp.chmod(0o777 & ~_umask())  # mkdtemp's 0700 is not what the user's folders get
         if folder.exists():
             old = folder.with_name(f".{folder.name}-old")
             shutil.rmtree(old, ignore_errors=True)
             folder.rename(old)
-            tmp.rename(folder)
+            try:
+                tmp.rename(folder)
+            except BaseException:
+                old.rename(folder)  # the user's previous project comes back
+                raise
             shutil.rmtree(old, ignore_errors=True)
         else:
             tmp.rename(folder)
@@ -230,6 +237,14 @@ def write_project(
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return sorted(p.name for p in folder.iterdir())
+
+
+def _umask() -> int:
+    import os
+
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def _key(name: str) -> str:
@@ -264,10 +279,11 @@ op type "{op}", version "1" and namespace "{namespace}" (the node's domain first
 
 
 def parse_with_plugin(
-    gm: GraphModel, ex: Extract, project: Path, backend: str = "rtx"
+    gm: GraphModel, ex: Extract, project: Path, backend: str = "rtx", cancel: Any = None
 ) -> Generator[JobEvent, None, ParserAnswer]:
     """Parse the model again with the project's creator registered (in a child: the parser may abort) and count
     the partitions and boundary bytes before and after."""
+    from splitscope.engine.errors import SplitscopeError
     from splitscope.engine.jobs import CancelToken
     from splitscope.engine.model import Source, Status
     from splitscope.engine.process import JobCrashedError, JobProcess
@@ -280,8 +296,10 @@ def parse_with_plugin(
     result: dict[str, Any] | None = None
     crashed = ""
     try:
-        job = JobProcess("plugin-parse", {"model": str(gm.path), "plugin": str(project / "plugin.py")})
-        gen = job.events(CancelToken())
+        job = JobProcess(
+            "plugin-parse", {"model": str(gm.path), "plugin": str(project / "plugin.py"), "backend": backend}
+        )
+        gen = job.events(cancel or CancelToken())  # a cancelled workbench job stops its parser child too
         while True:
             try:
                 ev = next(gen)
@@ -292,6 +310,9 @@ def parse_with_plugin(
                 logs.append(ev.text)
     except JobCrashedError as e:
         crashed = str(e)
+    except SplitscopeError as e:  # no such TensorRT here, a plugin that does not import: said, not a failed job
+        answer.message = str(e)
+        return answer
     created = next((x for x in logs if "Successfully created plugin" in x), "")
     if result is not None:
         failed = set(result.get("failed_nodes", []))
@@ -331,11 +352,13 @@ def registered_parse(model: str, plugin: str, backend: str = "rtx") -> Generator
     end inside the parser)."""
     import importlib.util
     import json
+    import os
     import sys
 
-    from splitscope.engine.runtime.trt import trt_module
+    from splitscope.engine.runtime.trt import MODULES, trt_module
 
     trt = trt_module(backend)
+    os.environ["SPLITSCOPE_TRT_MODULE"] = MODULES[backend]  # the plugin registers in this TensorRT
     folder = str(Path(plugin).parent)
     sys.path.insert(0, folder)  # the plugin imports launch.py beside it
     spec = importlib.util.spec_from_file_location("splitscope_plugin_under_test", plugin)

@@ -111,8 +111,8 @@ def verdict(r: KernelResult, nodes: int, delegated: bool) -> str:
     """One sentence with its numbers."""
     if not r.compiled:
         return f"The kernel does not compile: {r.error}"
-    if not r.ran:
-        return f"The kernel compiled but did not run: {r.error}"
+    if not r.ran or r.ms is None:
+        return f"The kernel compiled but did not run: {r.error or 'no launch was timed'}"
     where = f"these {nodes} nodes" if nodes > 1 else "this node"
     bound = f", at {r.sol_ms / r.ms:.0%} of the bound" if r.sol_ms and r.ms else ""
     if r.numerics_ok is False:

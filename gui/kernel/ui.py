@@ -33,6 +33,7 @@ class KernelUi(QObject):
         self.nodes: list[str] = []
         self.pending: int | None = None
         self._keep_source = False
+        self._scratch: list[Path] = []
         self.file: Path | None = None
         self.watcher = QFileSystemWatcher(self)
         self.watcher.fileChanged.connect(self._file_changed)
@@ -90,13 +91,18 @@ class KernelUi(QObject):
 
     def _submit(self, args: dict[str, Any], keep: bool = False) -> int | None:
         q = self.controller.queue
-        if self.pending is not None and self.pending in q.jobs and q.jobs[self.pending].state in ("queued", "running"):
-            q.cancel(self.pending)  # the newest source wins
+        rec = q.jobs.get(self.pending) if self.pending is not None else None
+        if rec is not None and rec.state in ("queued", "running") and not rec.meta.get("export"):
+            q.cancel(rec.id)  # the newest source wins (an export in flight is left to finish)
         self._keep_source = keep
-        self.pending = self.controller.submit_kernel(args)
-        if self.pending is None:
+        jid = self.controller.submit_kernel(args)
+        if jid is None:
             self.shell.show_message("Open a model (not an engine's own graph) first.", 5000)
-        return self.pending
+            return None
+        q.jobs[jid].meta["export"] = bool(args.get("out"))
+        if not args.get("out"):
+            self.pending = jid  # the run the panel shows
+        return jid
 
     def cancel(self) -> None:
         if self.pending is not None:
@@ -120,11 +126,20 @@ class KernelUi(QObject):
         """Write the source to a file (the one opened, else a new one), open it in the user's editor and watch it."""
         if self.file is None:
             folder = Path(tempfile.mkdtemp(prefix="splitscope-kernel-"))
+            self._scratch.append(folder)  # removed when the window closes (remove_scratch)
             self.file = folder / "kernel.cu"
         self.file.write_text(self.panel.editor.toPlainText(), encoding="utf-8")
         self.watch(self.file)
         QDesktopServices.openUrl(QUrl.fromLocalFile(str(self.file)))
         self.shell.show_message(f"Editing {self.file}: saving it runs the kernel again.", 8000)
+
+    def remove_scratch(self) -> None:
+        """Remove the folders written for Edit in My Editor (the window closes)."""
+        import shutil
+
+        for folder in self._scratch:
+            shutil.rmtree(folder, ignore_errors=True)
+        self._scratch.clear()
 
     def watch(self, path: Path) -> None:
         self._stop_watching()
@@ -179,8 +194,8 @@ class KernelUi(QObject):
 
     # ------------------------------------------------------------ events
     def _is_mine(self, jid: int) -> bool:
-        rec = self.controller.queue.jobs.get(jid)
-        return rec is not None and rec.kind == "kernel"
+        """The run the panel shows (an older run's samples or result never overwrite the current one)."""
+        return jid == self.pending
 
     def _sample(self, jid: int, s: Any) -> None:
         if self._is_mine(jid) and s.series == "time":
@@ -188,7 +203,7 @@ class KernelUi(QObject):
 
     def _changed(self, jid: int) -> None:
         rec = self.controller.queue.jobs.get(jid)
-        if rec is None or rec.kind != "kernel":
+        if rec is None or rec.kind != "kernel" or not self._is_mine(jid):
             return
         if rec.state == "running" and not rec.meta.get("started"):
             rec.meta["started"] = True
@@ -199,6 +214,12 @@ class KernelUi(QObject):
                 self.panel.verdict.setText("Cancelled.")
 
     def _finished(self, jid: int, doc: dict[str, Any]) -> None:
+        folder = (doc.get("plugin") or {}).get("folder")
+        if folder and not self._is_mine(jid):  # an export: said, the panel keeps the run it shows
+            self.shell.show_message(f"Wrote the plugin project to {folder}", 10000)
+            return
+        if not self._is_mine(jid):
+            return
         kernel = doc.get("kernel") or {}
         answer = (doc.get("plugin") or {}).get("parser") or {}
         if answer.get("how") in ("taken", "mapped"):

@@ -623,4 +623,5 @@ class MainWindow(QMainWindow):
         self.cancel_jobs()
         self.controller.cancel_all()
         self.runner.wait(2000)  # jobs stop at their next check; launch.main ends the process if one has not
+        self.kernel_ui.remove_scratch()  # the kernel files written for the user's editor
         super().closeEvent(event)

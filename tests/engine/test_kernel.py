@@ -264,3 +264,27 @@ def test_a_python_kernel_is_loaded_or_its_error_said(tmp_path):
     empty.write_text("X = 1\n")
     with pytest.raises(nvrtc.CompileError, match="define kernel"):
         next(pyfunc.launches(str(empty), [], []))
+
+
+@pytest_rtx
+def test_the_generated_python_plugin_carries_its_fields(tmp_path, monkeypatch):
+    """RoiAlign's plugin, as TensorRT-RTX would create it: a string attribute (mode) goes out as CHAR bytes and
+    comes back as a string, ints and floats as their arrays; ONNX's defaults are fields too."""
+    import importlib.util
+    import sys
+
+    run_to_end(kernel_job(str(TWO_STAGE), ["/RoiAlign"], parser="table", out=str(tmp_path / "p"), run_gpu=False))
+    monkeypatch.setenv("SPLITSCOPE_TRT_MODULE", "tensorrt_rtx")
+    monkeypatch.syspath_prepend(str(tmp_path / "p"))
+    spec = importlib.util.spec_from_file_location("roialign_plugin", tmp_path / "p" / "plugin.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    trt = mod.trt
+    assert set(mod.FIELDS) >= {"mode", "output_height", "sampling_ratio", "spatial_scale"}
+    plugin = mod.RoiAlignPlugin()
+    fields = {f.name: f for f in plugin.get_fields_to_serialize()}
+    assert fields["mode"].type == trt.PluginFieldType.CHAR and mod._field_value(fields["mode"]) == "avg"
+    assert mod._field_value(fields["output_height"]) == 4
+    again = mod.RoiAlignCreator().create_plugin("r", trt.PluginFieldCollection(list(fields.values())), None)
+    assert again.fields["mode"] == "avg" and again.fields["spatial_scale"] == pytest.approx(0.25)
+    sys.modules.pop("launch", None)
