@@ -128,6 +128,9 @@ class KernelPanel(QWidget):
         rv.addWidget(self.hist_plot, 1)
         split.addWidget(right)
         split.setSizes([560, 440])
+        for w in (self.time_plot, self.hist_plot, self.editor):
+            w.setMinimumHeight(40)
+        self.setMinimumHeight(120)  # a tab of the bottom dock: it must not make the dock (and the canvas) taller
 
     # ------------------------------------------------------------ live
     def start(self) -> None:
