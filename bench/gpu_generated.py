@@ -101,6 +101,26 @@ for opset, mode, ctm in ((10, "avg", None), (16, "max", "output_half_pixel"), (1
     )
 
 
+rng = np.random.default_rng(0)
+xy = rng.uniform(0, 100, (2, 300, 2)).astype(np.float32)
+wh = rng.uniform(5, 40, (2, 300, 2)).astype(np.float32)
+for center in (0, 1):
+    corners = np.concatenate([xy[..., ::-1], (xy + wh)[..., ::-1]], -1)  # [y1, x1, y2, x2]
+    boxes = np.concatenate([xy, wh], -1) if center else corners
+    CASES[f"nms_center{center}"] = model(
+        [h.make_node("NonMaxSuppression", ["b", "s", "k", "iou", "st"], ["y"], name="op", center_point_box=center)],
+        [vi("s", F, [2, 3, 300])],  # scores: the workbench's random normal draws, a threshold of 0.2 keeps 40%
+        [vi("y", T.INT64, ["n", 3])],
+        [
+            onnx.numpy_helper.from_array(boxes, "b"),
+            onnx.numpy_helper.from_array(np.array([20], np.int64), "k"),
+            onnx.numpy_helper.from_array(np.array([0.4], np.float32), "iou"),
+            onnx.numpy_helper.from_array(np.array([0.2], np.float32), "st"),
+        ],
+        opset=11,
+    )
+
+
 def main() -> int:
     from splitscope.engine.jobs import run_to_end
     from splitscope.engine.kernel.job import kernel_job

@@ -397,6 +397,93 @@ extern "C" __global__ void kernel({_params(ex)}) {{
 """
 
 
+def _nms(ex: Extract) -> str | None:
+    """ONNX NonMaxSuppression as ONNX Runtime computes it, in one block: for each batch and class, the best box
+    left (score above the threshold; ties: the lower index) is selected, written as [batch, class, box] in
+    that order, and the boxes it overlaps by more than the IoU threshold are suppressed, until the class's quota.
+    The output's length is the reference's (it depends on the data)."""
+    ops = ex.operands or list(range(len(ex.inputs)))
+    boxes, scores = ex.inputs[ops[0]], ex.inputs[ops[1]]
+    if boxes.shape is None or scores.shape is None or len(ex.outputs) != 1:
+        return None
+    b, c, n = scores.shape
+    center = int(ex.attributes.get("center_point_box", 0))
+
+    def scalar(pos: int, kind: str, default: str) -> str:
+        k = ops[pos] if pos < len(ops) else -1
+        return default if k < 0 else f"({kind})in{k}[0]"
+
+    quota = scalar(2, "long long", "0")
+    iou_t = scalar(3, "float", "0.0f")
+    score_t = scalar(4, "float", "-INFINITY")
+    corners = (
+        "x1 = p[0] - p[2] / 2; y1 = p[1] - p[3] / 2; x2 = p[0] + p[2] / 2; y2 = p[1] + p[3] / 2;"
+        if center  # [x_center, y_center, width, height]
+        else "y1 = fminf(p[0], p[2]); x1 = fminf(p[1], p[3]); y2 = fmaxf(p[0], p[2]); x2 = fmaxf(p[1], p[3]);"
+    )
+    bi, si = f"in{ops[0]}", f"in{ops[1]}"
+    return f"""// launch: grid=1 block=256 shared={n}
+// NonMaxSuppression: {b} batch(es), {c} class(es), {n} boxes; center_point_box={center}. One block, greedy.
+__device__ __forceinline__ void corners(const float* p, float& x1, float& y1, float& x2, float& y2) {{
+    {corners}
+}}
+__device__ __forceinline__ float iou(const float* a, const float* b) {{
+    float ax1, ay1, ax2, ay2, bx1, by1, bx2, by2;
+    corners(a, ax1, ay1, ax2, ay2);
+    corners(b, bx1, by1, bx2, by2);
+    const float aa = (ax2 - ax1) * (ay2 - ay1), ab = (bx2 - bx1) * (by2 - by1);
+    if (aa <= 0.0f || ab <= 0.0f) return 0.0f;
+    const float w = fmaxf(fminf(ax2, bx2) - fmaxf(ax1, bx1), 0.0f);
+    const float h = fmaxf(fminf(ay2, by2) - fmaxf(ay1, by1), 0.0f);
+    return w * h / (aa + ab - w * h);
+}}
+extern "C" __global__ void kernel({_params(ex)}) {{
+    extern __shared__ unsigned char gone[];
+    __shared__ float best_s[256];
+    __shared__ int best_i[256];
+    const long long quota = {quota};
+    const float iou_t = {iou_t}, score_t = {score_t};
+    long long pos = 0;
+    for (int b = 0; b < {b}; ++b) {{
+        const float* bx = {bi} + (long long)b * {n} * 4;
+        for (int c = 0; c < {c}; ++c) {{
+            const float* sc = {si} + ((long long)b * {c} + c) * {n};
+            for (int i = threadIdx.x; i < {n}; i += blockDim.x) gone[i] = !(sc[i] > score_t);
+            __syncthreads();
+            for (long long taken = 0; taken < quota && pos < OUT0_D0; ++taken) {{
+                float s = -INFINITY; int at = -1;
+                for (int i = threadIdx.x; i < {n}; i += blockDim.x)
+                    if (!gone[i] && (sc[i] > s || (sc[i] == s && at > i))) {{ s = sc[i]; at = i; }}
+                best_s[threadIdx.x] = s; best_i[threadIdx.x] = at;
+                __syncthreads();
+                for (int h = blockDim.x / 2; h > 0; h >>= 1) {{
+                    if (threadIdx.x < h) {{
+                        const float o = best_s[threadIdx.x + h]; const int oi = best_i[threadIdx.x + h];
+                        if (oi >= 0 && (best_i[threadIdx.x] < 0 || o > best_s[threadIdx.x] ||
+                                        (o == best_s[threadIdx.x] && oi < best_i[threadIdx.x]))) {{
+                            best_s[threadIdx.x] = o; best_i[threadIdx.x] = oi;
+                        }}
+                    }}
+                    __syncthreads();
+                }}
+                const int sel = best_i[0];
+                __syncthreads();
+                if (sel < 0) break;
+                if (threadIdx.x == 0) {{
+                    out0[pos * 3 + 0] = b; out0[pos * 3 + 1] = c; out0[pos * 3 + 2] = sel;
+                    gone[sel] = 1;
+                }}
+                ++pos;
+                for (int i = threadIdx.x; i < {n}; i += blockDim.x)
+                    if (!gone[i] && iou(bx + (long long)sel * 4, bx + (long long)i * 4) > iou_t) gone[i] = 1;
+                __syncthreads();
+            }}
+        }}
+    }}
+}}
+"""
+
+
 def _stub(ex: Extract, why: str) -> str:
     return (
         "// launch: grid=CEIL_DIV(N, 256) block=256\n"
@@ -415,6 +502,10 @@ def generate(ex: Extract, inputs: dict[str, np.ndarray] | None = None) -> Genera
     op = ex.op
     if any(t.shape is None for t in (*ex.inputs, *ex.outputs)):
         return Generated(_header(ex, "stub") + _stub(ex, "an output's size depends on the data"), "stub", False)
+    if op == "NonMaxSuppression":
+        src = _nms(ex)
+        if src is not None:
+            return Generated(_header(ex, "nms") + src, "nms", True)
     if len(ex.outputs) != 1 or op == "Fused":
         why = "a selection of several nodes" if op == "Fused" else "several outputs"
         return Generated(_header(ex, "stub") + _stub(ex, why), "stub", False, f"write the kernel for {why}")

@@ -59,6 +59,12 @@ def kernel_job(
     cancel.raise_if_cancelled()
     yield Progress("reference", 3, 6, "Making the reference")
     ref = make_reference(ex, inputs, reference)
+    from splitscope.engine.kernel.extract import TensorSig
+
+    ex.outputs = [  # a data-dependent output (NonMaxSuppression's) takes the size the reference gives it
+        TensorSig(o.name, o.dtype, tuple(ref.outputs[o.name].shape)) if o.shape is None and o.name in ref.outputs else o
+        for o in ex.outputs
+    ]
     gen = generate(ex, inputs)
     if source_text is not None:
         text, origin = source_text, "edited"

@@ -288,3 +288,24 @@ def test_the_generated_python_plugin_carries_its_fields(tmp_path, monkeypatch):
     again = mod.RoiAlignCreator().create_plugin("r", trt.PluginFieldCollection(list(fields.values())), None)
     assert again.fields["mode"] == "avg" and again.fields["spatial_scale"] == pytest.approx(0.25)
     sys.modules.pop("launch", None)
+
+
+def test_a_data_dependent_output_takes_the_references_size(tmp_path):
+    """NonMaxSuppression: its output's length depends on the data; the reference gives it, and the starting
+    kernel (greedy, one block) is generated for it."""
+    g = h.make_graph(
+        [h.make_node("NonMaxSuppression", ["b", "s", "k", "t"], ["y"], name="nms")],
+        "g",
+        [h.make_tensor_value_info("b", T.FLOAT, [1, 50, 4]), h.make_tensor_value_info("s", T.FLOAT, [1, 2, 50])],
+        [h.make_tensor_value_info("y", T.INT64, ["n", 3])],
+        [
+            onnx.numpy_helper.from_array(np.array([5], np.int64), "k"),
+            onnx.numpy_helper.from_array(np.array([0.5], np.float32), "t"),
+        ],
+    )
+    p = tmp_path / "nms.onnx"
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 11)]), str(p))
+    doc = run_to_end(kernel_job(str(p), ["nms"], parser="table", run_gpu=False, ask_parser=False))
+    n = doc["reference"]["outputs"][0]["shape"][0]
+    assert 1 <= n <= 10 and doc["extract"]["outputs"][0]["shape"] == [n, 3]
+    assert doc["source"]["kind"] == "nms" and doc["source"]["complete"] and "shared=50" in doc["source"]["text"]
