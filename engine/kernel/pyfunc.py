@@ -9,6 +9,7 @@ stream around each call, after a warm-up (a Triton kernel compiles on its first 
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 from collections.abc import Generator
 from pathlib import Path
@@ -48,8 +49,7 @@ def launches(
     mod = _load(path)
     arrays = getattr(mod, "ARRAYS", "cupy")
     if arrays == "torch":
-        import torch
-
+        torch = importlib.import_module("torch")  # the user's kernel's own framework, not ours
         dev = [torch.from_numpy(np.ascontiguousarray(a)).cuda() for a in inputs]
 
         def event() -> Any:
@@ -64,8 +64,7 @@ def launches(
         def elapsed(start: Any, end: Any) -> float:
             return float(start.elapsed_time(end))
     else:
-        import cupy
-
+        cupy = importlib.import_module("cupy")
         dev = [cupy.asarray(a) for a in inputs]
 
         def event() -> Any:
