@@ -11,12 +11,14 @@ samples and log lines are never dropped.
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, QTimer, Signal
 from splitscope.engine.errors import JobCancelledError, SplitscopeError
 from splitscope.engine.jobs import CancelToken, JobEvent, LogLine, Partial, Progress, Sample
-from superqt.utils import GeneratorWorker
+
+if TYPE_CHECKING:
+    from superqt.utils import GeneratorWorker  # imported at the first job: the window shows before it
 
 JobFactory = Callable[[CancelToken], Generator[JobEvent, None, Any]]
 
@@ -67,6 +69,8 @@ class JobRunner(QObject):
 
         def run_job() -> Generator[JobEvent, Any, Any]:
             return (yield from factory(token))
+
+        from superqt.utils import GeneratorWorker
 
         worker = GeneratorWorker(run_job)
         worker.yielded.connect(lambda ev, w=worker: self._event(w, ev))

@@ -16,23 +16,13 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import onnx
 from onnx import AttributeProto
 from splitscope.engine.dimexpr import eval_dim
-
-
-def input_dim_name(input_name: str, axis: int, param: str = "") -> str:
-    """The name of an input's symbolic dim: its own, or for an unnamed one (no name, a negative value, or a
-    placeholder such as Paddle's ``?`` that stands for a different size on each axis) ``x[2]``; the same in the
-    analysis, profile and calibrate."""
-    param = param.strip()
-    if param and param not in ("?", "-1", "None", "unk"):
-        return param
-    return f"{input_name}[{axis}]"
+from splitscope.engine.dimnames import ANONYMOUS, batch_like, input_dim_name, suggest_value  # noqa: F401
 
 
 def input_dims(graph: onnx.GraphProto) -> list[tuple[str, int, str]]:
@@ -53,8 +43,6 @@ def input_dims(graph: onnx.GraphProto) -> list[tuple[str, int, str]]:
 
 
 # --- which dims need a value -------------------------------------------------------------------------------
-
-ANONYMOUS = re.compile(r"(?i)^(unk__\d+|\?|-1|.*dynamicdimension\.\d+|.+\[\d+\]|dim_?\d+|s\d+)$")
 
 
 @dataclass
@@ -87,32 +75,6 @@ class DimPlan:
     def example(self) -> str:
         """A command-line example naming the missing dims, each with a typical value for its place."""
         return " ".join(f"--dim {d}={suggest_value(d, *self.places.get(d, (-1, 0)))}" for d in self.missing)
-
-
-def suggest_value(name: str, axis: int, rank: int) -> int:
-    """A typical size for a dim without a value, to start from (the CLI's example, the dialogs' boxes): a
-    sequence 128, an image's height or width 640 (the spatial axes of a 4-D input), a length (the second axis of
-    a 2-D input) 128; else 1, shown for the user to change, never used unseen."""
-    low = name.lower()
-    if any(k in low for k in ("seq", "len", "token", "time", "sample")):
-        return 128
-    if "height" in low or "width" in low or low in ("h", "w") or (rank == 4 and axis in (2, 3)):
-        return 640
-    if rank == 2 and axis == 1:
-        return 128
-    return 1
-
-
-def batch_like(name: str, axis: int, rank: int = 2) -> bool:
-    """Whether a dim is a batch dim: named so (``batch``, ``batch_size``; a bare ``N`` or ``B`` only as a first
-    axis), or an anonymous first axis of an input of two or more dims (a 1-D input's only axis is its length: a
-    waveform, a token list)."""
-    low = name.lower()
-    if "batch" in low or low in ("num_images", "bs", "nb"):
-        return True
-    if axis > 0:
-        return False
-    return low in ("n", "b") or (rank >= 2 and bool(ANONYMOUS.match(name)))
 
 
 def classify_dims(model: onnx.ModelProto, given: Mapping[str, int] | None) -> DimPlan:

@@ -20,8 +20,8 @@ from PySide6.QtWidgets import (
     QSpinBox,
     QWidget,
 )
+from splitscope.engine.dimnames import suggest_value
 from splitscope.engine.model import GraphModel
-from splitscope.engine.onnxio.concrete import suggest_value
 from splitscope.profiler.dims import remember_dims, saved_dims, symbolic_inputs
 
 if TYPE_CHECKING:

@@ -7,12 +7,13 @@ the results. The features (profile, calibrate, engine, show) never import this m
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QSettings, Qt, QTimer, Signal
+from PySide6.QtCore import QObject, QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QDockWidget,
@@ -61,6 +62,12 @@ def recent_files(settings: QSettings) -> list[str]:
     if isinstance(value, str):
         return [value]
     return [str(v) for v in value if v]
+
+
+class _Relay(QObject):
+    """Carries a result from a plain thread to the UI thread (a queued signal)."""
+
+    done = Signal(object)
 
 
 class MainWindow(QMainWindow):
@@ -553,13 +560,22 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------ dependencies
     def _probe_dependencies(self) -> None:
-        from splitscope.engine._optional import probe_all
-        from superqt.utils import create_worker
+        """Which optional backends import, found in a thread of its own (their imports take seconds): the
+        status bar's badges come when it is done; nothing of it is imported before the window shows."""
+        import threading
 
-        worker = create_worker(probe_all, _start_thread=False, _ignore_errors=True)  # probes never raise
-        worker.returned.connect(self._show_badges)
-        worker.start()
-        self._probe_worker = worker
+        relay = _Relay(self)
+        relay.done.connect(self._show_badges)
+
+        def probe() -> None:
+            from splitscope.engine._optional import probe_all
+
+            status = probe_all()  # never raises
+            with contextlib.suppress(RuntimeError):  # the window closed meanwhile
+                relay.done.emit(status)
+
+        self._probe_thread = threading.Thread(target=probe, name="probe-dependencies", daemon=True)
+        self._probe_thread.start()
 
     def _show_badges(self, status: dict[str, Any]) -> None:
         self.dep_status = status
