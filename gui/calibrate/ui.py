@@ -34,6 +34,7 @@ from splitscope.engine.model import GraphModel
 from splitscope.engine.view.layout import View
 from splitscope.engine.view.rollup import values_up
 from splitscope.gui.canvas.render import Heat
+from splitscope.gui.shell.lazy import LazyPanel
 from splitscope.gui.shell.palette import COLOURS
 
 if TYPE_CHECKING:
@@ -435,18 +436,27 @@ class CalibUi(QObject):
         super().__init__(shell.window())
         self.shell = shell
         self.controller = c = shell.controller
-        self.panel = CalibPanel()
-        self.dock = shell.add_dock("Calibration", self.panel)
+        self._panel = LazyPanel(shell, "Calibration", CalibPanel, self._wire)  # built when first needed
+        self.dock = self._panel.dock
         self.last_args: dict[str, Any] | None = None
         self.pending: int | None = None
-        self.panel.pin_fp32.clicked.connect(lambda: self.pin("fp32"))
-        self.panel.pin_low.clicked.connect(lambda: self.pin("low"))
-        self.panel.pin_half.clicked.connect(lambda: self.pin("half"))
         c.calibration_ready.connect(self._finished)
         c.queue.sample.connect(self._sample)
         c.queue.changed.connect(self._changed)
         c.model_ready.connect(self._model_ready)
         shell.colours.add("plan", "Precision (&calibration plan)", self.plan_heat)
+
+    @property
+    def panel(self) -> CalibPanel:
+        """The Calibration panel (built at the first use)."""
+        return self._panel.get()
+
+    def _wire(self, panel: CalibPanel) -> None:
+        panel.pin_fp32.clicked.connect(lambda: self.pin("fp32"))
+        panel.pin_low.clicked.connect(lambda: self.pin("low"))
+        panel.pin_half.clicked.connect(lambda: self.pin("half"))
+        if self.result is not None:
+            panel.set_result(self.result)
 
     @property
     def result(self) -> dict[str, Any] | None:
@@ -456,6 +466,8 @@ class CalibUi(QObject):
     def _model_ready(self, *_: Any) -> None:
         self.last_args = None
         self.pending = None
+        if not self._panel.built:
+            return  # it shows the model's result when it is built
         if self.result is not None:
             self.panel.set_result(self.result)
         else:

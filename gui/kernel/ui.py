@@ -16,6 +16,7 @@ from splitscope.engine.view.layout import View
 from splitscope.engine.view.rollup import values_up
 from splitscope.gui.canvas.render import Heat
 from splitscope.gui.kernel.panel import KernelPanel
+from splitscope.gui.shell.lazy import LazyPanel
 
 if TYPE_CHECKING:
     from splitscope.gui.shell.host import Shell
@@ -28,8 +29,8 @@ class KernelUi(QObject):
         super().__init__(shell.window())
         self.shell = shell
         self.controller = c = shell.controller
-        self.panel = KernelPanel()
-        self.dock = shell.add_dock("Kernel Workbench", self.panel)
+        self._panel = LazyPanel(shell, "Kernel Workbench", KernelPanel, self._wire)  # built when first needed
+        self.dock = self._panel.dock
         self.nodes: list[str] = []
         self.pending: int | None = None
         self._keep_source = False
@@ -39,17 +40,26 @@ class KernelUi(QObject):
         self.watcher.fileChanged.connect(self._file_changed)
         self._debounce = QTimer(self, singleShot=True, interval=300)
         self._debounce.timeout.connect(self._reload)
-        p = self.panel
-        p.run.clicked.connect(self.run)
-        p.cancel.clicked.connect(self.cancel)
-        p.load.clicked.connect(self.ask_load)
-        p.edit_outside.clicked.connect(self.edit_outside)
-        p.export.clicked.connect(self.ask_export)
         c.kernel_ready.connect(self._finished)
         c.queue.sample.connect(self._sample)
         c.queue.changed.connect(self._changed)
         c.model_ready.connect(self._model_ready)
         shell.colours.add("plugin", "After the generated &plugins (the parser's answer)", self.after_heat)
+
+    @property
+    def panel(self) -> KernelPanel:
+        """The Kernel Workbench panel (built at the first use)."""
+        return self._panel.get()
+
+    def _wire(self, p: KernelPanel) -> None:
+        p.run.clicked.connect(self.run)
+        p.cancel.clicked.connect(self.cancel)
+        p.load.clicked.connect(self.ask_load)
+        p.edit_outside.clicked.connect(self.edit_outside)
+        p.export.clicked.connect(self.ask_export)
+        kernels = self.controller.results.kernels
+        if kernels:
+            p.set_result(kernels[-1])
 
     def add_actions(self, tools: Any, _view: Any = None) -> None:
         self.shell.add_action(tools, "&Kernel Workbench…", self.start, "Ctrl+K").setToolTip(
@@ -262,6 +272,8 @@ class KernelUi(QObject):
 
     def _model_ready(self, *_: Any) -> None:
         self._stop_watching()
+        if not self._panel.built:
+            return  # it shows the model's last run when it is built
         last = self.controller.results.kernels[-1] if self.controller.results.kernels else None
         if last is not None:
             self.panel.set_result(last)

@@ -19,6 +19,7 @@ from splitscope.gui.profile.dialog import ProfileDialog
 from splitscope.gui.profile.jobs import JobsPanel
 from splitscope.gui.profile.panel import ProfilePanel
 from splitscope.gui.shell.exports import add_csv_menu
+from splitscope.gui.shell.lazy import LazyPanel
 from splitscope.profiler.profiling import ProfileRequest
 
 if TYPE_CHECKING:
@@ -114,19 +115,32 @@ class ProfilingUi(QObject):
         self.shell = shell
         self.controller = c = shell.controller
         self.jobs = JobsPanel(c.queue)
-        self.panel = ProfilePanel()
         self.jobs_dock = shell.add_dock("Jobs", self.jobs)
-        self.profile_dock = shell.add_dock("Profile", self.panel)
+        self._panel = LazyPanel(shell, "Profile", ProfilePanel, self._wire)  # built when first needed
+        self.profile_dock = self._panel.dock
         self.diff_pair: tuple[int, int] | None = None
-        c.queue.sample.connect(self.panel.add_sample)
+        c.queue.sample.connect(self._sample)
         c.queue.changed.connect(self._job_changed)
         c.profile_ready.connect(self._result)
         c.model_ready.connect(self.model_changed)
         self.jobs.selection_changed.connect(self._selected)
         self.jobs.compare_requested.connect(self.compare)
-        self.panel.node_selected.connect(self._select_node)
         shell.colours.add("time", "&Time Share (last profile)", self._time_heat)
         shell.colours.add("diff", "&Comparison of Two Profiles", self._diff_heat)
+
+    @property
+    def panel(self) -> ProfilePanel:
+        """The Profile panel (built at the first use)."""
+        return self._panel.get()
+
+    def _wire(self, panel: ProfilePanel) -> None:
+        panel.node_selected.connect(self._select_node)
+        panel.node_ops = getattr(self, "_node_ops", {})
+
+    def _sample(self, jid: int, s: Any) -> None:
+        rec = self.controller.queue.jobs.get(jid)
+        if self._panel.built or (rec is not None and rec.kind == "profile"):
+            self.panel.add_sample(jid, s)
 
     @property
     def results(self) -> dict[int, dict[str, Any]]:
@@ -189,7 +203,9 @@ class ProfilingUi(QObject):
 
     def model_changed(self, gm: GraphModel, *_: Any) -> None:
         """A model was opened: its saved profiles come back in the Jobs panel."""
-        self.panel.node_ops = {n.label: n.op_type for n in gm.nodes}
+        self._node_ops = {n.label: n.op_type for n in gm.nodes}
+        if self._panel.built:
+            self.panel.node_ops = self._node_ops
         self.diff_pair = None
         if gm.path is not None:
             with contextlib.suppress(OSError):
