@@ -1,0 +1,107 @@
+"""The window at once (issue 20): seconds from Qt and pyqtgraph being imported to the main window's first show
+with a model being opened, this checkout against another revision (the peer), interleaved in one run, at model
+sizes from the sample to 200k nodes. Each run is a fresh process (offscreen Qt, the real app's MainWindow).
+
+    python bench/bench_window.py --peer 8d79ed6 [--sizes 0 1000 50000 200000] [--repeat 5]
+
+Size 0 is the bundled sample; the others are bench/make_models.py's transformers (made once in a temp folder).
+The peer revision is checked out with ``git worktree`` and run from there (its own sources, this venv)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+PROBE = r"""
+import sys, time, json
+sys.path.insert(0, {root!r})
+t0 = time.perf_counter()
+from PySide6.QtWidgets import QApplication
+import pyqtgraph
+t1 = time.perf_counter()
+app = QApplication([])
+from splitscope.gui.shell.window import MainWindow
+w = MainWindow("table")
+w.show()
+w.open_model(__import__("pathlib").Path({model!r}))
+app.processEvents()
+t2 = time.perf_counter()
+print(json.dumps({{"after_qt_s": t2 - t1, "qt_import_s": t1 - t0}}), flush=True)
+import os
+os._exit(0)
+"""
+
+
+def run(src: Path, model: Path) -> float:
+    """One fresh process: seconds from Qt's import to the window shown with the model being opened."""
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "PYTHONPATH": str(src)}
+    with tempfile.TemporaryDirectory() as home:  # never the user's settings or data
+        env.update(SPLITSCOPE_DATA_DIR=f"{home}/d", SPLITSCOPE_CACHE_DIR=f"{home}/c", XDG_CONFIG_HOME=f"{home}/x")
+        code = PROBE.format(root=str(src), model=str(model))
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    line = next((x for x in out.stdout.splitlines() if x.startswith("{")), None)
+    if line is None:
+        raise SystemExit(f"no result from {src}: {out.stderr[-800:]}")
+    return float(json.loads(line)["after_qt_s"])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--peer", required=True, help="the git revision to compare with")
+    ap.add_argument("--sizes", type=int, nargs="*", default=[0, 1000, 50000, 200000])
+    ap.add_argument("--repeat", type=int, default=5)
+    args = ap.parse_args()
+    sys.path.insert(0, str(ROOT / "bench"))
+    import onnx
+    from make_models import make_transformer
+
+    tmp = Path(tempfile.mkdtemp(prefix="splitscope-bench-window-"))
+    peer = tmp / "peer"
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(peer), args.peer], check=True)
+    try:
+        # A checkout's package layout: splitscope/ maps engine/, gui/, profiler/, resources/ (an editable install)
+        for src in (ROOT, peer):
+            link = tmp / f"site-{src.name}"
+            link.mkdir()
+            pkg = link / "splitscope"
+            pkg.mkdir()
+            (pkg / "__init__.py").write_text((src / "splitscope" / "__init__.py").read_text())
+            for sub in ("engine", "gui", "profiler", "resources"):
+                (pkg / sub).symlink_to(src / sub)
+        models = {}
+        for n in args.sizes:
+            if n == 0:
+                models[n] = ROOT / "resources" / "sample.onnx"
+            else:
+                models[n] = tmp / f"t{n}.onnx"
+                onnx.save(make_transformer(n, break_every=8), str(models[n]))
+        rows = []
+        for n, model in models.items():
+            ours, theirs = [], []
+            for _ in range(args.repeat):  # interleaved: the machine's noise falls on both alike
+                ours.append(run(tmp / f"site-{ROOT.name}", model))
+                theirs.append(run(tmp / "site-peer", model))
+            ratios = sorted(t / o for o, t in zip(ours, theirs, strict=True))
+            row = {
+                "nodes": n or "sample",
+                "ours_s": round(statistics.median(ours), 3),
+                "peer_s": round(statistics.median(theirs), 3),
+                "peer_over_ours": round(statistics.median(ratios), 2),
+                "range": [round(ratios[0], 2), round(ratios[-1], 2)],
+            }
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    finally:
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(peer)], check=False)
+
+
+if __name__ == "__main__":
+    main()
