@@ -478,17 +478,26 @@ def first_layout(
     ctx: LayoutContext, viewport: tuple[int, int] | None, cancel: CancelToken | None = None
 ) -> Generator[Progress, None, Layout]:
     """The first view: the deepest expansion whose labels stay readable when the whole graph is fitted
-    into ``viewport`` (the shallowest one if none does; without a viewport, the deepest in budget)."""
+    into ``viewport``, but past 1,000 nodes never one of fewer than 8 items (a root that holds nearly everything,
+    a Hugging Face export's ``model``, is opened: two boxes say nothing; the canvas scrolls). If none is readable,
+    the shallowest with 8 items or more.
+    Without a viewport, the deepest in budget."""
     levels = expansion_levels(ctx.h)
     if viewport is None:
         return (yield from compute_layout(ctx, levels[-1], cancel))
     layout = None
+    enough: Layout | None = None
+    big = len(ctx.gm.nodes) > 1000
     for exp in reversed(levels):
         layout = yield from compute_layout(ctx, exp, cancel)
+        if len(layout.kind) < 8 and enough is not None and big:
+            return enough  # past 1,000 nodes, fewer than 8 items say less than a view that scrolls
         if fitted_scale(layout, viewport) >= MIN_LABEL_SCALE:
             return layout
+        if len(layout.kind) >= 8:
+            enough = layout
     assert layout is not None
-    return layout
+    return enough if enough is not None and big else layout
 
 
 @dataclass(slots=True)

@@ -146,3 +146,31 @@ def test_numbered_layers_keep_their_scope_and_runs_say_what_they_hold(tmp_path):
             int(hier.groups[c].label.split(".")[1])
         ]
         assert hier.groups[c].label in (f"model.{held[0]} … model.{held[-1]}", f"model.{held[0]}")
+
+
+def test_a_root_that_holds_nearly_everything_is_opened(tmp_path):
+    """A Hugging Face export's whole network under one root scope (``model``, then ``lm_head``): the first view
+    shows at least 8 items at any viewport, never the two boxes."""
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+    from splitscope.engine.jobs import run_to_end
+    from splitscope.engine.split.analyze import analyze_model
+    from splitscope.engine.view.layout import prepare_view
+
+    nodes, x = [], "x"
+    for layer in range(30):
+        for k, op in enumerate(["Relu", "Sigmoid", "Tanh", "Relu", "Neg"] * 8):
+            y = f"t{layer}_{k}"
+            nodes.append(h.make_node(op, [x], [y], name=f"/model/layers.{layer}/mlp/{op}_{k}"))
+            x = y
+    nodes.append(h.make_node("Relu", [x], ["y"], name="/lm_head/Relu"))
+    g = h.make_graph(
+        nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [1, 8])], [h.make_tensor_value_info("y", T.FLOAT, [1, 8])]
+    )
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(tmp_path / "m.onnx"))
+    gm = analyze_model(tmp_path / "m.onnx", parser="table")
+    assert len(gm.nodes) > 1000
+    for viewport in ((600, 400), (900, 520), (1600, 1000)):
+        view = run_to_end(prepare_view(gm, viewport=viewport))
+        assert len(view.layout.kind) >= 8, viewport
