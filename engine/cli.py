@@ -88,7 +88,11 @@ def _cmd_profile(args: argparse.Namespace) -> int:
 
     if args.iterations < 1 or args.warmup < 0:
         raise SplitscopeError("--iterations must be 1 or more and --warmup 0 or more.")
-    check_backend(args.backend)  # before the analysis: say at once that the backend cannot run here
+    check_backend(args.backend)
+    if args.generate:
+        from splitscope.engine.cli_generate import profile_generation
+
+        return profile_generation(args)  # before the analysis: say at once that the backend cannot run here
     dims = _dims(args.dim)
     if args.input:  # the shapes of the user's arrays give the dims they do not name
         dims = {**_file_dims(args.model, args.input), **dims}
@@ -319,6 +323,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
                 dims=_dims(args.dim),
                 build=build,
                 kernels=args.kernel,
+                generation=args.generation,
             )
         )
         if not args.quiet:
@@ -436,6 +441,14 @@ def build_parser() -> argparse.ArgumentParser:
         default="auto",
         help="who decides the split (plugin nodes, partitions) the costs are put against",
     )
+    p.add_argument(
+        "--generate",
+        type=int,
+        default=0,
+        metavar="N",
+        help="a decoder with a key/value cache: a prefill, then N decode steps feeding present back as past",
+    )
+    p.add_argument("--prompt-len", type=int, default=128, metavar="L", help="the prefill's length (--generate)")
     p.add_argument("--json", metavar="PATH", help="write the profile as JSON")
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
     p.set_defaults(func=_cmd_profile)
@@ -543,6 +556,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument(
         "--kernel", action="append", default=[], metavar="K.json", help="a 'splitscope kernel --json' result"
     )
+    r.add_argument("--generation", metavar="G.json", help="a 'splitscope profile --generate N --json' result")
     r.add_argument("--json", metavar="PATH", help="write every figure of the report as JSON")
     r.add_argument("-q", "--quiet", action="store_true")
     r.set_defaults(func=_cmd_report)

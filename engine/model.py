@@ -341,6 +341,8 @@ class GraphModel:
     :class:`splitscope.engine.kernel.plugin.ParserAnswer` as JSON. The planner uses it instead of its estimate."""
     kernels: list[dict[str, Any]] = field(default_factory=list)
     """The kernel workbench's results on this model (the report's "Custom work")."""
+    generation: dict[str, Any] | None = None
+    """A generation profile of this decoder (:mod:`splitscope.engine.runtime.generate`), for the report."""
 
     @property
     def nodes(self) -> list[Node]:

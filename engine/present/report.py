@@ -44,7 +44,13 @@ def load_doc(path: str | os.PathLike[str], what: str) -> dict[str, Any]:
         doc = doc["result"]
     if not isinstance(doc, dict):
         raise SplitscopeError(f"--{what} {p}: not a Splitscope {what} document.")
-    keys = {"profile": "latency_ms", "engine": "layers", "calibration": "accuracy", "kernel": "extract"}[what]
+    keys = {
+        "profile": "latency_ms",
+        "engine": "layers",
+        "calibration": "accuracy",
+        "kernel": "extract",
+        "generation": "generation",
+    }[what]
     if keys not in doc:
         raise SplitscopeError(
             f"--{what} {p}: no '{keys}' in it: is it the JSON of 'splitscope "
@@ -127,6 +133,7 @@ def report_data(
         "headline": headline(gm, summary),
         "build": gm.build,
         "kernels": [kernel_row(k) for k in gm.kernels],
+        "generation": gm.generation,
         "decision": decision(its, evaluated[0], pick),
         "numbers": {
             "delegated_flops_share": dele.get("flops_share"),
@@ -462,6 +469,7 @@ def make_report(
     cancel: CancelToken | None = None,
     build: dict[str, Any] | None = None,
     kernels: list[str] | None = None,
+    generation: str | None = None,
 ) -> Generator[JobEvent, None, dict[str, Any]]:
     """The report job: analyse, lay out the overview, gather the files given, write ``out``. ``build``: what a
     verifying build found (:mod:`splitscope.engine.runtime.verify`), applied to the analysis; ``kernels``: the
@@ -488,6 +496,13 @@ def make_report(
         check_same_model(gm, docs["engine"], "engine", engine)  # type: ignore[arg-type]
     if calibration:
         check_same_model(gm, docs["calibration"], "calibration", calibration)  # type: ignore[arg-type]
+    if generation:
+        gdoc = load_doc(generation, "generation")
+        if Path(str(gdoc.get("model", ""))).name != (gm.path.name if gm.path else ""):
+            raise SplitscopeError(
+                f"--generation {Path(generation).name} is of another model ({Path(str(gdoc.get('model'))).name})."
+            )
+        gm.generation = {**gdoc["generation"], "backend": gdoc.get("backend", "")}
     for k in kernels or []:
         doc = load_doc(k, "kernel")
         check_same_model(gm, doc, "kernel", k)

@@ -1,0 +1,200 @@
+"""A generation profile of a decoder with a key/value cache: a prefill at the prompt length, then N decode steps
+that feed each step's ``present`` back as the next step's ``past``, timed step by step.
+
+The cache is found by name (``past_key_values.{i}.key``/``past.{i}``... in, ``present.{i}.key``/``present``... out,
+paired in order), the cache's sequence axis as the one axis of a past input that is not a fixed size and not the
+batch. ``attention_mask`` (ones over the whole sequence so far) and ``position_ids`` (the positions of the tokens
+fed) are given when the model has them. The next token is the argmax of the last logits (random weights decode
+something; what is timed is the model's work per token). Per-node time comes from ONNX Runtime's profiler, split
+into the prefill's and the decode steps' (runs told apart by their order). On CUDA the cache stays on the device:
+each step's outputs are bound there and fed back without copies.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+import time
+from collections.abc import Generator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from splitscope.engine.errors import SplitscopeError
+from splitscope.engine.jobs import CancelToken, JobEvent, Progress, Sample
+
+WARM = 2
+"""Untimed runs first (a prefill and a decode step): a session's first runs allocate."""
+PAST = re.compile(r"(?i)^(past_key_values|past_key|past_value|past)[._]?")
+PRESENT = re.compile(r"(?i)^(present_key_values|present_key|present_value|present)[._]?")
+
+
+def _order(name: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", name)) + ((1,) if "value" in name.lower() else (0,))
+
+
+def cache_pairs(inputs: list[Any], outputs: list[Any]) -> list[tuple[str, str]]:
+    """(past input, present output) name pairs, in layer order; [] when the model has no cache."""
+    past = sorted((i.name for i in inputs if PAST.match(i.name)), key=_order)
+    present = sorted((o.name for o in outputs if PRESENT.match(o.name)), key=_order)
+    if not past or len(past) != len(present):
+        return []
+    return list(zip(past, present, strict=True))
+
+
+@dataclass
+class Generation:
+    """The JSON's ``generation``."""
+
+    backend: str
+    prompt_len: int
+    steps: int
+    ttft_ms: float = 0.0
+    """The prefill: the time to the first token."""
+    tpot_ms: float = 0.0
+    """The median decode step: the time per output token."""
+    tokens_per_s: float = 0.0
+    step_ms: list[float] = field(default_factory=list)
+    """Each decode step, in order (the cache grows by one token a step)."""
+    kv_bytes_per_token: int = 0
+    kv_bytes_final: int = 0
+    per_node: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    """``prefill`` and ``decode``: the slowest nodes of each, ms per run."""
+    verdict: str = ""
+    why: str = ""
+    fix: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _cache_axis(shape: list[Any]) -> int:
+    """The sequence axis of a past input: its symbolic axis other than the first (the batch)."""
+    for k, d in enumerate(shape):
+        if k > 0 and not isinstance(d, int):
+            return k
+    return len(shape) - 2  # [batch, heads, seq, head_dim]
+
+
+def generate(
+    path: str | Path,
+    backend: str = "ort-cpu",
+    prompt_len: int = 128,
+    steps: int = 32,
+    seed: int = 0,
+    cancel: CancelToken | None = None,
+) -> Generator[JobEvent, None, Generation]:
+    """Prefill ``prompt_len`` tokens, then ``steps`` decode steps (live samples: ``step``, ms per step)."""
+    from splitscope.engine.runtime.ort import OrtBackend, parse_ort_profile
+
+    cancel = cancel or CancelToken()
+    if prompt_len < 1 or steps < 1:
+        raise SplitscopeError("--prompt-len and --generate must be 1 or more.")
+    ob = OrtBackend(Path(path), backend)
+    try:
+        sess = ob.session(profile=True)
+        ins, outs = sess.get_inputs(), sess.get_outputs()
+        pairs = cache_pairs(ins, outs)
+        names = {i.name for i in ins}
+        if not pairs or "input_ids" not in names:
+            raise SplitscopeError(
+                f"{Path(path).name} has no key/value cache to generate with (inputs named past_key_values.N.key or "
+                "past.N and outputs present...., and input_ids): profile it without --generate."
+            )
+        logits = next((o.name for o in outs if "logit" in o.name.lower()), outs[0].name)
+        vocab = next((d for d in reversed(next(o.shape for o in outs if o.name == logits)) if isinstance(d, int)), 2)
+        rng = np.random.default_rng(seed)
+        spec = {i.name: i for i in ins}
+        past: dict[str, np.ndarray] = {}
+        for p, _ in pairs:
+            shape = list(spec[p].shape)
+            axis = _cache_axis(shape)
+            dims = [1 if k == 0 else 0 if k == axis else (d if isinstance(d, int) else 1) for k, d in enumerate(shape)]
+            dtype = np.float16 if "float16" in spec[p].type else np.float32
+            past[p] = np.zeros(dims, dtype)
+        res = Generation(backend, prompt_len, steps)
+        empty = dict(past)
+        out_names = [logits] + [q for _, q in pairs]
+        # A warm-up prefill and decode step first, untimed (the session's first runs allocate): WARM runs.
+        for warm in (True, False):
+            past = dict(empty)
+            tokens = rng.integers(0, vocab, (1, prompt_len), dtype=np.int64)
+            total = 0
+            run_ms: list[float] = []
+            for step in range(2 if warm else steps + 1):
+                cancel.raise_if_cancelled()
+                n = tokens.shape[1]
+                feeds: dict[str, np.ndarray] = {"input_ids": tokens, **past}
+                if "attention_mask" in names:
+                    feeds["attention_mask"] = np.ones((1, total + n), np.int64)
+                if "position_ids" in names:
+                    feeds["position_ids"] = np.arange(total, total + n, dtype=np.int64)[None]
+                t0 = time.perf_counter()
+                got = sess.run(out_names, feeds)
+                ms = 1e3 * (time.perf_counter() - t0)
+                run_ms.append(ms)
+                total += n
+                past = {p: got[k + 1] for k, (p, _) in enumerate(pairs)}
+                tokens = np.asarray(got[0])[:, -1:, :].argmax(-1).astype(np.int64)
+                if warm:
+                    continue
+                if step == 0:
+                    yield Progress("generate", 0, steps, f"Prefill of {prompt_len} tokens: {ms:.2f} ms")
+                else:
+                    yield Sample("step", float(step), {"ms": ms, "cache_tokens": float(total)})
+                    if step % 8 == 0:
+                        yield Progress("generate", step, steps, f"Decode step {step} of {steps}")
+        prof = sess.end_profiling()
+        res.ttft_ms = round(run_ms[0], 4)
+        res.step_ms = [round(x, 4) for x in run_ms[1:]]
+        res.tpot_ms = round(statistics.median(res.step_ms), 4)
+        res.tokens_per_s = round(1e3 / res.tpot_ms, 2) if res.tpot_ms else 0.0
+        res.kv_bytes_final = int(sum(a.nbytes for a in past.values()))
+        res.kv_bytes_per_token = res.kv_bytes_final // max(total, 1)
+        prefill, _, _, _ = _runs(parse_ort_profile, prof, WARM, 1)
+        decode, _, kept, _ = _runs(parse_ort_profile, prof, WARM + 1, steps)
+        res.per_node = {"prefill": _top(prefill, 1), "decode": _top(decode, max(kept, 1))}
+        res.verdict, res.why, res.fix = _verdict(res, len(prefill) or len(decode))
+        return res
+    finally:
+        ob.close()
+
+
+def _runs(parse: Any, prof: str, skip: int, count: int) -> tuple[dict[str, float], dict[str, str], int, float]:
+    """Node microseconds of the runs from ``skip`` on; ``count == 1``: that run alone (the prefill: the runs after
+    it subtracted)."""
+    per, ops, kept, us = parse(prof, skip_runs=skip)
+    if count == 1:
+        later, _, _, _ = parse(prof, skip_runs=skip + 1)
+        per = {k: v - later.get(k, 0.0) for k, v in per.items()}
+        kept = 1
+    return per, ops, kept, us
+
+
+def _top(per: dict[str, float], runs: int, n: int = 10) -> list[dict[str, Any]]:
+    total = sum(per.values()) or 1.0
+    rows = sorted(per.items(), key=lambda kv: -kv[1])[:n]
+    return [{"name": k, "ms": round(v / 1e3 / runs, 5), "share": round(v / total, 4)} for k, v in rows]
+
+
+def _verdict(res: Generation, nodes: int) -> tuple[str, str, str]:
+    """Decode is usually bound by the graph (many small kernels a token) or by memory (the weights and the cache
+    read once a token); the prefill by compute."""
+    per_token = res.tpot_ms
+    prefill_per_token = res.ttft_ms / max(res.prompt_len, 1)
+    if per_token > 4 * prefill_per_token:
+        return (
+            "graph-bound decode",
+            f"a decode step takes {per_token:.3f} ms for one token against {prefill_per_token:.4f} ms a token in the "
+            f"prefill: the {nodes} node launches a step cost more than their work",
+            "hand the decoder to TensorRT: its fusion cuts the launches a token, and in-flight batching (TensorRT-LLM) "
+            "fills the GPU with several sequences' steps",
+        )
+    return (
+        "memory-bound decode",
+        f"a decode step takes {per_token:.3f} ms, close to the prefill's {prefill_per_token:.4f} ms a token: each "
+        f"token reads the weights and a {res.kv_bytes_final / 1e6:.2f} MB cache once",
+        "batch sequences (in-flight batching) so the weights read once serve many tokens; FP8/INT4 weights and an "
+        "FP8 KV cache halve the bytes",
+    )

@@ -1,0 +1,59 @@
+"""A generation profile (issue 20): a Llama-style decoder with a key/value cache exported by PyTorch's exporter
+(bench/export_kv.py: RMSNorm, rotary positions, grouped-query attention; random weights), a prefill then decode
+steps feeding present back as past, timed step by step, and the report's section."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from splitscope.engine.cli import main
+from splitscope.engine.jobs import Progress, Sample
+
+ROOT = Path(__file__).resolve().parents[2]
+DECODER = ROOT / "tests" / "data" / "decoder_kv_tiny.onnx"
+
+
+def test_the_cache_is_fed_back_step_by_step(tmp_path, capsys):
+    from splitscope.engine.runtime.generate import generate
+
+    steps = []
+    gen = generate(DECODER, "ort-cpu", prompt_len=16, steps=12)
+    while True:
+        try:
+            ev = next(gen)
+        except StopIteration as stop:
+            res = stop.value
+            break
+        if isinstance(ev, Sample):
+            steps.append(ev.values["cache_tokens"])
+        assert isinstance(ev, Progress | Sample)
+    assert steps == [17.0 + k for k in range(12)]  # the cache grows by one token a step, after the prefill
+    assert len(res.step_ms) == 12 and res.ttft_ms > 0 and res.tpot_ms > 0
+    # 2 layers x (key + value) x 2 kv heads x head_dim 8 x 4 bytes = 256 bytes a token; 28 tokens at the end
+    assert res.kv_bytes_per_token == 256 and res.kv_bytes_final == 256 * 28
+    assert res.per_node["prefill"] and res.per_node["decode"] and res.verdict.endswith("decode")
+
+
+def test_the_cli_and_the_report(tmp_path, capsys):
+    out = tmp_path / "g.json"
+    assert main(["profile", str(DECODER), "--generate", "8", "--prompt-len", "32", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "time to first token" in text and "tokens/s" in text and "verdict:" in text
+    g = json.loads(out.read_text())["generation"]
+    assert g["steps"] == 8 and g["prompt_len"] == 32 and len(g["step_ms"]) == 8
+    page = tmp_path / "r.html"
+    assert main(["report", str(DECODER), "--parser", "table", "--generation", str(out), "--out", str(page)]) == 0
+    assert "Generation: prefill and decode" in page.read_text()
+
+
+def test_a_model_without_a_cache_is_refused_in_one_line(capsys):
+    assert main(["profile", str(ROOT / "tests" / "data" / "torch_transformer.onnx"), "--generate", "4"]) == 2
+    err = capsys.readouterr().err
+    assert "no key/value cache" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("bad", [["--generate", "4", "--prompt-len", "0"]])
+def test_bad_lengths_are_refused(bad):
+    assert main(["profile", str(DECODER), *bad]) == 2
