@@ -80,6 +80,11 @@ def _run(kind: str, args: dict[str, Any]) -> Generator[JobEvent, None, Any]:
                 metric=args.get("metric", "auto"),
             )
         )
+    if kind == "generate":  # a generation profile: prefill, then decode steps feeding the cache back
+        from splitscope.engine.runtime.generate import generate
+
+        res = yield from generate(args["model"], args.get("backend", "ort-cpu"), args["prompt_len"], args["steps"])
+        return {"model": args["model"], "backend": args.get("backend", "ort-cpu"), "generation": res.to_json()}
     if kind == "plugin-parse":  # the real parser with a generated plugin's creator registered (it may abort)
         from splitscope.engine.kernel.plugin import registered_parse
 

@@ -44,6 +44,8 @@ class ModelResults:
     """The colour mode last asked for on this model."""
     kernels: list[dict[str, Any]] = field(default_factory=list)
     """The kernel workbench's results on this model, newest last."""
+    generation: dict[str, Any] | None = None
+    """The last generation profile of this model (its JSON)."""
 
 
 @dataclass(slots=True)
@@ -69,6 +71,8 @@ class AppController(QObject):
     """An engine job finished: job id, ``{"kind", "data", "doc", "lint", "title", "extra"}``."""
     calibration_ready = Signal(int, object)
     """A calibration finished: job id, result dict."""
+    generation_ready = Signal(int, object)
+    """A generation profile finished on the open model: its id, its JSON (``generation``)."""
     kernel_ready = Signal(int, object)
     """A kernel workbench job finished on the open model: its id, its JSON."""
     report_ready = Signal(int, object)
@@ -161,6 +165,24 @@ class AppController(QObject):
             job,
             lane="gpu",
             kind="verify",
+            meta={"model": str(gm.path)},
+        )
+
+    def submit_generation(self, backend: str, prompt_len: int, steps: int) -> int | None:
+        """Queue a generation profile of the open decoder (a child process on the GPU lane, Cancel kills it)."""
+        gm = self.graph_model
+        if gm is None or gm.path is None:
+            return None
+        args = {"model": str(gm.path), "backend": backend, "prompt_len": prompt_len, "steps": steps}
+
+        def job(token: CancelToken) -> Generator[JobEvent, None, Any]:
+            return (yield from JobProcess("generate", args).events(token))
+
+        return self.queue.submit(
+            f"Generate {steps} tokens after {prompt_len} with {gm.path.name} ({backend})",
+            job,
+            lane="gpu",
+            kind="generate",
             meta={"model": str(gm.path)},
         )
 
@@ -313,6 +335,12 @@ class AppController(QObject):
                 self.calibration_ready.emit(jid, rec.result)
         elif rec.kind == "report":
             self.report_ready.emit(jid, rec.result)
+        elif rec.kind == "generate":
+            self._for(rec.meta.get("model")).generation = rec.result
+            if self._is_open(rec.meta.get("model")):
+                if self.graph_model is not None:
+                    self.graph_model.generation = {**rec.result["generation"], "backend": rec.result["backend"]}
+                self.generation_ready.emit(jid, rec.result)
         elif rec.kind == "kernel":
             self._for(rec.meta.get("model")).kernels.append(rec.result)
             if self._is_open(rec.meta.get("model")):

@@ -16,6 +16,7 @@ from splitscope.engine.view.layout import View
 from splitscope.engine.view.rollup import sums_up
 from splitscope.gui.canvas.render import Heat
 from splitscope.gui.profile.dialog import ProfileDialog
+from splitscope.gui.profile.generation import GenerationUi
 from splitscope.gui.profile.jobs import JobsPanel
 from splitscope.gui.profile.panel import ProfilePanel
 from splitscope.gui.shell.exports import add_csv_menu
@@ -125,6 +126,7 @@ class ProfilingUi(QObject):
         c.model_ready.connect(self.model_changed)
         self.jobs.selection_changed.connect(self._selected)
         self.jobs.compare_requested.connect(self.compare)
+        self.generation = GenerationUi(shell)
         shell.colours.add("time", "&Time Share (last profile)", self._time_heat)
         shell.colours.add("diff", "&Comparison of Two Profiles", self._diff_heat)
 
@@ -156,6 +158,7 @@ class ProfilingUi(QObject):
         """Tools › Profile…"""
         self.profile_action = self.shell.add_action(tools, "&Profile…", self.ask, "Ctrl+P")
         self.profile_action.setToolTip("Time the model on this machine: latency, per-node time, copies, verdict")
+        self.generation.add_actions(tools)
 
     def _time_heat(self, view: View) -> Heat | None:
         return time_share_heat(view, self.results[self.shown]) if self.shown in self.results else None

@@ -80,6 +80,10 @@ class MainWindow(QMainWindow):
 
     def __init__(self, parser: str = "auto") -> None:
         super().__init__()
+        import pyqtgraph as pg
+
+        # The charts' colours for every panel, whenever it is built (some are built when first shown).
+        pg.setConfigOptions(background="w", foreground="#333")
         self.parser = parser
         self.setWindowTitle("Splitscope")
         self.setAcceptDrops(True)

@@ -152,3 +152,27 @@ def test_a_profile_of_another_model_is_kept_with_it_and_never_shown_on_this_one(
         c.profiling.result_ready.emit(jid, res)
     assert jid not in c.results.profiles and c._for(other).profiles[jid] is res
     assert c.colour_mode == "status"
+
+
+def test_a_generation_profile_from_the_window(qtbot, window):
+    """Tools › Profile Generation… on a decoder with its cache: a job in a child process, the step times plotted as
+    the cache grows, the figures and the verdict said, the report's data kept with the model."""
+    from pathlib import Path
+
+    from splitscope.profiler.queue import DONE
+
+    from tests.gui.conftest import wait_idle
+
+    decoder = Path(__file__).resolve().parents[1] / "data" / "decoder_kv_tiny.onnx"
+    window.open_model(decoder)
+    wait_idle(qtbot, window)
+    ui = window.profiling.generation
+    jid = ui.run("ort-cpu", 16, 10)
+    q = window.controller.queue
+    with qtbot.waitSignal(window.controller.generation_ready, timeout=120000):
+        qtbot.waitUntil(lambda: q.jobs[jid].state == DONE, timeout=120000)
+    p = ui.panel
+    xs, ys = p.curve.getData()
+    assert list(xs) == [17.0 + k for k in range(10)] and all(y > 0 for y in ys)
+    assert "time to first token" in p.summary.text() and "decode" in p.summary.text()
+    assert window.graph_model.generation["steps"] == 10
