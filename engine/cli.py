@@ -89,7 +89,9 @@ def _cmd_profile(args: argparse.Namespace) -> int:
     if args.iterations < 1 or args.warmup < 0:
         raise SplitscopeError("--iterations must be 1 or more and --warmup 0 or more.")
     check_backend(args.backend)
-    if args.generate:
+    if args.generate is not None:
+        if args.generate < 1:
+            raise SplitscopeError("--generate takes the number of decode steps: 1 or more (e.g. --generate 64).")
         from splitscope.engine.cli_generate import profile_generation
 
         return profile_generation(args)  # before the analysis: say at once that the backend cannot run here
@@ -444,7 +446,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--generate",
         type=int,
-        default=0,
+        default=None,
         metavar="N",
         help="a decoder with a key/value cache: a prefill, then N decode steps feeding present back as past",
     )

@@ -27,12 +27,20 @@ from splitscope.engine.jobs import CancelToken, JobEvent, Progress, Sample
 
 WARM = 2
 """Untimed runs first (a prefill and a decode step): a session's first runs allocate."""
-PAST = re.compile(r"(?i)^(past_key_values|past_key|past_value|past)[._]?")
-PRESENT = re.compile(r"(?i)^(present_key_values|present_key|present_value|present)[._]?")
+PAST = re.compile(r"(?i)^(past_key_values|past_key|past_value|past)([._]\d+|$)")
+PRESENT = re.compile(r"(?i)^(present_key_values|present_key|present_value|present)([._]\d+|$)")
+
+
+def _is_value(name: str) -> bool:
+    """A cache tensor of values: its last part says so (``past_key_values.3.value``), or its prefix
+    (``past_value_3``)."""
+    low = name.lower()
+    return re.split(r"[._]", low)[-1] in ("v", "value", "values") or low.startswith(("past_value", "present_value"))
 
 
 def _order(name: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in re.findall(r"\d+", name)) + ((1,) if "value" in name.lower() else (0,))
+    """Layer number(s), then key before value."""
+    return tuple(int(x) for x in re.findall(r"\d+", name)) + ((1,) if _is_value(name) else (0,))
 
 
 def cache_pairs(inputs: list[Any], outputs: list[Any]) -> list[tuple[str, str]]:
@@ -70,12 +78,16 @@ class Generation:
         return asdict(self)
 
 
-def _cache_axis(shape: list[Any]) -> int:
-    """The sequence axis of a past input: its symbolic axis other than the first (the batch)."""
-    for k, d in enumerate(shape):
-        if k > 0 and not isinstance(d, int):
-            return k
-    return len(shape) - 2  # [batch, heads, seq, head_dim]
+def _empty_past(shape: list[Any]) -> list[int]:
+    """An empty cache of a past input's shape: its fixed dims kept, the first symbolic axis (the batch) 1, the
+    second (the past sequence) 0; [batch, heads, seq, head_dim] and GPT-2's [2, batch, heads, seq, head_dim] alike."""
+    symbolic = [k for k, d in enumerate(shape) if not isinstance(d, int) or d < 0]
+    batch = symbolic[0] if symbolic else 0
+    seq = symbolic[1] if len(symbolic) > 1 else len(shape) - 2
+    return [
+        1 if k == batch else 0 if k == seq else int(d) if isinstance(d, int) and d >= 0 else 1
+        for k, d in enumerate(shape)
+    ]
 
 
 def generate(
@@ -94,8 +106,8 @@ def generate(
         raise SplitscopeError("--prompt-len and --generate must be 1 or more.")
     ob = OrtBackend(Path(path), backend)
     try:
-        sess = ob.session(profile=True)
-        ins, outs = sess.get_inputs(), sess.get_outputs()
+        session = ob.session()  # the timed one; the profiled one is made after it
+        ins, outs = session.get_inputs(), session.get_outputs()
         pairs = cache_pairs(ins, outs)
         names = {i.name for i in ins}
         if not pairs or "input_ids" not in names:
@@ -109,9 +121,7 @@ def generate(
         spec = {i.name: i for i in ins}
         past: dict[str, np.ndarray] = {}
         for p, _ in pairs:
-            shape = list(spec[p].shape)
-            axis = _cache_axis(shape)
-            dims = [1 if k == 0 else 0 if k == axis else (d if isinstance(d, int) else 1) for k, d in enumerate(shape)]
+            dims = _empty_past(list(spec[p].shape))
             dtype = np.float16 if "float16" in spec[p].type else np.float32
             past[p] = np.zeros(dims, dtype)
         res = Generation(backend, prompt_len, steps)
@@ -119,9 +129,14 @@ def generate(
         if ob.cuda:  # the cache lives on the device from the start
             past = {p: ob.ort.OrtValue.ortvalue_from_numpy(a, "cuda", 0) for p, a in past.items()}
         empty = dict(past)
-        timed = ob.session()  # timed without the profiler (it costs microseconds a node); profiled apart
-        plan = [(timed, 2, False), (timed, steps + 1, True), (sess, 2, False), (sess, steps + 1, False)]
-        for session, count, live in plan:  # each session: a warm-up prefill and step first (WARM runs: they allocate)
+        plan = ((False, 2, False), (False, steps + 1, True), (True, 2, False), (True, steps + 1, False))
+        for profiled, count, live in plan:
+            # each session: a warm-up prefill and step first (WARM runs: they allocate); the timed one without the
+            # profiler (it costs microseconds a node), the profiled one after it (one session's weights at a time)
+            if profiled and not live and count == 2:
+                del session
+                yield Progress("generate", steps, steps, "Per-node times (a profiled run)")
+                session = ob.session(profile=True)
             step_run = _runner(ob, session, pairs, out_names)
             past = dict(empty)
             tokens = rng.integers(0, vocab, (1, prompt_len), dtype=np.int64)
@@ -154,14 +169,21 @@ def generate(
                 res.step_ms = [round(x, 4) for x in run_ms[1:]]
                 res.kv_bytes_final = int(sum(_nbytes(a) for a in past.values()))
                 res.kv_bytes_per_token = res.kv_bytes_final // max(total, 1)
-            yield Progress("generate", steps, steps, "Per-node times (a profiled run)")
-        prof = sess.end_profiling()
+        prof = session.end_profiling()
         res.tpot_ms = round(statistics.median(res.step_ms), 4)
         res.tokens_per_s = round(1e3 / res.tpot_ms, 2) if res.tpot_ms else 0.0
         prefill, _, _, _ = _runs(parse_ort_profile, prof, WARM, 1)
         decode, _, kept, _ = _runs(parse_ort_profile, prof, WARM + 1, steps)
         res.per_node = {"prefill": _top(prefill, 1), "decode": _top(decode, max(kept, 1))}
-        res.verdict, res.why, res.fix = _verdict(res, len(prefill) or len(decode))
+        bandwidth = None
+        if ob.cuda:
+            from splitscope.engine.runtime.device import NoGpu, gpu_info
+
+            try:
+                bandwidth = gpu_info().peak_bandwidth or None
+            except NoGpu:
+                bandwidth = None
+        res.verdict, res.why, res.fix = _verdict(res, len(decode) or len(prefill), _weight_bytes(Path(path)), bandwidth)
         return res
     finally:
         ob.close()
@@ -219,23 +241,47 @@ def _top(per: dict[str, float], runs: int, n: int = 10) -> list[dict[str, Any]]:
     return [{"name": k, "ms": round(v / 1e3 / runs, 5), "share": round(v / total, 4)} for k, v in rows]
 
 
-def _verdict(res: Generation, nodes: int) -> tuple[str, str, str]:
-    """Decode is usually bound by the graph (many small kernels a token) or by memory (the weights and the cache
-    read once a token); the prefill by compute."""
-    per_token = res.tpot_ms
-    prefill_per_token = res.ttft_ms / max(res.prompt_len, 1)
-    if per_token > 4 * prefill_per_token:
+def _weight_bytes(path: Path) -> int:
+    """The model's weights in bytes (its initializers, external data included, read from their headers)."""
+    import onnx
+
+    m = onnx.load(str(path), load_external_data=False)
+    total = 0
+    for t in m.graph.initializer:
+        n = int(np.prod(t.dims)) if t.dims else 1
+        total += n * max(onnx.helper.tensor_dtype_to_np_dtype(t.data_type).itemsize, 1)
+    return total
+
+
+def _verdict(res: Generation, nodes: int, weights: int, bandwidth: float | None) -> tuple[str, str, str]:
+    """A decode step must read the weights and the cache once: at the device's bandwidth that is the step's bound.
+    Far above it (5x or more), the step's time goes to its node launches: graph-bound; near it: memory-bound.
+    Without the device's peak (on the CPU) the bound is not known, and that is said."""
+    moved = weights + res.kv_bytes_final
+    fix_graph = (
+        "hand the decoder to TensorRT: its fusion cuts the launches a token, and in-flight batching (TensorRT-LLM) "
+        "fills the GPU with several sequences' steps"
+    )
+    if not bandwidth:
+        return (
+            "decode not classified",
+            f"a step takes {res.tpot_ms:.3f} ms for one token over {nodes} nodes, reading {moved / 1e6:.1f} MB of "
+            "weights and cache; this device's memory bandwidth is not known here, so its bound is not",
+            "profile it on the GPU (--backend ort-cuda) for the verdict",
+        )
+    bound_ms = 1e3 * moved / bandwidth
+    if res.tpot_ms > 5 * bound_ms:
         return (
             "graph-bound decode",
-            f"a decode step takes {per_token:.3f} ms for one token against {prefill_per_token:.4f} ms a token in the "
-            f"prefill: the {nodes} node launches a step cost more than their work",
-            "hand the decoder to TensorRT: its fusion cuts the launches a token, and in-flight batching (TensorRT-LLM) "
-            "fills the GPU with several sequences' steps",
+            f"a step takes {res.tpot_ms:.3f} ms, {res.tpot_ms / bound_ms:.0f}x its bound of {bound_ms:.3f} ms (reading "
+            f"{moved / 1e6:.1f} MB of weights and cache at {bandwidth / 1e12:.2f} TB/s): the {nodes} node launches a "
+            "token cost more than their work",
+            fix_graph,
         )
     return (
         "memory-bound decode",
-        f"a decode step takes {per_token:.3f} ms, close to the prefill's {prefill_per_token:.4f} ms a token: each "
-        f"token reads the weights and a {res.kv_bytes_final / 1e6:.2f} MB cache once",
+        f"a step takes {res.tpot_ms:.3f} ms, near its bound of {bound_ms:.3f} ms: each token reads {moved / 1e6:.1f} "
+        "MB of weights and cache",
         "batch sequences (in-flight batching) so the weights read once serve many tokens; FP8/INT4 weights and an "
-        "FP8 KV cache halve the bytes",
+        "FP8 KV cache cut the bytes",
     )

@@ -490,11 +490,12 @@ def first_layout(
     big = len(ctx.gm.nodes) > 1000
     for exp in reversed(levels):
         layout = yield from compute_layout(ctx, exp, cancel)
-        if len(layout.kind) < 8 and enough is not None and big:
+        items = sum(1 for k in layout.kind if k != KIND_FRAME)  # boxes and nodes; a frame only holds them
+        if items < 8 and enough is not None and big:
             return enough  # past 1,000 nodes, fewer than 8 items say less than a view that scrolls
         if fitted_scale(layout, viewport) >= MIN_LABEL_SCALE:
             return layout
-        if len(layout.kind) >= 8:
+        if items >= 8:
             enough = layout
     assert layout is not None
     return enough if enough is not None and big else layout

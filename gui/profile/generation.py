@@ -129,6 +129,7 @@ class GenerationUi(QObject):
         c.generation_ready.connect(self._finished)
         c.queue.sample.connect(self._sample)
         c.queue.changed.connect(self._changed)
+        c.model_ready.connect(self._model_ready)
 
     @property
     def panel(self) -> GenerationPanel:
@@ -144,9 +145,8 @@ class GenerationUi(QObject):
         )
 
     def ask(self) -> int | None:
-        from splitscope.engine._optional import installed
-
-        backends = ["ort-cpu"] + (["ort-cuda"] if installed("onnxruntime") else [])
+        st = self.shell.dep_status.get("ort-cuda")
+        backends = ["ort-cpu"] + (["ort-cuda"] if st is not None and st.ready else [])
         dialog = GenerationDialog(self.shell.window(), backends)
         if dialog.exec() != QDialog.DialogCode.Accepted:
             return None
@@ -167,10 +167,30 @@ class GenerationUi(QObject):
 
     def _changed(self, jid: int) -> None:
         rec = self.controller.queue.jobs.get(jid)
-        if rec is not None and jid == self.pending and rec.state == "running" and not rec.meta.get("started"):
+        if rec is None or jid != self.pending:
+            return
+        if rec.state == "running" and not rec.meta.get("started"):
             rec.meta["started"] = True
             self.panel.start()
+        elif rec.state in ("failed", "cancelled"):
+            self.pending = None
+            self.panel.summary.setText("Cancelled." if rec.state == "cancelled" else "The generation profile failed.")
+
+    def _model_ready(self, *_: Any) -> None:
+        """Another model: its own last generation profile (kept for its report), or nothing."""
+        self.pending = None
+        doc = self.controller.results.generation
+        gm = self.controller.graph_model
+        if doc is not None and gm is not None:
+            gm.generation = {**doc["generation"], "backend": doc.get("backend", "")}
+        if self._panel.built:
+            if doc is not None:
+                self.panel.set_result(doc)
+            else:
+                self.panel.start()
+                self.panel.summary.setText("No generation profile of this model yet.")
 
     def _finished(self, jid: int, doc: dict[str, Any]) -> None:
+        self.pending = None
         self.panel.set_result(doc)
         self.shell.show_message(f"Generation: {doc['generation']['tpot_ms']:.3f} ms a token", 10000)

@@ -138,6 +138,10 @@ class ProfilingUi(QObject):
     def _wire(self, panel: ProfilePanel) -> None:
         panel.node_selected.connect(self._select_node)
         panel.node_ops = getattr(self, "_node_ops", {})
+        shown = self.controller.results.shown_profile
+        if shown is not None and shown in self.results:  # the model's last profile, kept while the panel was not built
+            rec = self.controller.queue.jobs.get(shown)
+            panel.show_result(shown, self.results[shown], rec.title if rec else "Profile")
 
     def _sample(self, jid: int, s: Any) -> None:
         rec = self.controller.queue.jobs.get(jid)
@@ -236,6 +240,8 @@ class ProfilingUi(QObject):
 
     def _result(self, jid: int, result: dict[str, Any]) -> None:
         rec = self.controller.queue.jobs.get(jid)
+        if rec is not None and rec.kind != "profile" and not self._panel.built:
+            return  # a saved profile coming back with its model: shown when the panel is first built
         self.panel.show_result(jid, result, rec.title if rec else "Profile")
         doc = ProfileDoc.from_json(result)
         self.shell.show_message(

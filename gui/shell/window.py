@@ -568,8 +568,11 @@ class MainWindow(QMainWindow):
         status bar's badges come when it is done; nothing of it is imported before the window shows."""
         import threading
 
-        relay = _Relay(self)
+        from PySide6.QtWidgets import QApplication
+
+        relay = _Relay(QApplication.instance())  # outlives the window: a late result finds no deleted object
         relay.done.connect(self._show_badges)
+        relay.done.connect(relay.deleteLater)
 
         def probe() -> None:
             from splitscope.engine._optional import probe_all
@@ -578,7 +581,7 @@ class MainWindow(QMainWindow):
             with contextlib.suppress(RuntimeError):  # the window closed meanwhile
                 relay.done.emit(status)
 
-        self._probe_thread = threading.Thread(target=probe, name="probe-dependencies", daemon=True)
+        self._probe_thread = threading.Thread(target=probe, name="probe-dependencies")  # joined at exit, not killed
         self._probe_thread.start()
 
     def _show_badges(self, status: dict[str, Any]) -> None:

@@ -33,7 +33,8 @@ def test_the_cache_is_fed_back_step_by_step(tmp_path, capsys):
     assert len(res.step_ms) == 12 and res.ttft_ms > 0 and res.tpot_ms > 0
     # 2 layers x (key + value) x 2 kv heads x head_dim 8 x 4 bytes = 256 bytes a token; 28 tokens at the end
     assert res.kv_bytes_per_token == 256 and res.kv_bytes_final == 256 * 28
-    assert res.per_node["prefill"] and res.per_node["decode"] and res.verdict.endswith("decode")
+    assert res.per_node["prefill"] and res.per_node["decode"]
+    assert res.verdict == "decode not classified" and "bandwidth is not known" in res.why  # no GPU peaks on the CPU
 
 
 def test_the_cli_and_the_report(tmp_path, capsys):
@@ -54,6 +55,34 @@ def test_a_model_without_a_cache_is_refused_in_one_line(capsys):
     assert "no key/value cache" in err and len(err.strip().splitlines()) == 1
 
 
-@pytest.mark.parametrize("bad", [["--generate", "4", "--prompt-len", "0"]])
+def test_the_cache_pairs_and_layouts():
+    """Keys before values by the name's last part; GPT-2's [2, batch, heads, past, head_dim] cache emptied on its
+    past axis, its fixed dims kept; an input named past_sequence_length is not a cache."""
+    from types import SimpleNamespace as N
+
+    from splitscope.engine.runtime.generate import _empty_past, cache_pairs
+
+    ins = [
+        N(name=n)
+        for n in (
+            "past_key_values.1.value",
+            "past_key_values.0.value",
+            "past_key_values.0.key",
+            "past_key_values.1.key",
+            "past_sequence_length",
+        )
+    ]
+    outs = [N(name=n) for n in ("present.0.key", "present.1.value", "present.0.value", "present.1.key")]
+    assert cache_pairs(ins, outs) == [
+        ("past_key_values.0.key", "present.0.key"),
+        ("past_key_values.0.value", "present.0.value"),
+        ("past_key_values.1.key", "present.1.key"),
+        ("past_key_values.1.value", "present.1.value"),
+    ]
+    assert _empty_past([2, "batch", 12, "past_seq", 64]) == [2, 1, 12, 0, 64]
+    assert _empty_past(["batch", 4, "past_seq", 8]) == [1, 4, 0, 8]
+
+
+@pytest.mark.parametrize("bad", [["--generate", "4", "--prompt-len", "0"], ["--generate", "0"]])
 def test_bad_lengths_are_refused(bad):
     assert main(["profile", str(DECODER), *bad]) == 2
