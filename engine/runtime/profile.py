@@ -25,7 +25,8 @@ import numpy as np
 import onnx
 from splitscope.engine.jobs import CancelToken, JobEvent, LogLine, Progress, Sample
 from splitscope.engine.model import GraphModel, Status
-from splitscope.engine.runtime.cupti_times import KernelTrace, attribute, available, ort_intervals
+from splitscope.engine.runtime import cupti_times
+from splitscope.engine.runtime.cupti_times import KernelTrace, attribute, ort_intervals
 from splitscope.engine.runtime.device import NoGpu, copy_ms, gpu_info, measure_copies, now
 from splitscope.engine.runtime.feeds import input_rules
 from splitscope.engine.runtime.inputs import dims_from_feeds, file_feeds, input_specs, random_feeds
@@ -200,7 +201,7 @@ def profile(
         kept = 0
         profiled_run_us = 0.0
         device_us = gaps_us = 0.0
-        why_host = available() if be.cuda else "not on CUDA"
+        why_host = cupti_times.available() if be.cuda else "not on CUDA"
         use_cupti = be.cuda and not why_host
         chunk = max(1, -(-profiled // PROFILE_CHUNKS))
         done = 0
@@ -274,11 +275,13 @@ def profile(
     io_ms, boundary_ms = _copy_figures(gm, copies, on_device=be.cuda)
     split_cost, plugin_ms = _split_cost(gm, per_node, copies, mean, io_ms, boundary_ms)
     cover = node_total / (profiled_run_us / kept / 1000) if kept and profiled_run_us else 0.0
-    if use_cupti and profiled_run_us:
+    if use_cupti and profiled_run_us and kept and mean:
+        kernels_ms = device_us / kept / 1000
+        cover = min(kernels_ms / mean, 1.0)  # the device's busy time against the timed (unprofiled) latency
         notes.append(
             f"per-node times are the device's: CUPTI's kernel records, each given to the node that launched it; "
-            f"the kernels cover {device_us / profiled_run_us:.1%} of a profiled run, the rest "
-            f"({gaps_us / kept / 1000:.3f} ms a run) is the device idle between kernels: the graph-bound share"
+            f"the kernels take {kernels_ms:.3f} ms a run, {cover:.1%} of the timed latency; the rest is the device "
+            f"idle between kernels (the graph-bound share; under the profiler {gaps_us / kept / 1000:.3f} ms a run)"
         )
     elif be.cuda:
         notes.append(f"per-node times are ONNX Runtime's host times (CUPTI not used: {why_host})")
