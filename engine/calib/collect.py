@@ -17,7 +17,7 @@ import onnx
 from onnx import helper
 from splitscope.engine.calib.data import CalibData, batches
 from splitscope.engine.calib.stats import TensorStats
-from splitscope.engine.jobs import CancelToken, JobEvent, LogLine, Progress, Sample
+from splitscope.engine.jobs import CancelToken, JobEvent, Progress, Sample
 from splitscope.engine.runtime.ort import InferenceError, OrtBackend
 
 
@@ -36,41 +36,6 @@ def _with_outputs(path: Path, tensors: list[str]) -> tuple[bytes | str, Path | N
     os.close(fd)
     onnx.save(m, name)
     return name, Path(name)
-
-
-def _cupy() -> Any:
-    """CuPy where it is installed and sees a GPU (the statistics of a CUDA pass are folded there), else None."""
-    import importlib
-
-    try:
-        cp = importlib.import_module("cupy")
-        cp.cuda.runtime.getDeviceCount()
-        return cp
-    except Exception:  # noqa: BLE001 - not installed, or no driver: the host folds them
-        return None
-
-
-def _fold_on_device(
-    be: Any, sess: Any, feeds: dict[str, np.ndarray], want: list[str], stats: dict[str, TensorStats], cp: Any
-) -> dict[str, float]:
-    """One batch with every activation left on the GPU (I/O binding) and folded there by CuPy, viewed in place."""
-    io = sess.io_binding()
-    for name, a in feeds.items():
-        io.bind_cpu_input(name, a)
-    for n in want:
-        io.bind_output(n, "cuda", 0)
-    sess.run_with_iobinding(io)
-    io.synchronize_outputs()
-    types = {"tensor(float)": cp.float32, "tensor(float16)": cp.float16, "tensor(double)": cp.float64}
-    for n, v in zip(want, io.get_outputs(), strict=True):
-        dtype = types.get(v.data_type())
-        if dtype is None:
-            continue
-        shape = tuple(v.shape())
-        size = int(np.prod(shape)) * np.dtype(dtype).itemsize
-        mem = cp.cuda.UnownedMemory(v.data_ptr(), size, v)
-        stats[n].update(cp.ndarray(shape, dtype, cp.cuda.MemoryPointer(mem, 0)), xp=cp)
-    return {n: stats[n].absmax for n in want[:8]}
 
 
 def collect(
@@ -102,24 +67,9 @@ def collect(
                 stats[n].update(a)
             return {n: stats[n].absmax for n in want[:8]}  # the live ranges, taken by the thread that wrote them
 
-        cp = _cupy() if be.cuda else None
-        if cp is not None:  # the statistics are folded on the GPU: only scalars and histograms come back
-            yield LogLine("calibration statistics folded on the GPU (CuPy)")
         try:
             for feeds in batches(data):
                 cancel.raise_if_cancelled()
-                if cp is not None:
-                    try:
-                        folded = _fold_on_device(be, sess, feeds, want, stats, cp)
-                    except Exception as e:  # noqa: BLE001 - ORT's own error types
-                        from splitscope.engine.runtime.ort import _run_message
-
-                        raise InferenceError(f"Calibration sample {done + 1}: {_run_message(e)}") from None
-                    done += 1
-                    if want:
-                        yield Sample("range", float(done), folded)
-                    yield Progress("calibrate", done, total, f"Calibration sample {done}/{total}")
-                    continue
                 try:
                     outs = sess.run(want, feeds)
                 except Exception as e:  # noqa: BLE001 - ORT's own error types

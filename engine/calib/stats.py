@@ -10,7 +10,6 @@ stretch the range until every real value fell into the first bin.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -51,24 +50,23 @@ class TensorStats:
     sentinels: int = 0
     rebins: int = 0
 
-    def update(self, a: Any, xp: Any = np) -> None:
+    def update(self, a: np.ndarray) -> None:
         """Fold one batch of values in (one temporary the size of the batch; the common case, all finite and
-        below the sentinel, takes no extra pass for them). ``xp`` is the array module of ``a``: numpy, or CuPy for
-        an activation left on the GPU (then only a few scalars and the 2048-bin histogram come back to the host)."""
-        x = xp.asarray(a)
+        below the sentinel, takes no extra pass for them)."""
+        x = np.asarray(a)
         if x.dtype.kind not in "fc":
             return
-        x = x.astype(xp.float32, copy=False).ravel()
+        x = x.astype(np.float32, copy=False).ravel()
         if not x.size:
             return
         lo, hi = float(x.min()), float(x.max())  # NaN propagates: then the slow path below
         if not (np.isfinite(lo) and np.isfinite(hi) and lo > -SENTINEL and hi < SENTINEL):
-            finite = xp.isfinite(x)
-            if not bool(finite.all()):
+            finite = np.isfinite(x)
+            if not finite.all():
                 self.nonfinite += int((~finite).sum())
                 x = x[finite]
-            big = xp.abs(x) >= SENTINEL
-            if bool(big.any()):
+            big = np.abs(x) >= SENTINEL
+            if big.any():
                 self.sentinels += int(big.sum())
                 x = x[~big]
             if not x.size:
@@ -89,11 +87,10 @@ class TensorStats:
             self.rebins += 1
         if x.size > HIST_VALUES:  # an evenly spread sample of the batch, not its first rows
             x = x[:: _stride(x.size)]
-        ax = xp.abs(x)  # the one temporary: |x| scaled to bin units in place, then its integer part
-        ax *= xp.float32(self.bins / self.hist_max)
-        xp.minimum(ax, xp.float32(self.bins - 1), out=ax)
-        counts = xp.bincount(ax.astype(xp.intp), minlength=self.bins)
-        self.hist += counts if xp is np else xp.asnumpy(counts)
+        ax = np.abs(x)  # the one temporary: |x| scaled to bin units in place, then its integer part
+        ax *= np.float32(self.bins / self.hist_max)
+        np.minimum(ax, np.float32(self.bins - 1), out=ax)
+        self.hist += np.bincount(ax.astype(np.intp), minlength=self.bins)
 
     def edges(self) -> np.ndarray:
         """Bin edges of the histogram (``bins + 1`` values from 0 to ``hist_max``)."""
