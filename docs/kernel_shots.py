@@ -15,7 +15,6 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,15 +23,11 @@ SITE = Path(os.environ.get("SPLITSCOPE_ACCEPTANCE") or ROOT / "build" / "accepta
 
 
 def main() -> None:
-    tmp = tempfile.mkdtemp(prefix="splitscope-docs-")
-    os.environ.update(
-        SPLITSCOPE_TMP=tmp,
-        SPLITSCOPE_DATA_DIR=str(Path(tmp) / "data"),
-        SPLITSCOPE_CACHE_DIR=str(Path(tmp) / "cache"),
-        XDG_CACHE_HOME=str(Path(tmp) / "xcache"),
-        XDG_CONFIG_HOME=str(Path(tmp) / "config"),
-    )
-    sys.path[:0] = [str(DOCS), str(ROOT / "bench")]
+    sys.path.insert(0, str(DOCS))
+    from make_screenshots import isolated_dirs
+
+    tmp = isolated_dirs()
+    sys.path.insert(0, str(ROOT / "bench"))
     from kernel_models import yolo_with_roialign
     from make_screenshots import _app_and_window
     from PySide6.QtCore import Qt

@@ -20,6 +20,21 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 
 
+def isolated_dirs() -> str:
+    """A temporary folder for settings, data and caches (never the user's), set in the environment; its path."""
+    import tempfile
+
+    tmp = tempfile.mkdtemp(prefix="splitscope-docs-")
+    os.environ.update(
+        SPLITSCOPE_TMP=tmp,
+        SPLITSCOPE_DATA_DIR=str(Path(tmp) / "data"),
+        SPLITSCOPE_CACHE_DIR=str(Path(tmp) / "cache"),
+        XDG_CACHE_HOME=str(Path(tmp) / "xcache"),
+        XDG_CONFIG_HOME=str(Path(tmp) / "config"),
+    )
+    return tmp
+
+
 def _app_and_window(model: Path, parser: str):
     """The light-theme window at 1600x1000 with ``model`` open and laid out, settings in the temporary folder,
     and ``pump(cond)``, which runs the event loop until ``cond()`` holds."""

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -80,15 +79,10 @@ def _shoot(tag: str, model: Path, tmp: Path, w, pump) -> None:
 
 
 def main() -> None:
-    tmp = tempfile.mkdtemp(prefix="splitscope-docs-")
-    os.environ.update(
-        SPLITSCOPE_TMP=tmp,
-        SPLITSCOPE_DATA_DIR=str(Path(tmp) / "data"),
-        SPLITSCOPE_CACHE_DIR=str(Path(tmp) / "cache"),
-        XDG_CACHE_HOME=str(Path(tmp) / "xcache"),
-        XDG_CONFIG_HOME=str(Path(tmp) / "config"),
-    )
     sys.path.insert(0, str(DOCS))
+    from make_screenshots import isolated_dirs
+
+    tmp = isolated_dirs()
     from make_screenshots import _app_and_window
     from splitscope.engine.runtime.store import model_key
     from splitscope.profiler.dims import remember_dims

@@ -146,6 +146,15 @@ class AppController(QObject):
             meta={"model": str(args["model"])},
         )
 
+    def _child_job(self, kind: str, args: dict[str, Any], title: str, model: str) -> int:
+        """Queue a job that runs in a child process (``splitscope.engine.child``, kind ``kind``) on the GPU lane:
+        Cancel kills it; its result is kept with ``model``."""
+
+        def job(token: CancelToken) -> Generator[JobEvent, None, Any]:
+            return (yield from JobProcess(kind, args).events(token))
+
+        return self.queue.submit(title, job, lane="gpu", kind=kind, meta={"model": model})
+
     def submit_verify(self, budget: float = 300.0, ranges: dict[str, tuple[int, int]] | None = None) -> int | None:
         """Queue a verifying build of the open model's partitions at the shapes in force (TensorRT-RTX, in a child
         process: Cancel kills it), over ``ranges`` (name -> (min, max)) where given; when it ends, the model is
@@ -156,17 +165,8 @@ class AppController(QObject):
         from splitscope.engine.runtime.verify import check_ranges, child_args
 
         args = child_args(gm, budget, ranges=check_ranges(gm, ranges or {}))
-
-        def job(token: CancelToken) -> Generator[JobEvent, None, Any]:
-            return (yield from JobProcess("verify", args).events(token))
-
-        return self.queue.submit(
-            f"Verify {gm.path.name} by building at {gm.shapes_label()}",
-            job,
-            lane="gpu",
-            kind="verify",
-            meta={"model": str(gm.path)},
-        )
+        title = f"Verify {gm.path.name} by building at {gm.shapes_label()}"
+        return self._child_job("verify", args, title, str(gm.path))
 
     def submit_generation(self, backend: str, prompt_len: int, steps: int) -> int | None:
         """Queue a generation profile of the open decoder (a child process on the GPU lane, Cancel kills it)."""
@@ -174,17 +174,8 @@ class AppController(QObject):
         if gm is None or gm.path is None:
             return None
         args = {"model": str(gm.path), "backend": backend, "prompt_len": prompt_len, "steps": steps}
-
-        def job(token: CancelToken) -> Generator[JobEvent, None, Any]:
-            return (yield from JobProcess("generate", args).events(token))
-
-        return self.queue.submit(
-            f"Generate {steps} tokens after {prompt_len} with {gm.path.name} ({backend})",
-            job,
-            lane="gpu",
-            kind="generate",
-            meta={"model": str(gm.path)},
-        )
+        title = f"Generate {steps} tokens after {prompt_len} with {gm.path.name} ({backend})"
+        return self._child_job("generate", args, title, str(gm.path))
 
     def submit_kernel(self, args: dict[str, Any]) -> int | None:
         """Queue a kernel workbench job on the open model (a child process on the GPU lane: extract, capture,
@@ -197,17 +188,8 @@ class AppController(QObject):
         if args["parser"] not in ("tensorrt", "rtx", "table"):
             args["parser"] = "auto"
 
-        def job(token: CancelToken) -> Generator[JobEvent, None, Any]:
-            return (yield from JobProcess("kernel", args).events(token))
-
         what = ", ".join(args.get("nodes") or []) or "the first plugin node"
-        return self.queue.submit(
-            f"Kernel workbench: {what[:60]} at {gm.shapes_label()}",
-            job,
-            lane="gpu",
-            kind="kernel",
-            meta={"model": str(gm.path)},
-        )
+        return self._child_job("kernel", args, f"Kernel workbench: {what[:60]} at {gm.shapes_label()}", str(gm.path))
 
     def submit_engine(self, req: EngineRequest, prepare: Callable[[Any], dict[str, Any]] | None = None) -> int:
         """Queue an engine job. A build runs TensorRT-RTX in a child process (it can crash) and maps its layers
