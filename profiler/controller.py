@@ -184,9 +184,7 @@ class AppController(QObject):
         gm = self.graph_model
         if gm is None or gm.path is None or gm.engine_graph:
             return None
-        args = {"model": str(gm.path), "dims": dict(gm.dims), "parser": gm.parser.name or "auto", **args}
-        if args["parser"] not in ("tensorrt", "rtx", "table"):
-            args["parser"] = "auto"
+        args = {"model": str(gm.path), "dims": dict(gm.dims), "parser": self.session.parser, **args}  # the window's
 
         what = ", ".join(args.get("nodes") or []) or "the first plugin node"
         return self._child_job("kernel", args, f"Kernel workbench: {what[:60]} at {gm.shapes_label()}", str(gm.path))
