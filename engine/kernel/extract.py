@@ -308,17 +308,26 @@ def _loose(model: bytes) -> bytes:
     return m.SerializeToString()
 
 
+def import_file(path: str | Path, prefix: str) -> Any:
+    """A user's Python file (a reference, a kernel, a generated plugin) as a module of its own; ImportError when
+    it is not one; what its code raises, as it raises it."""
+    spec = importlib.util.spec_from_file_location(f"{prefix}_{abs(hash(str(path)))}", str(path))
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{path}: not a Python module")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def _python_reference(ex: Extract, inputs: dict[str, np.ndarray], path: Path) -> Reference:
     if not path.is_file():
         raise KernelError(f"--reference {path}: no such file; write one from the generated reference_template.py.")
-    spec = importlib.util.spec_from_file_location(f"splitscope_ref_{abs(hash(str(path)))}", path)
-    if spec is None or spec.loader is None:
-        raise KernelError(f"--reference {path}: not a Python module.")
-    mod = importlib.util.module_from_spec(spec)
     try:
-        spec.loader.exec_module(mod)
+        mod = import_file(path, "splitscope_ref")
         fn = mod.reference
         res = fn({k: v.copy() for k, v in inputs.items()}, dict(ex.attributes))
+    except ImportError as e:
+        raise KernelError(f"--reference {e}.") from None
     except AttributeError:
         raise KernelError(f"--reference {path}: define reference(inputs, attributes) (see the template).") from None
     except Exception as e:  # noqa: BLE001 - the user's code

@@ -350,7 +350,6 @@ def registered_parse(model: str, plugin: str, backend: str = "rtx") -> Generator
     """In the ``plugin-parse`` child: register the project's creator, ask the real parser about the whole model,
     and say which nodes it rejects. The parser's plugin lines go out as log events as they come (the process may
     end inside the parser)."""
-    import importlib.util
     import json
     import os
     import sys
@@ -361,10 +360,9 @@ def registered_parse(model: str, plugin: str, backend: str = "rtx") -> Generator
     os.environ["SPLITSCOPE_TRT_MODULE"] = MODULES[backend]  # the plugin registers in this TensorRT
     folder = str(Path(plugin).parent)
     sys.path.insert(0, folder)  # the plugin imports launch.py beside it
-    spec = importlib.util.spec_from_file_location("splitscope_plugin_under_test", plugin)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    from splitscope.engine.kernel.extract import import_file
+
+    mod = import_file(plugin, "splitscope_plugin_under_test")
     registered = bool(mod.register(trt.get_plugin_registry()))
     yield LogLine(f"registered the creator {mod.NAME} v{mod.VERSION} namespace '{mod.NAMESPACE}': {registered}")
 

@@ -25,12 +25,12 @@ def is_python(source: str) -> bool:
 
 
 def _load(path: str) -> Any:
-    spec = importlib.util.spec_from_file_location(f"splitscope_kernel_{abs(hash(path))}", path)
-    if spec is None or spec.loader is None:
-        raise CompileError(f"{path}: not a Python module")
-    mod = importlib.util.module_from_spec(spec)
+    from splitscope.engine.kernel.extract import import_file
+
     try:
-        spec.loader.exec_module(mod)
+        mod = import_file(path, "splitscope_kernel")
+    except ImportError as e:
+        raise CompileError(str(e)) from None
     except SyntaxError as e:
         raise CompileError(f"line {e.lineno}: {e.msg}", e.lineno) from None
     except Exception as e:  # noqa: BLE001 - the user's module
