@@ -336,6 +336,9 @@ class GraphModel:
     """The model's own metadata (an exporter's task, image size, class names), each entry cut to 2000 characters."""
     assumed_shapes: set[str] = field(default_factory=set)
     """Tensors whose type and shape were assumed (custom-op outputs), not inferred."""
+    preview: bool = False
+    """A first view's model from the light pass (:mod:`splitscope.engine.split.preview`): structure and the
+    table's answer per op only; the full model replaces it."""
     plugin_parser: dict[str, dict[str, Any]] = field(default_factory=dict)
     """The real parser's answer with a generated plugin registered (the kernel workbench), by node label:
     :class:`splitscope.engine.kernel.plugin.ParserAnswer` as JSON. The planner uses it instead of its estimate."""

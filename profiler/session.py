@@ -132,6 +132,13 @@ class ModelSession(QObject):
         self._recounting = False
 
         def job(token: CancelToken) -> Generator[JobEvent, None, GraphModel]:
+            from splitscope.engine.split.preview import preview_job  # no onnx: a large file's structure first
+
+            for ev in preview_job(path, parser):
+                yield ev
+                if isinstance(ev, Partial):
+                    first_layout.wait(timeout=FIRST_LAYOUT_HEAD_START_S)
+            token.raise_if_cancelled()
             from splitscope.engine.split.analyze import analyze  # onnx loads in the worker
             from splitscope.profiler.dims import remembered_dims
 
@@ -327,7 +334,10 @@ class ModelSession(QObject):
 
     def _on_partial(self, ev: Partial) -> None:
         if isinstance(ev.value, GraphModel):
-            gm = self._early = ev.value
+            early, gm = self._early, ev.value
+            self._early = gm
+            if early is not None and early.preview and not gm.preview:
+                return  # the preview's view stays until the full model is laid out
             viewport = self.viewport
             self._start_layout(
                 gm, lambda token: prepare_view(gm, cancel=token, viewport=viewport, fold=self.fold_constants)
@@ -372,9 +382,14 @@ class ModelSession(QObject):
             self._pending = gm  # its first layout still runs; refine when it lands
         else:
             viewport, fold = self.viewport, self.fold_constants
+            # After a preview of the same file, the groups the user opened on it stay open.
+            shown = view if view is not None and view.gm.preview and view.gm.path == gm.path else None
 
             def first(token: CancelToken) -> Generator[JobEvent, None, View]:
-                new = yield from prepare_view(gm, cancel=token, viewport=viewport, fold=fold)
+                if shown is not None:
+                    new = yield from prepare_view(gm, cancel=token, viewport=viewport, fold=fold, like=shown)
+                else:
+                    new = yield from prepare_view(gm, cancel=token, viewport=viewport, fold=fold)
                 new.stats = panel_stats(gm)
                 return new
 
@@ -388,7 +403,9 @@ class ModelSession(QObject):
             self.view_changed.emit(view, False)
             self.body_changed.emit(list(view.crumbs))
             return
-        keep = self.view is not None and self.view.gm is view.gm
+        keep = self.view is not None and (
+            self.view.gm is view.gm or (self.view.gm.preview and self.view.gm.path == view.gm.path)
+        )
         if view.stats is None and keep and self.view is not None:
             view.stats = self.view.stats  # expand/collapse: same figures
         self.view = view

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import contextlib
 from collections import deque
 from typing import Any
@@ -12,6 +11,7 @@ from onnx import AttributeProto
 from splitscope.engine.errors import CyclicGraphError, ModelDecodeError
 from splitscope.engine.model import Adjacency, Dim, Graph, GraphModel, Initializer, Node, Tensor
 from splitscope.engine.onnxio.loader import LoadedModel, dtype_name, text_error
+from splitscope.engine.onnxio.scopes import scope_from
 from splitscope.engine.onnxio.validate import node_defect
 
 _MAX_ATTR_VALUES = 16
@@ -80,45 +80,15 @@ def attribute_value(a: onnx.AttributeProto) -> Any:
 
 
 def scope_of(node: onnx.NodeProto) -> tuple[str, ...]:
-    """The module scope of a node (``/encoder/layer.3/attn/MatMul`` -> encoder, layer.3, attn).
-
-    PyTorch's dynamo exporter records scopes in metadata: ``pkg.torch.onnx.name_scopes`` lists
-    cumulative dotted paths ending with the op call (``['', 'encoder', 'encoder.layers.0',
-    'linear']``), ``namespace`` the same as ``name: Class`` steps joined by ``/``. The
-    TorchScript exporter and most others put the scope in the node name instead.
-    """
-    entries: list[str] | None = None
-    meta = {p.key: p.value for p in node.metadata_props} if len(node.metadata_props) else {}
-    if any(type(k) is bytes or type(v) is bytes for k, v in meta.items()):
+    """The module scope of a node (``/encoder/layer.3/attn/MatMul`` -> encoder, layer.3, attn): see
+    :func:`splitscope.engine.onnxio.scopes.scope_from`."""
+    meta = {p.key: p.value for p in node.metadata_props} if len(node.metadata_props) else None
+    if meta and any(type(k) is bytes or type(v) is bytes for k, v in meta.items()):
         raise BadText("metadata_props")
-    raw = meta.get("pkg.torch.onnx.name_scopes")
-    if raw is not None:
-        value: object = None
-        if len(raw) < 100_000:
-            try:
-                value = ast.literal_eval(raw)
-            except Exception:  # noqa: BLE001 - any text at all may sit in metadata (deep nesting, huge numbers)
-                value = None
-        if isinstance(value, (list, tuple)):
-            entries = [str(s) for s in value]
-        else:
-            entries = [s.strip().strip("'\"") for s in raw.strip("[]").split(",")]
-    elif "namespace" in meta:
-        entries = [step.split(": ", 1)[0] for step in meta["namespace"].split("/")]
-    if entries is not None:
-        entries = [e for e in entries if e][:-1]  # the last entry is the op call itself
-        out: list[str] = []
-        prev = ""
-        for e in entries:
-            out.append(e[len(prev) + 1 :] if prev and e.startswith(prev + ".") else e)
-            prev = e
-        return tuple(out)
     name = node.name
     if type(name) is bytes:
         raise BadText("name")
-    if "/" not in name:
-        return ()
-    return tuple(s for s in name.split("/")[:-1] if s)
+    return scope_from(name, meta)
 
 
 def adjacency_of(nodes: list[Node], tensors: dict[str, Tensor], label: str) -> Adjacency:

@@ -341,6 +341,22 @@ def predict_node(graph: Graph, node: Node, target: str = TARGET_TENSORRT) -> tup
     return Status.DELEGATE, f"{node.op_type} is supported ({src})"
 
 
+def predict_op(op_type: str, domain: str, target: str = TARGET_TENSORRT) -> tuple[Status, str]:
+    """The table's answer for an op alone (no attributes, types or bodies known yet): the preview's colour."""
+    version, table = load_table()
+    src = f"TensorRT {version} operator table"
+    if domain not in ("", "ai.onnx", "ai.onnx.ml"):
+        return Status.PLUGIN, f"custom op {domain}::{op_type}: no built-in importer; it needs a TensorRT plugin"
+    entry = table.get(op_type)
+    if entry is None:
+        return Status.PLUGIN, f"{op_type} is not in the {src}: no importer"
+    if not entry.supported:
+        return Status.PLUGIN, f"{op_type} is not supported ({src})"
+    if target == TARGET_RTX and op_type in RTX_REJECTS:
+        return Status.PLUGIN, RTX_REJECTS[op_type]
+    return Status.DELEGATE, f"{op_type} is supported ({src}); its attributes and types are still being read"
+
+
 def predict_graph(graph: Graph, target: str = TARGET_TENSORRT) -> None:
     """Set status, reason and source on every node of ``graph`` and its bodies from the table."""
     for node in graph.nodes:

@@ -109,20 +109,30 @@ class Hierarchy:
 
     def refresh_counts(self, gm: GraphModel) -> None:
         """Recount sizes, plugin nodes and FLOPs after statuses or costs changed."""
-        for g in self.groups:
-            g.size = g.plugin = g.flops = g.flops_delegate = 0
-        for i, node in enumerate(gm.nodes):
-            g_id: int | None = self.node_group[i]
-            plugin = node.status is Status.PLUGIN
-            flops = node.flops or 0
-            while g_id is not None:
-                g = self.groups[g_id]
-                g.size += 1
-                g.plugin += plugin
-                g.flops += flops
-                if not plugin:
-                    g.flops_delegate += flops
-                g_id = g.parent
+        groups = self.groups
+        n = len(groups)
+        size, plugin, flops, delegate = [0] * n, [0] * n, [0] * n, [0] * n
+        for g_id, node in zip(self.node_group, gm.nodes, strict=True):  # each node counted in its own group
+            size[g_id] += 1
+            f = node.flops or 0
+            flops[g_id] += f
+            if node.status is Status.PLUGIN:
+                plugin[g_id] += 1
+            else:
+                delegate[g_id] += f
+        for g in groups:
+            g.size, g.plugin, g.flops, g.flops_delegate = size[g.id], plugin[g.id], flops[g.id], delegate[g.id]
+        for g in groups:  # then added to every group above it
+            if not size[g.id]:
+                continue
+            p = g.parent
+            while p is not None and p >= 0:
+                up = groups[p]
+                up.size += size[g.id]
+                up.plugin += plugin[g.id]
+                up.flops += flops[g.id]
+                up.flops_delegate += delegate[g.id]
+                p = up.parent
 
 
 def effective_scopes(gm: GraphModel, order: list[int]) -> list[tuple[str, ...]]:
@@ -162,28 +172,25 @@ def constant_carriers(gm: GraphModel, order: list[int], shapes: bool = True) -> 
     """
     nodes, tensors = gm.nodes, gm.graph.tensors
     const: set[int] = set()
+    known = {name for name, t in tensors.items() if t.is_initializer}
+    """Tensors that carry only a constant: weights, then the outputs of the nodes found to fold."""
+    known.add("")  # an omitted optional input
+    plugin = Status.PLUGIN
     for i in order:
         n = nodes[i]
-        if n.domain not in ("", "ai.onnx") or n.subgraphs or n.status is Status.PLUGIN:
+        op = n.op_type
+        if shapes:
+            if op in NONDETERMINISTIC_OPS or (op not in SHAPE_READERS and not known.issuperset(n.inputs)):
+                continue
+        elif op not in CONSTANT_OPS or not known.issuperset(n.inputs):
             continue
-        carrier = n.op_type in CONSTANT_OPS
-        if not carrier and not (shapes and n.op_type not in NONDETERMINISTIC_OPS):
+        if n.domain not in ("", "ai.onnx") or n.subgraphs or n.status is plugin:
             continue
-        ok = True
-        if not (shapes and n.op_type in SHAPE_READERS):
-            for name in n.inputs:
-                if not name:
-                    continue
-                t = tensors.get(name)
-                if t is None or not (t.is_initializer or (t.producer is not None and t.producer in const)):
-                    ok = False
-                    break
-        if (
-            ok
-            and (n.op_type == "Constant" or n.inputs)
-            and not any((t := tensors.get(o)) is not None and t.is_output for o in n.outputs)
+        if (n.op_type == "Constant" or n.inputs) and not any(
+            (t := tensors.get(o)) is not None and t.is_output for o in n.outputs
         ):
             const.add(i)
+            known.update(n.outputs)
     if len(const) == len(nodes):
         return {}  # a model of constants only: fold nothing rather than everything
     succs = gm.graph.adj.succs

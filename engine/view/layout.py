@@ -523,8 +523,10 @@ def prepare_view(
     cancel: CancelToken | None = None,
     viewport: tuple[int, int] | None = None,
     fold: bool = True,
+    like: View | None = None,
 ) -> Generator[Progress, None, View]:
-    """Build the group tree and the first layout of an analysed model (a job generator)."""
+    """Build the group tree and the first layout of an analysed model (a job generator); ``like``, a view of the same
+    file (its preview), gives the groups to open: those whose scope path was open there."""
     from splitscope.engine.view.hierarchy import build_hierarchy
 
     yield Progress("layout", 0, 0, "Grouping nodes by scope")
@@ -533,6 +535,10 @@ def prepare_view(
         hier = build_hierarchy(gm, order, fold=fold)
         if cancel is not None:
             cancel.raise_if_cancelled()
+        if like is not None and expanded is None:
+            was = like.hier
+            opened = {was.full_label(g) for g in like.layout.expanded if 0 <= g < len(was.groups)}
+            expanded = {g.id for g in hier.groups if g.parent != -1 and hier.full_label(g.id) in opened}
         ctx = LayoutContext(gm, hier)
         if expanded is not None:
             layout = yield from compute_layout(ctx, expanded, cancel)

@@ -106,3 +106,26 @@ def test_a_failed_open_after_a_ready_model_keeps_showing_it(qtbot, tmp_path):
         session.open(bad)
     qtbot.waitUntil(lambda: not session.running, timeout=30000)
     assert session.view.gm is ready_view.gm and session.graph_model is ready_view.gm
+
+
+def test_a_large_file_shows_its_preview_first_then_the_full_model_in_place(qtbot, monkeypatch):
+    """The light first pass: its view is shown, then the full model replaces it keeping what the user opened."""
+    from pathlib import Path
+
+    from splitscope.engine.split import preview
+
+    monkeypatch.setattr(preview, "PREVIEW_MIN_BYTES", 0)  # the bundled export counts as large here
+    model = Path(__file__).resolve().parents[1] / "data" / "torch_transformer.onnx"
+    session = ModelSession(parser="table")
+    views: list[tuple[object, bool]] = []
+    session.view_changed.connect(lambda view, keep: views.append((view, keep)))
+    with qtbot.waitSignal(session.model_ready, timeout=60000) as ready:
+        session.open(model)
+    gm, view = ready.args
+    assert views[0][0].gm.preview, "the first view must be the preview's"
+    assert not gm.preview and view.gm is gm
+    final = [(v, keep) for v, keep in views if v.gm is gm]
+    assert final and final[0][1] is True, "the full model replaces the preview in place (zoom and focus kept)"
+    labels = {views[0][0].hier.full_label(g) for g in views[0][0].layout.expanded}
+    assert {view.hier.full_label(g) for g in view.layout.expanded} == labels
+    qtbot.waitUntil(lambda: not session.running, timeout=30000)

@@ -1,0 +1,250 @@
+"""A first, light pass over an ONNX file: the main graph's structure straight from the wire format.
+
+The full load (:func:`splitscope.engine.onnxio.loader.load_model`, then
+:func:`splitscope.engine.onnxio.graph.graph_from_onnx`) decodes every node's attributes, checks each node
+against its schema and records every type; on a 200k-node LLM export that is most of a minute's work
+before anything can be shown. The first view needs much less: each node's name, op, domain, scope and
+the tensors it reads and writes, and which tensors are weights. This module reads just those, without
+ONNX or protobuf imported, skipping attributes (so bodies too), types and weight bytes field by field; the
+*preview* model (:mod:`splitscope.engine.split.preview`) is made of them, and the window shows it until
+the full model replaces it.
+
+Anything the pass cannot read (bytes that are not protobuf, an external-data-only quirk, a graph it finds
+cyclic) returns None: the full load then says what is wrong in its own words.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from pathlib import Path
+
+# Tags (field number << 3 | wire type) of the fields read.
+_MODEL_GRAPH = 7 << 3 | 2
+_MODEL_IR = 1 << 3 | 0
+_MODEL_OPSET = 8 << 3 | 2
+_GRAPH_NODE = 1 << 3 | 2
+_GRAPH_NAME = 2 << 3 | 2
+_GRAPH_INIT = 5 << 3 | 2
+_GRAPH_INPUT = 11 << 3 | 2
+_GRAPH_OUTPUT = 12 << 3 | 2
+_GRAPH_SPARSE_INIT = 15 << 3 | 2
+_NODE_IN = 1 << 3 | 2
+_NODE_OUT = 2 << 3 | 2
+_NODE_NAME = 3 << 3 | 2
+_NODE_OP = 4 << 3 | 2
+_NODE_DOMAIN = 7 << 3 | 2
+_NODE_META = 9 << 3 | 2
+_TENSOR_NAME = 8 << 3 | 2
+_VALUE_NAME = 1 << 3 | 2
+_SPARSE_VALUES = 1 << 3 | 2
+_OPSET_DOMAIN = 1 << 3 | 2
+_OPSET_VERSION = 2 << 3 | 0
+_ENTRY_KEY = 1 << 3 | 2
+_ENTRY_VALUE = 2 << 3 | 2
+
+
+_Buf = bytes | mmap.mmap
+"""What the pass reads: the file's bytes, or a map of it."""
+
+_READ_WHOLE = 256 * 2**20
+"""Files up to this size are read whole; larger ones (weights inline) are mapped and only their structure paged in."""
+
+
+class _Bad(Exception):
+    """The bytes are not what the light pass can read: leave them to the full load."""
+
+
+def _varint(b: _Buf, p: int) -> tuple[int, int]:
+    r = b[p]
+    if r < 0x80:
+        return r, p + 1
+    r &= 0x7F
+    s = 7
+    p += 1
+    while True:
+        x = b[p]
+        p += 1
+        r |= (x & 0x7F) << s
+        if x < 0x80:
+            return r, p
+        s += 7
+        if s > 63:
+            raise _Bad("varint too long")
+
+
+def _skip(b: _Buf, p: int, wt: int) -> int:
+    if wt == 0:
+        while b[p] >= 0x80:
+            p += 1
+        return p + 1
+    if wt == 2:
+        n, p = _varint(b, p)
+        return p + n
+    if wt == 1:
+        return p + 8
+    if wt == 5:
+        return p + 4
+    raise _Bad(f"wire type {wt}")
+
+
+def _string(b: _Buf, p: int, e: int, want: int) -> str:
+    """The first field ``want`` (a string) of the message b[p:e], or ''."""
+    while p < e:
+        k, p = _varint(b, p)
+        if k & 7 == 2:
+            n, p = _varint(b, p)
+            if k == want:
+                return b[p : p + n].decode()
+            p += n
+        else:
+            p = _skip(b, p, k & 7)
+    return ""
+
+
+class LightGraph:
+    """The main graph's columns: per node its name, op, domain, inputs, outputs and metadata."""
+
+    __slots__ = (
+        "domains",
+        "graph_inputs",
+        "graph_outputs",
+        "inputs",
+        "ir_version",
+        "meta",
+        "name",
+        "names",
+        "ops",
+        "opsets",
+        "outputs",
+        "weights",
+    )
+
+    def __init__(self) -> None:
+        self.name = ""
+        self.names: list[str] = []
+        self.ops: list[str] = []
+        self.domains: list[str] = []
+        self.inputs: list[list[str]] = []
+        self.outputs: list[list[str]] = []
+        self.meta: dict[int, dict[str, str]] = {}
+        """Node index to its metadata_props, for the nodes that have any."""
+        self.weights: set[str] = set()
+        self.graph_inputs: list[str] = []
+        self.graph_outputs: list[str] = []
+        self.opsets: dict[str, int] = {}
+        self.ir_version = 0
+
+
+def _read_graph(b: _Buf, p: int, g1: int, out: LightGraph) -> None:
+    names, ops, domains, ins, outs = out.names, out.ops, out.domains, out.inputs, out.outputs
+    meta = out.meta
+    while p < g1:
+        k, p = _varint(b, p)
+        if k & 7 != 2:
+            p = _skip(b, p, k & 7)
+            continue
+        n, p = _varint(b, p)
+        e = p + n
+        if e > g1:
+            raise _Bad("truncated")
+        if k == _GRAPH_NODE:
+            q = p
+            nin: list[str] = []
+            nout: list[str] = []
+            name = op = domain = ""
+            idx = len(names)
+            while q < e:
+                kk = b[q]
+                q += 1
+                if kk >= 0x80:
+                    kk, q = _varint(b, q - 1)
+                if kk & 7 != 2:
+                    q = _skip(b, q, kk & 7)
+                    continue
+                m = b[q]
+                q += 1
+                if m >= 0x80:
+                    m, q = _varint(b, q - 1)
+                if kk == _NODE_IN:
+                    nin.append(b[q : q + m].decode())
+                elif kk == _NODE_OUT:
+                    nout.append(b[q : q + m].decode())
+                elif kk == _NODE_NAME:
+                    name = b[q : q + m].decode()
+                elif kk == _NODE_OP:
+                    op = b[q : q + m].decode()
+                elif kk == _NODE_DOMAIN:
+                    domain = b[q : q + m].decode()
+                elif kk == _NODE_META:
+                    meta.setdefault(idx, {})[_string(b, q, q + m, _ENTRY_KEY)] = _string(b, q, q + m, _ENTRY_VALUE)
+                q += m
+            if q != e:
+                raise _Bad("truncated node")
+            names.append(name)
+            ops.append(op)
+            domains.append(domain)
+            ins.append(nin)
+            outs.append(nout)
+        elif k == _GRAPH_INIT:
+            out.weights.add(_string(b, p, e, _TENSOR_NAME))
+        elif k == _GRAPH_SPARSE_INIT:
+            q = p
+            while q < e:  # SparseTensorProto.values is a TensorProto named as the weight
+                kk, q = _varint(b, q)
+                if kk == _SPARSE_VALUES:
+                    m, q = _varint(b, q)
+                    out.weights.add(_string(b, q, q + m, _TENSOR_NAME))
+                    q += m
+                else:
+                    q = _skip(b, q, kk & 7)
+        elif k == _GRAPH_INPUT:
+            out.graph_inputs.append(_string(b, p, e, _VALUE_NAME))
+        elif k == _GRAPH_OUTPUT:
+            out.graph_outputs.append(_string(b, p, e, _VALUE_NAME))
+        elif k == _GRAPH_NAME:
+            out.name = b[p:e].decode()
+        p = e
+
+
+def read_light(path: str | os.PathLike[str]) -> LightGraph | None:
+    """The main graph's columns, or None when the file is not something this pass reads (the full load says why)."""
+    out = LightGraph()
+    try:
+        with open(Path(path), "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            # Indexing bytes is faster than indexing a map of the file; a file of inline weights is mapped.
+            b = f.read() if size <= _READ_WHOLE else mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        p = 0
+        found = False
+        while p < size:
+            k, p = _varint(b, p)
+            if k & 7 != 2:
+                if k == _MODEL_IR:
+                    out.ir_version, p = _varint(b, p)
+                else:
+                    p = _skip(b, p, k & 7)
+                continue
+            n, p = _varint(b, p)
+            e = p + n
+            if e > size:
+                raise _Bad("truncated")
+            if k == _MODEL_GRAPH and not found:
+                found = True
+                _read_graph(b, p, e, out)
+            elif k == _MODEL_OPSET:
+                dom = _string(b, p, e, _OPSET_DOMAIN)
+                q, ver = p, 0
+                while q < e:
+                    kk, q = _varint(b, q)
+                    if kk == _OPSET_VERSION:
+                        ver, q = _varint(b, q)
+                    else:
+                        q = _skip(b, q, kk & 7)
+                out.opsets[dom or "ai.onnx"] = ver
+            p = e
+        if not found or p != size:
+            return None
+    except (_Bad, IndexError, ValueError, OSError, MemoryError):
+        return None
+    return out

@@ -1,0 +1,42 @@
+"""A node's module scope from its name or its metadata (no ONNX import: the light first pass uses it too)."""
+
+from __future__ import annotations
+
+import ast
+
+
+def scope_from(name: str, meta: dict[str, str] | None) -> tuple[str, ...]:
+    """The module scope of a node from its name and its metadata_props.
+
+    PyTorch's dynamo exporter records scopes in metadata: ``pkg.torch.onnx.name_scopes`` lists
+    cumulative dotted paths ending with the op call (``['', 'encoder', 'encoder.layers.0',
+    'linear']``), ``namespace`` the same as ``name: Class`` steps joined by ``/``. The
+    TorchScript exporter and most others put the scope in the node name instead.
+    """
+    entries: list[str] | None = None
+    if meta:
+        raw = meta.get("pkg.torch.onnx.name_scopes")
+        if raw is not None:
+            value: object = None
+            if len(raw) < 100_000:
+                try:
+                    value = ast.literal_eval(raw)
+                except Exception:  # noqa: BLE001 - any text at all may sit in metadata (deep nesting, huge numbers)
+                    value = None
+            if isinstance(value, (list, tuple)):
+                entries = [str(s) for s in value]
+            else:
+                entries = [s.strip().strip("'\"") for s in raw.strip("[]").split(",")]
+        elif "namespace" in meta:
+            entries = [step.split(": ", 1)[0] for step in meta["namespace"].split("/")]
+    if entries is not None:
+        entries = [e for e in entries if e][:-1]  # the last entry is the op call itself
+        out: list[str] = []
+        prev = ""
+        for e in entries:
+            out.append(e[len(prev) + 1 :] if prev and e.startswith(prev + ".") else e)
+            prev = e
+        return tuple(out)
+    if "/" not in name:
+        return ()
+    return tuple(s for s in name.split("/")[:-1] if s)

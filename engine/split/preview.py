@@ -1,0 +1,149 @@
+"""The preview model: the first view of a large file from the light pass (:mod:`splitscope.engine.onnxio.light`).
+
+Each node coloured by the operator table's answer for its op alone (no attributes, types or bodies are read
+yet), with the graph's adjacency and topological order, which the view's grouping needs. The analysis
+yields it before the full load and replaces it with the full model, laid out again the same way.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from collections.abc import Generator
+from pathlib import Path
+
+from splitscope.engine.jobs import JobEvent, Partial, Progress, gc_paused
+from splitscope.engine.model import Adjacency, Graph, GraphModel, Node, Source, Status, Tensor
+from splitscope.engine.onnxio.light import read_light
+from splitscope.engine.onnxio.scopes import scope_from
+from splitscope.engine.split.parser import resolve_backend
+from splitscope.engine.split.table import TARGET_RTX, TARGET_TENSORRT, predict_op
+
+PREVIEW_MIN_BYTES = 4_000_000
+"""Files smaller than this are loaded whole before the first view (the full load takes well under a second)."""
+
+
+def _adjacency(nodes: list[Node], producer: dict[str, int]) -> Adjacency | None:
+    n = len(nodes)
+    preds: list[list[int]] = [[] for _ in range(n)]
+    succs: list[list[int]] = [[] for _ in range(n)]
+    edges: dict[tuple[int, int], list[str]] = {}
+    get = producer.get
+    for node in nodes:
+        v = node.index
+        for name in node.inputs:
+            u = get(name)
+            if u is None:
+                continue
+            if u == v:
+                return None
+            names = edges.get((u, v))
+            if names is None:
+                edges[(u, v)] = [name]
+                preds[v].append(u)
+                succs[u].append(v)
+            else:
+                names.append(name)
+    indeg = [len(p) for p in preds]
+    ready = deque(i for i, d in enumerate(indeg) if d == 0)
+    order: list[int] = []
+    while ready:
+        i = ready.popleft()
+        order.append(i)
+        for s in succs[i]:
+            indeg[s] -= 1
+            if indeg[s] == 0:
+                ready.append(s)
+    return Adjacency(order, preds, succs, edges) if len(order) == n else None
+
+
+def preview_model(path: str | os.PathLike[str], target: str) -> tuple[GraphModel, list[int]] | None:
+    """A preview :class:`GraphModel` of the file's main graph (see the module's note), or None."""
+    light = read_light(path)
+    if light is None or not light.names:
+        return None
+    tensors: dict[str, Tensor] = {}
+    producer: dict[str, int] = {}
+    nodes: list[Node] = []
+    meta = light.meta
+    verdicts: dict[tuple[str, str], tuple[Status, str]] = {}
+    scopes: dict[str, tuple[str, ...]] = {}  # by the name's path: most nodes share theirs with others
+    table = Source.TABLE
+    for i, (name, op, domain, ins, outs) in enumerate(
+        zip(light.names, light.ops, light.domains, light.inputs, light.outputs, strict=True)
+    ):
+        if meta and i in meta:
+            scope = scope_from(name, meta[i])
+        else:
+            head = name.rpartition("/")[0]
+            scope = scopes.get(head)
+            if scope is None:
+                scope = scopes[head] = scope_from(name, None)
+        verdict = verdicts.get((op, domain))
+        if verdict is None:
+            verdict = verdicts[(op, domain)] = predict_op(op, domain, target)
+        status = verdict[0]
+        nodes.append(
+            Node(
+                i,
+                name,
+                op,
+                domain,
+                ins,
+                outs,
+                scope=scope,
+                status=status,
+                reason=verdict[1],
+                source=table,
+                table_status=status,
+            )
+        )
+        for o in outs:
+            producer[o] = i
+    producer.pop("", None)
+    for w in light.weights:
+        t = tensors[w] = Tensor(w)
+        t.is_initializer = True
+    for name in light.graph_inputs:
+        if name not in light.weights:
+            tensors.setdefault(name, Tensor(name)).is_input = True
+    for name in light.graph_outputs:
+        tensors.setdefault(name, Tensor(name)).is_output = True
+    adjacency = _adjacency(nodes, producer)
+    if adjacency is None:
+        return None  # a cycle: the full load names it
+    for name, i in producer.items():
+        t = tensors.get(name)
+        if t is None:
+            t = tensors[name] = Tensor(name)
+        t.producer = i
+    graph = Graph(
+        light.name,
+        nodes,
+        tensors,
+        [i for i in light.graph_inputs if i not in light.weights],
+        light.graph_outputs,
+        {},
+        {},
+        "",
+        adjacency,
+    )
+    gm = GraphModel(Path(path), graph, light.ir_version, light.opsets, "", preview=True)
+    return gm, adjacency.order
+
+
+def preview_job(path: str | os.PathLike[str], parser: str) -> Generator[JobEvent, None, None]:
+    """Yield the preview of a large file as a :class:`Partial` (nothing for a small or unreadable one): the
+    window's analysis runs it before the full load, so a first view shows while the rest is read."""
+    path = Path(path)
+    try:
+        if path.stat().st_size < PREVIEW_MIN_BYTES:
+            return
+        module = resolve_backend(parser)
+    except Exception:  # noqa: BLE001 - a missing file or parser: the full analysis says so in its words
+        return
+    yield Progress("load", 0, 6, f"Reading the structure of {path.name}")
+    with gc_paused():
+        made = preview_model(path, TARGET_RTX if module == "tensorrt_rtx" else TARGET_TENSORRT)
+    if made is not None:
+        yield Partial(made[0], "The structure read from the file, each op coloured by the operator table")
