@@ -78,6 +78,9 @@ def _run(kind: str, args: dict[str, Any]) -> Generator[JobEvent, None, Any]:
                 labels=args.get("labels"),
                 recipe=args.get("recipe"),
                 metric=args.get("metric", "auto"),
+                percentile=float(args.get("percentile", 99.99)),
+                sensitivity=bool(args.get("sensitivity", False)),
+                backend=args.get("backend", "ort-cpu"),
             )
         )
     if kind == "generate":  # a generation profile: prefill, then decode steps feeding the cache back

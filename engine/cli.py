@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from splitscope.engine.cli_analyze import _cmd_analyze, _dims, _run_with_bar
+from splitscope.engine.cli_remote import TARGET_HELP, remote_calibrate, remote_profile, target_of
 from splitscope.engine.errors import SplitscopeError
 from splitscope.engine.jobs import run_to_end
 from splitscope.engine.text import plural
@@ -95,29 +96,37 @@ def _cmd_profile(args: argparse.Namespace) -> int:
         from splitscope.engine.cli_generate import profile_generation
 
         return profile_generation(args)  # before the analysis: say at once that the backend cannot run here
-    dims = _dims(args.dim)
-    if args.input:  # the shapes of the user's arrays give the dims they do not name
-        dims = {**_file_dims(args.model, args.input), **dims}
-    gm = run_to_end(analyze(args.model, parser=args.parser, dims=dims, require_dims=True))
-    assert gm.path is not None  # the analysis of a file names it
-    res = _run_with_bar(
-        profile(
-            gm.path,
-            gm,
-            backend=args.backend,
-            iterations=args.iterations,
-            warmup=args.warmup,
-            profiled=args.profiled,
-            dims=dims,
-            input_file=args.input,
-            custom_ops=args.custom_op_library,
+    target = target_of(args)
+    if target is not None:
+        if args.generate is not None:
+            raise SplitscopeError("--generate runs here only for now: drop --target, or run it on the target.")
+        j = remote_profile(args, target)
+        where = f"{j.get('model', args.model)} on {target.label}"
+    else:
+        dims = _dims(args.dim)
+        if args.input:  # the shapes of the user's arrays give the dims they do not name
+            dims = {**_file_dims(args.model, args.input), **dims}
+        gm = run_to_end(analyze(args.model, parser=args.parser, dims=dims, require_dims=True))
+        assert gm.path is not None  # the analysis of a file names it
+        res = _run_with_bar(
+            profile(
+                gm.path,
+                gm,
+                backend=args.backend,
+                iterations=args.iterations,
+                warmup=args.warmup,
+                profiled=args.profiled,
+                dims=dims,
+                input_file=args.input,
+                custom_ops=args.custom_op_library,
+            )
         )
-    )
-    j = res.to_json()
+        j = res.to_json()
+        where = str(gm.path)
     if not args.quiet:
         lat, v = j["latency_ms"], j["verdict"]
         print(
-            f"{gm.path}: {args.backend} on {j['device']}, {plural(args.iterations, 'iteration')} "
+            f"{where}: {args.backend} on {j['device']}, {plural(args.iterations, 'iteration')} "
             f"after {args.warmup} warm-up"
         )
         print(
@@ -222,25 +231,30 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     from splitscope.engine.calib.calibrate import calibrate
     from splitscope.engine.sample import SAMPLE_MODEL
 
-    res = _run_with_bar(
-        calibrate(
-            args.model or SAMPLE_MODEL,
-            args.out,
-            data=args.data,
-            method=args.method,
-            precision=args.precision,
-            samples=args.samples,
-            keep=args.keep,
-            dims=_dims(args.dim),
-            percentile=args.percentile,
-            budget=args.budget,
-            sensitivity=args.sensitivity,
-            backend=args.backend,
-            recipe=args.recipe,
-            half=args.fp16 or args.bf16,
-            half_precision="bf16" if args.bf16 else "fp16",
-            labels=args.labels,
-            metric=args.metric,
+    target = target_of(args)
+    res = (
+        remote_calibrate(args, target)
+        if target is not None
+        else _run_with_bar(
+            calibrate(
+                args.model or SAMPLE_MODEL,
+                args.out,
+                data=args.data,
+                method=args.method,
+                precision=args.precision,
+                samples=args.samples,
+                keep=args.keep,
+                dims=_dims(args.dim),
+                percentile=args.percentile,
+                budget=args.budget,
+                sensitivity=args.sensitivity,
+                backend=args.backend,
+                recipe=args.recipe,
+                half=args.fp16 or args.bf16,
+                half_precision="bf16" if args.bf16 else "fp16",
+                labels=args.labels,
+                metric=args.metric,
+            )
         )
     )
     if not args.quiet:
@@ -451,6 +465,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="a decoder with a key/value cache: a prefill, then N decode steps feeding present back as past",
     )
     p.add_argument("--prompt-len", type=int, default=128, metavar="L", help="the prefill's length (--generate)")
+    p.add_argument("--target", metavar="TARGET", help=TARGET_HELP)
     p.add_argument("--json", metavar="PATH", help="write the profile as JSON")
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
     p.set_defaults(func=_cmd_profile)
@@ -525,12 +540,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     c.add_argument("--dim", action="append", default=[], metavar="NAME=INT")
     c.add_argument("--out", required=True, metavar="OUT.onnx")
+    c.add_argument("--target", metavar="TARGET", help=TARGET_HELP)
     c.add_argument("--json", metavar="PATH")
     c.add_argument("-q", "--quiet", action="store_true")
     c.set_defaults(func=_cmd_calibrate)
     from splitscope.engine.cli_kernel import add_parser as add_kernel
+    from splitscope.engine.cli_remote import add_parser as add_targets
 
     add_kernel(sub)
+    add_targets(sub)
     r = sub.add_parser(
         "report", help="write the stakeholder report (self-contained HTML, or PDF) and Model Explorer node data"
     )

@@ -30,6 +30,34 @@ class JobCrashedError(SplitscopeError):
     """The job's process ended without a result (a crash in a native library, a kill)."""
 
 
+def decode_line(line: str) -> tuple[str, Any]:
+    """One line of a child's stdout: ``("event", JobEvent)``, ``("result", value)``, ``("error", message)`` or
+    ``("", None)`` for anything else (a library printing to stdout)."""
+    try:
+        ev = json.loads(line)
+    except json.JSONDecodeError:
+        return "", None
+    if not isinstance(ev, dict):
+        return "", None
+    kind = ev.get("event")
+    try:
+        if kind == "progress":
+            return "event", Progress(
+                ev.get("stage", ""), int(ev.get("done", 0)), int(ev.get("total", 0)), ev.get("message", "")
+            )
+        if kind == "sample":
+            return "event", Sample(ev["series"], float(ev["x"]), ev["values"])
+        if kind == "log":
+            return "event", LogLine(ev.get("text", ""), ev.get("level", "info"))
+        if kind == "result":
+            return "result", ev["value"]
+        if kind == "error":
+            return "error", str(ev.get("message", "the job failed"))
+    except (KeyError, TypeError, ValueError):
+        pass
+    return "", None
+
+
 class JobProcess:
     """A job run in a child process; iterate :meth:`events`, which returns the child's result (a dict)."""
 
@@ -100,23 +128,13 @@ class JobProcess:
                     continue
                 if line is None:
                     break
-                try:
-                    ev = json.loads(line)
-                except json.JSONDecodeError:
-                    continue
-                kind = ev.get("event")
-                if kind == "progress":
-                    yield Progress(
-                        ev.get("stage", ""), int(ev.get("done", 0)), int(ev.get("total", 0)), ev.get("message", "")
-                    )
-                elif kind == "sample":
-                    yield Sample(ev["series"], float(ev["x"]), ev["values"])
-                elif kind == "log":
-                    yield LogLine(ev.get("text", ""), ev.get("level", "info"))
+                kind, value = decode_line(line)
+                if kind == "event":
+                    yield value
                 elif kind == "result":
-                    result = ev["value"]
+                    result = value
                 elif kind == "error":
-                    error = ev.get("message", "the job failed")
+                    error = value
             rc = self.proc.wait()
         except BaseException:
             self.kill()

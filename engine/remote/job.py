@@ -1,0 +1,302 @@
+"""A job on a remote target: the same child and JSON-line events as a local job, over SSH.
+
+:class:`RemoteJob` connects (the host key checked), pushes the job's input files into the target's cache folder
+once, keyed by content hash (a model pushed before is not sent again), writes the job's arguments there, and runs
+``python -m splitscope.engine.remote.serve`` (:mod:`splitscope.engine.remote.serve`), whose stdout carries the
+child's events. :meth:`RemoteJob.events` relays them like :class:`splitscope.engine.process.JobProcess`; output
+files are fetched into a temporary file beside their local path and renamed into place only when the job has
+succeeded. Cancel tells the serving side to stop the child's whole process group; a dropped connection ends the
+job with a message (the serving side, reading the end of its stdin, stops the child there too) and nothing is
+written locally.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import os
+import queue
+import shlex
+import tempfile
+import threading
+import uuid
+from collections.abc import Generator
+from pathlib import Path
+from typing import Any
+
+from splitscope.engine.errors import JobCancelledError, SplitscopeError
+from splitscope.engine.jobs import CancelToken, JobEvent, LogLine, Progress
+from splitscope.engine.process import JobCrashedError, decode_line
+from splitscope.engine.remote.ssh import RemoteError, asyncssh, connect, remote_cache
+from splitscope.engine.remote.target import Target
+
+POLL_S = 0.05
+_CHUNK = 1 << 20
+
+
+def content_hash(path: Path) -> str:
+    """SHA-256 of a file, or of a folder's files (names and contents, in order)."""
+    h = hashlib.sha256()
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    for f in files:
+        if path.is_dir():
+            h.update(str(f.relative_to(path)).encode() + b"\0")
+        with open(f, "rb") as fh:
+            while chunk := fh.read(_CHUNK):
+                h.update(chunk)
+    return h.hexdigest()
+
+
+def _local_paths(value: Any, paths: dict[str, str]) -> Any:
+    """``value`` with the target's paths of the job's files replaced by the user's."""
+    if isinstance(value, str):
+        for remote, local in paths.items():
+            if remote in value:
+                value = value.replace(remote, local)
+        return value
+    if isinstance(value, dict):
+        return {k: _local_paths(v, paths) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_local_paths(v, paths) for v in value]
+    return value
+
+
+class RemoteJob:
+    """A job of ``kind`` (a :mod:`splitscope.engine.child` kind) run on ``target``.
+
+    ``push`` names the arguments that hold local input paths (files or folders): they are sent once and the
+    arguments point at the target's copies. ``fetch`` names the arguments that are output paths: the job writes
+    them on the target, and they are brought back to the local path when it succeeds.
+    """
+
+    def __init__(
+        self, target: Target, kind: str, args: dict[str, Any], push: tuple[str, ...] = (), fetch: tuple[str, ...] = ()
+    ) -> None:
+        if target.local:
+            raise SplitscopeError("RemoteJob needs an SSH target; local jobs run in a JobProcess.")
+        self.target, self.kind = target, kind
+        self.args = dict(args)
+        self._push, self._fetch = push, fetch
+        self._lines: queue.Queue[tuple[str, Any] | None] = queue.Queue()
+        self._loop = asyncio.new_event_loop()
+        self._proc: Any = None
+        self._conn: Any = None
+        self._cancelled = threading.Event()
+        self._paths: dict[str, str] = {}
+        """The target's paths of pushed and fetched files, to the user's (results name the user's files)."""
+        self.pushed: dict[str, bool] = {}
+        """Per pushed argument, whether it was sent now (False: the target had it from before)."""
+        self._thread = threading.Thread(target=self._run, daemon=True, name="remote-job")
+        self._thread.start()
+
+    # ---------------------------------------------------------------- the loop's side
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        try:
+            self._loop.run_until_complete(self._main())
+        except SplitscopeError as e:
+            self._lines.put(("raise", e))
+        except Exception as e:  # noqa: BLE001 - asyncssh's and the OS's errors reach the user as one line
+            if self._cancelled.is_set():
+                self._lines.put(("cancelled", None))
+            else:
+                why = str(e).strip().splitlines()[0][:160] if str(e).strip() else type(e).__name__
+                self._lines.put(
+                    (
+                        "raise",
+                        RemoteError(
+                            f"The connection to {self.target.label} dropped midway ({why}): the job there was "
+                            "stopped and nothing was written here; run it again."
+                        ),
+                    )
+                )
+        finally:
+            self._lines.put(None)
+            with contextlib.suppress(Exception):
+                self._loop.close()
+
+    async def _main(self) -> None:
+        a = asyncssh()
+        self._lines.put(("event", Progress("remote", 0, 0, f"Connecting to {self.target.label}")))
+        conn = self._conn = await connect(self.target)
+        try:
+            r = await conn.run(
+                f"mkdir -p {remote_cache(self.target)} && cd {remote_cache(self.target)} && pwd", check=False
+            )
+            if r.exit_status != 0:
+                raise RemoteError(
+                    f"Could not make the cache folder {self.target.cache} on {self.target.label}: "
+                    + (str(r.stderr).strip().splitlines() or ["?"])[-1][:160]
+                )
+            cache = str(r.stdout).strip().splitlines()[-1]
+            async with conn.start_sftp_client() as sftp:
+                for key in self._push:
+                    if self.args.get(key):
+                        self.args[key] = await self._send(sftp, cache, Path(self.args[key]), key)
+                outputs: dict[str, tuple[str, Path]] = {}
+                for key in self._fetch:
+                    if self.args.get(key):
+                        local = Path(self.args[key])
+                        # A folder of its own, the file named as the user's: a sidecar of external data keeps the
+                        # name the model refers to it by.
+                        folder = f"{cache}/out-{uuid.uuid4().hex}"
+                        await sftp.makedirs(folder, exist_ok=True)
+                        outputs[key] = (folder, local)
+                        self._paths[f"{folder}/{local.name}"] = str(local)
+                        self.args[key] = f"{folder}/{local.name}"
+                job_file = f"{cache}/job-{uuid.uuid4().hex}.json"
+                async with sftp.open(job_file, "w") as f:
+                    await f.write(json.dumps({"kind": self.kind, "args": self.args}))
+                if self._cancelled.is_set():
+                    await sftp.remove(job_file)
+                    raise JobCancelledError()
+                command = f"{shlex.quote(self.target.python)} -m splitscope.engine.remote.serve {shlex.quote(job_file)}"
+                self._lines.put(("event", Progress("remote", 0, 0, f"Running on {self.target.label}")))
+                proc = self._proc = await conn.create_process(command, encoding="utf-8")
+                stderr: list[str] = []
+
+                async def drain() -> None:
+                    async for line in proc.stderr:
+                        stderr.append(line)
+                        del stderr[:-50]
+
+                drainer = asyncio.ensure_future(drain())
+                result_seen = False
+                async for line in proc.stdout:
+                    kind, value = decode_line(line)
+                    if kind:
+                        self._lines.put((kind, value))
+                        result_seen = result_seen or kind in ("result", "error")
+                done = await proc.wait(check=False)
+                await drainer
+                status = done.exit_status
+                if self._cancelled.is_set() or not result_seen or status != 0:
+                    for folder, _ in outputs.values():
+                        with contextlib.suppress(Exception):
+                            await sftp.rmtree(folder)
+                if self._cancelled.is_set():
+                    self._lines.put(("cancelled", None))
+                    return
+                if status is None and not result_seen:
+                    raise a.ConnectionLost("the channel closed without an exit status")
+                if not result_seen:
+                    tail = [ln.strip() for ln in stderr if ln.strip()]
+                    missing = any("No module named" in ln for ln in tail) or status == 127
+                    if missing:
+                        raise RemoteError(
+                            f"Splitscope is not installed for {self.target.python} on {self.target.label}: run there "
+                            f"\"{self.target.python} -m pip install 'splitscope[gpu]'\" (or set the target's Python)."
+                        )
+                    self._lines.put(("exit", (status, tail[-1][:200] if tail else "")))
+                    return
+                if status == 0:
+                    for folder, local in outputs.values():
+                        self._lines.put(("event", Progress("remote", 0, 0, f"Fetching {local.name}")))
+                        for name in await sftp.listdir(folder):
+                            if name not in (".", ".."):
+                                await self._fetch_file(sftp, f"{folder}/{name}", local.parent / name)
+                        await sftp.rmtree(folder)
+        finally:
+            conn.close()
+            with contextlib.suppress(Exception):
+                await conn.wait_closed()
+
+    async def _send(self, sftp: Any, cache: str, local: Path, key: str) -> str:
+        """The target's copy of ``local`` (sent now unless the same content is there)."""
+        if not local.exists():
+            raise SplitscopeError(f"{local} does not exist: nothing to send to {self.target.label}.")
+        folder = f"{cache}/{content_hash(local)[:24]}"
+        remote = f"{folder}/{local.name}"  # keyed by content, named as the user's file (messages, reports)
+        self._paths[remote] = str(local)
+        if await sftp.exists(remote):
+            self.pushed[key] = False
+            return remote
+        self._lines.put(("event", Progress("remote", 0, 0, f"Sending {local.name} to {self.target.label}")))
+        part = f"{folder}.part-{uuid.uuid4().hex[:8]}"
+        try:
+            await sftp.makedirs(part, exist_ok=True)
+            await sftp.put(str(local), f"{part}/{local.name}", recurse=local.is_dir())
+            with contextlib.suppress(Exception):  # another job sent the same content meanwhile: keep theirs
+                await sftp.rename(part, folder)
+        finally:
+            with contextlib.suppress(Exception):
+                if await sftp.exists(part):
+                    await sftp.rmtree(part)
+        if not await sftp.exists(remote):
+            raise RemoteError(f"{local.name} could not be stored in {cache} on {self.target.label}.")
+        self.pushed[key] = True
+        return remote
+
+    async def _fetch_file(self, sftp: Any, remote: str, local: Path) -> None:
+        local.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=local.parent, prefix=f".{local.name}.", suffix=".part")
+        os.close(fd)
+        try:
+            await sftp.get(remote, tmp)
+            os.replace(tmp, local)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    # ---------------------------------------------------------------- the caller's side
+    def kill(self) -> None:
+        """Stop the job on the target (its whole process group there), then close the connection."""
+        self._cancelled.set()
+
+        def stop() -> None:
+            if self._proc is not None:
+                with contextlib.suppress(Exception):
+                    self._proc.stdin.write("cancel\n")
+                    self._proc.stdin.write_eof()
+
+        with contextlib.suppress(RuntimeError):  # the loop has ended already
+            self._loop.call_soon_threadsafe(stop)
+
+    def events(self, cancel: CancelToken | None = None) -> Generator[JobEvent, None, dict[str, Any]]:
+        """Relay the remote child's events; return its result with the target named, or raise its error."""
+        result: Any = None
+        error: str | None = None
+        exit_info: tuple[int | None, str] | None = None
+        try:
+            while True:
+                if cancel is not None and cancel.cancelled and not self._cancelled.is_set():
+                    self.kill()
+                try:
+                    item = self._lines.get(timeout=POLL_S)
+                except queue.Empty:
+                    continue
+                if item is None:
+                    break
+                kind, value = item
+                if kind == "event":
+                    yield value
+                elif kind == "result":
+                    result = value
+                elif kind == "error":
+                    error = value
+                elif kind == "exit":
+                    exit_info = value
+                elif kind == "raise":
+                    raise value
+                elif kind == "cancelled":
+                    raise JobCancelledError()
+        except BaseException:
+            self.kill()
+            raise
+        if self._cancelled.is_set():
+            raise JobCancelledError()
+        if error is not None:
+            raise SplitscopeError(error)
+        if result is None:
+            status, tail = exit_info or (None, "")
+            raise JobCrashedError(
+                f"The job on {self.target.label} ended without a result (exit status {status})"
+                f"{': ' + tail if tail else ''}; the app is fine: try again, or another backend."
+            )
+        result = _local_paths(result, self._paths)
+        if isinstance(result, dict):
+            result = {**result, "target": self.target.label}
+        yield LogLine(f"finished on {self.target.label}")
+        return result  # type: ignore[no-any-return]
