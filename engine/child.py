@@ -88,6 +88,10 @@ def _run(kind: str, args: dict[str, Any]) -> Generator[JobEvent, None, Any]:
 
         res = yield from generate(args["model"], args.get("backend", "ort-cpu"), args["prompt_len"], args["steps"])
         return {"model": args["model"], "backend": args.get("backend", "ort-cpu"), "generation": res.to_json()}
+    if kind == "sweep-cell":  # one cell of a sweep: calibrate if its precision asks, then profile
+        from splitscope.engine.sweep.cell import run_cell
+
+        return (yield from run_cell(**args))
     if kind == "plugin-parse":  # the real parser with a generated plugin's creator registered (it may abort)
         from splitscope.engine.kernel.plugin import registered_parse
 

@@ -546,9 +546,11 @@ def build_parser() -> argparse.ArgumentParser:
     c.set_defaults(func=_cmd_calibrate)
     from splitscope.engine.cli_kernel import add_parser as add_kernel
     from splitscope.engine.cli_remote import add_parser as add_targets
+    from splitscope.engine.cli_sweep import add_parser as add_sweep
 
     add_kernel(sub)
     add_targets(sub)
+    add_sweep(sub)
     r = sub.add_parser(
         "report", help="write the stakeholder report (self-contained HTML, or PDF) and Model Explorer node data"
     )
