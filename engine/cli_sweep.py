@@ -28,7 +28,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 
     if args.iterations < 1 or args.timeout <= 0:
         raise SplitscopeError("--iterations must be 1 or more and --timeout above 0.")
-    targets = [parse_target(t).label for t in _split(args.target)] or ["local"]
+    targets = [parse_target(t).address() for t in _split(args.target)] or ["local"]
     cells = expand(
         args.models,
         parse_dim_values(args.dim),

@@ -12,6 +12,7 @@ worker; their results come back on one connection to the queue, never one per su
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +23,7 @@ from splitscope.engine.jobs import CancelToken, JobEvent, Progress
 from splitscope.engine.model import GraphModel
 from splitscope.engine.process import JobProcess
 from splitscope.engine.view.layout import View
-from splitscope.profiler.profiling import ProfileRequest, Profiling, dims_text
+from splitscope.profiler.profiling import ProfileRequest, Profiling, child_or_remote, dims_text
 from splitscope.profiler.queue import JobQueue
 from splitscope.profiler.session import ModelSession
 
@@ -46,6 +47,8 @@ class ModelResults:
     """The kernel workbench's results on this model, newest last."""
     generation: dict[str, Any] | None = None
     """The last generation profile of this model (its JSON)."""
+    sweep: dict[str, Any] | None = None
+    """The last sweep over this model (its JSON: cells with parameters, status and figures)."""
 
 
 @dataclass(slots=True)
@@ -74,6 +77,8 @@ class AppController(QObject):
     generation_ready = Signal(int, object)
     """A generation profile finished on the open model: its id, its JSON (``generation``)."""
     kernel_ready = Signal(int, object)
+    sweep_ready = Signal(int, object)
+    """A sweep finished: (job id, its JSON)."""
     """A kernel workbench job finished on the open model: its id, its JSON."""
     report_ready = Signal(int, object)
     """A report job finished: job id, result dict."""
@@ -135,15 +140,37 @@ class AppController(QObject):
         """Queue a calibration (a child process on the GPU lane); Cancel leaves no file."""
 
         def job(token: CancelToken) -> Generator[JobEvent, None, Any]:
-            return (yield from JobProcess("calibrate", args).events(token))
+            data = args.get("data")
+            push = ("model", "labels") + (("data",) if data and data != "random" and Path(data).exists() else ())
+            return (yield from child_or_remote("calibrate", dict(args), push=push, fetch=("out",)).events(token))
 
+        where = f" on {args['target']['label']}" if args.get("target") else ""
         return self.queue.submit(
             f"Calibrate {Path(args['model']).name} ({args['precision']}, {args['method']})"
-            + (f" at {dims_text(args['dims'])}" if args.get("dims") else ""),
+            + (f" at {dims_text(args['dims'])}" if args.get("dims") else "")
+            + where,
             job,
             lane="gpu",
             kind="calibrate",
             meta={"model": str(args["model"])},
+        )
+
+    def submit_sweep(self, cells: list[Any], ray: str | bool | None = None) -> int:
+        """Queue a sweep (:mod:`splitscope.engine.sweep`): each cell a child process, on Ray or in sequence; each
+        finished cell arrives as a ``sweep`` sample; the sweep is saved with its first model."""
+        model = cells[0].model if cells else ""
+
+        def job(token: CancelToken) -> Generator[JobEvent, None, Any]:
+            from splitscope.engine.runtime.store import save_result
+            from splitscope.engine.sweep.run import run_sweep
+
+            doc = yield from run_sweep(cells, ray=ray, cancel=token)
+            with contextlib.suppress(OSError):  # shown anyway; the cells themselves are kept for the next run
+                doc["_saved"] = str(save_result(Path(model), "sweep", doc))
+            return doc
+
+        return self.queue.submit(
+            f"Sweep {len(cells)} cells of {Path(model).name}", job, lane="gpu", kind="sweep", meta={"model": model}
         )
 
     def _child_job(self, kind: str, args: dict[str, Any], title: str, model: str) -> int:
@@ -326,5 +353,8 @@ class AppController(QObject):
             if self._is_open(rec.meta.get("model")):
                 self._apply_kernel(rec.result)
                 self.kernel_ready.emit(jid, rec.result)
+        elif rec.kind == "sweep":
+            self._for(rec.meta.get("model")).sweep = rec.result
+            self.sweep_ready.emit(jid, rec.result)
         elif rec.kind == "verify" and self._is_open(rec.meta.get("model")):
             self.session.apply_build(rec.result)  # the model comes back with what the builder rejects

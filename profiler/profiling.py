@@ -27,10 +27,13 @@ class ProfileRequest:
     dims: dict[str, int] = field(default_factory=dict)
     input: str | None = None
     parser: str = "table"
+    target: dict[str, Any] | None = None
+    """An SSH target (:meth:`splitscope.engine.remote.target.Target.to_json`), None for this machine."""
 
     def title(self) -> str:
         at = f" at {dims_text(self.dims)}" if self.dims else ""
-        return f"Profile {self.model.name} on {self.backend}{at}"
+        where = f" on {self.target.get('label', self.target.get('host'))}" if self.target else ""
+        return f"Profile {self.model.name} on {self.backend}{at}{where}"
 
 
 def dims_text(dims: dict[str, int]) -> str:
@@ -38,12 +41,23 @@ def dims_text(dims: dict[str, int]) -> str:
     return ", ".join(f"{k}={v}" for k, v in dims.items())
 
 
+def child_or_remote(kind: str, args: dict[str, Any], push: tuple[str, ...] = (), fetch: tuple[str, ...] = ()) -> Any:
+    """The job's process: a child here, or the same child on the SSH target ``args["target"]`` names (popped)."""
+    target = args.pop("target", None)
+    if target:
+        from splitscope.engine.remote.job import RemoteJob
+        from splitscope.engine.remote.target import Target
+
+        return RemoteJob(Target.from_json(target), kind, args, push=push, fetch=fetch)
+    return JobProcess(kind, args)
+
+
 def profile_job(req: ProfileRequest, token: CancelToken) -> Generator[JobEvent, None, dict[str, Any]]:
     """The job: the profile in a child process, then saved with the model (atomically; a cancelled or failed
     job saves nothing)."""
     args = asdict(req)
     args["model"] = str(req.model)
-    result = yield from JobProcess("profile", args).events(token)
+    result = yield from child_or_remote("profile", args, push=("model", "input")).events(token)
     token.raise_if_cancelled()
     try:
         result["_saved"] = str(save_result(req.model, "profile", result))

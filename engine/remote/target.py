@@ -54,6 +54,20 @@ class Target:
             return self.host
         return f"ssh://{self.user + '@' if self.user else ''}{self.host}{':' + str(self.port) if self.port else ''}"
 
+    def address(self) -> str:
+        """The target as one string that :func:`parse_target` reads back whole (its options in the query)."""
+        if self.local:
+            return LOCAL
+        from urllib.parse import quote
+
+        q = [("python", self.python, "python3"), ("cache", self.cache, DEFAULT_CACHE)]
+        q += [("key", self.client_keys[0] if self.client_keys else None, None)]
+        q += [("known_hosts", self.known_hosts, None), ("config", self.config, None)]
+        query = "&".join(f"{k}={quote(str(v), safe='/~.-_')}" for k, v, default in q if v and v != default)
+        user = f"{self.user}@" if self.user else ""
+        port = f":{self.port}" if self.port else ""
+        return f"ssh://{user}{self.host}{port}" + (f"?{query}" if query else "")
+
     def to_json(self) -> dict[str, Any]:
         """The target as saved (settings, sweep cells, a remote result's ``target``)."""
         d = asdict(self)

@@ -47,7 +47,7 @@ class Cell:
     def label(self) -> str:
         """``model.onnx batch=8 ort-cpu int8`` (the target when it is not this machine)."""
         dims = " ".join(f"{k}={v}" for k, v in sorted(self.dims.items()))
-        where = "" if self.target == "local" else f" @{self.target}"
+        where = "" if self.target == "local" else f" @{self.target.split('?')[0]}"
         return " ".join(s for s in (Path(self.model).name, dims, self.backend, self.precision) if s) + where
 
 

@@ -137,6 +137,10 @@ class CalibDialog(QDialog):
         self.precision.currentTextChanged.connect(
             lambda p: self.out.setText(str(gm.path.with_name(f"{gm.path.stem}.{p}.onnx")))
         )  # type: ignore[union-attr]
+        from splitscope.gui.profile.dialog import target_combo
+
+        self.target = target_combo()
+        form.addRow("Run on", self.target)
         b = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         b.button(QDialogButtonBox.StandardButton.Ok).setText("Calibrate")
         b.accepted.connect(self.accept)
@@ -149,6 +153,8 @@ class CalibDialog(QDialog):
             self.data.setText(d)
 
     def args(self, model: Path, dims: dict[str, int]) -> dict[str, Any]:
+        from splitscope.gui.profile.dialog import chosen_target
+
         s = QSettings()
         if self.dims:
             dims = {**dims, **{d: box.value() for d, box in self.dims.items()}}
@@ -175,6 +181,7 @@ class CalibDialog(QDialog):
             "labels": self.labels.text().strip() or None,
             "recipe": self.recipe.text(),
             "metric": self.task_metric.currentData(),
+            "target": chosen_target(self.target),
         }
 
 

@@ -65,6 +65,10 @@ class ProfileDialog(QDialog):
         if pos >= 0 and not available.get(last):
             self.backend.setCurrentIndex(pos)
         form.addRow("Backend", self.backend)
+        self.target = target_combo()
+        self.target.currentIndexChanged.connect(lambda *_: self._target_changed(available))
+        form.addRow("Run on", self.target)
+        self._target_changed(available)
         self.iterations = self._spin(int(settings.value("profile/iterations", 100)), 1, 1_000_000)
         self.warmup = self._spin(int(settings.value("profile/warmup", 10)), 0, 100_000)
         self.profiled = self._spin(int(settings.value("profile/profiled", 20)), 1, 100_000)
@@ -92,6 +96,14 @@ class ProfileDialog(QDialog):
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
         form.addRow(buttons)
+
+    def _target_changed(self, available: dict[str, str]) -> None:
+        """Backends missing here may be on the target (it says so if not): enabled for a remote target."""
+        remote = self.target.currentData() is not None
+        model = self.backend.model()
+        for i in range(self.backend.count()):
+            name = self.backend.itemData(i)
+            model.item(i).setEnabled(remote or not available.get(name))  # type: ignore[attr-defined]
 
     @staticmethod
     def _spin(value: int, lo: int, hi: int) -> QSpinBox:
@@ -126,7 +138,32 @@ class ProfileDialog(QDialog):
             dims,
             self.input.text().strip() or None,
             _parser_of(self.gm),
+            chosen_target(self.target),
         )
+
+
+def target_combo() -> QComboBox:
+    """This machine and the saved SSH targets (Tools › Targets…), the one last used chosen."""
+    from splitscope.profiler.targets import current_target, saved_targets
+
+    box = QComboBox()
+    box.addItem("This machine", None)
+    for t in saved_targets():
+        box.addItem(t.label, t.to_json())
+    pos = box.findText(current_target().label)
+    box.setCurrentIndex(max(pos, 0))
+    box.setToolTip("Where the job runs: Splitscope must be installed there (Tools › Targets… checks it)")
+    return box
+
+
+def chosen_target(box: QComboBox) -> dict[str, Any] | None:
+    """The target a combo of :func:`target_combo` names (None: this machine), remembered as the one in use."""
+    from splitscope.engine.remote.target import Target
+    from splitscope.profiler.targets import set_current_target
+
+    data = box.currentData()
+    set_current_target(Target.from_json(data) if data else Target())
+    return dict(data) if data else None
 
 
 def _parser_of(gm: GraphModel) -> str:

@@ -1,9 +1,7 @@
-"""The Splitscope main window: the shell every feature is built into.
-
-It owns the widgets the features share (the canvas and its minimap, the inspector, ops and summary panels, the
-docks, menus, status bar, colour modes) and implements :class:`splitscope.gui.shell.host.Shell` for them; the
-application controller (:class:`splitscope.profiler.controller.AppController`) owns the model, the jobs and
-the results. The features (profile, calibrate, engine, show) never import this module."""
+"""The Splitscope main window: the shell every feature is built into. It owns the widgets the features share (the
+canvas, minimap, inspector, ops and summary panels, docks, menus, status bar, colour modes) and implements
+:class:`splitscope.gui.shell.host.Shell` for them; the application controller (:class:`splitscope.profiler.controller.
+AppController`) owns the model, the jobs and the results. The features never import this module."""
 
 from __future__ import annotations
 
@@ -38,6 +36,7 @@ from splitscope.gui.canvas.panels import Inspector, OpsPanel, SummaryPanel
 from splitscope.gui.engine.ui import EngineUi
 from splitscope.gui.kernel.ui import KernelUi
 from splitscope.gui.profile.ui import ProfilingUi
+from splitscope.gui.remote.ui import RemoteUi
 from splitscope.gui.shell import exports, layout_state
 from splitscope.gui.shell.colours import ColourModes
 from splitscope.gui.shell.menus import show_canvas_menu
@@ -120,6 +119,7 @@ class MainWindow(QMainWindow):
         self.engine_ui = EngineUi(self)
         self.calib_ui = CalibUi(self)
         self.kernel_ui = KernelUi(self)
+        self.remote_ui = RemoteUi(self)  # targets and sweeps
         self.show_ui = ShowUi(self)  # planner, present mode, report
         self.input_shapes = InputShapes(self)
         from PySide6.QtWidgets import QTableView
@@ -290,7 +290,7 @@ class MainWindow(QMainWindow):
             "Run an ONNX optimizer on a copy, check it with ONNX Runtime, and compare the split before and after"
         )
         self.input_shapes.add_actions(t, v)
-        for part in (self.profiling, self.engine_ui, self.calib_ui, self.kernel_ui, self.show_ui):
+        for part in (self.profiling, self.engine_ui, self.calib_ui, self.kernel_ui, self.remote_ui, self.show_ui):
             part.add_actions(t, v)
         h = mb.addMenu("&Help")
         self.add_action(h, "&About Splitscope", self.show_about)

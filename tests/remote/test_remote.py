@@ -149,3 +149,16 @@ def test_a_dropped_connection_ends_the_job_with_a_message_and_stops_it_there(tru
     while _children(cache) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not _children(cache), "the target's job must stop when its connection is gone"
+
+
+def test_target_addresses_round_trip_and_a_sweep_runs_cells_on_the_target(trusted, tmp_path):
+    t = trusted.target()
+    assert parse_target(t.address()) == t
+    from splitscope.engine.jobs import run_to_end
+    from splitscope.engine.sweep.grid import expand
+    from splitscope.engine.sweep.run import run_sweep
+
+    cells = expand([str(MODEL)], {"seq": [16]}, ["ort-cpu"], ["fp32"], ["local", t.address()], iterations=3, warmup=1)
+    doc = run_to_end(run_sweep(cells, ray=False, folder=tmp_path / "store"))
+    assert [c["status"] for c in doc["cells"]] == ["done", "done"]
+    assert doc["cells"][1]["label"].endswith(f"@ssh://{t.user}@127.0.0.1:{trusted.port}")

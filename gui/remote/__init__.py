@@ -1,0 +1,1 @@
+"""Remote targets and sweeps in the window: the Targets dialog, the Sweep dialog and panel."""

@@ -1,0 +1,298 @@
+"""Tools › Sweep…: a grid of profiles over the open model (dims x backends x precisions x targets) as one job on Ray
+or in sequence, and the Sweep panel: a sortable table filling in as cells end (CSV export), latency against the
+first dim per backend and precision, and accuracy against latency with the Pareto front marked."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import pyqtgraph as pg
+from PySide6.QtCore import QSettings, Qt
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QDialog,
+    QDialogButtonBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSpinBox,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+from splitscope.engine.errors import SplitscopeError
+from splitscope.engine.sweep.grid import BACKENDS, PRECISIONS, Cell, expand, parse_dim_values
+from splitscope.engine.sweep.summary import COLUMNS, accuracy, latency, pareto, rows, to_csv
+from splitscope.gui.shell.palette import COLOURS
+
+if TYPE_CHECKING:
+    from splitscope.engine.model import GraphModel
+
+_PENS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
+
+
+class SweepDialog(QDialog):
+    """What to sweep: values per dim, backends, precisions, targets, Ray."""
+
+    def __init__(self, gm: GraphModel, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        from splitscope.profiler.targets import saved_targets
+
+        self.setWindowTitle("Sweep")
+        self.setMinimumWidth(560)
+        self.gm = gm
+        s = QSettings()
+        form = QFormLayout(self)
+        dims = list(gm.dims) or []
+        default = ", ".join(f"{d}={v},{v * 8}" for d, v in gm.dims.items()) if dims else ""
+        self.dims = QLineEdit(str(s.value(f"sweep/dims/{gm.path.name if gm.path else ''}", default)))
+        self.dims.setPlaceholderText("batch=1,8,32; seq=128  (the model's dims, values separated by commas)")
+        form.addRow("Dims", self.dims)
+        last_b = str(s.value("sweep/backends", "ort-cpu")).split(",")
+        last_p = str(s.value("sweep/precisions", "fp32,fp16,int8")).split(",")
+        self.backends = self._boxes(BACKENDS, last_b)
+        self.precisions = self._boxes(PRECISIONS, last_p)
+        form.addRow("Backends", self._row(self.backends))
+        form.addRow("Precisions", self._row(self.precisions))
+        self._addresses = {t.label: t.address() for t in saved_targets()}
+        self.targets = self._boxes(["local", *self._addresses], ["local"])
+        form.addRow("Targets", self._row(self.targets))
+        self.iterations = QSpinBox()
+        self.iterations.setRange(1, 100_000)
+        self.iterations.setValue(int(s.value("sweep/iterations", 50)))
+        form.addRow("Timed iterations a cell", self.iterations)
+        self.ray = QLineEdit(str(s.value("sweep/ray", "")))
+        self.ray.setPlaceholderText("empty: a local Ray if installed, else in sequence; or a cluster's address")
+        form.addRow("Ray", self.ray)
+        self.count = QLabel("")
+        form.addRow(self.count)
+        for w in (*self.backends.values(), *self.precisions.values(), *self.targets.values()):
+            w.toggled.connect(self._recount)
+        self.dims.textChanged.connect(self._recount)
+        b = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        b.button(QDialogButtonBox.StandardButton.Ok).setText("Run Sweep")
+        b.accepted.connect(self.accept)
+        b.rejected.connect(self.reject)
+        form.addRow(b)
+        self._recount()
+
+    @staticmethod
+    def _boxes(names: Any, on: list[str]) -> dict[str, QCheckBox]:
+        out = {}
+        for n in names:
+            box = QCheckBox("This machine" if n == "local" else n)
+            box.setChecked(n in on)
+            out[n] = box
+        return out
+
+    @staticmethod
+    def _row(boxes: dict[str, QCheckBox]) -> QWidget:
+        w = QWidget()
+        lay = QHBoxLayout(w)
+        lay.setContentsMargins(0, 0, 0, 0)
+        for b in boxes.values():
+            lay.addWidget(b)
+        lay.addStretch(1)
+        return w
+
+    def cells(self) -> list[Cell]:
+        """The grid's cells (raises :class:`SplitscopeError` for dims that do not parse)."""
+        assert self.gm.path is not None
+        items = [p.strip() for p in self.dims.text().replace(";", " ").split() if p.strip()]
+        return expand(
+            [str(self.gm.path)],
+            parse_dim_values(items),
+            [n for n, b in self.backends.items() if b.isChecked()],
+            [n for n, b in self.precisions.items() if b.isChecked()],
+            [self._addresses.get(n, n) for n, b in self.targets.items() if b.isChecked()],
+            iterations=self.iterations.value(),
+        )
+
+    def _recount(self) -> None:
+        try:
+            n = len(self.cells())
+            self.count.setText(f"{n} cells" if n else "Choose at least one backend, precision and target.")
+        except SplitscopeError as e:
+            self.count.setText(e.message)
+
+    def ray_address(self) -> str | None:
+        s = QSettings()
+        assert self.gm.path is not None
+        s.setValue(f"sweep/dims/{self.gm.path.name}", self.dims.text())
+        s.setValue("sweep/backends", ",".join(n for n, b in self.backends.items() if b.isChecked()))
+        s.setValue("sweep/precisions", ",".join(n for n, b in self.precisions.items() if b.isChecked()))
+        s.setValue("sweep/iterations", self.iterations.value())
+        s.setValue("sweep/ray", self.ray.text().strip())
+        return self.ray.text().strip() or None
+
+
+class SweepPanel(QWidget):
+    """The sweep's cells as they end: the table, and the two plots."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(4, 4, 4, 4)
+        top = QHBoxLayout()
+        self.summary = QLabel("Tools › Sweep… profiles the open model over a grid of dims, backends and precisions.")
+        self.summary.setObjectName("sweep_summary")
+        self.summary.setWordWrap(True)
+        top.addWidget(self.summary, 1)
+        self.export = QPushButton("Export CSV…")
+        self.export.clicked.connect(self._export)
+        self.export.setEnabled(False)
+        top.addWidget(self.export)
+        lay.addLayout(top)
+        split = QSplitter(Qt.Orientation.Horizontal)
+        self.table = QTableWidget(0, len(COLUMNS))
+        self.table.setObjectName("sweep_table")
+        self.table.setHorizontalHeaderLabels(list(COLUMNS))
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.table.setSortingEnabled(True)
+        self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        split.addWidget(self.table)
+        plots = QWidget()
+        pl = QVBoxLayout(plots)
+        pl.setContentsMargins(0, 0, 0, 0)
+        self.by_dim = pg.PlotWidget()
+        self.by_dim.setObjectName("sweep_latency_plot")
+        self.by_dim.setLabel("left", "median latency (ms)")
+        self.by_dim.addLegend(offset=(5, 5))
+        self.front = pg.PlotWidget()
+        self.front.setObjectName("sweep_pareto_plot")
+        self.front.setLabel("left", "accuracy: SNR against FP32 (dB)")
+        self.front.setLabel("bottom", "median latency (ms)")
+        for p in (self.by_dim, self.front):
+            p.getAxis("left").enableAutoSIPrefix(False)
+            p.getAxis("bottom").enableAutoSIPrefix(False)
+            p.setMinimumHeight(120)
+            pl.addWidget(p, 1)
+        split.addWidget(plots)
+        split.setSizes([600, 500])
+        lay.addWidget(split, 1)
+        self.doc: dict[str, Any] = {"cells": [], "notes": [], "runner": ""}
+        self.setMinimumHeight(160)
+
+    def start(self, cells: list[Cell]) -> None:
+        """A new sweep: every cell listed as pending."""
+        self.doc = {
+            "cells": [{"index": i, "params": c.params(), "status": "pending"} for i, c in enumerate(cells)],
+            "notes": [],
+            "runner": "",
+        }
+        self.export.setEnabled(False)
+        self._redraw()
+
+    def add_cell(self, doc: dict[str, Any]) -> None:
+        """A cell ended (or was reused): its row and points."""
+        i = int(doc["index"])
+        cells = self.doc["cells"]
+        while len(cells) <= i:
+            cells.append({"index": len(cells), "params": doc["params"], "status": "pending"})
+        cells[i] = doc
+        self._redraw()
+
+    def set_result(self, doc: dict[str, Any]) -> None:
+        """The finished sweep."""
+        self.doc = doc
+        self.export.setEnabled(True)
+        self._redraw()
+
+    def _redraw(self) -> None:
+        table = rows(self.doc)
+        self.table.setSortingEnabled(False)
+        self.table.setRowCount(len(table))
+        for r, row in enumerate(table):
+            for c, key in enumerate(COLUMNS):
+                v = row[key]
+                item = QTableWidgetItem()
+                if isinstance(v, bool):
+                    item.setData(Qt.ItemDataRole.DisplayRole, "yes" if v else "")
+                elif isinstance(v, float):
+                    item.setData(Qt.ItemDataRole.DisplayRole, round(v, 4))
+                else:
+                    item.setData(Qt.ItemDataRole.DisplayRole, "" if v is None else v)
+                if key == "status" and v not in ("done", "pending"):
+                    item.setForeground(pg.mkColor(COLOURS["chart"]["alert"]))
+                    item.setToolTip(str(row["error"]))
+                self.table.setItem(r, c, item)
+        self.table.setSortingEnabled(True)
+        cells = self.doc["cells"]
+        done = [c for c in cells if c.get("status") == "done"]
+        failed = [c for c in cells if c.get("status") not in ("done", "pending")]
+        pending = len(cells) - len(done) - len(failed)
+        reused = sum(1 for c in done if c.get("reused"))
+        text = f"{len(done)} of {len(cells)} cells done" + (f" ({reused} reused)" if reused else "")
+        if failed:
+            text += f", {len(failed)} failed or stopped (hover the status for why)"
+        if pending:
+            text += f", {pending} to go"
+        if self.doc.get("runner"):
+            text += f"; ran on {self.doc['runner']}"
+        notes = " ".join(self.doc.get("notes") or [])
+        self.summary.setText(text + (f". {notes}" if notes else ""))
+        self._plot(done)
+
+    def _plot(self, done: list[dict[str, Any]]) -> None:
+        self.by_dim.clear()
+        self.front.clear()
+        if not done:
+            return
+        dim = next(iter(sorted(done[0]["params"]["dims"])), None)
+        self.by_dim.setLabel("bottom", dim or "cell")
+        series: dict[str, list[tuple[float, float]]] = {}
+        for c in done:
+            p = c["params"]
+            x = float(p["dims"].get(dim, c["index"])) if dim else float(c["index"])
+            lat = latency(c)
+            assert lat is not None
+            where = "" if p["target"] == "local" else f" @{p['target'].split('?')[0]}"
+            key = f"{p['backend']} {p['precision']}{where}"
+            series.setdefault(key, []).append((x, lat))
+        for k, (name, pts) in enumerate(sorted(series.items())):
+            pts.sort()
+            pen = pg.mkPen(_PENS[k % len(_PENS)], width=2)
+            self.by_dim.plot(
+                [a for a, _ in pts],
+                [b for _, b in pts],
+                pen=pen,
+                symbol="o",
+                symbolBrush=_PENS[k % len(_PENS)],
+                name=name,
+            )
+        if dim and len({x for pts in series.values() for x, _ in pts}) > 2:
+            self.by_dim.setLogMode(x=True, y=False)
+        # Accuracy against latency: FP32 is the reference (infinite SNR), drawn above the best finite one.
+        finite = [accuracy(c) for c in done if math.isfinite(accuracy(c))]
+        top = (max(finite) + 10.0) if finite else 60.0
+        front = pareto(self.doc["cells"])
+        xs, ys, brushes, sizes = [], [], [], []
+        for c in done:
+            a = accuracy(c)
+            xs.append(latency(c))
+            ys.append(a if math.isfinite(a) else top)
+            on = int(c["index"]) in front
+            brushes.append(pg.mkBrush(COLOURS["chart"]["highlight"] if on else COLOURS["chart"]["secondary"]))
+            sizes.append(13 if on else 8)
+        self.front.addItem(pg.ScatterPlotItem(xs, ys, brush=brushes, size=sizes, pen=pg.mkPen("#333333")))
+        line = sorted((x, y) for x, y, s in zip(xs, ys, sizes, strict=True) if s == 13)
+        if len(line) > 1:
+            self.front.plot([x for x, _ in line], [y for _, y in line], pen=pg.mkPen(COLOURS["chart"]["highlight"]))
+        label = pg.TextItem("FP32 (reference)", color="#555555", anchor=(0, 1))
+        label.setPos(min(xs), top)
+        self.front.addItem(label)
+        self.front.setTitle("Pareto front: the larger orange points (no other cell is both faster and more accurate)")
+
+    def _export(self) -> None:
+        name, _ = QFileDialog.getSaveFileName(self, "Export the sweep", "sweep.csv", "CSV (*.csv)")
+        if name:
+            from splitscope.engine.report.files import write_text_atomic
+
+            write_text_atomic(name, to_csv(self.doc))
