@@ -59,7 +59,8 @@ def main() -> None:
         jid = w.profiling.submit(req)
         ui = w.profiling
         pump(lambda: ui.panel.lat.n >= 60, 180)
-        w.resizeDocks([ui.dock], [380], Qt.Orientation.Vertical)
+        ui.profile_dock.raise_()
+        w.resizeDocks([ui.profile_dock], [380], Qt.Orientation.Vertical)
         pump(timeout=0.5)
         w.grab().save(str(DOCS / "remote-profile-streaming-yolov8.png"))
         pump(lambda: w.controller.queue.jobs[jid].finished, 180)

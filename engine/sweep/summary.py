@@ -19,9 +19,16 @@ def accuracy(doc: dict[str, Any]) -> float:
     return float("inf") if snr is None or snr >= 999 else float(snr)
 
 
+def workload(doc: dict[str, Any]) -> tuple[str, tuple[tuple[str, Any], ...]]:
+    """What a cell computes: its model at its dims (cells of one workload are comparable; batch 8 is not batch 1)."""
+    p = doc["params"]
+    return p["model"], tuple(sorted((p.get("dims") or {}).items()))
+
+
 def pareto(cells: list[dict[str, Any]]) -> set[int]:
     """Indices of the cells on the front of latency (lower is better) against accuracy (higher is better), per
-    model: no other finished cell of the same model is both as fast and as accurate, and better in one."""
+    workload (model and dims): no other finished cell of the same workload is both as fast and as accurate, and
+    better in one. Backends, precisions and targets compete on it."""
     front: set[int] = set()
     done = [c for c in cells if latency(c) is not None]
     for c in done:
@@ -29,7 +36,7 @@ def pareto(cells: list[dict[str, Any]]) -> set[int]:
         assert lc is not None
         beaten = False
         for o in done:
-            if o is c or o["params"]["model"] != c["params"]["model"]:
+            if o is c or workload(o) != workload(c):
                 continue
             lo, ao = latency(o), accuracy(o)
             assert lo is not None

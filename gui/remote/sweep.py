@@ -5,6 +5,7 @@ first dim per backend and precision, and accuracy against latency with the Paret
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pyqtgraph as pg
@@ -29,7 +30,7 @@ from PySide6.QtWidgets import (
 )
 from splitscope.engine.errors import SplitscopeError
 from splitscope.engine.sweep.grid import BACKENDS, PRECISIONS, Cell, expand, parse_dim_values
-from splitscope.engine.sweep.summary import COLUMNS, accuracy, latency, pareto, rows, to_csv
+from splitscope.engine.sweep.summary import COLUMNS, accuracy, latency, pareto, rows, to_csv, workload
 from splitscope.gui.shell.palette import COLOURS
 
 if TYPE_CHECKING:
@@ -213,7 +214,10 @@ class SweepPanel(QWidget):
             for c, key in enumerate(COLUMNS):
                 v = row[key]
                 item = QTableWidgetItem()
-                if isinstance(v, bool):
+                if key == "model":
+                    item.setData(Qt.ItemDataRole.DisplayRole, Path(str(v)).name)
+                    item.setToolTip(str(v))
+                elif isinstance(v, bool):
                     item.setData(Qt.ItemDataRole.DisplayRole, "yes" if v else "")
                 elif isinstance(v, float):
                     item.setData(Qt.ItemDataRole.DisplayRole, round(v, 4))
@@ -269,26 +273,39 @@ class SweepPanel(QWidget):
             )
         if dim and len({x for pts in series.values() for x, _ in pts}) > 2:
             self.by_dim.setLogMode(x=True, y=False)
-        # Accuracy against latency: FP32 is the reference (infinite SNR), drawn above the best finite one.
+        # Accuracy against latency: FP32 is the reference (infinite SNR), drawn above the best finite one. One colour
+        # a workload (model and dims: only cells of one workload compete); its Pareto front joined and enlarged.
         finite = [accuracy(c) for c in done if math.isfinite(accuracy(c))]
         top = (max(finite) + 10.0) if finite else 60.0
         front = pareto(self.doc["cells"])
-        xs, ys, brushes, sizes = [], [], [], []
+        groups: dict[Any, list[dict[str, Any]]] = {}
         for c in done:
-            a = accuracy(c)
-            xs.append(latency(c))
-            ys.append(a if math.isfinite(a) else top)
-            on = int(c["index"]) in front
-            brushes.append(pg.mkBrush(COLOURS["chart"]["highlight"] if on else COLOURS["chart"]["secondary"]))
-            sizes.append(13 if on else 8)
-        self.front.addItem(pg.ScatterPlotItem(xs, ys, brush=brushes, size=sizes, pen=pg.mkPen("#333333")))
-        line = sorted((x, y) for x, y, s in zip(xs, ys, sizes, strict=True) if s == 13)
-        if len(line) > 1:
-            self.front.plot([x for x, _ in line], [y for _, y in line], pen=pg.mkPen(COLOURS["chart"]["highlight"]))
-        label = pg.TextItem("FP32 (reference)", color="#555555", anchor=(0, 1))
-        label.setPos(min(xs), top)
+            groups.setdefault(workload(c), []).append(c)
+        self.front.addLegend(offset=(-5, 5))
+        for k, (key, members) in enumerate(groups.items()):
+            colour = _PENS[k % len(_PENS)]
+            pts = [
+                (latency(c), accuracy(c) if math.isfinite(accuracy(c)) else top, int(c["index"]) in front)
+                for c in members
+            ]
+            name = " ".join(f"{d}={v}" for d, v in key[1]) or Path(key[0]).name
+            self.front.addItem(
+                pg.ScatterPlotItem(
+                    [x for x, _, _ in pts],
+                    [y for _, y, _ in pts],
+                    brush=pg.mkBrush(colour),
+                    size=[14 if on else 7 for *_, on in pts],
+                    pen=pg.mkPen("#333333"),
+                    name=name,
+                )
+            )
+            line = sorted((x, y) for x, y, on in pts if on)
+            if len(line) > 1:
+                self.front.plot([x for x, _ in line], [y for _, y in line], pen=pg.mkPen(colour, width=2))
+        label = pg.TextItem("FP32 = the reference", color="#555555", anchor=(0, 1))
+        label.setPos(min(latency(c) or 0.0 for c in done), top)
         self.front.addItem(label)
-        self.front.setTitle("Pareto front: the larger orange points (no other cell is both faster and more accurate)")
+        self.front.setTitle("Pareto front per workload: the large points (none faster and more accurate)")
 
     def _export(self) -> None:
         name, _ = QFileDialog.getSaveFileName(self, "Export the sweep", "sweep.csv", "CSV (*.csv)")

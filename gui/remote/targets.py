@@ -88,6 +88,7 @@ class TargetsDialog(QDialog):
 
     def _refill(self) -> None:
         current = current_target().label
+        chosen = self.list.currentItem().data(Qt.ItemDataRole.UserRole) if self.list.currentItem() else None
         self.list.clear()
         for t in [Target(), *self.targets]:
             mark = "● " if t.label == current else "   "
@@ -96,6 +97,8 @@ class TargetsDialog(QDialog):
             item = QListWidgetItem(f"{mark}{name}{extra}    {self.status.get(t.label, '')}".rstrip())
             item.setData(Qt.ItemDataRole.UserRole, t.label)
             self.list.addItem(item)
+            if t.label == chosen:
+                self.list.setCurrentItem(item)
 
     def _selected(self) -> Target | None:
         item = self.list.currentItem()
