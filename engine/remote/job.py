@@ -83,6 +83,7 @@ class RemoteJob:
         self._loop = asyncio.new_event_loop()
         self._proc: Any = None
         self._conn: Any = None
+        self._task: Any = None
         self._cancelled = threading.Event()
         self._paths: dict[str, str] = {}
         """The target's paths of pushed and fetched files, to the user's (results name the user's files)."""
@@ -95,7 +96,10 @@ class RemoteJob:
     def _run(self) -> None:
         asyncio.set_event_loop(self._loop)
         try:
-            self._loop.run_until_complete(self._main())
+            self._task = self._loop.create_task(self._main())
+            self._loop.run_until_complete(self._task)
+        except asyncio.CancelledError:  # Cancel before the job started there (connecting, sending)
+            self._lines.put(("cancelled", None))
         except SplitscopeError as e:
             self._lines.put(("raise", e))
         except Exception as e:  # noqa: BLE001 - asyncssh's and the OS's errors reach the user as one line
@@ -154,7 +158,12 @@ class RemoteJob:
                     raise JobCancelledError()
                 command = f"{shlex.quote(self.target.python)} -m splitscope.engine.remote.serve {shlex.quote(job_file)}"
                 self._lines.put(("event", Progress("remote", 0, 0, f"Running on {self.target.label}")))
-                proc = self._proc = await conn.create_process(command, encoding="utf-8")
+                proc = await conn.create_process(command, encoding="utf-8")
+                self._proc = proc
+                if self._cancelled.is_set():  # Cancel came while the process was being started
+                    with contextlib.suppress(Exception):
+                        proc.stdin.write("cancel\n")
+                        proc.stdin.write_eof()
                 stderr: list[str] = []
 
                 async def drain() -> None:
@@ -163,16 +172,19 @@ class RemoteJob:
                         del stderr[:-50]
 
                 drainer = asyncio.ensure_future(drain())
-                result_seen = False
+                result_seen = succeeded = False
                 async for line in proc.stdout:
                     kind, value = decode_line(line)
                     if kind:
                         self._lines.put((kind, value))
                         result_seen = result_seen or kind in ("result", "error")
+                        succeeded = succeeded or kind == "result"
                 done = await proc.wait(check=False)
                 await drainer
                 status = done.exit_status
-                if self._cancelled.is_set() or not result_seen or status != 0:
+                # A result is the job's word (as for a local child): its files are fetched even if the process then
+                # ended badly (a crash in a driver's teardown) or the channel closed after it.
+                if self._cancelled.is_set() or not succeeded:
                     for folder, _ in outputs.values():
                         with contextlib.suppress(Exception):
                             await sftp.rmtree(folder)
@@ -191,13 +203,8 @@ class RemoteJob:
                         )
                     self._lines.put(("exit", (status, tail[-1][:200] if tail else "")))
                     return
-                if status == 0:
-                    for folder, local in outputs.values():
-                        self._lines.put(("event", Progress("remote", 0, 0, f"Fetching {local.name}")))
-                        for name in await sftp.listdir(folder):
-                            if name not in (".", ".."):
-                                await self._fetch_file(sftp, f"{folder}/{name}", local.parent / name)
-                        await sftp.rmtree(folder)
+                if succeeded:
+                    await self._fetch_outputs(sftp, outputs)
         finally:
             conn.close()
             with contextlib.suppress(Exception):
@@ -207,38 +214,66 @@ class RemoteJob:
         """The target's copy of ``local`` (sent now unless the same content is there)."""
         if not local.exists():
             raise SplitscopeError(f"{local} does not exist: nothing to send to {self.target.label}.")
-        folder = f"{cache}/{content_hash(local)[:24]}"
+        try:
+            digest = content_hash(local)
+        except OSError as e:
+            raise SplitscopeError(
+                f"Could not read {local} to send it to {self.target.label}: {e.strerror or e}."
+            ) from None
+        folder = f"{cache}/{digest[:24]}"
         remote = f"{folder}/{local.name}"  # keyed by content, named as the user's file (messages, reports)
         self._paths[remote] = str(local)
         if await sftp.exists(remote):
             self.pushed[key] = False
             return remote
         self._lines.put(("event", Progress("remote", 0, 0, f"Sending {local.name} to {self.target.label}")))
-        part = f"{folder}.part-{uuid.uuid4().hex[:8]}"
+        await sftp.makedirs(folder, exist_ok=True)
+        part = f"{folder}/.{local.name}.part-{uuid.uuid4().hex[:8]}"
         try:
-            await sftp.makedirs(part, exist_ok=True)
-            await sftp.put(str(local), f"{part}/{local.name}", recurse=local.is_dir())
-            with contextlib.suppress(Exception):  # another job sent the same content meanwhile: keep theirs
-                await sftp.rename(part, folder)
+            await sftp.put(str(local), part, recurse=local.is_dir())
+            with contextlib.suppress(Exception):  # another job sent the same file meanwhile: keep theirs
+                await sftp.rename(part, remote)
         finally:
             with contextlib.suppress(Exception):
                 if await sftp.exists(part):
-                    await sftp.rmtree(part)
+                    await (sftp.rmtree(part) if local.is_dir() else sftp.remove(part))
         if not await sftp.exists(remote):
             raise RemoteError(f"{local.name} could not be stored in {cache} on {self.target.label}.")
         self.pushed[key] = True
         return remote
 
-    async def _fetch_file(self, sftp: Any, remote: str, local: Path) -> None:
-        local.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=local.parent, prefix=f".{local.name}.", suffix=".part")
-        os.close(fd)
+    async def _fetch_outputs(self, sftp: Any, outputs: dict[str, tuple[str, Path]]) -> None:
+        """Every output file downloaded beside its local path first, then all renamed into place: a model and its
+        external-data sidecar arrive together or not at all."""
+        staged: list[tuple[Path, Path]] = []
         try:
-            await sftp.get(remote, tmp)
-            os.replace(tmp, local)
+            for folder, local in outputs.values():
+                self._lines.put(("event", Progress("remote", 0, 0, f"Fetching {local.name}")))
+                local.parent.mkdir(parents=True, exist_ok=True)
+                for name in await sftp.listdir(folder):
+                    if name in (".", ".."):
+                        continue
+                    fd, tmp = tempfile.mkstemp(dir=local.parent, prefix=f".{name}.", suffix=".part")
+                    os.close(fd)
+                    staged.append((Path(tmp), local.parent / name))
+                    await sftp.get(f"{folder}/{name}", tmp)
+        except OSError as e:
+            for tmp, _ in staged:
+                tmp.unlink(missing_ok=True)
+            where = e.filename if getattr(e, "filename", None) else "the output folder"
+            raise RemoteError(
+                f"The job on {self.target.label} finished, but its files could not be brought back ({e.strerror or e}:"
+                f" {where}); nothing was written here. Free space or choose another --out, and run it again."
+            ) from None
         except BaseException:
-            Path(tmp).unlink(missing_ok=True)
+            for tmp, _ in staged:
+                tmp.unlink(missing_ok=True)
             raise
+        for tmp, final in staged:
+            os.replace(tmp, final)
+        for folder, _ in outputs.values():
+            with contextlib.suppress(Exception):
+                await sftp.rmtree(folder)
 
     # ---------------------------------------------------------------- the caller's side
     def kill(self) -> None:
@@ -250,6 +285,8 @@ class RemoteJob:
                 with contextlib.suppress(Exception):
                     self._proc.stdin.write("cancel\n")
                     self._proc.stdin.write_eof()
+            elif self._task is not None:
+                self._task.cancel()  # still connecting or sending: nothing runs there yet
 
         with contextlib.suppress(RuntimeError):  # the loop has ended already
             self._loop.call_soon_threadsafe(stop)

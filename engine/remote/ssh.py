@@ -39,6 +39,50 @@ class HostKeyUnknownError(RemoteError):
         )
 
 
+class HostKeyChangedError(RemoteError):
+    """The host shows another key than the one known for it: possibly an attack; never trusted from here."""
+
+    def __init__(self, target: Target, fingerprint: str, key_type: str) -> None:
+        self.target, self.fingerprint, self.key_type = target, fingerprint, key_type
+        super().__init__(
+            f"{target.label}'s host key has CHANGED (it now shows {key_type} {fingerprint}, not the key "
+            f"{known_hosts_path(target)} has for it): someone may be intercepting the connection. If the machine was "
+            "reinstalled, check the new key with its owner and remove the old line (ssh-keygen -R HOST)."
+        )
+
+
+def resolved(target: Target) -> tuple[str, int]:
+    """The host name and port a connection to ``target`` uses after ~/.ssh/config (HostName, Port, HostKeyAlias):
+    the name its host key is known by."""
+    a = asyncssh()
+    try:
+        o = a.SSHClientConnectionOptions(
+            host=target.host, port=target.port or (), config=[target.config] if target.config else ()
+        )
+        return str(o.host_key_alias or o.host), int(o.port or 22)
+    except Exception:  # noqa: BLE001 - an unreadable config: the address as written
+        return target.host, target.port or 22
+
+
+def known_name(target: Target) -> str:
+    """The target's name as a known-hosts line writes it (``host`` or ``[host]:port``)."""
+    host, port = resolved(target)
+    return host if port == 22 else f"[{host}]:{port}"
+
+
+def known_keys(target: Target) -> list[Any]:
+    """The keys the known-hosts file has for the target (none: it is unknown)."""
+    a = asyncssh()
+    path = known_hosts_path(target)
+    if not path.is_file():
+        return []
+    host, port = resolved(target)
+    try:
+        return list(a.read_known_hosts(str(path)).match(host, "", port)[0])
+    except Exception:  # noqa: BLE001 - a damaged file trusts nothing
+        return []
+
+
 def asyncssh() -> Any:
     """The asyncssh module, or a one-line error saying how to install it."""
     try:
@@ -57,7 +101,13 @@ def _options(target: Target) -> dict[str, Any]:
     kh = known_hosts_path(target)
     # An explicit file, never "no check": a missing file trusts nothing (asyncssh would otherwise skip the check).
     known: Any = str(kh) if kh.is_file() else a.import_known_hosts("")
-    opts: dict[str, Any] = {"known_hosts": known, "connect_timeout": CONNECT_TIMEOUT_S}
+    # Keepalives end a half-open connection (a dropped VPN, a NAT timeout) within a minute, not TCP's two hours.
+    opts: dict[str, Any] = {
+        "known_hosts": known,
+        "connect_timeout": CONNECT_TIMEOUT_S,
+        "keepalive_interval": 15,
+        "keepalive_count_max": 3,
+    }
     if target.port:
         opts["port"] = target.port
     if target.user:
@@ -87,6 +137,8 @@ async def connect(target: Target) -> Any:
         key = await _server_key(target)
         if key is None:
             raise RemoteError(f"{target.label}'s host key could not be verified nor read: check the address.") from None
+        if known_keys(target):
+            raise HostKeyChangedError(target, key.get_fingerprint(), key.get_algorithm()) from None
         raise HostKeyUnknownError(target, key.get_fingerprint(), key.get_algorithm()) from None
     except a.PermissionDenied:
         raise RemoteError(
@@ -102,13 +154,9 @@ async def connect(target: Target) -> Any:
 
 async def _server_key(target: Target) -> Any:
     a = asyncssh()
-    opts: dict[str, Any] = {}
-    if target.port:
-        opts["port"] = target.port
-    if target.config:
-        opts["config"] = [target.config]
+    host, port = resolved(target)
     with contextlib.suppress(OSError, asyncio.TimeoutError, a.Error):
-        return await asyncio.wait_for(a.get_server_host_key(target.host, **opts), CONNECT_TIMEOUT_S)
+        return await asyncio.wait_for(a.get_server_host_key(host, port), CONNECT_TIMEOUT_S)
     return None
 
 
@@ -126,6 +174,11 @@ def trust(target: Target, fingerprint: str) -> Path:
     RemoteError
         When the host now shows another key (or none): nothing is written.
     """
+    if known_keys(target):
+        raise RemoteError(
+            f"{known_hosts_path(target)} already has a key for {target.label}: a changed host key is not replaced from "
+            "here. If the machine was reinstalled, remove the old line (ssh-keygen -R HOST) after checking the new key."
+        )
     key = asyncio.run(_server_key(target))
     if key is None or key.get_fingerprint() != fingerprint:
         raise RemoteError(
@@ -133,7 +186,7 @@ def trust(target: Target, fingerprint: str) -> Path:
             f"not {fingerprint}: nothing was trusted. Check the machine before trying again."
         )
     path = known_hosts_path(target)
-    name = target.host if not target.port or target.port == 22 else f"[{target.host}]:{target.port}"
+    name = known_name(target)
     algorithm, blob = key.export_public_key("openssh").decode().split()[:2]
     line = f"{name} {algorithm} {blob}\n"
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -37,8 +37,9 @@ class Cell:
 
     @property
     def needs_gpu(self) -> bool:
-        """Whether the cell takes a GPU (Ray gives it one of its own)."""
-        return self.backend in GPU_BACKENDS or self.precision == "fp8"
+        """Whether the cell takes a GPU of this cluster (Ray gives it one of its own); an SSH target's cell uses the
+        target's."""
+        return self.target == "local" and (self.backend in GPU_BACKENDS or self.precision == "fp8")
 
     def params(self) -> dict[str, Any]:
         """The cell's parameters as saved and shown (the model as its path)."""
@@ -97,8 +98,9 @@ def expand(
             raise SplitscopeError(f"--precision {p!r}: one of {', '.join(PRECISIONS)}.")
     names = sorted(dims)
     combos = list(itertools.product(*(dims[n] for n in names))) or [()]
+    # Absolute paths: each cell runs in a child process of its own working folder (and on Ray's workers).
     return [
-        Cell(str(m), dict(zip(names, combo, strict=True)), b, p, t, **common)
+        Cell(str(Path(m).expanduser().resolve()), dict(zip(names, combo, strict=True)), b, p, t, **common)
         for m in models
         for combo in combos
         for b in backends

@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import importlib
 import os
+import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
 from splitscope.engine.errors import JobCancelledError, SplitscopeError
-from splitscope.engine.jobs import CancelToken, JobEvent, Progress, Sample
+from splitscope.engine.jobs import CancelToken, JobEvent, Progress, Sample, run_to_end
 from splitscope.engine.sweep import store
 from splitscope.engine.sweep.grid import Cell, cell_key
 
@@ -48,29 +50,38 @@ def _job(cell: Cell) -> Any:
 def run_one(cell: Cell, timeout_s: float = CELL_TIMEOUT_S, cancel: CancelToken | None = None) -> dict[str, Any]:
     """Run one cell to its end: its document, with ``status`` done, failed, timeout or cancelled (never raises)."""
     t0 = time.perf_counter()
-    deadline = t0 + timeout_s
     token = CancelToken()
-    doc: dict[str, Any] = {}
-    try:
-        job = _job(cell)
-        gen = job.events(token)
-        while True:
+    timed_out = threading.Event()
+    stop = threading.Event()
+
+    def watch() -> None:
+        """The deadline and the sweep's Cancel, checked while the cell's child says nothing (a hung build)."""
+        while not stop.wait(0.1):
+            if time.perf_counter() - t0 > timeout_s:
+                timed_out.set()
+                token.cancel()
+                return
             if cancel is not None and cancel.cancelled:
                 token.cancel()
-            if time.perf_counter() > deadline:
-                token.cancel()
-                doc = {"status": "timeout", "error": f"over {timeout_s:.0f} s: stopped"}
-            try:
-                next(gen)
-            except StopIteration as stop:
-                doc = {"status": "done", **(stop.value or {})}
-                break
+                return
+
+    watcher = threading.Thread(target=watch, daemon=True, name="sweep-cell-watch")
+    watcher.start()
+    doc: dict[str, Any] = {}
+    try:
+        doc = {"status": "done", **(run_to_end(_job(cell).events(token)) or {})}
     except JobCancelledError:
-        doc = doc or {"status": "cancelled", "error": "cancelled"}
+        doc = (
+            {"status": "timeout", "error": f"over {timeout_s:g} s: stopped"}
+            if timed_out.is_set()
+            else {"status": "cancelled", "error": "cancelled"}
+        )
     except SplitscopeError as e:
         doc = {"status": "failed", "error": e.message}
     except Exception as e:  # noqa: BLE001 - a cell's failure is its own, as one line
         doc = {"status": "failed", "error": f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"}
+    finally:
+        stop.set()
     doc["seconds"] = round(time.perf_counter() - t0, 3)
     return doc
 
@@ -160,12 +171,13 @@ def run_sweep(
 
 def _on_ray(rmod, cells, todo, address, timeout_s, cancel, finish, notes):  # type: ignore[no-untyped-def]
     started_here = not rmod.is_initialized()
+    temp: str | None = None
     if started_here:
         kw: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
         if isinstance(address, str):
             kw["address"] = address
         else:
-            kw["_temp_dir"] = tempfile.mkdtemp(prefix="ss-ray-")  # not the user's /tmp/ray
+            temp = kw["_temp_dir"] = tempfile.mkdtemp(prefix="ss-ray-")  # not the user's /tmp/ray
             kw["num_cpus"] = os.cpu_count() or 1
         rmod.init(**kw)
     try:
@@ -180,21 +192,30 @@ def _on_ray(rmod, cells, todo, address, timeout_s, cancel, finish, notes):  # ty
         refs: dict[Any, int] = {}
         for i in todo:
             c = cells[i]
+            if c.target != "local":
+                continue  # an SSH target's cells run one at a time from here (below): they never share its GPU
             if c.needs_gpu and gpus < 1:
                 yield finish(i, {"status": "failed", "error": f"{c.backend} needs a GPU and the Ray cluster has none"})
                 continue
             opts = {"num_gpus": 1, "num_cpus": 1} if c.needs_gpu else {"num_gpus": 0, "num_cpus": node_cpus}
             refs[task.options(**opts).remote(c.params(), timeout_s)] = i
         total = len(cells)
-        while refs:
+        remote = [i for i in todo if cells[i].target != "local"]
+        while refs or remote:
             if cancel.cancelled:
                 for ref in refs:
                     rmod.cancel(ref)  # interrupts the task: its child process is killed on the way out
-                for i in list(refs.values()):
+                for i in [*refs.values(), *remote]:
                     yield finish(i, {"status": "cancelled", "error": "cancelled"})
                 refs.clear()
+                remote.clear()
                 break
             ready, _ = rmod.wait(list(refs), num_returns=1, timeout=0.2)
+            if not ready and remote:
+                i = remote.pop(0)  # meanwhile, the next SSH cell (its target does the work)
+                yield Progress("sweep", total - len(refs) - len(remote), total, f"Cell {i + 1}: {cells[i].label()}")
+                yield finish(i, run_one(cells[i], timeout_s, cancel))
+                continue
             for ref in ready:
                 i = refs.pop(ref)
                 try:
@@ -206,3 +227,5 @@ def _on_ray(rmod, cells, todo, address, timeout_s, cancel, finish, notes):  # ty
     finally:
         if started_here:
             rmod.shutdown()
+        if temp is not None:
+            shutil.rmtree(temp, ignore_errors=True)

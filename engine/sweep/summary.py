@@ -14,9 +14,12 @@ def latency(doc: dict[str, Any]) -> float | None:
 
 
 def accuracy(doc: dict[str, Any]) -> float:
-    """A finished cell's SNR against FP32 in dB (FP32 itself: infinite, it is the reference)."""
+    """A finished cell's SNR against FP32 in dB (FP32 itself: infinite, it is the reference; a reduced precision
+    whose accuracy was not measured: minus infinity, it never beats a measured one)."""
     snr = doc.get("snr_db")
-    return float("inf") if snr is None or snr >= 999 else float(snr)
+    if snr is None:
+        return float("inf") if doc.get("params", {}).get("precision", "fp32") == "fp32" else float("-inf")
+    return float("inf") if snr >= 999 else float(snr)
 
 
 def workload(doc: dict[str, Any]) -> tuple[str, tuple[tuple[str, Any], ...]]:

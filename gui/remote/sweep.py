@@ -284,10 +284,14 @@ class SweepPanel(QWidget):
         self.front.addLegend(offset=(-5, 5))
         for k, (key, members) in enumerate(groups.items()):
             colour = _PENS[k % len(_PENS)]
+            # FP32 (the reference) on top; a reduced precision whose accuracy was not measured is not drawn.
             pts = [
                 (latency(c), accuracy(c) if math.isfinite(accuracy(c)) else top, int(c["index"]) in front)
                 for c in members
+                if accuracy(c) != float("-inf")
             ]
+            if not pts:
+                continue
             name = " ".join(f"{d}={v}" for d, v in key[1]) or Path(key[0]).name
             self.front.addItem(
                 pg.ScatterPlotItem(

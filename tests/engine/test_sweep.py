@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -42,7 +43,8 @@ def test_grid_dims_and_keys():
         with pytest.raises(SplitscopeError):
             parse_dim_values([bad])
     cells = expand(["m.onnx"], {"batch": [1, 8]}, ["ort-cpu", "ort-cuda"], ["fp32", "int8"])
-    assert len(cells) == 8 and cells[0] == Cell("m.onnx", {"batch": 1}, "ort-cpu", "fp32")
+    here = str(Path("m.onnx").resolve())  # absolute: a cell's child runs in a folder of its own
+    assert len(cells) == 8 and cells[0] == Cell(here, {"batch": 1}, "ort-cpu", "fp32")
     with pytest.raises(SplitscopeError):
         expand(["m.onnx"], {}, ["onnxruntime"], ["fp32"])
     a = cell_key(cells[0], "h1", "1.0")
@@ -130,3 +132,21 @@ def test_cli_sweep_json_and_csv(tmp_path):
         assert c["status"] == "done" and "p50" in c["latency_ms"]
     assert len(table.read_text().splitlines()) == 5
     assert cli(["sweep", str(model), "--dim", "batch=x"]) == 2
+
+
+def test_a_silent_cell_times_out_and_a_cancel_reaches_it(monkeypatch):
+    """The deadline and Cancel hold while the cell's child says nothing at all (a hung build)."""
+    import time
+
+    from splitscope.engine.process import JobProcess
+
+    monkeypatch.setattr(R, "_job", lambda cell: JobProcess("test-sleep", {"seconds": 60}))
+    t0 = time.perf_counter()
+    doc = R.run_one(Cell("m.onnx"), timeout_s=1.0)
+    assert doc["status"] == "timeout" and time.perf_counter() - t0 < 10
+    token = CancelToken()
+    import threading
+
+    threading.Timer(1.0, token.cancel).start()
+    doc = R.run_one(Cell("m.onnx"), timeout_s=60, cancel=token)
+    assert doc["status"] == "cancelled" and doc["seconds"] < 10

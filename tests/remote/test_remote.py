@@ -162,3 +162,42 @@ def test_target_addresses_round_trip_and_a_sweep_runs_cells_on_the_target(truste
     doc = run_to_end(run_sweep(cells, ray=False, folder=tmp_path / "store"))
     assert [c["status"] for c in doc["cells"]] == ["done", "done"]
     assert doc["cells"][1]["label"].endswith(f"@ssh://{t.user}@127.0.0.1:{trusted.port}")
+
+
+def test_a_changed_host_key_is_refused_and_never_trusted_over(ssh_server, tmp_path, capsys):
+    other = tmp_path / "other_host"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)], check=True)
+    pub = (tmp_path / "other_host.pub").read_text().split()
+    ssh_server.known_hosts.write_text(f"[127.0.0.1]:{ssh_server.port} {pub[0]} {pub[1]}\n")
+    before = ssh_server.known_hosts.read_text()
+    from splitscope.engine.remote.ssh import HostKeyChangedError
+
+    with pytest.raises(HostKeyChangedError, match="CHANGED"):
+        list(RemoteJob(ssh_server.target(), "test-sleep", {"seconds": 0}).events())
+    real = (ssh_server.folder / "host_ed25519.pub").read_text().split()
+    import asyncio
+
+    from splitscope.engine.remote.ssh import _server_key
+
+    fingerprint = asyncio.run(_server_key(ssh_server.target())).get_fingerprint()
+    assert cli(["targets", "trust", _url(ssh_server), "--fingerprint", fingerprint]) == 2
+    assert "already has a key" in capsys.readouterr().err
+    assert ssh_server.known_hosts.read_text() == before and real[1] not in before
+
+
+def test_the_same_content_under_another_name_is_sent_and_named_as_the_users(trusted, tmp_path):
+    copy = tmp_path / "renamed_transformer.onnx"
+    copy.write_bytes(MODEL.read_bytes())
+    args = {"model": str(copy), "dims": {"seq": 16}, "iterations": 2, "warmup": 0, "profiled": 1}
+    job = RemoteJob(trusted.target(), "profile", args, push=("model",))
+    res = list_result(job)
+    assert res["model"] == str(copy)
+
+
+def list_result(job):  # type: ignore[no-untyped-def]
+    gen = job.events(CancelToken())
+    while True:
+        try:
+            next(gen)
+        except StopIteration as stop:
+            return stop.value
