@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import os
 import stat
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +31,7 @@ from splitscope.engine.errors import (
     UnsupportedOpsetError,
 )
 from splitscope.engine.model import DTYPE_SIZES, Initializer, size_in_bytes
-from splitscope.engine.onnxio.wire import WireError, read_structure
+from splitscope.engine.onnxio.wire import CHUNK_BYTES, WireError, node_chunks, read_structure
 
 # Initializers at most this many elements keep their values: shape vectors,
 # axes, zero points and scalars that static checks and shape inference read.
@@ -332,7 +333,14 @@ def decode_model(data: bytes, source: str) -> onnx.ModelProto:
         raise ModelDecodeError(f"{source} is empty (0 bytes): re-export or copy the model again.")
     m = onnx.ModelProto()
     try:
-        m.ParseFromString(data)
+        split = node_chunks(data) if len(data) > 4 * CHUNK_BYTES else None
+        if split is None:
+            m.ParseFromString(data)
+        else:  # a large graph in steps, so that no one decode holds the interpreter long (the window's thread runs)
+            m.ParseFromString(split[0])
+            for chunk in split[1]:
+                m.graph.MergeFromString(chunk)
+                time.sleep(0)
     except (DecodeError, RuntimeError, ValueError) as e:
         raise ModelDecodeError(
             f"{source} is not a readable ONNX model ({e}): the file is truncated or not ONNX; "

@@ -224,7 +224,10 @@ def _infer_in_subprocess(
         return None
     if proc.returncode != 0 or "bytes" not in header:
         return None
-    g = onnx.GraphProto.FromString(body[: header["bytes"]])
+    from splitscope.engine.onnxio.wire import parse_in_chunks
+
+    g = onnx.GraphProto()
+    parse_in_chunks(g, body[: header["bytes"]], frozenset({1, 13}))  # nodes, value_info: a step at a time
     return g, list(header["bodies"]), list(header["assumed"]), list(header["warnings"])
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import mmap
 import os
 from pathlib import Path
+from typing import Any
 
 # ModelProto.graph, GraphProto.initializer
 _MODEL_GRAPH = 7
@@ -256,3 +257,83 @@ class ModelLayout:
         parts.append(_encode_varint((_MODEL_GRAPH << 3) | 2) + _encode_varint(glen))
         parts.extend(graph)
         return b"".join(parts)
+
+
+CHUNK_BYTES = 2 << 20
+"""Node bytes a chunk of :func:`node_chunks` holds: decoding one holds the interpreter a few milliseconds."""
+
+
+def node_chunks(data: bytes) -> tuple[bytes, list[bytes]] | None:
+    """The model's bytes without its main graph's nodes, and those nodes' fields in chunks of about
+    :data:`CHUNK_BYTES`, in order: decoding the first and merging each chunk into the graph gives the same model as
+    decoding it whole, in steps short enough for the window's thread to run between them. None when the model is
+    not laid out as one graph field (decode it whole)."""
+    buf = memoryview(data)
+    try:
+        graphs = [(fs, ps, pe) for num, wt, fs, ps, pe in _fields(buf, 0, len(data)) if num == _MODEL_GRAPH and wt == 2]
+        if len(graphs) != 1:
+            return None
+        fs, ps, pe = graphs[0]
+        rest: list[bytes] = []
+        chunks: list[bytes] = []
+        current: list[bytes] = []
+        size = 0
+        run = ps
+        for num, wt, f0, _p0, p1 in _fields(buf, ps, pe):
+            if num != _GRAPH_NODE or wt != 2:
+                continue
+            rest.append(bytes(buf[run:f0]))
+            run = p1
+            current.append(bytes(buf[f0:p1]))
+            size += p1 - f0
+            if size >= CHUNK_BYTES:
+                chunks.append(b"".join(current))
+                current, size = [], 0
+        rest.append(bytes(buf[run:pe]))
+        if current:
+            chunks.append(b"".join(current))
+        graph = b"".join(rest)
+        head = bytes(buf[:fs]) + _encode_varint((_MODEL_GRAPH << 3) | 2) + _encode_varint(len(graph)) + graph
+        return head + bytes(buf[pe:]), chunks
+    except WireError:
+        return None
+    finally:
+        buf.release()
+
+
+def parse_in_chunks(message: Any, data: bytes, repeated: frozenset[int]) -> None:
+    """``message.ParseFromString(data)`` in steps: its other fields first, then the fields numbered in ``repeated``
+    (repeated messages: a graph's nodes, its value_info) merged a chunk at a time, the interpreter released between
+    chunks. The same message as one parse; a large GraphProto no longer holds the window's thread for its whole
+    decode."""
+    import time
+
+    buf = memoryview(data)
+    try:
+        rest: list[bytes] = []
+        chunks: list[bytes] = []
+        current: list[bytes] = []
+        size = 0
+        run = 0
+        for num, wt, f0, _p0, p1 in _fields(buf, 0, len(data)):
+            if num not in repeated or wt != 2:
+                continue
+            rest.append(bytes(buf[run:f0]))
+            run = p1
+            current.append(bytes(buf[f0:p1]))
+            size += p1 - f0
+            if size >= CHUNK_BYTES:
+                chunks.append(b"".join(current))
+                current, size = [], 0
+        rest.append(bytes(buf[run:]))
+        if current:
+            chunks.append(b"".join(current))
+    except WireError:
+        message.ParseFromString(data)  # let protobuf say what is wrong
+        return
+    finally:
+        buf.release()
+    message.ParseFromString(b"".join(rest))
+    for chunk in chunks:
+        message.MergeFromString(chunk)
+        time.sleep(0)

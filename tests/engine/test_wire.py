@@ -44,3 +44,28 @@ def test_truncation_detected(tmp_path):
     p.write_bytes(data[: len(data) // 2])
     with pytest.raises(WireError, match="truncated"):
         read_structure(p, 1024)
+
+
+def test_a_large_graph_decodes_in_chunks_to_the_same_model(monkeypatch):
+    """Decoding in steps (the window's thread runs between them) gives exactly the model decoded whole."""
+    from splitscope.engine.onnxio import loader, wire
+
+    path = Path(__file__).resolve().parents[1] / "data" / "torch_transformer_dynamo.onnx"  # node metadata too
+    data = path.read_bytes()
+    monkeypatch.setattr(wire, "CHUNK_BYTES", 4096)
+    _head, chunks = wire.node_chunks(data)
+    assert len(chunks) > 5
+    monkeypatch.setattr(loader, "CHUNK_BYTES", 1)  # take the chunked path for this small file
+    monkeypatch.setattr(loader, "node_chunks", wire.node_chunks)
+    assert loader.decode_model(data, "x") == onnx.ModelProto.FromString(data)
+    assert wire.node_chunks(b"\x00\x01") is None
+
+
+def test_a_graph_parsed_in_chunks_is_the_graph(monkeypatch):
+    from splitscope.engine.onnxio import wire
+
+    monkeypatch.setattr(wire, "CHUNK_BYTES", 2048)
+    full = onnx.shape_inference.infer_shapes(onnx.load(M.LIGHT_DIR / "light_inception_v1.onnx")).graph
+    g = onnx.GraphProto()
+    wire.parse_in_chunks(g, full.SerializeToString(), frozenset({1, 13}))
+    assert g == full
