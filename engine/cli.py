@@ -16,9 +16,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from splitscope.engine.cli_analyze import _cmd_analyze, _dims, _run_with_bar
-from splitscope.engine.cli_remote import TARGET_HELP, remote_calibrate, remote_profile, target_of
+from splitscope.engine.cli_remote import remote_calibrate, remote_profile
 from splitscope.engine.errors import SplitscopeError
 from splitscope.engine.jobs import run_to_end
+from splitscope.engine.remote.target import TARGET_HELP, target_of
 from splitscope.engine.text import plural
 
 
@@ -340,6 +341,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
                 build=build,
                 kernels=args.kernel,
                 generation=args.generation,
+                sweep=args.sweep,
             )
         )
         if not args.quiet:
@@ -579,6 +581,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--kernel", action="append", default=[], metavar="K.json", help="a 'splitscope kernel --json' result"
     )
     r.add_argument("--generation", metavar="G.json", help="a 'splitscope profile --generate N --json' result")
+    r.add_argument("--sweep", metavar="S.json", help="a 'splitscope sweep --json' result (its cells of this model)")
     r.add_argument("--json", metavar="PATH", help="write every figure of the report as JSON")
     r.add_argument("-q", "--quiet", action="store_true")
     r.set_defaults(func=_cmd_report)

@@ -37,6 +37,9 @@ def add_parser(sub: Any) -> None:
     k.add_argument("--atol", type=float, default=1e-4)
     k.add_argument("--rtol", type=float, default=1e-3)
     k.add_argument("--out", metavar="DIR", help="write the plugin project here")
+    from splitscope.engine.remote.target import TARGET_HELP
+
+    k.add_argument("--target", metavar="TARGET", help=TARGET_HELP)
     k.add_argument("--json", metavar="PATH")
     k.add_argument("-q", "--quiet", action="store_true")
     k.set_defaults(func=_cmd_kernel)
@@ -65,7 +68,17 @@ def _cmd_kernel(args: argparse.Namespace) -> int:
         "atol": args.atol,
         "rtol": args.rtol,
     }
-    doc = _run_with_bar(JobProcess("kernel", job_args).events(CancelToken()))
+    from splitscope.engine.remote.target import target_of
+
+    target = target_of(args)
+    if target is not None:  # the same job on the target; its plugin project comes back to --out
+        from splitscope.engine.remote.job import RemoteJob
+
+        push = ("model", "source", "reference") + (("data",) if args.data and Path(args.data).exists() else ())
+        job: Any = RemoteJob(target, "kernel", job_args, push=push, fetch=("out",))
+    else:
+        job = JobProcess("kernel", job_args)
+    doc = _run_with_bar(job.events(CancelToken()))
     if args.json:
         write_text_atomic(args.json, json.dumps(doc, indent=1))
     if not args.quiet:

@@ -15,20 +15,6 @@ from splitscope.engine.cli_analyze import _dims, _run_with_bar
 from splitscope.engine.errors import SplitscopeError
 from splitscope.engine.remote.target import Target, parse_target
 
-TARGET_HELP = (
-    "where the job runs: local (default), ssh://user@host[:port][?python=PATH] or a host alias of ~/.ssh/config "
-    "(Splitscope installed there; keys from your agent and ~/.ssh, the host key checked against known_hosts)"
-)
-
-
-def target_of(args: argparse.Namespace) -> Target | None:
-    """The SSH target ``--target`` names, or None to run here."""
-    text = getattr(args, "target", None)
-    if not text:
-        return None
-    t = parse_target(text)
-    return None if t.local else t
-
 
 def _run(target: Target, kind: str, job_args: dict[str, Any], push: tuple[str, ...], fetch: tuple[str, ...] = ()):  # type: ignore[no-untyped-def]
     from splitscope.engine.jobs import CancelToken

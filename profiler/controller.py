@@ -355,6 +355,8 @@ class AppController(QObject):
                 self.kernel_ready.emit(jid, rec.result)
         elif rec.kind == "sweep":
             self._for(rec.meta.get("model")).sweep = rec.result
+            if self._is_open(rec.meta.get("model")) and self.graph_model is not None:
+                self.graph_model.sweep = rec.result  # the report's Sweep section
             self.sweep_ready.emit(jid, rec.result)
         elif rec.kind == "verify" and self._is_open(rec.meta.get("model")):
             self.session.apply_build(rec.result)  # the model comes back with what the builder rejects

@@ -50,6 +50,7 @@ def load_doc(path: str | os.PathLike[str], what: str) -> dict[str, Any]:
         "calibration": "accuracy",
         "kernel": "extract",
         "generation": "generation",
+        "sweep": "cells",
     }[what]
     if keys not in doc:
         raise SplitscopeError(
@@ -134,6 +135,7 @@ def report_data(
         "build": gm.build,
         "kernels": [kernel_row(k) for k in gm.kernels],
         "generation": gm.generation,
+        "sweep": sweep_section(gm.sweep, gm.path.name if gm.path else "") if gm.sweep else None,
         "decision": decision(its, evaluated[0], pick),
         "numbers": {
             "delegated_flops_share": dele.get("flops_share"),
@@ -470,6 +472,7 @@ def make_report(
     build: dict[str, Any] | None = None,
     kernels: list[str] | None = None,
     generation: str | None = None,
+    sweep: str | None = None,
 ) -> Generator[JobEvent, None, dict[str, Any]]:
     """The report job: analyse, lay out the overview, gather the files given, write ``out``. ``build``: what a
     verifying build found (:mod:`splitscope.engine.runtime.verify`), applied to the analysis; ``kernels``: the
@@ -503,6 +506,12 @@ def make_report(
                 f"--generation {Path(generation).name} is of another model ({Path(str(gdoc.get('model'))).name})."
             )
         gm.generation = {**gdoc["generation"], "backend": gdoc.get("backend", "")}
+    if sweep:
+        sdoc = load_doc(sweep, "sweep")
+        mine = gm.path.name if gm.path else ""
+        if not any(Path(str(c.get("params", {}).get("model", ""))).name == mine for c in sdoc["cells"]):
+            raise SplitscopeError(f"--sweep {Path(sweep).name} has no cell of {mine}: it is a sweep of other models.")
+        gm.sweep = sdoc
     for k in kernels or []:
         doc = load_doc(k, "kernel")
         check_same_model(gm, doc, "kernel", k)
@@ -540,3 +549,17 @@ def report_job(
     data["out"] = str(out)
     data["bytes"] = out.stat().st_size
     return data
+
+
+def sweep_section(doc: dict[str, Any], model: str) -> dict[str, Any]:
+    """The report's sweep: its cells of ``model`` (a file name) as the table's rows
+    (:func:`splitscope.engine.sweep.summary.rows`), and how it ran."""
+    from splitscope.engine.sweep.summary import rows
+
+    table = [r for r in rows(doc) if Path(str(r["model"])).name == model]
+    return {
+        "rows": table,
+        "runner": doc.get("runner", ""),
+        "notes": list(doc.get("notes") or []),
+        "done": sum(1 for r in table if r["status"] == "done"),
+    }

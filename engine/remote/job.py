@@ -19,6 +19,7 @@ import json
 import os
 import queue
 import shlex
+import shutil
 import tempfile
 import threading
 import uuid
@@ -47,6 +48,14 @@ def content_hash(path: Path) -> str:
             while chunk := fh.read(_CHUNK):
                 h.update(chunk)
     return h.hexdigest()
+
+
+def _remove(path: Path) -> None:
+    """Remove a file or a folder, if there."""
+    if path.is_dir():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
 
 
 def _local_paths(value: Any, paths: dict[str, str]) -> Any:
@@ -253,13 +262,18 @@ class RemoteJob:
                 for name in await sftp.listdir(folder):
                     if name in (".", ".."):
                         continue
-                    fd, tmp = tempfile.mkstemp(dir=local.parent, prefix=f".{name}.", suffix=".part")
+                    if await sftp.isdir(f"{folder}/{name}"):  # a folder the job wrote (a plugin project)
+                        tmp = Path(tempfile.mkdtemp(dir=local.parent, prefix=f".{name}.", suffix=".part"))
+                        staged.append((tmp, local.parent / name))
+                        await sftp.get(f"{folder}/{name}", str(tmp / name), recurse=True)
+                        continue
+                    fd, tmp_name = tempfile.mkstemp(dir=local.parent, prefix=f".{name}.", suffix=".part")
                     os.close(fd)
-                    staged.append((Path(tmp), local.parent / name))
-                    await sftp.get(f"{folder}/{name}", tmp)
+                    staged.append((Path(tmp_name), local.parent / name))
+                    await sftp.get(f"{folder}/{name}", tmp_name)
         except OSError as e:
             for tmp, _ in staged:
-                tmp.unlink(missing_ok=True)
+                _remove(tmp)
             where = e.filename if getattr(e, "filename", None) else "the output folder"
             raise RemoteError(
                 f"The job on {self.target.label} finished, but its files could not be brought back ({e.strerror or e}:"
@@ -267,10 +281,18 @@ class RemoteJob:
             ) from None
         except BaseException:
             for tmp, _ in staged:
-                tmp.unlink(missing_ok=True)
+                _remove(tmp)
             raise
         for tmp, final in staged:
-            os.replace(tmp, final)
+            if tmp.is_dir():  # a folder replaces the user's folder of that name whole
+                old = final.with_name(f".{final.name}.old-{uuid.uuid4().hex[:8]}")
+                if final.exists():
+                    os.replace(final, old)
+                os.replace(tmp / final.name, final)
+                _remove(tmp)
+                _remove(old)
+            else:
+                os.replace(tmp, final)
         for folder, _ in outputs.values():
             with contextlib.suppress(Exception):
                 await sftp.rmtree(folder)

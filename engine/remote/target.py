@@ -128,3 +128,18 @@ def parse_target(text: str, **options: Any) -> Target:
     if not _HOST.match(host) or (user is not None and not _USER.match(user)):
         raise SplitscopeError(f"Target {text!r} is not a host name: {how}.")
     return Target(host=host, user=user, port=port, **options)
+
+
+TARGET_HELP = (
+    "where the job runs: local (default), ssh://user@host[:port][?python=PATH] or a host alias of ~/.ssh/config "
+    "(Splitscope installed there; keys from your agent and ~/.ssh, the host key checked against known_hosts)"
+)
+
+
+def target_of(args: Any) -> Target | None:
+    """The SSH target ``--target`` names, or None to run here."""
+    text = getattr(args, "target", None)
+    if not text:
+        return None
+    t = parse_target(text)
+    return None if t.local else t

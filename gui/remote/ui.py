@@ -107,5 +107,7 @@ class RemoteUi(QObject):
             saved = load_results(gm.path, "sweep")
             if saved:
                 results.sweep = saved[-1]["result"]
+        if results.sweep is not None:
+            gm.sweep = results.sweep  # the report's Sweep section
         if self._panel.built and results.sweep is not None and self.pending is None:
             self.panel.set_result(results.sweep)

@@ -150,3 +150,71 @@ def test_a_silent_cell_times_out_and_a_cancel_reaches_it(monkeypatch):
     threading.Timer(1.0, token.cancel).start()
     doc = R.run_one(Cell("m.onnx"), timeout_s=60, cancel=token)
     assert doc["status"] == "cancelled" and doc["seconds"] < 10
+
+
+def test_the_report_shows_the_sweep_of_its_model(tmp_path):
+    import html5lib
+
+    model = _mlp(tmp_path / "mlp.onnx", hidden=32)
+    out, page = tmp_path / "sweep.json", tmp_path / "report.html"
+    assert (
+        cli(
+            [
+                "sweep",
+                str(model),
+                "--dim",
+                "batch=1,2",
+                "--precision",
+                "fp32,int8",
+                "--iterations",
+                "3",
+                "--no-ray",
+                "--json",
+                str(out),
+                "-q",
+            ]
+        )
+        == 0
+    )
+    assert (
+        cli(
+            [
+                "report",
+                str(model),
+                "--parser",
+                "table",
+                "--dim",
+                "batch=1",
+                "--sweep",
+                str(out),
+                "--out",
+                str(page),
+                "-q",
+            ]
+        )
+        == 0
+    )
+    html = page.read_text()
+    html5lib.HTMLParser(strict=True).parse(html)
+    section = html[html.index('<section id="sweep">') :]
+    section = section[: section.index("</section>")]
+    assert section.count("<tr>") == 5 and "batch=2" in section and "★" in section and "reference" in section
+    other = _mlp(tmp_path / "other.onnx", hidden=16)
+    assert (
+        cli(
+            [
+                "report",
+                str(other),
+                "--parser",
+                "table",
+                "--dim",
+                "batch=1",
+                "--sweep",
+                str(out),
+                "--out",
+                str(tmp_path / "r2.html"),
+                "-q",
+            ]
+        )
+        == 2
+    )

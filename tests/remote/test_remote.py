@@ -201,3 +201,18 @@ def list_result(job):  # type: ignore[no-untyped-def]
             next(gen)
         except StopIteration as stop:
             return stop.value
+
+
+def test_remote_kernel_brings_the_plugin_project_back(trusted, tmp_path):
+    """The kernel workbench's job on the target (no GPU there: its CPU parts), its plugin project fetched whole."""
+    from splitscope.engine.sample import SAMPLE_MODEL
+
+    out, doc = tmp_path / "dcn_plugin", tmp_path / "kernel.json"
+    out.mkdir()
+    (out / "stale.txt").write_text("from before")  # the project replaces the folder whole
+    args = ["kernel", str(SAMPLE_MODEL), "--parser", "table", "--out", str(out), "--json", str(doc), "-q"]
+    assert cli([*args, "--target", _url(trusted)]) == 0
+    res = json.loads(doc.read_text())
+    assert res["target"].startswith("ssh://") and (out / "plugin.py").exists() and not (out / "stale.txt").exists()
+    assert res["plugin"]["folder"] == str(out)
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")], "no staging folder is left"
