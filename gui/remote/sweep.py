@@ -170,7 +170,12 @@ class SweepPanel(QWidget):
         self.front.setObjectName("sweep_pareto_plot")
         self.front.setLabel("left", "accuracy: SNR against FP32 (dB)")
         self.front.setLabel("bottom", "median latency (ms)")
-        for p in (self.by_dim, self.front):
+        self.by_precision = pg.PlotWidget()
+        self.by_precision.setObjectName("sweep_throughput_plot")
+        self.by_precision.setLabel("left", "items/s")
+        self.by_precision.setLabel("bottom", "precision")
+        self.by_precision.addLegend(offset=(5, 5))
+        for p in (self.by_dim, self.by_precision, self.front):
             p.getAxis("left").enableAutoSIPrefix(False)
             p.getAxis("bottom").enableAutoSIPrefix(False)
             p.setMinimumHeight(120)
@@ -246,6 +251,7 @@ class SweepPanel(QWidget):
 
     def _plot(self, done: list[dict[str, Any]]) -> None:
         self.by_dim.clear()
+        self.by_precision.clear()
         self.front.clear()
         if not done:
             return
@@ -273,6 +279,28 @@ class SweepPanel(QWidget):
             )
         if dim and len({x for pts in series.values() for x, _ in pts}) > 2:
             self.by_dim.setLogMode(x=True, y=False)
+        # Throughput against precision: one line a workload and backend, precisions in their usual order.
+        order = [q for q in PRECISIONS if any(c["params"]["precision"] == q for c in done)]
+        self.by_precision.getAxis("bottom").setTicks([list(enumerate(order))])
+        lines: dict[str, list[tuple[int, float]]] = {}
+        for c in done:
+            p, thr = c["params"], c.get("throughput") or {}
+            value = thr.get("items_per_s", thr.get("inferences_per_s"))
+            if value is None:
+                continue
+            dims_label = " ".join(f"{d}={v}" for d, v in sorted(p["dims"].items()))
+            lines.setdefault(f"{p['backend']} {dims_label}".strip(), []).append((order.index(p["precision"]), value))
+        for k, (name, pts) in enumerate(sorted(lines.items())):
+            pts.sort()
+            colour = _PENS[k % len(_PENS)]
+            self.by_precision.plot(
+                [a for a, _ in pts],
+                [b for _, b in pts],
+                pen=pg.mkPen(colour, width=2),
+                symbol="s",
+                symbolBrush=colour,
+                name=name,
+            )
         # Accuracy against latency: FP32 is the reference (infinite SNR), drawn above the best finite one. One colour
         # a workload (model and dims: only cells of one workload compete); its Pareto front joined and enlarged.
         finite = [accuracy(c) for c in done if math.isfinite(accuracy(c))]

@@ -72,4 +72,5 @@ def test_a_sweep_fills_its_table_and_marks_the_pareto_front(qtbot, window, tmp_p
     assert statuses == ["done"] * 4 + ["failed"]
     assert "4 of 5 cells done" in panel.summary.text() and "1 failed" in panel.summary.text()
     assert len(panel.front.getPlotItem().items) >= 2 and panel.by_dim.getPlotItem().listDataItems()
+    assert len(panel.by_precision.getPlotItem().listDataItems()) == 2  # a line a batch size: fp32, int8
     assert window.controller.results.sweep is not None
