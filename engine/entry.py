@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-VERBS = ("analyze", "optimize", "profile", "engine", "calibrate", "kernel", "report")
+VERBS = ("analyze", "optimize", "profile", "engine", "calibrate", "kernel", "report", "sweep", "targets")
 """The CLI's verbs (``splitscope VERB ...``); the bundle runs the CLI when its first argument is one."""
 
 CHILDREN: dict[str, str] = {
