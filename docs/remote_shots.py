@@ -77,7 +77,7 @@ def main() -> None:
         )
         jid = w.remote_ui.run(cells, ray=None)
         pump(lambda: w.controller.queue.jobs[jid].finished, 900)
-        w.resizeDocks([w.remote_ui.dock], [460], Qt.Orientation.Vertical)
+        w.resizeDocks([w.remote_ui.dock], [620], Qt.Orientation.Vertical)
         pump(timeout=1.0)
         w.grab().save(str(DOCS / "sweep-yolov8-batch-precision.png"))
         w.close()
