@@ -29,12 +29,16 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     if args.iterations < 1 or args.timeout <= 0:
         raise SplitscopeError("--iterations must be 1 or more and --timeout above 0.")
     targets = [parse_target(t).address() for t in _split(args.target)] or ["local"]
+    dims = parse_dim_values(args.dim)
+    precisions = _split(args.precision) or ["fp32"]
+    keeps = _search_candidates(args, dims, precisions) if args.search_candidates else None
     cells = expand(
         args.models,
-        parse_dim_values(args.dim),
+        dims,
         _split(args.backend) or ["ort-cpu"],
-        _split(args.precision) or ["fp32"],
+        precisions,
         targets,
+        keeps,
         iterations=args.iterations,
         warmup=args.warmup,
         samples=args.samples,
@@ -65,6 +69,42 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     return 0 if not failed else 3
 
 
+def _search_candidates(args: argparse.Namespace, dims: dict[str, list[int]], precisions: list[str]) -> list[Any]:
+    """``--search-candidates K``: the first model's nodes ranked by how much keeping each in float gains (a
+    sensitivity pass at the first dims and reduced precision, as ``calibrate --sensitivity``), and the K+1 candidates
+    of a precision search: nothing kept, then the 1, 2, ... K most sensitive."""
+    import tempfile
+    from pathlib import Path
+
+    from splitscope.engine.calib.calibrate import calibrate
+    from splitscope.engine.errors import SplitscopeError
+    from splitscope.engine.sweep.grid import candidates
+
+    low = [p for p in precisions if p != "fp32"]
+    if not low:
+        raise SplitscopeError("--search-candidates needs a reduced precision (--precision int8, fp8, fp16 or bf16).")
+    first = {k: v[0] for k, v in dims.items()}
+    with tempfile.TemporaryDirectory(prefix="splitscope-search-") as tmp:
+        res = _run_with_bar(
+            calibrate(
+                args.models[0],
+                Path(tmp) / "ranking.onnx",
+                data="random",
+                precision=low[0],
+                samples=args.samples,
+                dims=first,
+                sensitivity=True,
+            )
+        )
+    ranking = [s["node"] for s in sorted(res["search"]["sensitivity"], key=lambda s: -s["gain_db"])]
+    if not args.quiet:
+        print(
+            f"precision search: {len(ranking)} quantized nodes ranked; the {args.search_candidates} most sensitive: "
+            + ", ".join(ranking[: args.search_candidates])
+        )
+    return candidates(ranking, args.search_candidates)
+
+
 def add_parser(sub: Any) -> None:
     s = sub.add_parser(
         "sweep", help="a grid of profiles (models x dims x backends x precisions x targets) on Ray or in sequence"
@@ -74,6 +114,14 @@ def add_parser(sub: Any) -> None:
     s.add_argument("--backend", action="append", default=[], metavar="B[,B...]", help="ort-cpu, ort-cuda, ...")
     s.add_argument("--precision", action="append", default=[], metavar="P[,P...]", help="fp32, fp16, bf16, int8, fp8")
     s.add_argument("--target", action="append", default=[], metavar="T[,T...]", help="local or SSH targets")
+    s.add_argument(
+        "--search-candidates",
+        type=int,
+        default=0,
+        metavar="K",
+        help="a precision search as a grid: each reduced precision with nothing, then the 1..K most sensitive nodes "
+        "(ranked by a sensitivity pass on the first model) kept in float",
+    )
     s.add_argument("--ray", metavar="ADDRESS", help="a Ray cluster's address (default: a local Ray, if installed)")
     s.add_argument("--no-ray", action="store_true", help="run the cells in sequence here")
     s.add_argument("--iterations", type=int, default=50)

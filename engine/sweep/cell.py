@@ -25,6 +25,7 @@ def run_cell(
     iterations: int = 50,
     warmup: int = 5,
     samples: int = 8,
+    keep: list[str] | tuple[str, ...] = (),
     **_: Any,
 ) -> Generator[JobEvent, None, dict[str, Any]]:
     """The cell's figures: ``latency_ms`` and ``throughput`` as ``profile`` gives them, ``device``, ``snr_db``."""
@@ -42,7 +43,9 @@ def run_cell(
         if precision != "fp32":
             yield Progress("calibrate", 0, 0, f"Making the {precision.upper()} model")
             out = work / f"{path.stem}_{precision}.onnx"
-            res = yield from calibrate(path, out, data="random", precision=precision, samples=samples, dims=dims)
+            res = yield from calibrate(
+                path, out, data="random", precision=precision, samples=samples, dims=dims, keep=list(keep)
+            )
             accuracy = res.get("accuracy") or {}
             snrs = [a["snr_db"] for a in accuracy.values() if isinstance(a, dict) and "snr_db" in a]
             snr = min(snrs) if snrs else None

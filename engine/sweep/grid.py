@@ -34,6 +34,8 @@ class Cell:
     warmup: int = 5
     samples: int = 8
     """Calibration samples for a reduced precision (random data: the latency is what a sweep compares)."""
+    keep: tuple[str, ...] = ()
+    """Nodes left in float in a reduced precision (a candidate of a precision search: the most sensitive first)."""
 
     @property
     def needs_gpu(self) -> bool:
@@ -49,7 +51,8 @@ class Cell:
         """``model.onnx batch=8 ort-cpu int8`` (the target when it is not this machine)."""
         dims = " ".join(f"{k}={v}" for k, v in sorted(self.dims.items()))
         where = "" if self.target == "local" else f" @{self.target.split('?')[0]}"
-        return " ".join(s for s in (Path(self.model).name, dims, self.backend, self.precision) if s) + where
+        kept = f"+{len(self.keep)} in float" if self.keep else ""
+        return " ".join(s for s in (Path(self.model).name, dims, self.backend, self.precision, kept) if s) + where
 
 
 def cell_key(cell: Cell, model_hash: str, version: str) -> str:
@@ -81,15 +84,22 @@ def parse_dim_values(items: list[str]) -> dict[str, list[int]]:
     return out
 
 
+def candidates(ranking: list[str], count: int) -> list[tuple[str, ...]]:
+    """A precision search's candidates: nothing kept in float, then the 1, 2, ... ``count`` most sensitive nodes."""
+    return [tuple(ranking[:k]) for k in range(min(count, len(ranking)) + 1)]
+
+
 def expand(
     models: list[str],
     dims: dict[str, list[int]],
     backends: list[str],
     precisions: list[str],
     targets: list[str] | None = None,
+    keeps: list[tuple[str, ...]] | None = None,
     **common: Any,
 ) -> list[Cell]:
-    """Every combination, models outermost (the order the table shows before any sort)."""
+    """Every combination, models outermost (the order the table shows before any sort); ``keeps``: the candidates
+    of a precision search, each a cell of every reduced precision (FP32 keeps nothing in float: one cell)."""
     for b in backends:
         if b not in BACKENDS:
             raise SplitscopeError(f"--backend {b!r}: one of {', '.join(BACKENDS)}.")
@@ -100,10 +110,11 @@ def expand(
     combos = list(itertools.product(*(dims[n] for n in names))) or [()]
     # Absolute paths: each cell runs in a child process of its own working folder (and on Ray's workers).
     return [
-        Cell(str(Path(m).expanduser().resolve()), dict(zip(names, combo, strict=True)), b, p, t, **common)
+        Cell(str(Path(m).expanduser().resolve()), dict(zip(names, combo, strict=True)), b, p, t, keep=k, **common)
         for m in models
         for combo in combos
         for b in backends
         for p in precisions
+        for k in (keeps or [()] if p != "fp32" else [()])
         for t in targets or ["local"]
     ]

@@ -88,7 +88,7 @@ def run_one(cell: Cell, timeout_s: float = CELL_TIMEOUT_S, cancel: CancelToken |
 
 def _ray_cell(params: dict[str, Any], timeout_s: float) -> dict[str, Any]:
     """The Ray task: one cell in a child process of the worker (a Cancel interrupts it and the child is killed)."""
-    return run_one(Cell(**params), timeout_s)
+    return run_one(Cell(**{**params, "keep": tuple(params.get("keep") or ())}), timeout_s)
 
 
 def ray_module() -> Any:

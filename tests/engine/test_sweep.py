@@ -218,3 +218,18 @@ def test_the_report_shows_the_sweep_of_its_model(tmp_path):
         )
         == 2
     )
+
+
+def test_a_precision_search_runs_as_a_grid_of_its_candidates(tmp_path):
+    model = _mlp(tmp_path / "mlp.onnx", hidden=64)
+    out = tmp_path / "search.json"
+    args = ["sweep", str(model), "--dim", "batch=2", "--precision", "fp32,int8", "--search-candidates", "2"]
+    assert cli([*args, "--iterations", "3", "--samples", "4", "--no-ray", "--json", str(out), "-q"]) == 0
+    doc = json.loads(out.read_text())
+    kept = [(c["params"]["precision"], len(c["params"]["keep"])) for c in doc["cells"]]
+    assert kept == [("fp32", 0), ("int8", 0), ("int8", 1), ("int8", 2)]
+    assert all(c["status"] == "done" for c in doc["cells"])
+    one = doc["cells"][2]["params"]["keep"]
+    assert one and set(one) <= set(doc["cells"][3]["params"]["keep"]), "candidates grow by the next most sensitive"
+    snr = [c["snr_db"] for c in doc["cells"][1:]]
+    assert snr[2] >= snr[0] - 1.0, "keeping nodes in float does not lose accuracy"

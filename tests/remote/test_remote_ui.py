@@ -68,7 +68,7 @@ def test_a_sweep_fills_its_table_and_marks_the_pareto_front(qtbot, window, tmp_p
     panel = window.remote_ui.panel
     qtbot.waitUntil(lambda: panel.export.isEnabled(), timeout=5000)
     assert panel.table.rowCount() == 5
-    statuses = sorted(panel.table.item(r, 5).text() for r in range(5))
+    statuses = sorted(panel.table.item(r, 6).text() for r in range(5))
     assert statuses == ["done"] * 4 + ["failed"]
     assert "4 of 5 cells done" in panel.summary.text() and "1 failed" in panel.summary.text()
     assert len(panel.front.getPlotItem().items) >= 2 and panel.by_dim.getPlotItem().listDataItems()
