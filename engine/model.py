@@ -7,6 +7,8 @@ built by :func:`splitscope.engine.onnxio.graph.graph_from_onnx` and filled in by
 from __future__ import annotations
 
 import math
+from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -212,6 +214,49 @@ class Node:
     def is_custom_domain(self) -> bool:
         """Whether the op lives outside the standard ONNX domains."""
         return self.domain not in ("", "ai.onnx", "ai.onnx.ml")
+
+
+def link_nodes(
+    nodes: list[Node], producer_of: Callable[[str], int | None], all_inputs: bool = True
+) -> tuple[list[list[int]], list[list[int]], dict[tuple[int, int], list[str]], int | None]:
+    """Predecessors, successors and the tensors of each edge of ``nodes`` (their inputs' producers by
+    ``producer_of``; with ``all_inputs``, the outer tensors their bodies read too), and the first node that reads its
+    own output (a cycle of one), or None."""
+    n = len(nodes)
+    preds: list[list[int]] = [[] for _ in range(n)]
+    succs: list[list[int]] = [[] for _ in range(n)]
+    edges: dict[tuple[int, int], list[str]] = {}
+    for node in nodes:
+        v = node.index
+        for name in node.all_inputs if all_inputs else node.inputs:
+            u = producer_of(name)
+            if u is None:
+                continue
+            if u == v:
+                return preds, succs, edges, v
+            names = edges.get((u, v))
+            if names is None:
+                edges[(u, v)] = [name]
+                preds[v].append(u)
+                succs[u].append(v)
+            else:
+                names.append(name)
+    return preds, succs, edges, None
+
+
+def kahn_order(preds: list[list[int]], succs: list[list[int]]) -> tuple[list[int], list[int]]:
+    """A topological order (Kahn's, stable), and each node's in-degree left: nonzero on or after a cycle."""
+    indeg = [len(p) for p in preds]
+    ready = deque(i for i, d in enumerate(indeg) if d == 0)
+    order: list[int] = []
+    while ready:
+        i = ready.popleft()
+        order.append(i)
+        for s in succs[i]:
+            indeg[s] -= 1
+            if indeg[s] == 0:
+                ready.append(s)
+    return order, indeg
 
 
 @dataclass(slots=True)

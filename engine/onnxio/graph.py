@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import contextlib
-from collections import deque
 from typing import Any
 
 import onnx
 from onnx import AttributeProto
 from splitscope.engine.errors import CyclicGraphError, ModelDecodeError
-from splitscope.engine.model import Adjacency, Dim, Graph, GraphModel, Initializer, Node, Tensor
+from splitscope.engine.model import Adjacency, Dim, Graph, GraphModel, Initializer, Node, Tensor, kahn_order, link_nodes
 from splitscope.engine.onnxio.loader import LoadedModel, dtype_name, text_error
 from splitscope.engine.onnxio.scopes import scope_from
 from splitscope.engine.onnxio.validate import node_defect
@@ -93,40 +92,20 @@ def scope_of(node: onnx.NodeProto) -> tuple[str, ...]:
 
 def adjacency_of(nodes: list[Node], tensors: dict[str, Tensor], label: str) -> Adjacency:
     """Predecessors, successors, edges and a topological order; raises :class:`CyclicGraphError` on a cycle."""
-    n = len(nodes)
-    preds: list[list[int]] = [[] for _ in range(n)]
-    succs: list[list[int]] = [[] for _ in range(n)]
-    edges: dict[tuple[int, int], list[str]] = {}
-    get = tensors.get  # "" (an omitted optional input) is never a key
-    for node in nodes:
-        v = node.index
-        for name in node.all_inputs:
-            t = get(name)
-            if t is None or (u := t.producer) is None:
-                continue
-            if u == v:
-                raise CyclicGraphError(
-                    f"Node '{node.label}' ({node.op_type}) in {label} reads its own output: the graph has a cycle, "
-                    "which ONNX forbids; re-export the model."
-                )
-            names = edges.get((u, v))
-            if names is None:
-                edges[(u, v)] = [name]
-                preds[v].append(u)
-                succs[u].append(v)
-            else:
-                names.append(name)
-    indeg = [len(p) for p in preds]
-    ready = deque(i for i, d in enumerate(indeg) if d == 0)
-    order: list[int] = []
-    while ready:
-        i = ready.popleft()
-        order.append(i)
-        for s in succs[i]:
-            indeg[s] -= 1
-            if indeg[s] == 0:
-                ready.append(s)
-    if len(order) < n:
+
+    def producer_of(name: str) -> int | None:
+        t = tensors.get(name)  # "" (an omitted optional input) is never a key
+        return None if t is None else t.producer
+
+    preds, succs, edges, self_reader = link_nodes(nodes, producer_of)
+    if self_reader is not None:
+        node = nodes[self_reader]
+        raise CyclicGraphError(
+            f"Node '{node.label}' ({node.op_type}) in {label} reads its own output: the graph has a cycle, "
+            "which ONNX forbids; re-export the model."
+        )
+    order, indeg = kahn_order(preds, succs)
+    if len(order) < len(nodes):
         stuck = [nd for nd in nodes if indeg[nd.index] > 0]
         cycle = _find_cycle(stuck, nodes, tensors)
         names_ = " -> ".join(nodes[i].label for i in cycle)

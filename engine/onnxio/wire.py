@@ -263,6 +263,30 @@ CHUNK_BYTES = 2 << 20
 """Node bytes a chunk of :func:`node_chunks` holds: decoding one holds the interpreter a few milliseconds."""
 
 
+def _split_out(buf: memoryview, start: int, end: int, numbers: frozenset[int]) -> tuple[bytes, list[bytes]]:
+    """buf[start:end] without its length-delimited fields numbered in ``numbers``, and those fields in order, in
+    chunks of about :data:`CHUNK_BYTES`."""
+    rest: list[bytes] = []
+    chunks: list[bytes] = []
+    current: list[bytes] = []
+    size = 0
+    run = start
+    for num, wt, f0, _p0, p1 in _fields(buf, start, end):
+        if num not in numbers or wt != 2:
+            continue
+        rest.append(bytes(buf[run:f0]))
+        run = p1
+        current.append(bytes(buf[f0:p1]))
+        size += p1 - f0
+        if size >= CHUNK_BYTES:
+            chunks.append(b"".join(current))
+            current, size = [], 0
+    rest.append(bytes(buf[run:end]))
+    if current:
+        chunks.append(b"".join(current))
+    return b"".join(rest), chunks
+
+
 def node_chunks(data: bytes) -> tuple[bytes, list[bytes]] | None:
     """The model's bytes without its main graph's nodes, and those nodes' fields in chunks of about
     :data:`CHUNK_BYTES`, in order: decoding the first and merging each chunk into the graph gives the same model as
@@ -274,25 +298,7 @@ def node_chunks(data: bytes) -> tuple[bytes, list[bytes]] | None:
         if len(graphs) != 1:
             return None
         fs, ps, pe = graphs[0]
-        rest: list[bytes] = []
-        chunks: list[bytes] = []
-        current: list[bytes] = []
-        size = 0
-        run = ps
-        for num, wt, f0, _p0, p1 in _fields(buf, ps, pe):
-            if num != _GRAPH_NODE or wt != 2:
-                continue
-            rest.append(bytes(buf[run:f0]))
-            run = p1
-            current.append(bytes(buf[f0:p1]))
-            size += p1 - f0
-            if size >= CHUNK_BYTES:
-                chunks.append(b"".join(current))
-                current, size = [], 0
-        rest.append(bytes(buf[run:pe]))
-        if current:
-            chunks.append(b"".join(current))
-        graph = b"".join(rest)
+        graph, chunks = _split_out(buf, ps, pe, frozenset({_GRAPH_NODE}))
         head = bytes(buf[:fs]) + _encode_varint((_MODEL_GRAPH << 3) | 2) + _encode_varint(len(graph)) + graph
         return head + bytes(buf[pe:]), chunks
     except WireError:
@@ -310,30 +316,13 @@ def parse_in_chunks(message: Any, data: bytes, repeated: frozenset[int]) -> None
 
     buf = memoryview(data)
     try:
-        rest: list[bytes] = []
-        chunks: list[bytes] = []
-        current: list[bytes] = []
-        size = 0
-        run = 0
-        for num, wt, f0, _p0, p1 in _fields(buf, 0, len(data)):
-            if num not in repeated or wt != 2:
-                continue
-            rest.append(bytes(buf[run:f0]))
-            run = p1
-            current.append(bytes(buf[f0:p1]))
-            size += p1 - f0
-            if size >= CHUNK_BYTES:
-                chunks.append(b"".join(current))
-                current, size = [], 0
-        rest.append(bytes(buf[run:]))
-        if current:
-            chunks.append(b"".join(current))
+        rest, chunks = _split_out(buf, 0, len(data), repeated)
     except WireError:
         message.ParseFromString(data)  # let protobuf say what is wrong
         return
     finally:
         buf.release()
-    message.ParseFromString(b"".join(rest))
+    message.ParseFromString(rest)
     for chunk in chunks:
         message.MergeFromString(chunk)
         time.sleep(0)

@@ -8,12 +8,11 @@ yields it before the full load and replaces it with the full model, laid out aga
 from __future__ import annotations
 
 import os
-from collections import deque
 from collections.abc import Generator
 from pathlib import Path
 
 from splitscope.engine.jobs import JobEvent, Partial, Progress, gc_paused
-from splitscope.engine.model import Adjacency, Graph, GraphModel, Node, Source, Status, Tensor
+from splitscope.engine.model import Adjacency, Graph, GraphModel, Node, Source, Status, Tensor, kahn_order, link_nodes
 from splitscope.engine.onnxio.light import read_light
 from splitscope.engine.onnxio.scopes import scope_from
 from splitscope.engine.split.parser import resolve_backend
@@ -24,37 +23,12 @@ PREVIEW_MIN_BYTES = 4_000_000
 
 
 def _adjacency(nodes: list[Node], producer: dict[str, int]) -> Adjacency | None:
-    n = len(nodes)
-    preds: list[list[int]] = [[] for _ in range(n)]
-    succs: list[list[int]] = [[] for _ in range(n)]
-    edges: dict[tuple[int, int], list[str]] = {}
-    get = producer.get
-    for node in nodes:
-        v = node.index
-        for name in node.inputs:
-            u = get(name)
-            if u is None:
-                continue
-            if u == v:
-                return None
-            names = edges.get((u, v))
-            if names is None:
-                edges[(u, v)] = [name]
-                preds[v].append(u)
-                succs[u].append(v)
-            else:
-                names.append(name)
-    indeg = [len(p) for p in preds]
-    ready = deque(i for i, d in enumerate(indeg) if d == 0)
-    order: list[int] = []
-    while ready:
-        i = ready.popleft()
-        order.append(i)
-        for s in succs[i]:
-            indeg[s] -= 1
-            if indeg[s] == 0:
-                ready.append(s)
-    return Adjacency(order, preds, succs, edges) if len(order) == n else None
+    """The preview's adjacency, or None on a cycle (the full load names it)."""
+    preds, succs, edges, self_reader = link_nodes(nodes, producer.get, all_inputs=False)
+    if self_reader is not None:
+        return None
+    order, _ = kahn_order(preds, succs)
+    return Adjacency(order, preds, succs, edges) if len(order) == len(nodes) else None
 
 
 def preview_model(path: str | os.PathLike[str], target: str) -> tuple[GraphModel, list[int]] | None:
