@@ -16,13 +16,17 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import onnx
 from onnx import AttributeProto
 from splitscope.engine.dimexpr import eval_dim
 from splitscope.engine.dimnames import ANONYMOUS, batch_like, input_dim_name, suggest_value  # noqa: F401
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def input_dims(graph: onnx.GraphProto) -> list[tuple[str, int, str]]:
@@ -188,15 +192,32 @@ class FoldBudget:
     refused: set[str] = field(default_factory=set)
 
 
-def _estimate(n: onnx.NodeProto, known: Mapping[str, object], shapes: Mapping[str, tuple[int, ...]]) -> int | None:
+def _value(known: MutableMapping[str, object], name: str) -> np.ndarray | None:
+    """The value of ``name`` in ``known``; an initializer is kept there as its TensorProto until a node needs it
+    (most small weights never are), then converted once. None when unknown or not convertible."""
+    import numpy as np
+    from onnx import numpy_helper
+
+    v = known.get(name)
+    if isinstance(v, onnx.TensorProto):
+        try:
+            v = known[name] = numpy_helper.to_array(v)
+        except Exception:  # noqa: BLE001 - exotic dtypes: not folded
+            del known[name]
+            return None
+    return np.asarray(v) if v is not None else None
+
+
+def _estimate(
+    n: onnx.NodeProto, known: MutableMapping[str, object], shapes: Mapping[str, tuple[int, ...]]
+) -> int | None:
     """Elements a node would make, before it is run: the ops that can blow a small input up (a
     ConstantOfShape of [seq, seq], an Expand, a Tile, a Range) from their inputs' values; others from the shape a
     pass found; None when nothing says."""
     import numpy as np
 
     def val(k: int) -> np.ndarray | None:
-        v = known.get(n.input[k]) if len(n.input) > k and n.input[k] else None
-        return np.asarray(v) if v is not None else None
+        return _value(known, n.input[k]) if len(n.input) > k and n.input[k] else None
 
     try:
         if n.op_type == "ConstantOfShape" and (v := val(0)) is not None:
@@ -238,12 +259,9 @@ def fold_constants(
     budget = budget if budget is not None else FoldBudget()
     shapes = {**(outer or {}), **(concrete_shapes(inferred) if inferred is not None else {})}
     known = dict(known or {})
-    for init in g.initializer:
+    for init in g.initializer:  # converted when a node needs them (_value)
         if init.data_location != onnx.TensorProto.EXTERNAL and math.prod(init.dims) <= _FOLD_ELEMENTS:
-            try:
-                known[init.name] = numpy_helper.to_array(init)
-            except Exception:  # noqa: BLE001 - exotic dtypes: not folded
-                continue
+            known[init.name] = init
     twins = inferred.node if inferred is not None and len(inferred.node) == len(g.node) else None
     folded = 0
     for i, n in enumerate(g.node):
@@ -282,13 +300,16 @@ def fold_constants(
         key = n.output[0] if n.output else ""
         if not n.input or key in budget.refused or not all(x in known for x in ins):
             continue
+        values = {x: _value(known, x) for x in ins}
+        if any(v is None for v in values.values()):
+            continue
         size = _estimate(n, known, shapes)
         if size is not None and size > _FOLD_ELEMENTS:
             budget.refused.add(key)
             continue
         budget.left -= 1
         try:
-            outs = ReferenceEvaluator(n, opsets={"": opset}).run(None, {x: known[x] for x in ins})
+            outs = ReferenceEvaluator(n, opsets={"": opset}).run(None, values)
         except Exception:  # noqa: BLE001 - best effort: a node the reference cannot run stays for inference
             budget.refused.add(key)
             continue

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import onnx
 from onnx import AttributeProto
+from splitscope.engine.jobs import CancelToken
 from splitscope.engine.model import Dim, Graph, GraphModel
 from splitscope.engine.onnxio.concrete import concrete_shapes, fixed_model
 from splitscope.engine.onnxio.graph import _shape_of, build_graph
@@ -72,14 +73,25 @@ def infer_shapes(m: onnx.ModelProto, warnings: list[str]) -> tuple[onnx.ModelPro
     return out, assumed
 
 
-def apply_shape_inference(gm: GraphModel, loaded: LoadedModel, in_subprocess: bool = False) -> None:
+def apply_shape_inference(
+    gm: GraphModel,
+    loaded: LoadedModel,
+    in_subprocess: bool = False,
+    child: ShapeChild | None = None,
+    cancel: CancelToken | None = None,
+) -> None:
     """Infer types and shapes and write them into ``gm``'s tensors (and rebuild nested bodies).
 
     ``in_subprocess`` runs the inference in a child process (:mod:`splitscope.engine.onnxio.shape_proc`),
-    so that a GUI thread calling this never holds the GIL for long.
+    so that a GUI thread calling this never holds the GIL for long; ``child``: that process, started already.
     """
-    if in_subprocess and gm.path is not None:
-        result = _infer_in_subprocess(gm.path)
+    if child is None and in_subprocess and gm.path is not None:
+        child = ShapeChild(gm.path)
+    if child is not None:
+        try:
+            result = child.result(cancel)
+        finally:
+            child.kill()
         if result is None:
             gm.warnings.append("Shape inference failed in its worker process; some shapes and FLOPs are unknown.")
             return
@@ -117,17 +129,31 @@ def infer_concrete(
 
 
 def apply_concrete_shapes(
-    gm: GraphModel, proto: onnx.ModelProto | None, dims: dict[str, int], in_subprocess: bool = False
+    gm: GraphModel,
+    proto: onnx.ModelProto | None,
+    dims: dict[str, int],
+    in_subprocess: bool = False,
+    child: ShapeChild | None = None,
+    cancel: CancelToken | None = None,
 ) -> int:
     """Give every tensor of ``gm`` (bodies too) its concrete shape at ``dims`` where inference at those values
     types it (:mod:`splitscope.engine.onnxio.concrete`); the rest keep only their symbolic shape. Returns how
-    many tensors got one. ``in_subprocess``: run the inference in the shapes child (a GUI's thread)."""
+    many tensors got one. ``in_subprocess``: run the inference in the shapes child (a GUI's thread); ``child``:
+    that child, started already at ``dims`` (its answer is used only if they are the same dims)."""
     for graph in (gm.graph, *(sub for _, n in gm.graph.walk() for sub in n.subgraphs.values())):
         for t in graph.tensors.values():
             t.at = None
     said: list[str] = []
-    if in_subprocess and gm.path is not None:
-        result = _infer_in_subprocess(gm.path, dims)
+    if child is not None and child.dims != dims:
+        child.kill()
+        child = None
+    if child is None and in_subprocess and gm.path is not None:
+        child = ShapeChild(gm.path, dims)
+    if child is not None:
+        try:
+            result = child.result(cancel)
+        finally:
+            child.kill()
         if result is None:
             gm.warnings.append(
                 "Shape inference at the given dims failed in its worker process; costs use the "
@@ -200,35 +226,65 @@ def _apply_types(graph: Graph, g: onnx.GraphProto, body_nodes: dict[int, onnx.No
         _apply_types(sub, sg)
 
 
-def _infer_in_subprocess(
-    path: Path, dims: dict[str, int] | None = None
-) -> tuple[onnx.GraphProto, list[int], list[str], list[str]] | None:
-    import json
-    import subprocess
+class ShapeChild:
+    """Shape inference in its own process (:mod:`splitscope.engine.onnxio.shape_proc`), started at once and read
+    when its answer is needed, so that it runs beside the caller's own work; at ``dims`` when given (the inputs'
+    symbolic dims fixed at those values). :meth:`kill` stops it (a cancel, a failure, an answer not needed)."""
 
-    from splitscope.engine.entry import child_command, child_env
+    def __init__(self, path: Path, dims: dict[str, int] | None = None) -> None:
+        import json
+        import subprocess
 
-    env, root = child_env()
-    proc = subprocess.run(
-        child_command("shapes", str(path.resolve()), *([json.dumps(dims)] if dims is not None else [])),
-        capture_output=True,
-        env=env,
-        cwd=root,
-        stdin=subprocess.DEVNULL,
-        check=False,
-    )
-    head, _, body = proc.stdout.partition(b"\n")
-    try:
-        header = json.loads(head)
-    except ValueError:
-        return None
-    if proc.returncode != 0 or "bytes" not in header:
-        return None
-    from splitscope.engine.onnxio.wire import parse_in_chunks
+        from splitscope.engine.entry import child_command, child_env
 
-    g = onnx.GraphProto()
-    parse_in_chunks(g, body[: header["bytes"]], frozenset({1, 13}))  # nodes, value_info: a step at a time
-    return g, list(header["bodies"]), list(header["assumed"]), list(header["warnings"])
+        env, root = child_env()
+        self.dims = dict(dims) if dims is not None else None
+        self._proc = subprocess.Popen(
+            child_command("shapes", str(path.resolve()), *([json.dumps(dims)] if dims is not None else [])),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            cwd=root,
+        )
+
+    def result(
+        self, cancel: CancelToken | None = None
+    ) -> tuple[onnx.GraphProto, list[int], list[str], list[str]] | None:
+        """The inferred graph (value infos, and the nodes that own bodies), those nodes' indices, the tensors
+        whose shape was assumed, and what the inference said; None when the child failed. Waits for it (checking
+        ``cancel`` every 0.1 s: cancelled, the child is killed)."""
+        import json
+        import subprocess
+
+        out = b""
+        while True:
+            try:
+                out, _ = self._proc.communicate(timeout=0.1)
+                break
+            except subprocess.TimeoutExpired:
+                if cancel is not None and cancel.cancelled:
+                    self.kill()
+                    cancel.raise_if_cancelled()
+        head, _, body = out.partition(b"\n")
+        try:
+            header = json.loads(head)
+        except ValueError:
+            return None
+        if self._proc.returncode != 0 or "bytes" not in header:
+            return None
+        from splitscope.engine.onnxio.wire import parse_in_chunks
+
+        g = onnx.GraphProto()
+        parse_in_chunks(g, body[: header["bytes"]], frozenset({1, 13}))  # nodes, value_info: a step at a time
+        return g, list(header["bodies"]), list(header["assumed"]), list(header["warnings"])
+
+    def kill(self) -> None:
+        """Stop the child if it still runs (and reap it)."""
+        if self._proc.poll() is None:
+            self._proc.kill()
+        with contextlib.suppress(Exception):
+            self._proc.communicate(timeout=5)
 
 
 def bind_function_shapes(gm: GraphModel, proto: onnx.ModelProto) -> None:

@@ -9,10 +9,15 @@ from pathlib import Path
 import onnx
 from splitscope.engine.jobs import CancelToken, JobEvent, Partial, Progress, gc_paused, run_to_end
 from splitscope.engine.model import GraphModel, ParserInfo, Source, Status
-from splitscope.engine.onnxio.concrete import classify_dims, input_dim_name, input_dims
+from splitscope.engine.onnxio.concrete import DimPlan, classify_dims, input_dim_name, input_dims
 from splitscope.engine.onnxio.graph import graph_from_onnx
 from splitscope.engine.onnxio.loader import load_model
-from splitscope.engine.onnxio.shapes import apply_concrete_shapes, apply_shape_inference, bind_function_shapes
+from splitscope.engine.onnxio.shapes import (
+    ShapeChild,
+    apply_concrete_shapes,
+    apply_shape_inference,
+    bind_function_shapes,
+)
 from splitscope.engine.onnxio.validate import shape_defects
 from splitscope.engine.sample import SAMPLE_MODEL
 from splitscope.engine.split import crash
@@ -89,13 +94,21 @@ def _analyze(
     # paint does not share two cores with it.
     parser_module = module if module is not None and model_path.is_file() else None
     proc = ParserProcess(parser_module, model_path) if parser_module and not responsive else None
+    # Shape inference at the dims in force runs in a child of its own beside the graph's building here when a
+    # core is free (no parser process: the parser is the longest step and is not slowed), started as soon as the
+    # dims are known; a GUI caller's runs beside its symbolic inference, each in a child.
+    children: list[ShapeChild] = []
     try:
         yield Progress("load", 0, 6, f"Loading {model_path.name}")
         loaded = load_model(model_path)
         cancel.raise_if_cancelled()
+        plan = dims_plan(loaded.proto, dims, model_path.name, known_only=known_dims_only)
+        concrete = bool(plan.values) and bool(input_dims(loaded.proto.graph)) and model_path.is_file()
+        at = ShapeChild(model_path, plan.values) if concrete and not responsive and proc is None else None
+        children += [at] if at is not None else []
         yield Progress("structure", 1, 6, "Reading the graph")
         gm, order = graph_from_onnx(loaded)
-        plan_dims(gm, loaded.proto, dims, require=require_dims, known_only=known_dims_only)
+        plan_dims(gm, loaded.proto, dims, require=require_dims, known_only=known_dims_only, plan=plan)
         engine_graph = any(p.key == "splitscope.engine_graph" for p in loaded.proto.metadata_props)
         if engine_graph:  # an engine's own layers (splitscope.engine.trtdata.engine_graph): no parser to ask
             parser_module = None
@@ -118,11 +131,17 @@ def _analyze(
             proc = None
         if parser_module and proc is None:
             proc = ParserProcess(parser_module, model_path, cut)
-        apply_shape_inference(gm, loaded, in_subprocess=responsive)
+        symbolic = ShapeChild(model_path) if responsive and model_path.is_file() else None
+        if responsive and concrete:
+            at = ShapeChild(model_path, gm.dims)
+        children += [c for c in (symbolic, at) if c is not None]
+        apply_shape_inference(gm, loaded, child=symbolic, cancel=cancel)
         name_input_dims(gm)
         if gm.dims and input_dims(loaded.proto.graph):
             yield Progress("structure", 2, 6, f"Inferring shapes at {gm.shapes_label()}")
-            apply_concrete_shapes(gm, loaded.proto, gm.dims, in_subprocess=responsive)
+            apply_concrete_shapes(gm, loaded.proto, gm.dims, child=at, cancel=cancel)
+        elif at is not None:
+            at.kill()
         bind_function_shapes(gm, loaded.proto)
         shape_defects(gm.graph)
         late = defective_nodes(gm)
@@ -154,26 +173,41 @@ def _analyze(
     except BaseException:
         if proc is not None:
             proc.kill()
+        for child in children:
+            child.kill()
         raise
     assign_remedies(gm)
     yield Progress("done", 6, 6, "Done")
     return gm
 
 
-def plan_dims(
-    gm: GraphModel, proto: onnx.ModelProto, dims: dict[str, int] | None, require: bool = False, known_only: bool = False
-) -> None:
-    """Set the dims in force on ``gm``: the given values (a name the model lacks refused), hints the model carries,
-    batch-like dims at 1; the rest are ``gm.missing_dims`` (refused with ``require``)."""
-    from splitscope.engine.dims import MissingDimsError, check_dim_names
+def dims_plan(proto: onnx.ModelProto, dims: dict[str, int] | None, name: str, known_only: bool = False) -> DimPlan:
+    """The dims in force for ``proto`` (the file ``name``): the given values (a name the model lacks refused, or
+    with ``known_only`` dropped), hints the model carries, batch-like dims at 1, the rest missing."""
+    from splitscope.engine.dims import check_dim_names
 
-    name = gm.path.name if gm.path is not None else "the model"
     named = [d for _, _, d in input_dims(proto.graph)]
     if dims and known_only:
         dims = {k: v for k, v in dims.items() if k in named}
     if dims:
         check_dim_names(name, named, dims)
-    plan = classify_dims(proto, dims)
+    return classify_dims(proto, dims)
+
+
+def plan_dims(
+    gm: GraphModel,
+    proto: onnx.ModelProto,
+    dims: dict[str, int] | None,
+    require: bool = False,
+    known_only: bool = False,
+    plan: DimPlan | None = None,
+) -> None:
+    """Set the dims in force on ``gm`` (:func:`dims_plan`, or ``plan`` made by it already); the missing ones are
+    ``gm.missing_dims`` (refused with ``require``)."""
+    from splitscope.engine.dims import MissingDimsError
+
+    name = gm.path.name if gm.path is not None else "the model"
+    plan = plan if plan is not None else dims_plan(proto, dims, name, known_only)
     gm.dims = plan.values
     gm.dim_notes = plan.notes()
     gm.missing_dims = list(plan.missing)

@@ -254,3 +254,44 @@ def test_folding_never_builds_a_huge_constant():
     budget = FoldBudget()
     assert fold_constants(g, 17, budget=budget) == 1  # the Concat folds
     assert [n.op_type for n in g.node] == ["Constant", "ConstantOfShape", "Add"] and "big" in budget.refused
+
+
+def test_shapes_at_the_dims_from_the_side_process_equal_those_worked_here(save_model, monkeypatch):
+    """With no parser process, inference at the dims runs in a child beside the graph's building: the same
+    concrete shapes as inference in this process; a cancel while it runs leaves no child behind."""
+    from splitscope.engine.errors import JobCancelledError
+    from splitscope.engine.jobs import CancelToken, Partial
+    from splitscope.engine.onnxio import shapes
+    from splitscope.engine.onnxio.loader import load_model
+    from splitscope.engine.split import analyze as analyze_mod
+
+    p = save_model(_strided())
+    started: list[shapes.ShapeChild] = []
+
+    class Recorded(shapes.ShapeChild):
+        def __init__(self, *a, **k):
+            super().__init__(*a, **k)
+            started.append(self)
+
+    monkeypatch.setattr(analyze_mod, "ShapeChild", Recorded)
+    gm = analyze_model(p, parser="table", dims={"height": 96, "width": 64})
+    assert [c.dims for c in started] == [{"height": 96, "width": 64, "batch": 1}]
+    here = dict(gm.dims)
+    from splitscope.engine.onnxio.graph import graph_from_onnx
+
+    loaded = load_model(p)
+    ref, _ = graph_from_onnx(loaded)
+    ref.dims = here
+    shapes.apply_shape_inference(ref, loaded)
+    shapes.apply_concrete_shapes(ref, loaded.proto, here)
+    assert {k: t.at for k, t in gm.graph.tensors.items()} == {k: t.at for k, t in ref.graph.tensors.items()}
+    assert all(c._proc.poll() is not None for c in started)
+
+    started.clear()
+    cancel = CancelToken()
+    job = analyze_mod.analyze(p, parser="table", dims={"height": 96, "width": 64}, cancel=cancel, responsive=False)
+    with pytest.raises(JobCancelledError):
+        for ev in job:
+            if isinstance(ev, Partial):
+                cancel.cancel()
+    assert started and all(c._proc.poll() is not None for c in started)
