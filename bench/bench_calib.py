@@ -8,6 +8,7 @@ samples (ONNX Runtime with no graph optimisation, so the Q/DQ run as written).
 Usage::
 
     python bench/bench_calib.py [--samples 32] [--extra resnet18.onnx] [--modelopt PYTHON]
+        [--methods entropy ...] [--only-extra]
 """
 
 from __future__ import annotations
@@ -129,6 +130,9 @@ def main() -> None:
         help="an interpreter with nvidia-modelopt[onnx] installed: "
         "also run ModelOpt's ONNX PTQ (max and entropy, on the CPU)",
     )
+    ap.add_argument("--methods", nargs="*", help="only these methods (each tool's that it has)")
+    ap.add_argument("--only-extra", action="store_true", help="skip the two small built-in models")
+    ap.add_argument("--tools", nargs="*", help="only these tools (ours, ort, modelopt)")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="splitscope-calib-bench-"))
     sys.path.insert(0, str(ROOT))
@@ -138,9 +142,11 @@ def main() -> None:
         "cnn (tests)": (_cnn(tmp / "cnn.onnx"), {}),
         "TorchScript transformer": (ROOT / "tests" / "data" / "torch_transformer.onnx", {"batch": 4, "seq": 16}),
     }
+    if args.only_extra:
+        models.clear()
     for extra in args.extra:
         models[extra.stem] = (extra, {})
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
     for k in ("XDG_CACHE_HOME", "SPLITSCOPE_CACHE_DIR"):
         env[k] = str(tmp / "cache")
     rows = []
@@ -152,8 +158,8 @@ def main() -> None:
             tools.append(("modelopt", ("max", "entropy")))
             feeds_file = tmp / f"feeds-{model.stem}.npz"
             _write_feeds(model, dims, args.samples, feeds_file)
-        for tool, methods in tools:
-            for method in methods:
+        for tool, methods in (t for t in tools if not args.tools or t[0] in args.tools):
+            for method in (m for m in methods if not args.methods or m in args.methods):
                 q = tmp / f"{tool}-{method}-{model.stem}.onnx"
                 for f in (tmp / "cache").glob("**/*.npz"):
                     f.unlink()  # every run starts cold: no statistics from the last one

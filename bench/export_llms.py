@@ -219,6 +219,7 @@ def main() -> None:
     ap.add_argument("--gpt2", action="store_true")
     ap.add_argument("--gzip", action="store_true")
     ap.add_argument("--resnet18", action="store_true", help="also ResNet-18 (for the calibration benchmark)")
+    ap.add_argument("--resnet50", action="store_true", help="also torchvision's ResNet-50, random weights (seed 0)")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     ids = torch.randint(0, 64, (1, 8))
@@ -236,6 +237,21 @@ def main() -> None:
             output_names=["y"],
         )
         print(f"resnet18: {path}", flush=True)
+    if args.resnet50:
+        from torchvision.models import resnet50
+
+        torch.manual_seed(0)
+        path = args.out / "resnet50.onnx"
+        torch.onnx.export(
+            resnet50(weights=None).eval(),
+            (torch.randn(1, 3, 224, 224),),
+            str(path),
+            dynamo=False,
+            opset_version=17,
+            input_names=["x"],
+            output_names=["y"],
+        )
+        print(f"resnet50: {path}", flush=True)
     for name, model, dynamo in jobs:
         path = args.out / f"{name}.onnx"
         t0 = time.perf_counter()

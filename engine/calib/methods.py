@@ -46,28 +46,48 @@ def _entropy(s: TensorStats, levels: int = 128) -> float:
     last = int(np.nonzero(hist)[0][-1]) + 1 if hist.any() else nbins
     if last <= levels:
         return float(s.absmax)
-    best_kl, best_i = np.inf, last
     step = max(1, (last - levels) // 256)  # at most about 256 candidates
-    for i in range(levels, last + 1, step):
-        h = hist[:i]
-        ref = h.copy()
-        ref[i - 1] += hist[i:].sum()  # what lies past the threshold is clipped into the last bin
-        # Quantize the first i bins into `levels` levels, then spread each level over its non-empty bins.
-        level = (np.arange(i) * levels) // i
-        nz = h > 0
-        sums = np.bincount(level, weights=h, minlength=levels)
-        cnt = np.bincount(level, weights=nz, minlength=levels)
-        q = np.where(nz, (sums / np.maximum(cnt, 1))[level], 0.0)
-        p_sum, q_sum = ref.sum(), q.sum()
-        if q_sum == 0:
-            continue
-        pn, qn = ref / p_sum, q / q_sum
-        mask = pn > 0
-        qn = np.where(mask & (qn == 0), 1e-12, qn)
-        kl = float(np.sum(pn[mask] * np.log(pn[mask] / qn[mask])))
-        if kl < best_kl:
-            best_kl, best_i = kl, i
+    cands = np.arange(levels, last + 1, step)
+    kl = _kl_of_thresholds(hist, cands, levels)
+    best_i = int(cands[int(np.argmin(kl))]) if np.isfinite(kl).any() else last
     return float(min(best_i * s.hist_max / nbins, s.absmax))
+
+
+def _kl_of_thresholds(hist: np.ndarray, cands: np.ndarray, levels: int) -> np.ndarray:
+    """For each candidate threshold ``i`` (in bins), the KL divergence between the histogram clipped at ``i``
+    (what lies past it added to bin ``i-1``) and the same ``i`` bins quantized into ``levels`` levels, each
+    level's count spread evenly over its non-empty bins (inf where nothing lies below ``i``).
+
+    Every candidate at once from prefix sums, O(levels) each: a level's count ``S`` spread over its ``c``
+    non-empty bins gives each of them ``S/c``, so the bins' cross term sums level by level to ``S log(S/c)``;
+    the quantized total is the count below ``i``; only bin ``i-1``, which the clipping changed, is taken apart.
+    """
+    pos = hist > 0
+    zero = np.zeros(1)
+    below = np.concatenate([zero, np.cumsum(hist)])  # below[k]: the count in bins [0, k)
+    nonempty = np.concatenate([zero, np.cumsum(pos)])
+    hlogh = np.concatenate([zero, np.cumsum(np.where(pos, hist * np.log(np.where(pos, hist, 1.0)), 0.0))])
+    total = below[-1]
+    rows = np.arange(cands.size)
+    # Level l of threshold i holds bins [ceil(l*i/levels), ceil((l+1)*i/levels)).
+    edges = -((-np.arange(levels + 1)[None, :] * cands[:, None]) // levels)
+    count = below[edges[:, 1:]] - below[edges[:, :-1]]
+    spread = nonempty[edges[:, 1:]] - nonempty[edges[:, :-1]]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = count / spread  # what each non-empty bin of a level gets
+        cross = np.where(spread > 0, count * np.log(np.where(count > 0, share, 1.0)), 0.0).sum(axis=1)
+        q_total = below[cands]
+        cross -= np.where(q_total > 0, q_total * np.log(np.where(q_total > 0, q_total, 1.0)), 0.0)
+        # Bin i-1: its own share taken out, then the clipped count in it (with the tail) put back.
+        last = hist[cands - 1]
+        q_last = np.where(last > 0, share[rows, ((cands - 1) * levels) // cands] / q_total, 1e-12)
+        clipped = last + (total - q_total)
+        cross -= np.where(last > 0, last * np.log(np.where(last > 0, q_last, 1.0)), 0.0)
+        cross += np.where(clipped > 0, clipped * np.log(np.where(clipped > 0, q_last, 1.0)), 0.0)
+        own = hlogh[cands - 1] + np.where(clipped > 0, clipped * np.log(np.where(clipped > 0, clipped, 1.0)), 0.0)
+        kl = (own - cross) / total - np.log(total)
+    kl[q_total == 0] = np.inf
+    return kl
 
 
 def _mse(s: TensorStats, qmax: float) -> float:

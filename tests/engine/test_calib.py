@@ -45,6 +45,49 @@ def test_ranges_by_method_against_hand_computed_references():
     assert 3.0 < amax(sg, "percentile", 99.99) < 10.0
 
 
+def _kl_by_definition(hist: np.ndarray, i: int, levels: int = 128) -> float:
+    """KL divergence of the histogram clipped at bin ``i`` against its ``levels``-level quantization, bin by bin
+    as TensorRT's entropy calibrator defines it."""
+    h = hist[:i].astype(np.float64)
+    ref = h.copy()
+    ref[i - 1] += hist[i:].sum()
+    level = (np.arange(i) * levels) // i
+    nz = h > 0
+    sums = np.bincount(level, weights=h, minlength=levels)
+    cnt = np.bincount(level, weights=nz, minlength=levels)
+    q = np.where(nz, (sums / np.maximum(cnt, 1))[level], 0.0)
+    if q.sum() == 0:
+        return float("inf")
+    pn, qn = ref / ref.sum(), q / q.sum()
+    mask = pn > 0
+    qn = np.where(mask & (qn == 0), 1e-12, qn)
+    return float(np.sum(pn[mask] * np.log(pn[mask] / qn[mask])))
+
+
+def test_the_entropy_search_weighs_every_threshold_as_defined_bin_by_bin():
+    from splitscope.engine.calib.methods import _kl_of_thresholds
+
+    rng = np.random.default_rng(3)
+    for k, a in enumerate(
+        [
+            np.abs(rng.normal(size=50_000)),
+            np.maximum(rng.normal(size=40_000), 0),
+            np.concatenate([rng.laplace(size=60_000), rng.normal(size=5) * 80]),
+            rng.integers(0, 6, size=2_000).astype(np.float64) * 1.7,  # sparse: empty bins everywhere
+            np.array([0.0, 1.0, 2.0, 3.0, 1000.0]),
+        ]
+    ):
+        s = TensorStats(f"t{k}")
+        s.update(a.astype(np.float32))
+        hist = s.hist.astype(np.float64)
+        hist[0] = 0.0
+        cands = np.arange(128, 2049, 7)
+        got = _kl_of_thresholds(hist, cands, 128)
+        want = np.array([_kl_by_definition(hist, int(i)) for i in cands])
+        assert np.array_equal(np.isinf(got), np.isinf(want))
+        np.testing.assert_allclose(got[np.isfinite(want)], want[np.isfinite(want)], rtol=1e-7, atol=1e-9)
+
+
 def test_the_histogram_rebins_as_the_range_grows_and_keeps_every_count():
     s = _stats(np.full(1000, 0.5, np.float32))
     before = s.hist_max
