@@ -10,6 +10,7 @@ file of another model is refused with one line naming the mismatch.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -420,6 +421,18 @@ def write_report(data: dict[str, Any], out: str | os.PathLike[str]) -> Path:
     return write_bytes_atomic(out, pdf)
 
 
+def _import_pdf_beside() -> None:
+    """Import the PDF library (a second of module code) on a thread of its own, while the analysis waits on its
+    parser and shape processes; :func:`write_report` then finds it imported, or says it is missing."""
+    import threading
+
+    def load() -> None:
+        with contextlib.suppress(Exception):
+            import weasyprint  # noqa: F401
+
+    threading.Thread(target=load, name="import-weasyprint", daemon=True).start()
+
+
 def _checked_out(out: str | os.PathLike[str]) -> Path:
     out = Path(out)
     if out.suffix.lower() not in (".html", ".pdf"):
@@ -482,6 +495,8 @@ def make_report(
 
     cancel = cancel or CancelToken()
     out = _checked_out(out)  # before the analysis: a wrong name fails at once
+    if out.suffix.lower() == ".pdf":
+        _import_pdf_beside()
     gm = yield from analyze(model, parser=parser, dims=dims)
     cancel.raise_if_cancelled()
     if build is not None:
