@@ -31,18 +31,22 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     targets = [parse_target(t).address() for t in _split(args.target)] or ["local"]
     dims = parse_dim_values(args.dim)
     precisions = _split(args.precision) or ["fp32"]
-    keeps = _search_candidates(args, dims, precisions) if args.search_candidates else None
     cells = expand(
         args.models,
         dims,
         _split(args.backend) or ["ort-cpu"],
         precisions,
         targets,
-        keeps,
         iterations=args.iterations,
         warmup=args.warmup,
         samples=args.samples,
     )
+    if args.search_candidates:  # ranked on the first model at its first dims
+        from splitscope.engine.sweep.search import search_cells, search_note
+
+        cells, ranking = _run_with_bar(search_cells(cells, args.search_candidates, CancelToken()))
+        if not args.quiet:
+            print(search_note(ranking, args.search_candidates))
     ray: str | bool | None = False if args.no_ray else (args.ray or None)
     doc = _run_with_bar(run_sweep(cells, ray=ray, timeout_s=args.timeout, cancel=CancelToken()))
     if not args.quiet:
@@ -67,42 +71,6 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         write_text_atomic(args.csv, to_csv(doc))
     failed = sum(1 for c in doc["cells"] if c.get("status") != "done")
     return 0 if not failed else 3
-
-
-def _search_candidates(args: argparse.Namespace, dims: dict[str, list[int]], precisions: list[str]) -> list[Any]:
-    """``--search-candidates K``: the first model's nodes ranked by how much keeping each in float gains (a
-    sensitivity pass at the first dims and reduced precision, as ``calibrate --sensitivity``), and the K+1 candidates
-    of a precision search: nothing kept, then the 1, 2, ... K most sensitive."""
-    import tempfile
-    from pathlib import Path
-
-    from splitscope.engine.calib.calibrate import calibrate
-    from splitscope.engine.errors import SplitscopeError
-    from splitscope.engine.sweep.grid import candidates
-
-    low = [p for p in precisions if p != "fp32"]
-    if not low:
-        raise SplitscopeError("--search-candidates needs a reduced precision (--precision int8, fp8, fp16 or bf16).")
-    first = {k: v[0] for k, v in dims.items()}
-    with tempfile.TemporaryDirectory(prefix="splitscope-search-") as tmp:
-        res = _run_with_bar(
-            calibrate(
-                args.models[0],
-                Path(tmp) / "ranking.onnx",
-                data="random",
-                precision=low[0],
-                samples=args.samples,
-                dims=first,
-                sensitivity=True,
-            )
-        )
-    ranking = [s["node"] for s in sorted(res["search"]["sensitivity"], key=lambda s: -s["gain_db"])]
-    if not args.quiet:
-        print(
-            f"precision search: {len(ranking)} quantized nodes ranked; the {args.search_candidates} most sensitive: "
-            + ", ".join(ranking[: args.search_candidates])
-        )
-    return candidates(ranking, args.search_candidates)
 
 
 def add_parser(sub: Any) -> None:

@@ -155,22 +155,35 @@ class AppController(QObject):
             meta={"model": str(args["model"])},
         )
 
-    def submit_sweep(self, cells: list[Any], ray: str | bool | None = None) -> int:
+    def submit_sweep(self, cells: list[Any], ray: str | bool | None = None, search: int = 0) -> int:
         """Queue a sweep (:mod:`splitscope.engine.sweep`): each cell a child process, on Ray or in sequence; each
-        finished cell arrives as a ``sweep`` sample; the sweep is saved with its first model."""
+        finished cell arrives as a ``sweep`` sample; the sweep is saved with its first model. ``search``: a
+        precision search over the K most sensitive nodes (:mod:`splitscope.engine.sweep.search`), ranked first; its
+        cells then arrive as a ``sweep-plan`` sample."""
         model = cells[0].model if cells else ""
 
         def job(token: CancelToken) -> Generator[JobEvent, None, Any]:
+            from splitscope.engine.jobs import Sample
             from splitscope.engine.runtime.store import save_result
             from splitscope.engine.sweep.run import run_sweep
 
-            doc = yield from run_sweep(cells, ray=ray, cancel=token)
+            grid = cells
+            if search:
+                from splitscope.engine.sweep.search import search_cells
+
+                grid, _ = yield from search_cells(cells, search, token)
+                yield Sample("sweep-plan", 0.0, {"cells": [c.params() for c in grid]})  # type: ignore[dict-item]
+            doc = yield from run_sweep(grid, ray=ray, cancel=token)
             with contextlib.suppress(OSError):  # shown anyway; the cells themselves are kept for the next run
                 doc["_saved"] = str(save_result(Path(model), "sweep", doc))
             return doc
 
         return self.queue.submit(
-            f"Sweep {len(cells)} cells of {Path(model).name}", job, lane="gpu", kind="sweep", meta={"model": model}
+            f"Sweep {len(cells)} cells of {Path(model).name}" + (f", a search over {search} nodes" if search else ""),
+            job,
+            lane="gpu",
+            kind="sweep",
+            meta={"model": model},
         )
 
     def _child_job(self, kind: str, args: dict[str, Any], title: str, model: str) -> int:

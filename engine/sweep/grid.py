@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -109,12 +109,18 @@ def expand(
     names = sorted(dims)
     combos = list(itertools.product(*(dims[n] for n in names))) or [()]
     # Absolute paths: each cell runs in a child process of its own working folder (and on Ray's workers).
-    return [
-        Cell(str(Path(m).expanduser().resolve()), dict(zip(names, combo, strict=True)), b, p, t, keep=k, **common)
+    cells = [
+        Cell(str(Path(m).expanduser().resolve()), dict(zip(names, combo, strict=True)), b, p, t, **common)
         for m in models
         for combo in combos
         for b in backends
         for p in precisions
-        for k in (keeps or [()] if p != "fp32" else [()])
         for t in targets or ["local"]
     ]
+    return with_keeps(cells, keeps) if keeps else cells
+
+
+def with_keeps(cells: list[Cell], keeps: list[tuple[str, ...]]) -> list[Cell]:
+    """Each reduced-precision cell once per candidate of a precision search (FP32 keeps nothing in float: it stays
+    one cell)."""
+    return [replace(c, keep=k) for c in cells for k in (keeps if c.precision != "fp32" else [()])]

@@ -69,6 +69,16 @@ class SweepDialog(QDialog):
         self.iterations.setRange(1, 100_000)
         self.iterations.setValue(int(s.value("sweep/iterations", 50)))
         form.addRow("Timed iterations a cell", self.iterations)
+        self.search = QSpinBox()
+        self.search.setRange(0, 16)
+        self.search.setValue(int(s.value("sweep/search", 0)))
+        self.search.setSpecialValueText("No precision search")
+        self.search.setSuffix(" most sensitive nodes")
+        self.search.setToolTip(
+            "A precision search as a grid: each reduced precision with nothing kept in float, then with the 1..K "
+            "nodes a sensitivity pass ranks most sensitive kept in float"
+        )
+        form.addRow("Keep in float", self.search)
         self.ray = QLineEdit(str(s.value("sweep/ray", "")))
         self.ray.setPlaceholderText("empty: a local Ray if installed, else in sequence; or a cluster's address")
         form.addRow("Ray", self.ray)
@@ -77,6 +87,7 @@ class SweepDialog(QDialog):
         for w in (*self.backends.values(), *self.precisions.values(), *self.targets.values()):
             w.toggled.connect(self._recount)
         self.dims.textChanged.connect(self._recount)
+        self.search.valueChanged.connect(self._recount)
         b = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         b.button(QDialogButtonBox.StandardButton.Ok).setText("Run Sweep")
         b.accepted.connect(self.accept)
@@ -116,10 +127,25 @@ class SweepDialog(QDialog):
             iterations=self.iterations.value(),
         )
 
+    def search_count(self) -> int:
+        """K of a precision search (0: none); only with a reduced precision chosen."""
+        low = any(b.isChecked() for n, b in self.precisions.items() if n != "fp32")
+        return self.search.value() if low else 0
+
     def _recount(self) -> None:
         try:
-            n = len(self.cells())
-            self.count.setText(f"{n} cells" if n else "Choose at least one backend, precision and target.")
+            cells = self.cells()
+            n = len(cells)
+            k = self.search_count()
+            if n and k:
+                low = sum(1 for c in cells if c.precision != "fp32")
+                n += low * k
+                text = f"{n} cells at most (after a sensitivity pass ranks the nodes)"
+            elif n and self.search.value():
+                text = f"{n} cells (a precision search needs a reduced precision)"
+            else:
+                text = f"{n} cells" if n else "Choose at least one backend, precision and target."
+            self.count.setText(text)
         except SplitscopeError as e:
             self.count.setText(e.message)
 
@@ -131,6 +157,7 @@ class SweepDialog(QDialog):
         s.setValue("sweep/precisions", ",".join(n for n, b in self.precisions.items() if b.isChecked()))
         s.setValue("sweep/iterations", self.iterations.value())
         s.setValue("sweep/ray", self.ray.text().strip())
+        s.setValue("sweep/search", self.search.value())
         return self.ray.text().strip() or None
 
 
@@ -186,15 +213,18 @@ class SweepPanel(QWidget):
         self.doc: dict[str, Any] = {"cells": [], "notes": [], "runner": ""}
         self.setMinimumHeight(160)
 
-    def start(self, cells: list[Cell]) -> None:
-        """A new sweep: every cell listed as pending."""
+    def start(self, cells: list[dict[str, Any]], ranking: bool = False) -> None:
+        """A new sweep: every cell (its parameters) listed as pending; ``ranking``: a precision search ranks its
+        nodes first (its cells come once it has)."""
         self.doc = {
-            "cells": [{"index": i, "params": c.params(), "status": "pending"} for i, c in enumerate(cells)],
+            "cells": [{"index": i, "params": p, "status": "pending"} for i, p in enumerate(cells)],
             "notes": [],
             "runner": "",
         }
         self.export.setEnabled(False)
         self._redraw()
+        if ranking:
+            self.summary.setText("Ranking the quantized nodes by sensitivity; the search's cells follow.")
 
     def add_cell(self, doc: dict[str, Any]) -> None:
         """A cell ended (or was reused): its row and points."""

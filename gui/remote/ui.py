@@ -72,11 +72,11 @@ class RemoteUi(QObject):
         if not cells:
             self.shell.show_message("The sweep has no cells: choose a backend, a precision and a target.", 8000)
             return None
-        return self.run(cells, dialog.ray_address())
+        return self.run(cells, dialog.ray_address(), dialog.search_count())
 
-    def run(self, cells: list[Any], ray: str | bool | None = None) -> int:
-        self.pending = self.controller.submit_sweep(cells, ray)
-        self.panel.start(cells)
+    def run(self, cells: list[Any], ray: str | bool | None = None, search: int = 0) -> int:
+        self.pending = self.controller.submit_sweep(cells, ray, search)
+        self.panel.start([c.params() for c in cells], ranking=bool(search))
         self.dock.show()
         self.dock.raise_()
         return self.pending
@@ -84,6 +84,8 @@ class RemoteUi(QObject):
     def _sample(self, jid: int, s: Any) -> None:
         if jid == self.pending and s.series == "sweep":
             self.panel.add_cell(s.values)
+        elif jid == self.pending and s.series == "sweep-plan":  # a search ranked its nodes: its cells
+            self.panel.start(list(s.values["cells"]))
 
     def _finished(self, jid: int, doc: dict[str, Any]) -> None:
         if jid == self.pending:

@@ -74,3 +74,29 @@ def test_a_sweep_fills_its_table_and_marks_the_pareto_front(qtbot, window, tmp_p
     assert len(panel.front.getPlotItem().items) >= 2 and panel.by_dim.getPlotItem().listDataItems()
     assert len(panel.by_precision.getPlotItem().listDataItems()) == 2  # a line a batch size: fp32, int8
     assert window.controller.results.sweep is not None
+
+
+def test_the_sweep_dialog_runs_a_precision_search(qtbot, window, tmp_path):  # noqa: F811
+    from splitscope.gui.remote.sweep import SweepDialog
+
+    model = _mlp(tmp_path / "mlp.onnx", hidden=64)
+    window.open_model(model)
+    wait_idle(qtbot, window)
+    dialog = SweepDialog(window.controller.graph_model)
+    dialog.dims.setText("batch=2")
+    for name, box in dialog.precisions.items():
+        box.setChecked(name in ("fp32", "int8"))
+    dialog.iterations.setValue(3)
+    dialog.search.setValue(2)
+    assert dialog.search_count() == 2 and "4 cells at most" in dialog.count.text()
+    dialog.precisions["int8"].setChecked(False)
+    assert dialog.search_count() == 0 and "needs a reduced precision" in dialog.count.text()
+    dialog.precisions["int8"].setChecked(True)
+    jid = window.remote_ui.run(dialog.cells(), ray=False, search=dialog.search_count())
+    panel = window.remote_ui.panel
+    assert "Ranking" in panel.summary.text() and panel.table.rowCount() == 2
+    qtbot.waitUntil(lambda: window.controller.queue.jobs[jid].state == DONE, timeout=180000)
+    qtbot.waitUntil(lambda: panel.export.isEnabled(), timeout=5000)
+    kept = sorted((c["params"]["precision"], len(c["params"]["keep"])) for c in panel.doc["cells"])
+    assert kept == [("fp32", 0), ("int8", 0), ("int8", 1), ("int8", 2)] and panel.table.rowCount() == 4
+    assert all(c["status"] == "done" for c in panel.doc["cells"])
