@@ -1,0 +1,42 @@
+"""The Sweep dialog set up for a precision search on a real detector (nudenet's YOLOv8n, 320n.onnx): batch 1 and 4,
+FP32 and INT8 on this machine, the 3 most sensitive nodes kept in float in turn.
+
+    bash .ci/acceptance   # once: the real models in build/acceptance
+    xvfb-run -s '-screen 0 1920x1080x24' python docs/sweep_dialog_shot.py
+
+Settings and data go to temporary folders, never the user's.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+YOLO = ROOT / "build" / "acceptance" / "nudenet" / "320n.onnx"
+
+
+def main() -> None:
+    sys.path.insert(0, str(DOCS))
+    sys.path.insert(0, str(ROOT))
+    from make_screenshots import isolated_dirs
+
+    isolated_dirs()
+    from make_screenshots import _app_and_window
+    from splitscope.gui.remote.sweep import SweepDialog
+
+    _app, w, pump = _app_and_window(YOLO, "table")
+    dialog = SweepDialog(w.controller.graph_model, w)
+    dialog.dims.setText("batch=1,4")
+    for name, box in dialog.precisions.items():
+        box.setChecked(name in ("fp32", "int8"))
+    dialog.search.setValue(3)
+    dialog.show()
+    pump(timeout=1.0)
+    dialog.grab().save(str(DOCS / "sweep-dialog-precision-search.png"))
+    print("wrote sweep-dialog-precision-search.png:", dialog.count.text())
+
+
+if __name__ == "__main__":
+    main()
