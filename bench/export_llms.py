@@ -24,6 +24,7 @@ import gzip
 import shutil
 import time
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -225,25 +226,16 @@ def main() -> None:
     ids = torch.randint(0, 64, (1, 8))
     jobs: list[tuple[str, torch.nn.Module, bool]] = [("gpt2_dynamo_raw", gpt2(), True)] if args.gpt2 else []
     jobs += [(f"llama_ts_{n}", llama(n), False) for n in args.llama_layers]
-    if args.resnet18:
-        path = args.out / "resnet18.onnx"
-        torch.onnx.export(
-            resnet18(),
-            (torch.randn(1, 3, 224, 224),),
-            str(path),
-            dynamo=False,
-            opset_version=17,
-            input_names=["x"],
-            output_names=["y"],
-        )
-        print(f"resnet18: {path}", flush=True)
+    vision: list[tuple[str, Any]] = [("resnet18", resnet18)] if args.resnet18 else []
     if args.resnet50:
         from torchvision.models import resnet50
 
+        vision.append(("resnet50", lambda: resnet50(weights=None).eval()))
+    for name, make in vision:
         torch.manual_seed(0)
-        path = args.out / "resnet50.onnx"
+        path = args.out / f"{name}.onnx"
         torch.onnx.export(
-            resnet50(weights=None).eval(),
+            make(),
             (torch.randn(1, 3, 224, 224),),
             str(path),
             dynamo=False,
@@ -251,7 +243,7 @@ def main() -> None:
             input_names=["x"],
             output_names=["y"],
         )
-        print(f"resnet50: {path}", flush=True)
+        print(f"{name}: {path}", flush=True)
     for name, model, dynamo in jobs:
         path = args.out / f"{name}.onnx"
         t0 = time.perf_counter()
