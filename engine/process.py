@@ -15,7 +15,7 @@ import signal
 import subprocess
 import tempfile
 import threading
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,32 @@ from splitscope.engine.errors import JobCancelledError, SplitscopeError
 from splitscope.engine.jobs import CancelToken, JobEvent, LogLine, Progress, Sample
 
 POLL_S = 0.05
+
+
+def relay(
+    lines: queue.Queue[Any],
+    cancel: CancelToken | None,
+    on_cancel: Callable[[], None],
+    decode: Callable[[Any], tuple[str, Any]] = lambda item: item,
+) -> Generator[JobEvent, None, dict[str, Any]]:
+    """Yield the events a child's reader puts on ``lines`` (each item ``decode``d to ``(kind, value)``) until it
+    puts None, calling ``on_cancel`` while ``cancel`` is set (it may raise); return the last value of every other
+    kind (``result``, ``error``, ...). Shared by a local child (:class:`JobProcess`) and a remote one."""
+    last: dict[str, Any] = {}
+    while True:
+        if cancel is not None and cancel.cancelled:
+            on_cancel()
+        try:
+            item = lines.get(timeout=POLL_S)
+        except queue.Empty:
+            continue
+        if item is None:
+            return last
+        kind, value = decode(item)
+        if kind == "event":
+            yield value
+        else:
+            last[kind] = value
 
 
 class JobCrashedError(SplitscopeError):
@@ -116,29 +142,17 @@ class JobProcess:
 
     def events(self, cancel: CancelToken | None = None) -> Generator[JobEvent, None, dict[str, Any]]:
         """Relay the child's events; return its result, or raise its error (one line)."""
-        result: dict[str, Any] | None = None
-        error: str | None = None
+
+        def cancelled() -> None:
+            raise JobCancelledError()
+
         try:
-            while True:
-                if cancel is not None and cancel.cancelled:
-                    raise JobCancelledError()
-                try:
-                    line = self._lines.get(timeout=POLL_S)
-                except queue.Empty:
-                    continue
-                if line is None:
-                    break
-                kind, value = decode_line(line)
-                if kind == "event":
-                    yield value
-                elif kind == "result":
-                    result = value
-                elif kind == "error":
-                    error = value
+            last = yield from relay(self._lines, cancel, cancelled, decode_line)
             rc = self.proc.wait()
         except BaseException:
             self.kill()
             raise
+        result, error = last.get("result"), last.get("error")
         if cancel is not None and cancel.cancelled:
             self._close()
             raise JobCancelledError()

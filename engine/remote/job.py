@@ -29,11 +29,10 @@ from typing import Any
 
 from splitscope.engine.errors import JobCancelledError, SplitscopeError
 from splitscope.engine.jobs import CancelToken, JobEvent, LogLine, Progress
-from splitscope.engine.process import JobCrashedError, decode_line
+from splitscope.engine.process import JobCrashedError, decode_line, relay
 from splitscope.engine.remote.ssh import RemoteError, asyncssh, connect, remote_cache
 from splitscope.engine.remote.target import Target
 
-POLL_S = 0.05
 _CHUNK = 1 << 20
 
 
@@ -315,35 +314,21 @@ class RemoteJob:
 
     def events(self, cancel: CancelToken | None = None) -> Generator[JobEvent, None, dict[str, Any]]:
         """Relay the remote child's events; return its result with the target named, or raise its error."""
-        result: Any = None
-        error: str | None = None
-        exit_info: tuple[int | None, str] | None = None
+
+        def stop() -> None:
+            if not self._cancelled.is_set():
+                self.kill()
+
         try:
-            while True:
-                if cancel is not None and cancel.cancelled and not self._cancelled.is_set():
-                    self.kill()
-                try:
-                    item = self._lines.get(timeout=POLL_S)
-                except queue.Empty:
-                    continue
-                if item is None:
-                    break
-                kind, value = item
-                if kind == "event":
-                    yield value
-                elif kind == "result":
-                    result = value
-                elif kind == "error":
-                    error = value
-                elif kind == "exit":
-                    exit_info = value
-                elif kind == "raise":
-                    raise value
-                elif kind == "cancelled":
-                    raise JobCancelledError()
+            last = yield from relay(self._lines, cancel, stop)
+            if "raise" in last:
+                raise last["raise"]
+            if "cancelled" in last:
+                raise JobCancelledError()
         except BaseException:
             self.kill()
             raise
+        result, error, exit_info = last.get("result"), last.get("error"), last.get("exit")
         if self._cancelled.is_set():
             raise JobCancelledError()
         if error is not None:
