@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QObject
-from PySide6.QtWidgets import QDialog
+from PySide6.QtCore import QObject, Qt
+from PySide6.QtWidgets import QDialog, QMainWindow
 from splitscope.engine.errors import SplitscopeError
 from splitscope.gui.remote.sweep import SweepDialog, SweepPanel
 from splitscope.gui.shell.lazy import LazyPanel
@@ -79,6 +79,9 @@ class RemoteUi(QObject):
         self.panel.start([c.params() for c in cells], ranking=bool(search))
         self.dock.show()
         self.dock.raise_()
+        win = self.shell.window()
+        if isinstance(win, QMainWindow) and self.dock.height() < 0.4 * win.height():  # a table and three plots
+            win.resizeDocks([self.dock], [int(0.42 * win.height())], Qt.Orientation.Vertical)
         return self.pending
 
     def _sample(self, jid: int, s: Any) -> None:
