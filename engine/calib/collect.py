@@ -17,7 +17,7 @@ import onnx
 from onnx import helper
 from splitscope.engine.calib.data import CalibData, batches
 from splitscope.engine.calib.stats import TensorStats
-from splitscope.engine.jobs import CancelToken, JobEvent, Progress, Sample
+from splitscope.engine.jobs import CancelToken, JobEvent, LogLine, Progress, Sample
 from splitscope.engine.runtime.ort import InferenceError, OrtBackend
 
 
@@ -38,14 +38,55 @@ def _with_outputs(path: Path, tensors: list[str]) -> tuple[bytes | str, Path | N
     return name, Path(name)
 
 
+def _device_folder(be: OrtBackend, tensors: int, where: list[str]) -> Any:
+    """A :class:`~splitscope.engine.calib.devstats.DeviceFolder` where the pass runs on CUDA and cuda-python's
+    driver and NVRTC are there, else None (the host folds); ``where`` gets which, said in the result."""
+    if not be.cuda:
+        where.append("host")
+        return None
+    try:
+        from splitscope.engine.calib.devstats import DeviceFolder
+        from splitscope.engine.paths import cache_dir
+
+        folder = DeviceFolder(tensors, cache_dir() / "kernels")
+    except Exception as e:  # noqa: BLE001 - no cuda-python, no NVRTC, no driver: the host folds them, as on CPU
+        why = str(e).splitlines()[0][:120] if str(e) else type(e).__name__
+        where.append(f"host (the GPU's fold is unavailable: {why})")
+        return None
+    where.append("GPU")
+    return folder
+
+
+def _run_on_device(sess: Any, feeds: dict[str, np.ndarray], want: list[str]) -> tuple[list[Any], list[Any]]:
+    """One batch with every activation left on the GPU (I/O binding): the OrtValues (keep them while folding)
+    and their :class:`~splitscope.engine.calib.devstats.Activation` views."""
+    from splitscope.engine.calib.devstats import Activation
+
+    io = sess.io_binding()
+    for name, a in feeds.items():
+        io.bind_cpu_input(name, a)
+    for n in want:
+        io.bind_output(n, "cuda", 0)
+    sess.run_with_iobinding(io)
+    io.synchronize_outputs()
+    outs = io.get_outputs()
+    acts = [
+        Activation(n, int(v.data_ptr()), int(np.prod(v.shape(), dtype=np.int64)), v.data_type(), v.numpy)
+        for n, v in zip(want, outs, strict=True)
+    ]
+    return outs, acts
+
+
 def collect(
     path: str | os.PathLike[str],
     tensors: list[str],
     data: CalibData,
     backend: str = "ort-cpu",
     cancel: CancelToken | None = None,
+    where: list[str] | None = None,
 ) -> Generator[JobEvent, None, dict[str, TensorStats]]:
-    """Statistics of ``tensors`` over ``data`` (one FP32 pass)."""
+    """Statistics of ``tensors`` over ``data`` (one FP32 pass); ``where`` gets where they were folded (the GPU
+    on CUDA where it can, else the host)."""
     cancel = cancel or CancelToken()
     path = Path(path)
     stats = {t: TensorStats(t) for t in tensors}
@@ -67,9 +108,33 @@ def collect(
                 stats[n].update(a)
             return {n: stats[n].absmax for n in want[:8]}  # the live ranges, taken by the thread that wrote them
 
+        where = where if where is not None else []
+        device = _device_folder(be, len(want), where)
         try:
+            if device is not None:
+                yield LogLine("Calibration statistics folded on the GPU: only ranges and histograms are copied back")
             for feeds in batches(data):
                 cancel.raise_if_cancelled()
+                if device is not None:
+                    try:
+                        outs, acts = _run_on_device(sess, feeds, want)
+                    except Exception as e:  # noqa: BLE001 - ORT's own error types
+                        from splitscope.engine.runtime.ort import _run_message
+
+                        raise InferenceError(f"Calibration sample {done + 1}: {_run_message(e)}") from None
+                    try:
+                        device.fold(acts, stats)
+                    except Exception as e:  # noqa: BLE001 - a CUDA error from the driver (a GPU gone, out of memory)
+                        raise InferenceError(
+                            f"Calibration sample {done + 1}: folding its statistics on the GPU failed ({e}); "
+                            "calibrate with --backend ort-cpu"
+                        ) from None
+                    del outs, acts
+                    done += 1
+                    if want:
+                        yield Sample("range", float(done), {n: stats[n].absmax for n in want[:8]})
+                    yield Progress("calibrate", done, total, f"Calibration sample {done}/{total}")
+                    continue
                 try:
                     outs = sess.run(want, feeds)
                 except Exception as e:  # noqa: BLE001 - ORT's own error types
@@ -92,6 +157,8 @@ def collect(
                     yield Sample("range", float(done), folded)
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
+            if device is not None:
+                device.close()
         if done == 0:
             why = "; ".join(data.skipped[:3]) + (f"; and {len(data.skipped) - 3} more" if len(data.skipped) > 3 else "")
             raise InferenceError(

@@ -17,7 +17,7 @@ BINS = 2048
 SENTINEL = 1e30
 
 
-def _stride(size: int) -> int:
+def sample_stride(size: int) -> int:
     """A prime stride of about ``size / HIST_VALUES`` that does not divide ``size``: then it shares no factor
     with any dimension of the tensor (a channel count of 3, a width of 64), so every channel is sampled."""
     p = max(-(-size // HIST_VALUES), 2)
@@ -72,25 +72,35 @@ class TensorStats:
             if not x.size:
                 return
             lo, hi = float(x.min()), float(x.max())
-        self.count += int(x.size)
+        self.fold_range(lo, hi, int(x.size))
+        if x.size > HIST_VALUES:  # an evenly spread sample of the batch, not its first rows
+            x = x[:: sample_stride(x.size)]
+        ax = np.abs(x)  # the one temporary: |x| scaled to bin units in place, then its integer part
+        ax *= self.scale()
+        np.minimum(ax, np.float32(self.bins - 1), out=ax)
+        self.hist += np.bincount(ax.astype(np.intp), minlength=self.bins)
+
+    def fold_range(self, lo: float, hi: float, n: int) -> None:
+        """Count ``n`` finite values between ``lo`` and ``hi``, and widen the histogram's range to hold them (the
+        range doubles, merging bin k and k+1 into bin k // 2, until it does)."""
+        self.count += n
         self.min, self.max = min(self.min, lo), max(self.max, hi)
         amax = max(-lo, hi)
         self.absmax = max(self.absmax, amax)
         if not self.hist.size:
             self.hist = np.zeros(self.bins, dtype=np.int64)
             self.hist_max = amax if amax > 0 else 1e-8
-        while amax > self.hist_max:  # double the range: bin k and k+1 merge into bin k // 2
+        while amax > self.hist_max:
             h = self.hist
             merged = h[0::2] + h[1::2]
             self.hist = np.concatenate([merged, np.zeros(self.bins - merged.size, dtype=np.int64)])
             self.hist_max *= 2.0
             self.rebins += 1
-        if x.size > HIST_VALUES:  # an evenly spread sample of the batch, not its first rows
-            x = x[:: _stride(x.size)]
-        ax = np.abs(x)  # the one temporary: |x| scaled to bin units in place, then its integer part
-        ax *= np.float32(self.bins / self.hist_max)
-        np.minimum(ax, np.float32(self.bins - 1), out=ax)
-        self.hist += np.bincount(ax.astype(np.intp), minlength=self.bins)
+
+    def scale(self) -> np.float32:
+        """|x| times this, truncated (and clipped to the last bin), is x's bin: the one float32 product both the
+        host and the device (:mod:`~splitscope.engine.calib.devstats`) compute."""
+        return np.float32(self.bins / self.hist_max)
 
     def edges(self) -> np.ndarray:
         """Bin edges of the histogram (``bins + 1`` values from 0 to ``hist_max``)."""

@@ -119,7 +119,7 @@ def write_project(
 ) -> list[str]:
     """Write the plugin project into ``folder`` (replacing it whole); the files written, relative. ``extra``: more
     files by name (the user's Python kernel)."""
-    from splitscope.engine.kernel import nvrtc
+    from splitscope.engine import nvrtc
     from splitscope.engine.kernel.cuda import attributes_for
     from splitscope.engine.kernel.extract import save_tensors
 

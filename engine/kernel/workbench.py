@@ -162,7 +162,7 @@ def run_kernel(
     cancel: CancelToken | None = None,
 ) -> Generator[JobEvent, None, KernelResult]:
     """Compile and run ``source`` on the GPU (live samples: ``time`` per iteration), check and time it."""
-    from splitscope.engine.kernel import nvrtc
+    from splitscope.engine import nvrtc
     from splitscope.engine.kernel.cuda import attributes_for
     from splitscope.engine.runtime.device import NoGpu, gpu_info
 

@@ -277,11 +277,11 @@ def test_a_folder_of_images_with_a_preprocessing_recipe(tmp_path):
 
 
 def test_a_large_batch_samples_every_channel_for_its_histogram():
-    from splitscope.engine.calib.stats import HIST_VALUES, _stride
+    from splitscope.engine.calib.stats import HIST_VALUES, sample_stride
 
     x = np.zeros((1, 512, 512, 3), np.float32)  # NHWC: channel 2 holds the large values
     x[..., 2] = np.linspace(0, 100, 512 * 512).reshape(512, 512)
-    s = _stride(x.size)
+    s = sample_stride(x.size)
     assert x.size % s and s >= x.size // HIST_VALUES
     st = _stats(x)
     assert st.absmax == 100.0 and amax(st, "percentile", 99.99) > 90  # not only channel 0's zeros

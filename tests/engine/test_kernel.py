@@ -15,8 +15,8 @@ import onnx
 import pytest
 from onnx import TensorProto as T
 from onnx import helper as h
+from splitscope.engine import nvrtc
 from splitscope.engine.jobs import CancelToken, JobCancelledError, Progress, run_to_end
-from splitscope.engine.kernel import nvrtc
 from splitscope.engine.kernel.cuda import generate
 from splitscope.engine.kernel.extract import (
     KernelError,

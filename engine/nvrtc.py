@@ -19,11 +19,14 @@ The launch convention, for a kernel written by hand or generated:
 from __future__ import annotations
 
 import ast
+import hashlib
 import math
 import operator
+import os
 import re
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -194,6 +197,29 @@ def compile_source(source: str, defs: dict[str, int | float], arch: str) -> tupl
         return cubin, log
     finally:
         nv.nvrtcDestroyProgram(prog)
+
+
+def cubin_cached(source: str, defs: dict[str, int | float], arch: str, folder: Path | None) -> bytes:
+    """:func:`compile_source`'s CUBIN, kept in ``folder`` under a hash of the source, the macros, the architecture
+    and NVRTC's version (compiled once per machine: a cold process then loads it in a millisecond)."""
+    if folder is None:
+        return compile_source(source, defs, arch)[0]
+    version = _ok(_nvrtc().nvrtcVersion(), "nvrtcVersion")
+    key = hashlib.sha256(repr((source, sorted(defs.items()), arch, version)).encode()).hexdigest()[:24]
+    file = folder / f"{key}-{arch}.cubin"
+    try:
+        return file.read_bytes()
+    except OSError:
+        pass
+    cubin = compile_source(source, defs, arch)[0]
+    try:  # written beside, then renamed: a second process never reads half a file
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = file.with_name(f".{file.name}.{os.getpid()}")
+        tmp.write_bytes(cubin)
+        os.replace(tmp, file)
+    except OSError:
+        pass  # a read-only cache: compiled again next time
+    return cubin
 
 
 _CONTEXT: dict[int, tuple[Any, str]] = {}
