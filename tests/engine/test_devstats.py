@@ -116,7 +116,7 @@ def test_a_cpu_pass_says_the_host_folded_its_statistics(tmp_path):
         [h.make_tensor_value_info("y", T.FLOAT, [1, 4])],
     )
     p = tmp_path / "m.onnx"
-    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(p))
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)], ir_version=9), str(p))
     where: list[str] = []
     data = open_data("random", input_specs(onnx.load(str(p))), samples=3)
     stats = run_to_end(collect(p, ["r"], data, "ort-cpu", None, where))
