@@ -77,6 +77,48 @@ def _run_on_device(sess: Any, feeds: dict[str, np.ndarray], want: list[str]) -> 
     return outs, acts
 
 
+def fold_threads() -> int:
+    """Threads folding the host's statistics: one on a small machine (ONNX Runtime keeps the other cores), a
+    quarter of the cores (at most 8) on a large one, where one thread folding falls behind the inference."""
+    return max(1, min(8, (os.cpu_count() or 2) // 4))
+
+
+class _HostFolder:
+    """Each batch's statistics folded on helper threads while ONNX Runtime runs the next batch (both release the
+    GIL), the batch's tensors shared out by size; one batch in flight at most, and each tensor's statistics
+    written by one thread at a time."""
+
+    def __init__(self, want: list[str], stats: dict[str, TensorStats], threads: int) -> None:
+        self.want, self.stats, self.threads = want, stats, max(1, threads)
+        self.pool = ThreadPoolExecutor(self.threads, thread_name_prefix="splitscope-stats")
+        self.pending: list[Future[None]] = []
+
+    def _fold(self, part: list[tuple[str, np.ndarray]]) -> None:
+        for n, a in part:
+            self.stats[n].update(a)
+
+    def submit(self, outs: list[np.ndarray]) -> None:
+        parts: list[list[tuple[str, np.ndarray]]] = [[] for _ in range(self.threads)]
+        load = [0] * self.threads
+        for n, a in sorted(zip(self.want, outs, strict=True), key=lambda na: -na[1].size):
+            k = load.index(min(load))
+            parts[k].append((n, a))
+            load[k] += a.size
+        self.pending = [self.pool.submit(self._fold, p) for p in parts if p]
+
+    def wait(self) -> dict[str, float] | None:
+        """The previous batch folded: the live ranges of the first tensors (None before the first batch)."""
+        if not self.pending:
+            return None
+        for f in self.pending:
+            f.result()
+        self.pending = []
+        return {n: self.stats[n].absmax for n in self.want[:8]}
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
 def collect(
     path: str | os.PathLike[str],
     tensors: list[str],
@@ -92,21 +134,15 @@ def collect(
     stats = {t: TensorStats(t) for t in tensors}
     model, tmp = _with_outputs(path, tensors)
     try:
-        be = OrtBackend(path, backend, exact_fp32=True)
+        threads = fold_threads()
+        ort_threads = max(1, (os.cpu_count() or 2) - threads) if threads > 1 and backend == "ort-cpu" else 0
+        be = OrtBackend(path, backend, threads=ort_threads, exact_fp32=True)
         sess = be.session(model=model)
         names = [o.name for o in sess.get_outputs()]
         want = [n for n in names if n in stats]
         total = data.samples if data.random else len(data.files)
         done = 0
-        # Each batch's statistics are folded in on a helper thread while ONNX Runtime runs the next batch (both
-        # release the GIL): the pass costs little more than the inference itself. One batch in flight at most.
-        pool = ThreadPoolExecutor(1, thread_name_prefix="splitscope-stats")
-        pending: Future[dict[str, float]] | None = None
-
-        def fold(outs: list[np.ndarray]) -> dict[str, float]:
-            for n, a in zip(want, outs, strict=True):
-                stats[n].update(a)
-            return {n: stats[n].absmax for n in want[:8]}  # the live ranges, taken by the thread that wrote them
+        host = _HostFolder(want, stats, 1 if be.cuda else threads)
 
         where = where if where is not None else []
         device = _device_folder(be, len(want), where)
@@ -144,19 +180,18 @@ def collect(
                         "give real inputs with --input FILE.npz", "give real samples with --data DIR"
                     )
                     raise InferenceError(f"Calibration sample {done + 1}: {hint}") from None
-                folded = pending.result() if pending is not None else None
-                pending = pool.submit(fold, outs)
+                folded = host.wait()
+                host.submit(outs)
                 del outs
                 done += 1
                 if want and folded is not None:
                     yield Sample("range", float(done - 1), folded)
                 yield Progress("calibrate", done, total, f"Calibration sample {done}/{total}")
-            if pending is not None:
-                folded = pending.result()
-                if want:
-                    yield Sample("range", float(done), folded)
+            folded = host.wait()
+            if want and folded is not None:
+                yield Sample("range", float(done), folded)
         finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+            host.close()
             if device is not None:
                 device.close()
         if done == 0:

@@ -341,3 +341,30 @@ def test_a_run_that_fails_midway_leaves_the_old_output(tmp_path, monkeypatch):
     with pytest.raises(SplitscopeError, match="no value for seq, which random samples need: give --dim seq="):
         run_to_end(calibrate(TRANSFORMER, out, precision="bf16", samples=2))  # refused before anything runs
     assert out.read_bytes() == b"the user's earlier file" and sorted(p.name for p in tmp_path.iterdir()) == ["t.onnx"]
+
+
+def test_statistics_folded_by_several_threads_equal_one_threads():
+    """On a large machine a batch's tensors are shared out to several folding threads: the same statistics."""
+    from splitscope.engine.calib.collect import _HostFolder
+    from splitscope.engine.calib.stats import TensorStats
+
+    rng = np.random.default_rng(7)
+    names = [f"t{k}" for k in range(7)]
+    batches = [
+        [(rng.standard_normal(37 * (k + 1) * (b + 1)) * (b + 1)).astype(np.float32) for k in range(7)] for b in range(4)
+    ]
+    got = {}
+    for threads in (1, 3):
+        stats = {n: TensorStats(n) for n in names}
+        folder = _HostFolder(names, stats, threads)
+        ranges = [folder.wait()]
+        for outs in batches:
+            folder.submit(outs)
+            ranges.append(folder.wait())
+        folder.close()
+        assert ranges[0] is None and ranges[-1] == {n: stats[n].absmax for n in names}
+        got[threads] = stats
+    for n in names:
+        a, b = got[1][n], got[3][n]
+        assert (a.count, a.min, a.max, a.hist_max, a.rebins) == (b.count, b.min, b.max, b.hist_max, b.rebins)
+        np.testing.assert_array_equal(a.hist, b.hist)
