@@ -35,6 +35,7 @@ from splitscope.engine.runtime.inputs import input_specs, random_feeds
 specs = input_specs(onnx.load(model, load_external_data=False))
 feeds = [random_feeds(specs, dims, k) for k in range(samples)]
 t = time.perf_counter()
+extra = {}
 if kind == "plain":
     import onnxruntime as ort
     s = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
@@ -43,7 +44,8 @@ if kind == "plain":
 elif kind == "ours":
     from splitscope.engine.jobs import run_to_end
     from splitscope.engine.calib.calibrate import calibrate
-    run_to_end(calibrate(model, out, method=method, samples=samples, dims=dims, heldout=1))
+    doc = run_to_end(calibrate(model, out, method=method, samples=samples, dims=dims, heldout=1))
+    extra = {"stats_seconds": doc["stats_seconds"]}
 else:
     from onnxruntime.quantization import (CalibrationDataReader, CalibrationMethod, QuantFormat, QuantType,
                                           quantize_static)
@@ -55,7 +57,7 @@ else:
     quantize_static(model, out, R(), quant_format=QuantFormat.QDQ, per_channel=True, activation_type=QuantType.QInt8,
                     weight_type=QuantType.QInt8, calibrate_method=m,
                     extra_options={"ActivationSymmetric": True, "WeightSymmetric": True})
-print(json.dumps({"seconds": time.perf_counter() - t}))
+print(json.dumps({"seconds": time.perf_counter() - t, **extra}))
 """
 
 MODELOPT = r"""
@@ -176,6 +178,9 @@ def main() -> None:
                     "method": method,
                     "seconds": round(res.get("seconds", 0), 3),
                     "over_plain": round(res.get("seconds", 0) / plain["seconds"], 2) if "seconds" in res else None,
+                    "plain_seconds": round(plain["seconds"], 3),
+                    "stats_seconds": res.get("stats_seconds"),
+                    "stats_over_plain": round(res["stats_seconds"] / plain["seconds"], 2) if "stats_seconds" in res else None,
                     "peak_mb": mb,
                     "plain_peak_mb": plain_mb,
                     "snr_db": snr.get("snr_db"),
