@@ -180,7 +180,9 @@ def main() -> None:
                     "over_plain": round(res.get("seconds", 0) / plain["seconds"], 2) if "seconds" in res else None,
                     "plain_seconds": round(plain["seconds"], 3),
                     "stats_seconds": res.get("stats_seconds"),
-                    "stats_over_plain": round(res["stats_seconds"] / plain["seconds"], 2) if "stats_seconds" in res else None,
+                    "stats_over_plain": (
+                        round(res["stats_seconds"] / plain["seconds"], 2) if "stats_seconds" in res else None
+                    ),
                     "peak_mb": mb,
                     "plain_peak_mb": plain_mb,
                     "snr_db": snr.get("snr_db"),
