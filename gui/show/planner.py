@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import pyqtgraph as pg
 from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import (
+    QAbstractItemView,
     QComboBox,
     QHBoxLayout,
     QHeaderView,
@@ -18,6 +19,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QPushButton,
     QSplitter,
+    QTableView,
     QTableWidget,
     QTableWidgetItem,
     QTabWidget,
@@ -28,6 +30,7 @@ from splitscope.engine.plan.scenario import PLANS, Item, Scenario, evaluate, fmt
 from splitscope.engine.text import format_bytes, plural
 from splitscope.gui.shell import exports
 from splitscope.gui.shell.palette import COLOURS
+from splitscope.gui.show.plans_table import PLAN_COLUMN, PlanDelegate, PlansModel
 
 if TYPE_CHECKING:
     from splitscope.engine.model import GraphModel
@@ -62,11 +65,13 @@ class PlannerPanel(QWidget):
         for b in (self.new_btn, self.rename_btn, self.delete_btn):
             row.addWidget(b)
         row.addStretch(1)
-        self.table = QTableWidget(0, 5)
-        self.table.setHorizontalHeaderLabels(["custom work", "why", "TensorRT ships", "plan", "measured"])
+        self.table = QTableView()
+        self.plans = PlansModel(self.table)
+        self.table.setModel(self.plans)
         self.table.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
         self.table.verticalHeader().setVisible(False)
-        self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        triggers = QAbstractItemView.EditTrigger
+        self.table.setEditTriggers(triggers.DoubleClicked | triggers.SelectedClicked | triggers.EditKeyPressed)
         self.summary = QLabel("Open a model: its custom nodes get a plan here.")
         self.summary.setWordWrap(True)
         self.summary.setTextFormat(Qt.TextFormat.RichText)
@@ -120,6 +125,8 @@ class PlannerUi(QObject):
         self.shell = shell
         self.controller = shell.controller
         self.panel = PlannerPanel()
+        self._delegate = PlanDelegate(self.panel.plans, self.set_plan, self.panel.table)
+        self.panel.table.setItemDelegateForColumn(PLAN_COLUMN, self._delegate)
         self.dock = shell.add_dock("Planner", self.panel)  # a tab beside Ops: the full width for the plans
         self.dock.visibilityChanged.connect(self._grow)
         self.controller.model_ready.connect(self.model_changed)
@@ -146,14 +153,37 @@ class PlannerUi(QObject):
 
     # ------------------------------------------------------------ model
     def model_changed(self, gm: GraphModel, *_: Any) -> None:
-        """A model was analysed: its items, and its saved scenarios."""
+        """A model was analysed: its items and its saved scenarios, found in a worker (tens of thousands of custom
+        nodes in a large export), then shown."""
         from splitscope.engine.plan.store import load_scenarios
 
         self.gm = gm
-        self.items = sorted(items(gm), key=lambda it: it.kind != "plugin")  # the custom nodes first
-        self.scenarios = load_scenarios(gm.path) if gm.path is not None else []
+        self.items, self.scenarios, self.results = [], [], []
+        self._fill_scenarios(0)
+
+        def work() -> tuple[GraphModel, list[Item], list[Scenario]]:
+            its = sorted(items(gm), key=lambda it: it.kind != "plugin")  # the custom nodes first
+            return gm, its, load_scenarios(gm.path) if gm.path is not None else []
+
+        self._start(work, self._items_ready)
+
+    def _items_ready(self, res: tuple[GraphModel, list[Item], list[Scenario]]) -> None:
+        gm, its, scenarios = res
+        if gm is not self.gm:
+            return  # another model came meanwhile
+        self.items, self.scenarios = its, scenarios
         self._fill_scenarios(0)
         self.recompute()
+
+    def _start(self, work: Any, done: Any) -> None:
+        from superqt.utils import create_worker
+
+        worker = create_worker(work, _start_thread=False, _ignore_errors=True)
+        worker.returned.connect(done)
+        worker.errored.connect(lambda e: self.shell.show_message(f"Planner: {e}", 8000))
+        worker.finished.connect(lambda w=worker: self._workers.remove(w) if w in self._workers else None)
+        self._workers.append(worker)
+        worker.start()
 
     def profile(self) -> dict[str, Any] | None:
         """The profile shown in the Profile panel, when it is of this model."""
@@ -210,6 +240,8 @@ class PlannerUi(QObject):
             s.plans.pop(key, None)
         else:
             s.plans[key] = plan
+        m = self.panel.plans
+        m.dataChanged.emit(m.index(0, PLAN_COLUMN), m.index(max(m.rowCount() - 1, 0), PLAN_COLUMN))
         self._save()
         self.recompute()
 
@@ -267,39 +299,21 @@ class PlannerUi(QObject):
         p.delete_btn.setEnabled(editable)
         prof = self.profile()
         ms = {r["name"]: r["ms"] for r in (prof or {}).get("per_node", [])}
-        p.table.setRowCount(len(self.items))
-        for r, it in enumerate(self.items):
-            best = it.matches[0] if it.matches else None
-            cells = [it.label, it.reason, f"{best['plugin']} ({best['kind']})" if best else "—"]
-            for c, text in enumerate(cells):
-                item = QTableWidgetItem(text)
-                item.setToolTip(best["note"] if c == 2 and best else text)
-                p.table.setItem(r, c, item)
-            combo = QComboBox()
-            for opt in it.options:
-                combo.addItem(PLANS[opt], opt)
-            chosen = s.plans.get(it.key, it.today) if s else it.today
-            combo.setCurrentIndex(max(it.options.index(chosen) if chosen in it.options else 0, 0))
-            combo.setEnabled(editable)
-            combo.setToolTip(
-                "today's plan: make or pick a scenario to change it"
-                if not editable
-                else "what to do with it in this scenario"
-            )
-            combo.currentIndexChanged.connect(lambda _i, key=it.key, cb=combo: self.set_plan(key, cb.currentData()))
-            p.table.setCellWidget(r, 3, combo)
-            t = sum(ms.get(self.gm.nodes[i].name, 0.0) for i in it.nodes) if self.gm is not None and ms else None
-            p.table.setItem(r, 4, QTableWidgetItem(f"{t:.4g} ms" if t else "—"))
+        gm = self.gm
+        measured = (
+            [sum(ms.get(gm.nodes[i].name, 0.0) for i in it.nodes) or None for it in self.items]
+            if gm is not None and ms
+            else []
+        )
+        p.plans.reset(self.items, s.plans if s is not None else None, measured)
         p.table.resizeColumnToContents(0)
-        p.table.resizeColumnToContents(3)
+        p.table.resizeColumnToContents(PLAN_COLUMN)
 
     # -------------------------------------------------------- recompute
     def recompute(self) -> None:
         """Evaluate today and every scenario in a worker; the newest request wins."""
         if self.gm is None:
             return
-        from superqt.utils import create_worker
-
         self._generation += 1
         gen, gm, its, prof = self._generation, self.gm, list(self.items), self.profile()
         scen = [Scenario(TODAY)] + [Scenario(s.name, dict(s.plans)) for s in self.scenarios]
@@ -307,12 +321,7 @@ class PlannerUi(QObject):
         def work() -> tuple[int, list[dict[str, Any]]]:
             return gen, [evaluate(gm, s, prof, its) for s in scen]
 
-        worker = create_worker(work, _start_thread=False, _ignore_errors=True)
-        worker.returned.connect(self._evaluated)
-        worker.errored.connect(lambda e: self.shell.show_message(f"Planner: {e}", 8000))
-        worker.finished.connect(lambda w=worker: self._workers.remove(w) if w in self._workers else None)
-        self._workers.append(worker)
-        worker.start()
+        self._start(work, self._evaluated)
 
     def _evaluated(self, res: tuple[int, list[dict[str, Any]]]) -> None:
         gen, docs = res

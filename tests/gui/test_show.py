@@ -9,6 +9,7 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
+from splitscope.engine.plan.scenario import PLANS
 from splitscope.engine.plan.store import load_scenarios
 from splitscope.engine.sample import SAMPLE_MODEL
 from splitscope.profiler.queue import CANCELLED, DONE
@@ -17,6 +18,12 @@ from tests.gui.conftest import wait_idle
 
 ROOT = Path(__file__).resolve().parents[2]
 DETECTOR = ROOT / "tests" / "data" / "torch_two_stage_ort.onnx"
+
+
+def table_csv_of(view) -> str:
+    from splitscope.gui.shell.exports import table_csv
+
+    return table_csv(view)
 
 
 def _open(qtbot, window, model: Path):
@@ -32,15 +39,27 @@ def test_planner_scenarios_recompute_and_are_saved_with_the_session(qtbot, windo
     planner = window.show_ui.planner
     keys = [it.key for it in planner.items]
     assert "/neck/dcn/DCNv4" in keys and "/postprocess/threshold/Compress" in keys
-    assert planner.panel.table.rowCount() == len(keys) and planner.results[0]["partitions"] == 2
+    assert planner.panel.table.model().rowCount() == len(keys) and planner.results[0]["partitions"] == 2
     with qtbot.waitSignal(planner.evaluated, timeout=30000):
         s = planner.new_scenario("plan A")
     assert s.plans["/neck/dcn/DCNv4"] == "write-plugin" and s.plans["/postprocess/threshold/Compress"] == "replace"
     assert planner.panel.compare.rowCount() == 2 and planner.results[1]["partitions"] == 1
     assert planner.results[1]["boundary_bytes"] == 0 and "plan A" in planner.panel.summary.text()
+    # The plan is chosen in the table's plan cell, as a user does: its combo box lists the item's options.
+    table, model = planner.panel.table, planner.panel.table.model()
+    row = keys.index("/postprocess/threshold/Compress")
+    index = model.index(row, 3)
+    assert table.indexWidget(index) is None  # no widget a row: tens of thousands of custom nodes stay a table
+    assert model.data(index) == PLANS["replace"]
+    editor = table.itemDelegateForColumn(3).createEditor(table.viewport(), None, index)
+    table.itemDelegateForColumn(3).setEditorData(editor, index)
+    assert [editor.itemData(k) for k in range(editor.count())] == planner.items[row].options
+    editor.setCurrentIndex(editor.findData("host"))
     with qtbot.waitSignal(planner.evaluated, timeout=30000):
-        planner.set_plan("/postprocess/threshold/Compress", "host")
+        table.itemDelegateForColumn(3).setModelData(editor, model, index)
+    assert s.plans["/postprocess/threshold/Compress"] == "host" and model.data(index) == PLANS["host"]
     assert planner.results[1]["host_bytes"] > 0 and planner.results[1]["boundary_bytes"] == 500
+    assert PLANS["host"] in table_csv_of(table)
     assert [x.to_json() for x in load_scenarios(sample)] == [s.to_json()]
     # The comparison exports as CSV, one row a scenario.
     from splitscope.gui.shell.exports import table_csv
