@@ -22,10 +22,22 @@ WINDOW = 64 * 1024
 WINDOWS = 64
 
 
+_KEYS: dict[tuple[str, int, int, int], str] = {}
+"""Keys already computed in this process, by the file's path, size, inode and modification time (ns): a window's
+handlers ask again on the UI thread for a key the analysis computed, and get it without reading the file. A file
+changed in the last two seconds is not remembered (file times tick by milliseconds: a rewrite of the same size
+inside one tick would look unchanged)."""
+
+
 def model_key(path: str | os.PathLike[str]) -> str:
     """The model file's identity: 24 hex digits."""
     p = Path(path)
-    size = p.stat().st_size
+    st = p.stat()
+    size = st.st_size
+    memo = (str(p.resolve()), size, st.st_ino, st.st_mtime_ns)
+    key = _KEYS.get(memo)
+    if key is not None:
+        return key
     h = hashlib.blake2b(digest_size=12)
     h.update(str(size).encode())
     with p.open("rb") as f:
@@ -36,7 +48,10 @@ def model_key(path: str | os.PathLike[str]) -> str:
             for k in range(WINDOWS):
                 f.seek(k * step)
                 h.update(f.read(WINDOW))
-    return h.hexdigest()
+    key = h.hexdigest()
+    if time.time() - st.st_mtime > 2.0:
+        _KEYS[memo] = key
+    return key
 
 
 def session_dir(path: str | os.PathLike[str]) -> Path:

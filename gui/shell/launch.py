@@ -86,6 +86,30 @@ def main(argv: list[str] | None = None, t0: float | None = None) -> int:
     return rc
 
 
+def _stall_watch(beat: dict[str, float]) -> Any:
+    """A watchdog thread that, while the heartbeat is more than 50 ms late, samples what the UI thread is doing; the
+    returned callable gives the innermost frames of the longest stall seen ('' when none)."""
+    import threading
+    import traceback
+
+    main = threading.main_thread().ident
+    worst = {"gap": 0.0, "where": ""}
+
+    def watch() -> None:
+        while True:
+            time.sleep(0.01)
+            gap = time.perf_counter() - beat["last"]
+            if gap > 0.05 and gap > worst["gap"]:
+                frame = sys._current_frames().get(main or 0)
+                if frame is not None:
+                    stack = traceback.extract_stack(frame)[-4:]
+                    worst["gap"] = gap
+                    worst["where"] = " < ".join(f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in reversed(stack))
+
+    threading.Thread(target=watch, name="splitscope-stall-watch", daemon=True).start()
+    return lambda: worst["where"]
+
+
 def _report_startup(app: QApplication, window: MainWindow, t0: float, until_ready: bool = False) -> None:
     """Print {window_s, layout_s, first_paint_s, nodes} measured from process start, then quit; ``until_ready``:
     after the final model is shown (``ready_s``), the longest UI stall counted until then."""
@@ -105,6 +129,7 @@ def _report_startup(app: QApplication, window: MainWindow, t0: float, until_read
     heart.setInterval(5)
     heart.timeout.connect(tick)
     heart.start()
+    stall_where = _stall_watch(beat)
 
     def layout_started(running: bool) -> None:
         if running and "layout" not in started:
@@ -137,6 +162,7 @@ def _report_startup(app: QApplication, window: MainWindow, t0: float, until_read
             "first_paint_s": round(marks["first_paint_s"], 3),
             "nodes": len(window.view.gm.nodes) if window.view else 0,
             "max_ui_stall_ms": round(beat["max"] * 1000, 1),
+            "max_ui_stall_where": stall_where(),
             **window.canvas.on_screen(),
             **extra,
         }

@@ -214,3 +214,22 @@ def test_saved_results_come_back_by_content_not_path(tmp_path):
         f.write(b"\x00")
     assert model_key(b) != model_key(a) and load_results(b) == []
     assert got[0]["file"].startswith(os.environ["SPLITSCOPE_DATA_DIR"])  # the test's data folder, not the user's
+
+
+def test_a_models_key_is_read_once_until_the_file_changes(tmp_path, monkeypatch):
+    """The window asks for the key of the model on screen on its UI thread: the analysis read it already."""
+    from pathlib import Path
+
+    a = tmp_path / "a.onnx"
+    shutil.copy(SQUEEZENET, a)
+    old = a.stat().st_mtime_ns - 10**10
+    os.utime(a, ns=(old, old))  # written ten seconds ago
+    key = model_key(a)
+    opened = []
+    real_open = Path.open
+    monkeypatch.setattr(Path, "open", lambda self, *a, **k: opened.append(self) or real_open(self, *a, **k))
+    assert model_key(a) == key and opened == []
+    with real_open(a, "r+b") as f:  # changed now: read again
+        f.seek(a.stat().st_size // 2)
+        f.write(b"\x00")
+    assert model_key(a) != key and opened == [a]
