@@ -199,14 +199,24 @@ def compile_source(source: str, defs: dict[str, int | float], arch: str) -> tupl
         nv.nvrtcDestroyProgram(prog)
 
 
+def _cubin_file(source: str, defs: dict[str, int | float], arch: str, folder: Path) -> Path:
+    version = _ok(_nvrtc().nvrtcVersion(), "nvrtcVersion")
+    key = hashlib.sha256(repr((source, sorted(defs.items()), arch, version)).encode()).hexdigest()[:24]
+    return folder / f"{key}-{arch}.cubin"
+
+
+def forget_cubin(source: str, defs: dict[str, int | float], arch: str, folder: Path | None) -> None:
+    """Remove :func:`cubin_cached`'s file (one the driver would not load)."""
+    if folder is not None:
+        _cubin_file(source, defs, arch, folder).unlink(missing_ok=True)
+
+
 def cubin_cached(source: str, defs: dict[str, int | float], arch: str, folder: Path | None) -> bytes:
     """:func:`compile_source`'s CUBIN, kept in ``folder`` under a hash of the source, the macros, the architecture
     and NVRTC's version (compiled once per machine: a cold process then loads it in a millisecond)."""
     if folder is None:
         return compile_source(source, defs, arch)[0]
-    version = _ok(_nvrtc().nvrtcVersion(), "nvrtcVersion")
-    key = hashlib.sha256(repr((source, sorted(defs.items()), arch, version)).encode()).hexdigest()[:24]
-    file = folder / f"{key}-{arch}.cubin"
+    file = _cubin_file(source, defs, arch, folder)
     try:
         return file.read_bytes()
     except OSError:

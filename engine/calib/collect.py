@@ -80,7 +80,15 @@ def _run_on_device(sess: Any, feeds: dict[str, np.ndarray], want: list[str]) -> 
 def fold_threads() -> int:
     """Threads folding the host's statistics: one on a small machine (ONNX Runtime keeps the other cores), a
     quarter of the cores (at most 8) on a large one, where one thread folding falls behind the inference."""
-    return max(1, min(8, (os.cpu_count() or 2) // 4))
+    return max(1, min(8, _cores() // 4))
+
+
+def _cores() -> int:
+    """The cores this process may run on (its affinity, which a container's CPU set narrows)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux
+        return os.cpu_count() or 2
 
 
 class _HostFolder:
@@ -135,7 +143,7 @@ def collect(
     model, tmp = _with_outputs(path, tensors)
     try:
         threads = fold_threads()
-        ort_threads = max(1, (os.cpu_count() or 2) - threads) if threads > 1 and backend == "ort-cpu" else 0
+        ort_threads = max(1, _cores() - threads) if threads > 1 and backend == "ort-cpu" else 0
         be = OrtBackend(path, backend, threads=ort_threads, exact_fp32=True)
         sess = be.session(model=model)
         names = [o.name for o in sess.get_outputs()]

@@ -78,6 +78,8 @@ extern "C" __global__ void histogram(const float* __restrict__ x, unsigned long 
 """
 
 THREADS = 256
+HOST_TYPES = frozenset({"tensor(float16)", "tensor(double)", "tensor(bfloat16)"})
+"""Float types the kernels do not read: copied to the host and folded there (other types are not quantized)."""
 
 
 def _unkey(keys: np.ndarray) -> np.ndarray:
@@ -104,9 +106,17 @@ class DeviceFolder:
     def __init__(self, tensors: int, cache: Path | None) -> None:
         self.cu = nvrtc._driver()
         _, arch = nvrtc.context(0)
-        cubin = nvrtc.cubin_cached(SOURCE, {"BINS": BINS, "SENTINEL": SENTINEL}, arch, cache)
+        defs: dict[str, int | float] = {"BINS": BINS, "SENTINEL": SENTINEL}
         ok = nvrtc._ok
-        self.module = ok(self.cu.cuModuleLoadData(cubin), "cuModuleLoadData")
+        try:
+            self.module = ok(
+                self.cu.cuModuleLoadData(nvrtc.cubin_cached(SOURCE, defs, arch, cache)), "cuModuleLoadData"
+            )
+        except nvrtc.LaunchError:  # a damaged cached file: compiled afresh (and cached again)
+            nvrtc.forget_cubin(SOURCE, defs, arch, cache)
+            self.module = ok(
+                self.cu.cuModuleLoadData(nvrtc.cubin_cached(SOURCE, defs, arch, cache)), "cuModuleLoadData"
+            )
         self._bufs: list[Any] = []
         try:
             self.ranges = ok(self.cu.cuModuleGetFunction(self.module, b"ranges"), "cuModuleGetFunction(ranges)")
@@ -135,10 +145,12 @@ class DeviceFolder:
     def fold(self, batch: list[Activation], stats: dict[str, TensorStats]) -> None:
         """Fold one batch (the activations must stay alive until this returns)."""
         ok, cu = nvrtc._ok, self.cu
-        on_device = [a for a in batch if a.dtype == "tensor(float)" and a.size > 0][: self.slots]
+        on_device = [a for a in batch if a.dtype == "tensor(float)" and a.size > 0]
+        if len(on_device) > self.slots:
+            raise ValueError(f"{len(on_device)} activations for {self.slots} slots")
         for a in batch:
-            if a not in on_device and a.host is not None and a.size > 0:
-                stats[a.name].update(a.host())  # a type the kernels do not read: folded on the host
+            if a.dtype in HOST_TYPES and a.host is not None and a.size > 0:
+                stats[a.name].update(a.host())  # a float type the kernels do not read: folded on the host
         if not on_device:
             return
         t = len(on_device)

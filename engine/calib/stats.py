@@ -89,7 +89,7 @@ class TensorStats:
         self.absmax = max(self.absmax, amax)
         if not self.hist.size:
             self.hist = np.zeros(self.bins, dtype=np.int64)
-            self.hist_max = amax if amax > 0 else 1e-8
+            self.hist_max = max(amax, 1e-30)  # bins / hist_max stays finite in float32
         while amax > self.hist_max:
             h = self.hist
             merged = h[0::2] + h[1::2]

@@ -22,8 +22,9 @@ WINDOW = 64 * 1024
 WINDOWS = 64
 
 
-_KEYS: dict[tuple[str, int, int, int], str] = {}
-"""Keys already computed in this process, by the file's path, size, inode and modification time (ns): a window's
+_KEYS: dict[tuple[str, int, int, int, int, int], str] = {}
+"""Keys already computed in this process, by the file's path, size, device, inode, and modification and change
+times (ns; a copy that keeps the modification time still changes the change time): a window's
 handlers ask again on the UI thread for a key the analysis computed, and get it without reading the file. A file
 changed in the last two seconds is not remembered (file times tick by milliseconds: a rewrite of the same size
 inside one tick would look unchanged)."""
@@ -34,7 +35,7 @@ def model_key(path: str | os.PathLike[str]) -> str:
     p = Path(path)
     st = p.stat()
     size = st.st_size
-    memo = (str(p.resolve()), size, st.st_ino, st.st_mtime_ns)
+    memo = (str(p.resolve()), size, st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
     key = _KEYS.get(memo)
     if key is not None:
         return key
@@ -49,7 +50,7 @@ def model_key(path: str | os.PathLike[str]) -> str:
                 f.seek(k * step)
                 h.update(f.read(WINDOW))
     key = h.hexdigest()
-    if time.time() - st.st_mtime > 2.0:
+    if time.time() - max(st.st_mtime, st.st_ctime) > 2.0:
         _KEYS[memo] = key
     return key
 

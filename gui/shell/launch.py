@@ -88,7 +88,8 @@ def main(argv: list[str] | None = None, t0: float | None = None) -> int:
 
 def _stall_watch(beat: dict[str, float]) -> Any:
     """A watchdog thread that, while the heartbeat is more than 50 ms late, samples what the UI thread is doing; the
-    returned callable gives the innermost frames of the longest stall seen ('' when none)."""
+    returned callable gives the innermost Python frames at the last sample of the longest stall ('' when none;
+    ``launch.py … main`` alone: inside Qt's own code, or waiting for the interpreter a worker holds)."""
     import threading
     import traceback
 

@@ -136,6 +136,7 @@ class PlannerUi(QObject):
         self.scenarios: list[Scenario] = []
         self.results: list[dict[str, Any]] = []
         self._generation = 0
+        self._loading = False
         self._workers: list[Any] = []
         p = self.panel
         p.scenario.currentIndexChanged.connect(lambda _i: (self._show_plans(), self._summary()))
@@ -159,6 +160,9 @@ class PlannerUi(QObject):
 
         self.gm = gm
         self.items, self.scenarios, self.results = [], [], []
+        self._generation += 1  # a recompute of the previous model still running is not shown
+        self._loading = True  # its scenarios are not read yet: a new one now would be saved over them
+        self.panel.new_btn.setEnabled(False)
         self._fill_scenarios(0)
 
         def work() -> tuple[GraphModel, list[Item], list[Scenario]]:
@@ -172,6 +176,8 @@ class PlannerUi(QObject):
         if gm is not self.gm:
             return  # another model came meanwhile
         self.items, self.scenarios = its, scenarios
+        self._loading = False
+        self.panel.new_btn.setEnabled(True)
         self._fill_scenarios(0)
         self.recompute()
 
@@ -212,7 +218,7 @@ class PlannerUi(QObject):
     # -------------------------------------------------------- scenarios
     def new_scenario(self, name: str | None = None) -> Scenario | None:
         """A new scenario starting from the suggested plans (a shipped plugin where one serves exactly)."""
-        if self.gm is None:
+        if self.gm is None or self._loading:
             return None
         if name is None:
             name, ok = QInputDialog.getText(
@@ -241,7 +247,8 @@ class PlannerUi(QObject):
         else:
             s.plans[key] = plan
         m = self.panel.plans
-        m.dataChanged.emit(m.index(0, PLAN_COLUMN), m.index(max(m.rowCount() - 1, 0), PLAN_COLUMN))
+        if m.rowCount():
+            m.dataChanged.emit(m.index(0, PLAN_COLUMN), m.index(m.rowCount() - 1, PLAN_COLUMN))
         self._save()
         self.recompute()
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt, QTimer
 from PySide6.QtWidgets import QComboBox, QStyledItemDelegate, QStyleOptionViewItem, QWidget
 from splitscope.engine.plan.scenario import PLANS, Item
 
@@ -32,8 +32,11 @@ class PlansModel(QAbstractTableModel):
         self.endResetModel()
 
     def chosen(self, row: int) -> str:
+        """The item's plan in the scenario shown; one it does not offer (an old or edited file) counts as today's,
+        as the evaluation counts it."""
         it = self.items[row]
-        return self.plans.get(it.key, it.today) if self.plans is not None else it.today
+        plan = self.plans.get(it.key, it.today) if self.plans is not None else it.today
+        return plan if plan in it.options else it.today
 
     def rowCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008 - Qt's signature
         return 0 if parent.isValid() else len(self.items)
@@ -92,6 +95,7 @@ class PlanDelegate(QStyledItemDelegate):
         for opt in self.model.items[index.row()].options:
             combo.addItem(PLANS[opt], opt)
         combo.activated.connect(lambda _i, cb=combo: self.commitData.emit(cb))
+        QTimer.singleShot(0, combo.showPopup)  # one click opens the list, as a combo box in the cell would
         return combo
 
     def setEditorData(self, editor: QWidget, index: _Index) -> None:

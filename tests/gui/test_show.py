@@ -61,6 +61,14 @@ def test_planner_scenarios_recompute_and_are_saved_with_the_session(qtbot, windo
     assert planner.results[1]["host_bytes"] > 0 and planner.results[1]["boundary_bytes"] == 500
     assert PLANS["host"] in table_csv_of(table)
     assert [x.to_json() for x in load_scenarios(sample)] == [s.to_json()]
+    s.plans["/postprocess/threshold/Compress"] = "no-such-plan"  # an edited file: shown as evaluated, today's
+    assert model.data(index) == PLANS[planner.items[row].today]
+    s.plans["/postprocess/threshold/Compress"] = "host"
+    # While a model's items and scenarios are read (in a worker), no scenario can be made over the saved ones.
+    with qtbot.waitSignal(planner.evaluated, timeout=30000):
+        planner.model_changed(planner.gm)
+        assert planner.new_scenario("too early") is None and not planner.panel.new_btn.isEnabled()
+    assert planner.panel.new_btn.isEnabled() and [x.name for x in planner.scenarios] == ["plan A"]
     # The comparison exports as CSV, one row a scenario.
     from splitscope.gui.shell.exports import table_csv
 
