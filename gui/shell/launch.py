@@ -89,7 +89,8 @@ def main(argv: list[str] | None = None, t0: float | None = None) -> int:
 def _stall_watch(beat: dict[str, float]) -> Any:
     """A watchdog thread that, while the heartbeat is more than 50 ms late, samples what the UI thread is doing; the
     returned callable gives the innermost Python frames at the last sample of the longest stall ('' when none;
-    ``launch.py … main`` alone: inside Qt's own code, or waiting for the interpreter a worker holds)."""
+    ``launch.py … main`` alone: inside Qt's own code, or waiting for the interpreter a worker holds; with
+    ``SPLITSCOPE_STALL_THREADS=1`` the other threads' innermost frames follow a ``|``)."""
     import threading
     import traceback
 
@@ -97,15 +98,21 @@ def _stall_watch(beat: dict[str, float]) -> Any:
     worst = {"gap": 0.0, "where": ""}
 
     def watch() -> None:
+        me = threading.get_ident()
         while True:
             time.sleep(0.01)
             gap = time.perf_counter() - beat["last"]
             if gap > 0.05 and gap > worst["gap"]:
-                frame = sys._current_frames().get(main or 0)
+                frames = sys._current_frames()
+                frame = frames.get(main or 0)
                 if frame is not None:
                     stack = traceback.extract_stack(frame)[-4:]
                     worst["gap"] = gap
                     worst["where"] = " < ".join(f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in reversed(stack))
+                    if os.environ.get("SPLITSCOPE_STALL_THREADS"):  # the other threads' innermost frames too
+                        tops = [traceback.extract_stack(f)[-1] for t, f in frames.items() if t not in (main, me)]
+                        text = "; ".join(f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in tops)
+                        worst["where"] += f" | {text}"
 
     threading.Thread(target=watch, name="splitscope-stall-watch", daemon=True).start()
     return lambda: worst["where"]
