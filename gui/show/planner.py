@@ -49,6 +49,16 @@ def latency_text(doc: dict[str, Any]) -> str:
     return f"{fmt_ms(lat['low_ms'])} – {fmt_ms(lat['high_ms'])}"
 
 
+def custom_work_text(doc: dict[str, Any], shown: int = 3) -> str:
+    """A scenario's custom work for one cell: the first few items with their basis, then how many more (a large
+    export can plan tens of thousands)."""
+    work, basis = doc["custom_work"], doc.get("plugin_basis", {})
+    text = ", ".join(f"{k} ({basis.get(k, 'estimate')})" for k in work[:shown])
+    if len(work) > shown:
+        text += f" and {len(work) - shown:,} more"
+    return text or "none"
+
+
 class PlannerPanel(QWidget):
     """The planner's widgets: the scenario row, the plans table, today against the scenario, the comparison."""
 
@@ -344,7 +354,7 @@ class PlannerUi(QObject):
                 format_bytes(d["boundary_bytes"]),
                 fmt_ms(d["host_copy_ms"]) if d["host_copy_ms"] else "none",
                 latency_text(d),
-                ", ".join(f"{k} ({d.get('plugin_basis', {}).get(k, 'estimate')})" for k in d["custom_work"]) or "none",
+                custom_work_text(d),
             ]
             for c, text in enumerate(cells):
                 p.compare.setItem(r, c, QTableWidgetItem(text))
