@@ -94,23 +94,21 @@ def _verify_by_building(gm: object, budget: float, ranges: list[str] | None = No
     return doc
 
 
-def _feeds(gm: object, i: int, part: set[int], const: list[bool]) -> bool:
-    """Whether constant node ``i`` feeds (through other constant-only nodes) a node of ``part``."""
+def _folded_into(gm: object, part: list[int], const: list[bool]) -> int:
+    """How many constant-only nodes feed ``part`` (directly or through other constant-only nodes): one walk back
+    from its nodes over constant producers, linear in the graph."""
     from splitscope.engine.model import GraphModel
 
     assert isinstance(gm, GraphModel)
-    stack, seen = [i], {i}
+    preds = gm.graph.adj.preds
+    seen: set[int] = set()
+    stack = list(part)
     while stack:
-        k = stack.pop()
-        for o in gm.nodes[k].outputs:
-            t = gm.graph.tensors.get(o) if o else None
-            for c in t.consumers if t is not None else []:
-                if c in part:
-                    return True
-                if c not in seen and const[c]:
-                    seen.add(c)
-                    stack.append(c)
-    return False
+        for u in preds[stack.pop()]:
+            if const[u] and u not in seen:
+                seen.add(u)
+                stack.append(u)
+    return len(seen - set(part))
 
 
 def _print_summary(gm: object, summary: dict[str, dict[str, float | int]]) -> None:
@@ -148,7 +146,7 @@ def _print_summary(gm: object, summary: dict[str, dict[str, float | int]]) -> No
 
     const = constant_nodes(gm.graph, gm.order)
     for part in gm.partitions[:8]:
-        folded = sum(1 for i in range(len(gm.nodes)) if const[i] and _feeds(gm, i, set(part.nodes), const))
+        folded = _folded_into(gm, part.nodes, const)
         print(
             f"  engine partition {part.index + 1}: {plural(len(part.nodes), 'node')}"
             + (f" (+{folded} constant-only, folded in as weights)" if folded else "")
