@@ -140,3 +140,33 @@ def test_a_dim_the_model_lacks_is_refused_with_the_models_dims_named(capsys):
     assert main(["analyze", str(model), "--dim", "H=640", "--parser", "table", "-q"]) == 2
     err = capsys.readouterr().err.strip()
     assert "--dim H" in err and "batch, seq" in err and "\n" not in err
+
+
+def test_the_summary_counts_the_constant_nodes_folded_into_each_partition(tmp_path, capsys):
+    """A weight aliased and cast (two constant-only nodes) feeds partition 1's MatMul; a custom op splits the graph,
+    and partition 2 reads no constant node."""
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    w = h.make_tensor("w", T.FLOAT16, [4, 4], [0.0] * 16)
+    nodes = [
+        h.make_node("Identity", ["w"], ["w1"], name="alias"),
+        h.make_node("Cast", ["w1"], ["w2"], name="cast", to=T.FLOAT),
+        h.make_node("MatMul", ["x", "w2"], ["m"], name="mm"),
+        h.make_node("Odd", ["m"], ["o"], name="odd", domain="com.example"),
+        h.make_node("Relu", ["o"], ["y"], name="relu"),
+    ]
+    g = h.make_graph(
+        nodes,
+        "g",
+        [h.make_tensor_value_info("x", T.FLOAT, [1, 4])],
+        [h.make_tensor_value_info("y", T.FLOAT, [1, 4])],
+        [w],
+    )
+    p = tmp_path / "m.onnx"
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17), h.make_opsetid("com.example", 1)]), str(p))
+    assert main(["analyze", str(p), "--parser", "table"]) == 0
+    lines = [ln.strip() for ln in capsys.readouterr().out.splitlines() if ln.strip().startswith("engine partition ")]
+    assert lines[0].startswith("engine partition 1: 1 node (+2 constant-only, folded in as weights)")
+    assert lines[1].startswith("engine partition 2: 1 node,")
