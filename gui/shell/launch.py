@@ -106,9 +106,12 @@ def _stall_watch(beat: dict[str, float]) -> Any:
                 frames = sys._current_frames()
                 frame = frames.get(main or 0)
                 if frame is not None:
-                    stack = traceback.extract_stack(frame)[-4:]
+                    full = traceback.extract_stack(frame)
+                    stack = [f for f in full if not f.filename.startswith("<frozen")][-4:]  # the import, not importlib
                     worst["gap"] = gap
-                    worst["where"] = " < ".join(f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in reversed(stack))
+                    worst["where"] = ("importing: " if full[-1].filename.startswith("<frozen") else "") + " < ".join(
+                        f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in reversed(stack)
+                    )
                     if os.environ.get("SPLITSCOPE_STALL_THREADS"):  # the other threads' innermost frames too
                         tops = [traceback.extract_stack(f)[-1] for t, f in frames.items() if t not in (main, me)]
                         text = "; ".join(f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in tops)

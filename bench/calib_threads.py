@@ -1,0 +1,46 @@
+"""How many threads should fold the calibration statistics on a large machine: one calibration of ResNet-50 (64
+random samples, entropy) per thread count, each after a plain ONNX Runtime pass over the same samples in the same
+process (the peer), with fresh statistics each time.
+
+    python bench/export_llms.py /var/tmp/m --llama-layers --resnet50
+    python bench/calib_threads.py [/var/tmp/m/resnet50.onnx]
+"""
+
+import os
+import sys
+import tempfile
+import time
+
+import onnx
+import onnxruntime as ort
+from splitscope.engine.calib import collect as C
+from splitscope.engine.calib.calibrate import calibrate
+from splitscope.engine.jobs import run_to_end
+from splitscope.engine.runtime.inputs import input_specs, random_feeds
+
+m = sys.argv[1] if len(sys.argv) > 1 else "/var/tmp/m/resnet50.onnx"
+specs = input_specs(onnx.load(m, load_external_data=False))
+feeds = [random_feeds(specs, {}, k) for k in range(64)]
+
+
+def plain():
+    t = time.perf_counter()
+    s = ort.InferenceSession(m, providers=["CPUExecutionProvider"])
+    for f in feeds:
+        s.run(None, f)
+    return time.perf_counter() - t
+
+
+print("cores", len(os.sched_getaffinity(0)), "ort", ort.__version__, flush=True)
+for th in (1, 4, 6, 8, 12, 4, 6, 8, 12):
+    p = plain()
+    C.fold_threads = lambda th=th: th
+    os.environ["SPLITSCOPE_CACHE_DIR"] = tempfile.mkdtemp()
+    t = time.perf_counter()
+    doc = run_to_end(calibrate(m, "/tmp/q.onnx", method="entropy", samples=64, heldout=1))
+    stats = doc["stats_seconds"]
+    whole = time.perf_counter() - t
+    print(
+        f"threads {th:2d}: plain {p:.2f} s, statistics {stats:.2f} s = {stats / p:.2f}x, whole {whole:.2f} s",
+        flush=True,
+    )
