@@ -159,28 +159,11 @@ def collect(
                 yield LogLine("Calibration statistics folded on the GPU: only ranges and histograms are copied back")
             for feeds in batches(data):
                 cancel.raise_if_cancelled()
-                if device is not None:
-                    try:
-                        outs, acts = _run_on_device(sess, feeds, want)
-                    except Exception as e:  # noqa: BLE001 - ORT's own error types
-                        from splitscope.engine.runtime.ort import _run_message
-
-                        raise InferenceError(f"Calibration sample {done + 1}: {_run_message(e)}") from None
-                    try:
-                        device.fold(acts, stats)
-                    except Exception as e:  # noqa: BLE001 - a CUDA error from the driver (a GPU gone, out of memory)
-                        raise InferenceError(
-                            f"Calibration sample {done + 1}: folding its statistics on the GPU failed ({e}); "
-                            "calibrate with --backend ort-cpu"
-                        ) from None
-                    del outs, acts
-                    done += 1
-                    if want:
-                        yield Sample("range", float(done), {n: stats[n].absmax for n in want[:8]})
-                    yield Progress("calibrate", done, total, f"Calibration sample {done}/{total}")
-                    continue
                 try:
-                    outs = sess.run(want, feeds)
+                    if device is not None:
+                        outs, acts = _run_on_device(sess, feeds, want)
+                    else:
+                        outs = sess.run(want, feeds)
                 except Exception as e:  # noqa: BLE001 - ORT's own error types
                     from splitscope.engine.runtime.ort import _run_message
 
@@ -188,12 +171,23 @@ def collect(
                         "give real inputs with --input FILE.npz", "give real samples with --data DIR"
                     )
                     raise InferenceError(f"Calibration sample {done + 1}: {hint}") from None
-                folded = host.wait()
-                host.submit(outs)
+                if device is not None:  # folded now, in place: this batch's ranges
+                    try:
+                        device.fold(acts, stats)
+                    except Exception as e:  # noqa: BLE001 - a CUDA error from the driver (a GPU gone, out of memory)
+                        raise InferenceError(
+                            f"Calibration sample {done + 1}: folding its statistics on the GPU failed ({e}); "
+                            "calibrate with --backend ort-cpu"
+                        ) from None
+                    del acts
+                    folded, at = {n: stats[n].absmax for n in want[:8]}, done + 1
+                else:  # folded on the host's threads while the next batch runs: the previous batch's ranges
+                    folded, at = host.wait(), done
+                    host.submit(outs)
                 del outs
                 done += 1
                 if want and folded is not None:
-                    yield Sample("range", float(done - 1), folded)
+                    yield Sample("range", float(at), folded)
                 yield Progress("calibrate", done, total, f"Calibration sample {done}/{total}")
             folded = host.wait()
             if want and folded is not None:
