@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -156,20 +156,25 @@ def _clear_inferred(g: onnx.GraphProto, outputs: bool) -> None:
 
 
 _NO_FOLD = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli"}
-_FOLD_LIMIT = 1500  # nodes evaluated per model: constant chains are short; a graph of thousands is no shape
+_FOLD_LIMIT = 1500  # nodes the reference evaluator runs per model (the ops of fold_ops, numpy, are not counted)
 _FOLD_ELEMENTS = 1 << 16
 
 
+_BODY_OPS = frozenset({"If", "Loop", "Scan", "SequenceMap"})
+"""The standard ops with graph attributes (a custom-domain op's attributes are looked at too)."""
+
+
 def _constant_value(n: onnx.NodeProto) -> object | None:
+    """A Constant's value: its TensorProto (converted by :func:`_value` when a node needs it: most are weights that
+    none does) or a small array; None when it is too large or external."""
     import numpy as np
-    from onnx import numpy_helper
 
     for a in n.attribute:
         try:
             if a.name == "value" and a.type == AttributeProto.TENSOR:
                 if a.t.data_location == onnx.TensorProto.EXTERNAL or math.prod(a.t.dims) > _FOLD_ELEMENTS:
                     return None
-                return numpy_helper.to_array(a.t)
+                return a.t
             if a.name == "value_int":
                 return np.array(a.i, np.int64)
             if a.name == "value_ints":
@@ -190,6 +195,19 @@ class FoldBudget:
 
     left: int = _FOLD_LIMIT
     refused: set[str] = field(default_factory=set)
+
+
+@dataclass
+class FoldState:
+    """One graph's folding carried from pass to pass (:func:`~splitscope.engine.onnxio.shapes.infer_concrete`
+    folds the same graph after each inference): the values known, the nodes there is nothing more to do with, and
+    the tensors whose value can never be known (fed by a real input, a custom op or a node that does not fold), so
+    that a later pass looks only at what the last one's shapes can still fold."""
+
+    known: dict[str, object] = field(default_factory=dict)
+    pending: list[int] | None = None
+    """Indices of the nodes still to look at (None before the first pass: all)."""
+    never: set[str] = field(default_factory=set)
 
 
 def _value(known: MutableMapping[str, object], name: str) -> np.ndarray | None:
@@ -244,6 +262,7 @@ def fold_constants(
     inferred: onnx.GraphProto | None = None,
     budget: FoldBudget | None = None,
     outer: Mapping[str, tuple[int, ...]] | None = None,
+    state: FoldState | None = None,
 ) -> int:
     """Replace, in ``g`` (a copy), each node fed only by constants with a Constant of its value, so that shape
     inference sees the pads, shapes and scales that a chain of constants computes (ONNX's own data
@@ -251,22 +270,37 @@ def fold_constants(
     inference at the dims in force), ``Shape`` and ``Size`` of a tensor it typed are constants too, so the chains
     that compute a Reshape's target from them fold on the next pass; each body is read with its own shapes (and
     its enclosing scopes'), never a sibling's. A node whose output would exceed 64k elements is not run.
-    Recurses into bodies; returns nodes folded."""
+    Recurses into bodies; returns nodes folded. ``state``: the same graph's folding from an earlier pass, carried
+    on (a graph with bodies is looked at whole each time)."""
     import numpy as np
     from onnx import numpy_helper
     from onnx.reference import ReferenceEvaluator
+    from splitscope.engine.onnxio import fold_ops
 
     budget = budget if budget is not None else FoldBudget()
-    shapes = {**(outer or {}), **(concrete_shapes(inferred) if inferred is not None else {})}
-    known = dict(known or {})
-    for init in g.initializer:  # converted when a node needs them (_value)
-        if init.data_location != onnx.TensorProto.EXTERNAL and math.prod(init.dims) <= _FOLD_ELEMENTS:
-            known[init.name] = init
+    shapes: Mapping[str, tuple[int, ...]] = LazyShapes(inferred, outer) if inferred is not None else dict(outer or {})
+    first = state is None or state.pending is None
+    state = state if state is not None else FoldState(dict(known or {}))
+    known, never = state.known, state.never
+    if first:
+        for init in g.initializer:  # converted when a node needs them (_value)
+            if init.data_location != onnx.TensorProto.EXTERNAL and math.prod(init.dims) <= _FOLD_ELEMENTS:
+                known[init.name] = init
+        never.update(vi.name for vi in g.input if vi.name not in known)
     twins = inferred.node if inferred is not None and len(inferred.node) == len(g.node) else None
     folded = 0
-    for i, n in enumerate(g.node):
-        bodies = [a for a in n.attribute if a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS)]
+    later: list[int] = []  # the nodes a later pass may still fold
+    nodes = g.node
+    for i in range(len(nodes)) if state.pending is None else state.pending:
+        n = nodes[i]
+        op, standard = n.op_type, n.domain in ("", "ai.onnx")
+        bodies = (
+            [a for a in n.attribute if a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS)]
+            if op in _BODY_OPS or not standard
+            else None
+        )
         if bodies:
+            later.append(i)
             twin = {a.name: a for a in twins[i].attribute} if twins is not None else {}
             for a in bodies:
                 mine = [a.g] if a.type == AttributeProto.GRAPH else list(a.graphs)
@@ -275,14 +309,22 @@ def fold_constants(
                 for k, sg in enumerate(mine):
                     folded += fold_constants(sg, opset, known, theirs[k] if k < len(theirs) else None, budget, shapes)
             continue
-        if n.domain not in ("", "ai.onnx") or n.op_type in _NO_FOLD or budget.left <= 0:
+        if not standard or op in _NO_FOLD:
+            never.update(n.output)
             continue
-        if n.op_type == "Constant":
+        if op == "Constant":
             value = _constant_value(n)
             if value is not None and n.output and n.output[0]:
                 known[n.output[0]] = value
+            else:
+                never.update(n.output)
             continue
-        if n.op_type in ("Shape", "Size") and n.input and n.input[0] in shapes and n.output[0] not in known:
+        if op in ("Shape", "Size") and n.output and n.output[0] in known:
+            continue
+        if op in ("Shape", "Size") and n.input and n.input[0] not in shapes:
+            later.append(i)  # its input may be typed by the next pass
+            continue
+        if op in ("Shape", "Size") and n.input:
             shape = shapes[n.input[0]]
             if n.op_type == "Size":
                 value = np.array(math.prod(shape), np.int64)
@@ -298,23 +340,36 @@ def fold_constants(
             continue
         ins = [x for x in n.input if x]
         key = n.output[0] if n.output else ""
-        if not n.input or key in budget.refused or not all(x in known for x in ins):
+        if not n.input or key in budget.refused or any(x in never for x in ins):
+            never.update(n.output)
+            continue
+        if not all(x in known for x in ins):
+            later.append(i)
             continue
         values = {x: _value(known, x) for x in ins}
         if any(v is None for v in values.values()):
+            never.update(n.output)
             continue
         size = _estimate(n, known, shapes)
         if size is not None and size > _FOLD_ELEMENTS:
             budget.refused.add(key)
+            never.update(n.output)
             continue
-        budget.left -= 1
-        try:
-            outs = ReferenceEvaluator(n, opsets={"": opset}).run(None, values)
-        except Exception:  # noqa: BLE001 - best effort: a node the reference cannot run stays for inference
-            budget.refused.add(key)
-            continue
+        outs = fold_ops.evaluate(n, [values[x] if x else None for x in n.input])
+        if outs is None:  # an op (or input type) numpy is not given here: the reference evaluator, on a budget
+            if budget.left <= 0:
+                never.update(n.output)
+                continue
+            budget.left -= 1
+            try:
+                outs = ReferenceEvaluator(n, opsets={"": opset}).run(None, values)
+            except Exception:  # noqa: BLE001 - best effort: a node the reference cannot run stays for inference
+                budget.refused.add(key)
+                never.update(n.output)
+                continue
         if not outs or any(not isinstance(o, np.ndarray) or o.size > _FOLD_ELEMENTS for o in outs):
             budget.refused.add(key)
+            never.update(n.output)
             continue
         consts = []
         for name, value in zip(n.output, outs, strict=False):
@@ -326,12 +381,15 @@ def fold_constants(
         if len(consts) == 1:
             g.node[i].CopyFrom(consts[0])
             folded += 1
+    state.pending = later
     return folded
 
 
-def fixed_model(model: onnx.ModelProto, dims: Mapping[str, int], budget: FoldBudget | None = None) -> onnx.ModelProto:
+def fixed_model(
+    model: onnx.ModelProto, dims: Mapping[str, int], budget: FoldBudget | None = None, state: FoldState | None = None
+) -> onnx.ModelProto:
     """A copy of ``model`` whose inputs' symbolic dims are set to ``dims`` and whose inferred shapes are
-    cleared, ready for shape inference at those values."""
+    cleared, ready for shape inference at those values (its constant chains folded, into ``state``)."""
     m = onnx.ModelProto()
     m.CopyFrom(model)
     inits = {i.name for i in m.graph.initializer}
@@ -346,7 +404,7 @@ def fixed_model(model: onnx.ModelProto, dims: Mapping[str, int], budget: FoldBud
                 d.dim_value = v
     _clear_inferred(m.graph, True)
     opset = next((o.version for o in m.opset_import if o.domain in ("", "ai.onnx")), 17)
-    fold_constants(m.graph, opset, budget=budget)
+    fold_constants(m.graph, opset, budget=budget, state=state)
     return m
 
 
@@ -354,9 +412,57 @@ def concrete_shapes(g: onnx.GraphProto) -> dict[str, tuple[int, ...]]:
     """The fully known shapes of a graph's tensors (not its bodies')."""
     out: dict[str, tuple[int, ...]] = {}
     for vi in (*g.input, *g.value_info, *g.output):
-        if not vi.type.HasField("tensor_type") or not vi.type.tensor_type.HasField("shape"):
-            continue
-        dims = vi.type.tensor_type.shape.dim
-        if all(d.HasField("dim_value") and d.dim_value >= 0 for d in dims):
-            out[vi.name] = tuple(int(d.dim_value) for d in dims)
+        shape = _concrete(vi)
+        if shape is not None:
+            out[vi.name] = shape
     return out
+
+
+def _concrete(vi: onnx.ValueInfoProto) -> tuple[int, ...] | None:
+    tt = vi.type.tensor_type  # an empty message where the type is another kind: no shape below
+    if not tt.HasField("shape"):
+        return None
+    dims = tt.shape.dim
+    shape = tuple(d.dim_value for d in dims)
+    if all(v > 0 for v in shape):
+        return shape
+    if any(v < 0 for v in shape) or any(
+        v == 0 and not d.HasField("dim_value") for v, d in zip(shape, dims, strict=True)
+    ):
+        return None  # a 0 that is no value: a named or unknown dim
+    return shape
+
+
+class LazyShapes(Mapping[str, tuple[int, ...]]):
+    """:func:`concrete_shapes` of ``g`` over ``outer`` (an enclosing graph's), each shape read from its value info only
+    when asked for: folding asks for a few thousand of a large graph's tens of thousands."""
+
+    def __init__(self, g: onnx.GraphProto, outer: Mapping[str, tuple[int, ...]] | None = None) -> None:
+        self._infos = {vi.name: vi for vi in (*g.input, *g.value_info, *g.output)}
+        self._outer = outer or {}
+        self._read: dict[str, tuple[int, ...] | None] = {}
+
+    def __getitem__(self, name: str) -> tuple[int, ...]:
+        if name not in self._read:
+            vi = self._infos.get(name)
+            self._read[name] = _concrete(vi) if vi is not None else None
+        shape = self._read[name]
+        if shape is None:
+            return self._outer[name]
+        return shape
+
+    def __contains__(self, name: object) -> bool:
+        try:
+            self[name]  # type: ignore[index] - any key may be asked
+        except KeyError:
+            return False
+        return True
+
+    def _all(self) -> dict[str, tuple[int, ...]]:
+        return {**self._outer, **{k: v for k in self._infos if (v := self.get(k)) is not None}}
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())

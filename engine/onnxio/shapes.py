@@ -112,15 +112,15 @@ def infer_concrete(
     """Shape inference at ``dims``: the inputs fixed, constant chains folded, then, while a pass types more,
     ``Shape`` of what it typed folded in too (the Reshape targets that exporters compute from shapes) and
     inference run again, up to ``rounds`` passes. What stops inference is said in ``warnings``."""
-    from splitscope.engine.onnxio.concrete import FoldBudget, fold_constants
+    from splitscope.engine.onnxio.concrete import FoldBudget, FoldState, fold_constants
 
-    budget = FoldBudget()
-    m = fixed_model(model, dims, budget)  # its constant chains are folded already
+    budget, state = FoldBudget(), FoldState()  # the folding is carried from pass to pass
+    m = fixed_model(model, dims, budget, state)  # its constant chains are folded already
     opset = next((o.version for o in m.opset_import if o.domain in ("", "ai.onnx")), 17)
     said: list[str] = []
     out, assumed = infer_shapes(m, said)
     for _ in range(rounds - 1):
-        if not fold_constants(m.graph, opset, inferred=out.graph, budget=budget):
+        if not fold_constants(m.graph, opset, inferred=out.graph, budget=budget, state=state):
             break
         said = []
         out, assumed = infer_shapes(m, said)
