@@ -113,16 +113,15 @@ def _folded_into(gm: object, part: list[int], const: list[bool]) -> int:
 
 def _print_summary(gm: object, summary: dict[str, dict[str, float | int]]) -> None:
     from splitscope.engine.model import GraphModel, Status
-    from splitscope.engine.report.stats import headline
-    from splitscope.engine.text import decided_by, format_bytes, format_flops, node_op_label
+    from splitscope.engine.report.stats import flops_text, headline
+    from splitscope.engine.text import decided_by, format_bytes, node_op_label
 
     assert isinstance(gm, GraphModel)
     p = gm.parser
-    total = gm.total_flops()
-    work = "FLOPs unknown (a dim has no value)" if gm.missing_dims else format_flops(total) if total else ""
+    work = "FLOPs unknown (a dim has no value)" if gm.missing_dims else flops_text(gm)
     print(
         f"{gm.path}: {plural(len(gm.nodes), 'node')}, split by the {decided_by(p)}, at {gm.shapes_label()}"
-        + (f": {work} per inference" if work else "")
+        + (f": {work.replace(f' at {gm.shapes_label()}', '', 1)}" if work else "")
     )
     for note in gm.dim_notes:
         print(f"note: {note}")

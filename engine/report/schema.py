@@ -36,6 +36,7 @@ def to_json(gm: GraphModel, summary: dict[str, Any] | None = None) -> dict[str, 
         "summary": summary,
         "roles": role_summary(gm),
         "flops": gm.total_flops(),
+        "flops_uncounted": dict(zip(("custom", "unknown_shape"), gm.uncounted_flops(), strict=True)),
         "headline": headline(gm, summary),
         "partitions": [
             {

@@ -29,6 +29,25 @@ def split_summary(gm: GraphModel) -> dict[str, dict[str, float | int]]:
     }
 
 
+def flops_text(gm: GraphModel) -> str:
+    """The model's FLOPs a run, as the CLI, the window and the report say them: what is not counted said beside the
+    total (a custom op's cost is unknown until measured; a node whose shapes at the dims in force are unknown is
+    left out, so the total is a lower bound), "" for a model with none."""
+    from splitscope.engine.text import format_flops
+
+    if gm.missing_dims:
+        return "FLOPs unknown until every input dim has a value"
+    total = gm.total_flops()
+    custom, unknown = gm.uncounted_flops()
+    if not total and not unknown:
+        return ""
+    text = f"{'at least ' if unknown else ''}{format_flops(total)} per inference at {gm.shapes_label()}"
+    left = [f"{plural(custom, 'custom-op node')} unknown until measured"] if custom else []
+    if unknown:
+        left.append(f"{plural(unknown, 'node')} not countable at these shapes")
+    return text + (f" (not counted: {'; '.join(left)})" if left else "")
+
+
 def role_summary(gm: GraphModel) -> dict[str, dict[str, int]]:
     """Per role: node count and FLOPs, split by status."""
     out: dict[str, dict[str, int]] = {}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from splitscope.engine.model import Graph, Node, Tensor
 
 _ELEMENTWISE_1 = {
@@ -170,7 +171,11 @@ def node_flops(graph: Graph, node: Node, dims: dict[str, int] | None = None) -> 
         k = a[0] if node.attributes.get("transA", 0) else a[1]
         return 2 * y * k + (y if len(node.inputs) > 2 and node.inputs[2] else 0)
     if op == "Einsum":
-        return None
+        shapes = [_shape(graph, x, dims) for x in node.inputs]
+        eq = node.attributes.get("equation")
+        if not isinstance(eq, str) or not shapes or any(sh is None for sh in shapes):
+            return None
+        return einsum_flops(eq, [sh for sh in shapes if sh is not None])
     if op in ("Attention", "MultiHeadAttention", "GroupQueryAttention"):
         q = _shape(graph, node.inputs[0], dims)
         k = _shape(graph, node.inputs[1], dims) if len(node.inputs) > 1 else None
@@ -218,6 +223,44 @@ def node_flops(graph: Graph, node: Node, dims: dict[str, int] | None = None) -> 
         x = _numel(graph, node.inputs[0], dims) if node.inputs else None
         return None if x is None else x * max(1, int(math.log2(max(x, 2))))
     return 0
+
+
+def einsum_flops(equation: str, shapes: list[list[int]]) -> int | None:
+    """FLOPs of an Einsum evaluated pairwise, the naive way: with an index summed over, a multiply and an add for each
+    point of the space of every index (``ij,jk->ik``: 2·i·j·k), without one a multiply (an outer product); one
+    operand (a transpose, a trace, a sum) reads each of its elements once. None for an equation that does not fit
+    the shapes."""
+    eq = equation.replace(" ", "")
+    lhs, _, rhs = eq.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(shapes):
+        return None
+    sizes: dict[str, int] = {}
+    ellipsis: list[list[int]] = []
+    for term, shape in zip(terms, shapes, strict=True):
+        letters = term.replace("...", "")
+        extra = len(shape) - len(letters)
+        if extra < 0 or (extra and "..." not in term):
+            return None
+        head = term.split("...")[0] if "..." in term else term
+        dims = list(shape)
+        if "..." in term:
+            ellipsis.append(dims[len(head) : len(head) + extra])
+            dims = dims[: len(head)] + dims[len(head) + extra :]
+        for c, d in zip(letters, dims, strict=True):
+            if sizes.get(c, 1) not in (1, d) and d != 1:
+                return None
+            sizes[c] = max(sizes.get(c, 1), d)
+    try:
+        space = math.prod(np.broadcast_shapes(*(tuple(e) for e in ellipsis))) if ellipsis else 1
+    except ValueError:
+        return None
+    space *= math.prod(sizes.values())
+    if len(shapes) == 1:
+        return math.prod(shapes[0])
+    out = rhs if "->" in eq else "".join(sorted(c for c in sizes if lhs.count(c) == 1))
+    summed = any(c not in out for c in sizes)
+    return (len(shapes) - 1) * (2 if summed else 1) * space
 
 
 def node_bytes(graph: Graph, node: Node, dims: dict[str, int] | None = None) -> int | None:

@@ -18,7 +18,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 from splitscope.engine.model import GraphModel, Node, Status
-from splitscope.engine.text import decided_by, format_bytes, format_flops, node_op_label, shape_at, shape_label
+from splitscope.engine.report.stats import flops_text
+from splitscope.engine.text import decided_by, format_bytes, node_op_label, shape_at, shape_label
 from splitscope.engine.view.hierarchy import Hierarchy
 from splitscope.gui.shell.palette import STATUS_MARK, Palette, make_palette
 
@@ -341,14 +342,7 @@ class SummaryPanel(QWidget):
             plot.clear()
             plot.setBackground(pal.background)
         src = decided_by(gm.parser, calls=False)
-        total = gm.total_flops()
-        work = (
-            "FLOPs unknown until every input dim has a value"
-            if gm.missing_dims
-            else f"{format_flops(total)} per inference at {gm.shapes_label()}"
-            if total
-            else ""
-        )
+        work = flops_text(gm)
         self.headline.setText(
             f"<b>{html.escape(stats['headline'])}.</b><br>{html.escape(work)}<br><i>Source: {html.escape(src)}</i>"
         )

@@ -159,3 +159,30 @@ def test_source_plugin_does_not_split(save_model):
     gm = analyze_model(save_model(M.uint64_model()), parser="table")
     assert [n.status for n in gm.nodes] == [Status.DELEGATE, Status.PLUGIN, Status.DELEGATE]
     assert len(gm.partitions) == 1
+
+
+def test_einsum_flops_follow_the_equation(save_model):
+    """An Einsum is counted from its equation (a batched matmul, an outer product, a sum, an ellipsis), as a MatMul
+    of the same shapes would be; an equation that does not fit its shapes is unknown, and the total says so."""
+    from splitscope.engine.report.stats import flops_text
+    from splitscope.engine.split.costs import einsum_flops
+
+    assert einsum_flops("bij,bjk->bik", [[2, 3, 4], [2, 4, 5]]) == 2 * 2 * 3 * 4 * 5
+    assert einsum_flops("i,j->ij", [[3], [4]]) == 12
+    assert einsum_flops("ij->", [[3, 4]]) == 12
+    assert einsum_flops("...ij,...jk", [[7, 2, 3], [7, 3, 2]]) == 2 * 7 * 2 * 3 * 2
+    assert einsum_flops("ij,jk->ik", [[2, 3], [4, 5]]) is None  # j is 3 on one side, 4 on the other
+    m = M.model(
+        [
+            h.make_node("Einsum", ["x", "Wm"], ["y"], name="ein", equation="bsd,de->bse"),
+            h.make_node("Einsum", ["y", "Wz"], ["z"], name="bad", equation="bse,qq->bsq"),
+        ],
+        [h.make_tensor_value_info("x", T.FLOAT, [1, 8, 16])],
+        [h.make_tensor_value_info("z", T.FLOAT, None)],
+        [M.w("Wm", 16, 4), M.w("Wz", 3, 2)],
+    )
+    gm = analyze_model(save_model(m), parser="table")
+    ein, bad = gm.nodes
+    assert ein.flops == 2 * 8 * 16 * 4 and bad.flops is None
+    assert gm.uncounted_flops() == (0, 1)
+    assert flops_text(gm).startswith("at least ") and "1 node not countable at these shapes" in flops_text(gm)
