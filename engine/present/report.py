@@ -405,6 +405,8 @@ def write_report(data: dict[str, Any], out: str | os.PathLike[str]) -> Path:
         return write_text_atomic(out, html)
     if out.suffix.lower() != ".pdf":
         raise SplitscopeError(f"--out {out.name}: write .html or .pdf.")
+    if _PDF_IMPORT:  # two threads importing one package can see it half made (the import lock yields to avoid a
+        _PDF_IMPORT[0].join()  # deadlock): the import begun beside the analysis is waited for
     try:
         import weasyprint
     except ImportError:
@@ -430,7 +432,13 @@ def _import_pdf_beside() -> None:
         with contextlib.suppress(Exception):
             import weasyprint  # noqa: F401
 
-    threading.Thread(target=load, name="import-weasyprint", daemon=True).start()
+    t = threading.Thread(target=load, name="import-weasyprint", daemon=True)
+    _PDF_IMPORT[:] = [t]
+    t.start()
+
+
+_PDF_IMPORT: list[Any] = []
+"""The thread :func:`_import_pdf_beside` started, if any."""
 
 
 def _checked_out(out: str | os.PathLike[str]) -> Path:
