@@ -263,7 +263,7 @@ def _calibrate(
     if out.resolve() == model.resolve():
         raise SplitscopeError("--out is the model itself: write the quantized copy somewhere else.")
     yield Progress("calibrate", 0, 0, "Reading the model")
-    proto = onnx.load(str(model), load_external_data=False)
+    proto = source = onnx.load(str(model), load_external_data=False)
     specs = input_specs(proto)
     from splitscope.engine.onnxio.concrete import classify_dims
 
@@ -322,7 +322,7 @@ def _calibrate(
     folded_on: list[str] = []
     if tensors and not cached:
         c0 = time.perf_counter()
-        fresh = yield from collect(model, tensors, cdata, backend, cancel, folded_on)
+        fresh = yield from collect(model, tensors, cdata, backend, cancel, folded_on, proto=source)
         stats_s = time.perf_counter() - c0
         stats = {**stats, **fresh}
         save_stats(stats, cache)

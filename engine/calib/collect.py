@@ -21,24 +21,32 @@ from splitscope.engine.jobs import CancelToken, JobEvent, LogLine, Progress, Sam
 from splitscope.engine.runtime.ort import InferenceError, OrtBackend
 
 
-def _with_outputs(path: Path, tensors: list[str]) -> tuple[bytes | str, Path | None]:
+def _with_outputs(
+    path: Path, tensors: list[str], proto: onnx.ModelProto | None = None
+) -> tuple[bytes | str, Path | None]:
     """The model with ``tensors`` added as graph outputs: bytes, or (with external data) a file written beside
-    the original so its data paths still resolve."""
-    m = onnx.load(str(path), load_external_data=False)
+    the original so its data paths still resolve. ``proto``: the model as read already (external data not loaded),
+    for its outputs' names.
+
+    The file is not parsed and written again (a second or more for a model of hundreds of megabytes): its bytes
+    are followed by a model holding only the new outputs, which a protobuf parser merges into the first, as it
+    merges every message field that appears twice (the repeated outputs appended)."""
+    m = proto if proto is not None else onnx.load(str(path), load_external_data=False)
     have = {o.name for o in m.graph.output}
-    for t in tensors:
-        if t not in have:
-            m.graph.output.append(helper.make_empty_tensor_value_info(t))
-    external = any(i.data_location == onnx.TensorProto.EXTERNAL for i in m.graph.initializer)
-    if not external:
-        return m.SerializeToString(), None
+    extra = onnx.ModelProto()
+    extra.graph.output.extend(helper.make_empty_tensor_value_info(t) for t in dict.fromkeys(tensors) if t not in have)
+    data = path.read_bytes() + extra.SerializeToString()
+    from splitscope.engine.onnxio.writer import locations_in
+
+    if not locations_in(m):
+        return data, None
     fd, name = tempfile.mkstemp(prefix=".splitscope-calib-", suffix=".onnx", dir=path.parent)
-    os.close(fd)
-    onnx.save(m, name)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
     return name, Path(name)
 
 
-def _device_folder(be: OrtBackend, tensors: int, where: list[str]) -> Any:
+def _device_folder(be: OrtBackend, tensors: list[str], where: list[str]) -> Any:
     """A :class:`~splitscope.engine.calib.devstats.DeviceFolder` where the pass runs on CUDA and cuda-python's
     driver and NVRTC are there, else None (the host folds); ``where`` gets which, said in the result."""
     if not be.cuda:
@@ -134,13 +142,15 @@ def collect(
     backend: str = "ort-cpu",
     cancel: CancelToken | None = None,
     where: list[str] | None = None,
+    proto: onnx.ModelProto | None = None,
 ) -> Generator[JobEvent, None, dict[str, TensorStats]]:
     """Statistics of ``tensors`` over ``data`` (one FP32 pass); ``where`` gets where they were folded (the GPU
-    on CUDA where it can, else the host)."""
+    on CUDA where it can, else the host); ``proto``: the model as the caller read it (its external data not
+    loaded), so that it is not read again."""
     cancel = cancel or CancelToken()
     path = Path(path)
     stats = {t: TensorStats(t) for t in tensors}
-    model, tmp = _with_outputs(path, tensors)
+    model, tmp = _with_outputs(path, tensors, proto)
     try:
         threads = fold_threads()
         ort_threads = max(1, _cores() - threads) if threads > 1 and backend == "ort-cpu" else 0
@@ -153,7 +163,7 @@ def collect(
         host = _HostFolder(want, stats, 1 if be.cuda else threads)
 
         where = where if where is not None else []
-        device = _device_folder(be, len(want), where)
+        device = _device_folder(be, want, where)
         try:
             if device is not None:
                 yield LogLine("Calibration statistics folded on the GPU: only ranges and histograms are copied back")
@@ -173,14 +183,15 @@ def collect(
                     raise InferenceError(f"Calibration sample {done + 1}: {hint}") from None
                 if device is not None:  # folded now, in place: this batch's ranges
                     try:
-                        device.fold(acts, stats)
+                        live = device.fold(acts, stats)
                     except Exception as e:  # noqa: BLE001 - a CUDA error from the driver (a GPU gone, out of memory)
                         raise InferenceError(
                             f"Calibration sample {done + 1}: folding its statistics on the GPU failed ({e}); "
                             "calibrate with --backend ort-cpu"
                         ) from None
                     del acts
-                    folded, at = {n: stats[n].absmax for n in want[:8]}, done + 1
+                    folded = {n: live.get(n, stats[n].absmax) for n in want[:8]}
+                    at = done + 1
                 else:  # folded on the host's threads while the next batch runs: the previous batch's ranges
                     folded, at = host.wait(), done
                     host.submit(outs)
@@ -190,6 +201,14 @@ def collect(
                     yield Sample("range", float(at), folded)
                 yield Progress("calibrate", done, total, f"Calibration sample {done}/{total}")
             folded = host.wait()
+            if device is not None:
+                try:
+                    device.read(stats)  # the statistics kept on the GPU for the whole pass
+                except Exception as e:  # noqa: BLE001 - a CUDA error from the driver
+                    raise InferenceError(
+                        f"Reading the calibration statistics back from the GPU failed ({e}); calibrate with "
+                        "--backend ort-cpu"
+                    ) from None
             if want and folded is not None:
                 yield Sample("range", float(done), folded)
         finally:

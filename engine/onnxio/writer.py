@@ -49,6 +49,11 @@ def external_locations(path: str | os.PathLike[str]) -> set[str]:
         m = onnx.load(str(path), load_external_data=False)
     except Exception:  # noqa: BLE001 - a file that is not a model names no sidecar
         return set()
+    return locations_in(m)
+
+
+def locations_in(m: onnx.ModelProto) -> set[str]:
+    """The external-data files a model read without its weights names (bodies' and Constants' tensors too)."""
     found: set[str] = set()
     for t in _tensors(m.graph):
         if t.data_location == onnx.TensorProto.EXTERNAL:

@@ -66,15 +66,18 @@ def test_the_gpu_folds_the_hosts_statistics_bin_for_bin(tmp_path):
         rng.standard_normal((8, 3, 32, 32)).astype(np.float32),
         (rng.standard_normal(HIST_VALUES * 3 + 17) * 40).astype(np.float32),
         -np.abs(rng.standard_normal(1000)).astype(np.float32) * 900,
+        (rng.standard_normal(3000) * 1e7).astype(np.float32),  # past twelve doublings at once: one bin left
         np.zeros(64, np.float32),
     ]
     odd = rng.standard_normal(5000).astype(np.float32)
     odd[::97], odd[5], odd[7] = -3.4e38, np.nan, np.inf
-    batches = [[("a", f), ("b", f * 3)] for f in finite] + [[("a", odd), ("b", np.full(9, 1e31, np.float32))]]
+    batches = [[("a", f), ("b", f * 3)] for f in finite]
+    batches.insert(2, [("b", finite[0] * 5)])  # a batch without "a"
+    batches.append([("a", odd), ("b", np.full(9, 1e31, np.float32))])
     host = {n: TensorStats(n) for n in "ab"}
     device = {n: TensorStats(n) for n in "ab"}
     for cache_run in range(2):
-        folder = DeviceFolder(2, tmp_path / "kernels")
+        folder = DeviceFolder(["a", "b"], tmp_path / "kernels")
         assert len(list((tmp_path / "kernels").glob("*.cubin"))) == 1
         if cache_run:
             folder.close()
@@ -83,7 +86,9 @@ def test_the_gpu_folds_the_hosts_statistics_bin_for_bin(tmp_path):
             for batch in batches:
                 bufs = [_device_array(a) for _, a in batch]
                 acts = [Activation(n, int(d), a.size, "tensor(float)") for (n, a), d in zip(batch, bufs, strict=True)]
-                folder.fold(acts, device)
+                live = folder.fold(acts, device)
+                folder.read(device)
+                assert live == {n: device[n].absmax for n in "ab"}
                 for n, a in batch:
                     host[n].update(a)
                 for d in bufs:
