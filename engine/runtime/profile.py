@@ -30,10 +30,11 @@ from splitscope.engine.runtime.cupti_times import KernelTrace, attribute, ort_in
 from splitscope.engine.runtime.device import NoGpu, copy_ms, gpu_info, measure_copies, now
 from splitscope.engine.runtime.feeds import input_rules
 from splitscope.engine.runtime.inputs import dims_from_feeds, file_feeds, input_specs, random_feeds
-from splitscope.engine.runtime.ort import OrtBackend, parse_ort_profile
+from splitscope.engine.runtime.ort import OrtBackend, parse_ort_profile, to_model_nodes
 from splitscope.engine.runtime.roofline import classify, verdict
 from splitscope.engine.runtime.stats import latency_stats, throughput
 from splitscope.engine.runtime.telemetry import NvmlSampler
+from splitscope.engine.text import plural
 
 UNVERIFIED = "not yet run against a real engine"
 """What the TensorRT backends say of themselves until a real engine has confirmed their figures."""
@@ -201,6 +202,7 @@ def profile(
         kept = 0
         profiled_run_us = 0.0
         device_us = gaps_us = 0.0
+        fused = 0
         why_host = cupti_times.available() if be.cuda else "not on CUDA"
         use_cupti = be.cuda and not why_host
         chunk = max(1, -(-profiled // PROFILE_CHUNKS))
@@ -232,6 +234,8 @@ def profile(
                 gaps_us += dev["gaps_us"]
             profiled_run_us += run_us
             Path(prof).unlink(missing_ok=True)
+            us, moved = to_model_nodes(us, index_of)  # fused nodes' times to the model node each starts from
+            fused = max(fused, moved)
             for key, v in us.items():
                 per_us[key] = per_us.get(key, 0.0) + v
             ops.update(op_names)
@@ -289,10 +293,19 @@ def profile(
     if not per_node:
         notes.append("ONNX Runtime's profiler reported no node times")
     elif mean > 0 and kept:
+        level = (
+            "the timed session's graph optimisation"
+            if be.cuda
+            else "basic graph optimisation (its nodes keep the model's names)"
+        )
         notes.append(
-            f"per-node times come from separate profiled sessions at basic graph optimisation (so that "
-            f"they name the model's nodes): a profiled run took {profiled_run_us / kept / 1000:.3f} ms, "
-            f"{profiled_run_us / kept / 1000 / mean:.2f}x the timed latency"
+            f"per-node times come from separate profiled sessions at {level}: a profiled run took "
+            f"{profiled_run_us / kept / 1000:.3f} ms, {profiled_run_us / kept / 1000 / mean:.2f}x the timed latency"
+            + (
+                f"; {plural(fused, 'node')} ONNX Runtime fused counted at the model node each starts from"
+                if fused
+                else ""
+            )
         )
     device = (
         f"{gpu.name} (cc {gpu.compute_capability[0]}.{gpu.compute_capability[1]})"

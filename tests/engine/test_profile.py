@@ -238,3 +238,30 @@ def test_a_models_key_is_read_once_until_the_file_changes(tmp_path, monkeypatch)
         f.seek(a.stat().st_size // 2)
         f.write(b"\x00")
     assert model_key(a) != key and opened == [a]
+
+
+def test_a_fused_nodes_time_goes_to_the_model_node_it_starts_from():
+    """ONNX Runtime's names for what it fused (seen on the H200 with a torchvision ViT at full optimisation) keep the
+    first node's name, then the fusions': their times go to that model node; nodes the runtime inserted keep theirs."""
+    from splitscope.engine.runtime.ort import model_node_name, to_model_nodes
+
+    index_of = {"/enc/l0/attn/MatMul": 3, "/enc/l0/attn/MatMul_1": 4, "/enc/l0/attn/Gather_2": 5, "/enc/Add": 6}
+    runtime = {
+        "/enc/l0/attn/MatMul/MatMulAddFusion": 10.0,
+        "/enc/l0/attn/MatMul_1/MatMulScaleFusion//MatmulTransposeFusion/": 4.0,
+        "/enc/l0/attn/Gather_2/GatherSliceToSplitFusion": 1.0,
+        "/enc/Add": 2.0,
+        "gemm_input_reshape": 0.5,
+        "Transpose_token_213": 0.25,
+    }
+    assert model_node_name("/enc/l0/attn/MatMul_10", index_of) is None  # a prefix of a name is not the node
+    times, moved = to_model_nodes(runtime, index_of)
+    assert moved == 3
+    assert times == {
+        "/enc/l0/attn/MatMul": 10.0,
+        "/enc/l0/attn/MatMul_1": 4.0,
+        "/enc/l0/attn/Gather_2": 1.0,
+        "/enc/Add": 2.0,
+        "gemm_input_reshape": 0.5,
+        "Transpose_token_213": 0.25,
+    }
