@@ -3,7 +3,9 @@ random samples, entropy) per thread count, each after a plain ONNX Runtime pass 
 process (the peer), with fresh statistics each time.
 
     python bench/export_llms.py /var/tmp/m --llama-layers --resnet50
-    python bench/calib_threads.py [/var/tmp/m/resnet50.onnx]
+    python bench/calib_threads.py [/var/tmp/m/resnet50.onnx [THREADS ...]]
+
+The thread counts default to 1, 4, 6, 8, 12, twice.
 """
 
 import os
@@ -32,7 +34,8 @@ def plain():
 
 
 print("cores", len(os.sched_getaffinity(0)), "ort", ort.__version__, flush=True)
-for th in (1, 4, 6, 8, 12, 4, 6, 8, 12):
+counts = [int(a) for a in sys.argv[2:]] or [1, 4, 6, 8, 12, 4, 6, 8, 12]
+for th in counts:
     p = plain()
     C.fold_threads = lambda th=th: th
     os.environ["SPLITSCOPE_CACHE_DIR"] = tempfile.mkdtemp()

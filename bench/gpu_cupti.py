@@ -53,6 +53,11 @@ for name, net in (("resnet50", torchvision.models.resnet50), ("vit_b_16", torchv
             "top10_same_order": sum(a == b for a, b in zip(tops[0], tops[1], strict=True)),
             "top10_max_rel_spread": round(spread, 4),
             "note": next((n for n in runs[0]["notes"] if n.startswith("per-node times are")), ""),
+            "cuda_graph_ms": (runs[0].get("cuda_graph_ms") or {}).get("p50"),
+            "graph_note": next((n for n in runs[0]["notes"] if "CUDA graph" in n), ""),
+            "rows_not_model_nodes": sum(1 for r in runs[0]["per_node"] if r["index"] is None),
+            "rows": len(runs[0]["per_node"]),
+            "level_note": next((n for n in runs[0]["notes"] if n.startswith("per-node times come")), ""),
         }
         print(name, source, json.dumps(rows[f"{name}/{source}"]), flush=True)
 (out / "cupti.json").write_text(json.dumps(rows, indent=1))

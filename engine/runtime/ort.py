@@ -162,6 +162,15 @@ class OrtBackend:
                 ) from None
             raise InferenceError(f"ONNX Runtime could not load the model: {text[:300]}") from None
 
+    def graph_session(self) -> Any:
+        """A session on CUDA alone that captures its first run as one CUDA graph and replays it after
+        (``enable_cuda_graph``); ONNX Runtime's own error where it cannot (a node it would put on the CPU)."""
+        cuda = self.providers[0]
+        options = {**(cuda[1] if isinstance(cuda, tuple) else {}), "enable_cuda_graph": "1"}
+        return self.ort.InferenceSession(
+            str(self.path), self._options(False), providers=[("CUDAExecutionProvider", options)]
+        )
+
     def runner(self, sess: Any, feeds: dict[str, np.ndarray]) -> Any:
         """A no-argument callable that runs one inference: on CUDA with inputs and outputs bound on the
         device (no copies inside the timed call), on CPU a plain run. A failing run raises

@@ -26,6 +26,7 @@ import onnx
 from splitscope.engine.jobs import CancelToken, JobEvent, LogLine, Progress, Sample
 from splitscope.engine.model import GraphModel, Status
 from splitscope.engine.runtime import cupti_times
+from splitscope.engine.runtime.cudagraph import graph_latency
 from splitscope.engine.runtime.cupti_times import KernelTrace, attribute, ort_intervals
 from splitscope.engine.runtime.device import NoGpu, copy_ms, gpu_info, measure_copies, now
 from splitscope.engine.runtime.feeds import input_rules
@@ -76,6 +77,9 @@ class ProfileResult:
     """Per input, where its values came from: the user's file, or the rule its random values were drawn by."""
     node_times: str = "host"
     """``device`` (CUPTI's kernel records, attributed by their launches) or ``host`` (ONNX Runtime's profiler)."""
+    cuda_graph_ms: dict[str, float] | None = None
+    """On CUDA, the latency of the same run captured as one CUDA graph (:mod:`~splitscope.engine.runtime.cudagraph`);
+    None where it was not measured (not on CUDA, or ONNX Runtime could not capture it: the notes say why)."""
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON."""
@@ -194,7 +198,14 @@ def profile(
                 for s in sampler.drain():
                     yield Sample("telemetry", s["t"] - t0, s)
             yield Progress("latency", i + 1, iterations, f"Iteration {i + 1}/{iterations}: {ms:.3f} ms")
-        del run, sess
+        graph_ms, no_graph = [], ""
+        if be.cuda:  # the same run as one CUDA graph: how much of the device's idle time is launch overhead
+            yield Progress("cuda-graph", 0, 0, "Timing the model as one CUDA graph")
+            outs = list(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds), strict=True))
+            del run, sess
+            graph_ms, no_graph = graph_latency(be, feeds, outs, iterations, cancel=cancel)
+        else:
+            del run, sess
         # Per-node times: separate sessions with the profiler on.
         model, index_of = _named(path)
         per_us: dict[str, float] = {}
@@ -289,7 +300,19 @@ def profile(
         )
     elif be.cuda:
         notes.append(f"per-node times are ONNX Runtime's host times (CUPTI not used: {why_host})")
+    graph = latency_stats(graph_ms) if graph_ms else None
+    if graph is not None and times:
+        p50 = float(np.median(times))
+        notes.append(
+            f"as one CUDA graph (ONNX Runtime's enable_cuda_graph: captured once, then replayed) a run takes "
+            f"{graph['p50']:.3f} ms against {p50:.3f} ms, {p50 - graph['p50']:.3f} ms "
+            f"({(p50 - graph['p50']) / p50:.0%}) less: the launch overhead a graph removes"
+        )
+    elif no_graph:
+        notes.append(f"no CUDA graph time: {no_graph}")
     v = verdict(mean, per_node, io_ms, boundary_ms, plugin_ms, cover)
+    if graph is not None:
+        v["numbers"]["cuda_graph_ms"] = round(graph["p50"], 4)
     if not per_node:
         notes.append("ONNX Runtime's profiler reported no node times")
     elif mean > 0 and kept:
@@ -343,6 +366,7 @@ def profile(
     )
     res.inputs = inputs
     res.node_times = "device" if use_cupti else "host"
+    res.cuda_graph_ms = graph
     return res
 
 
