@@ -18,6 +18,7 @@ from splitscope.engine.runtime import cupti_times
 from splitscope.engine.runtime.profile import profile
 from splitscope.engine.split.analyze import analyze_model
 
+CUPTI_AVAILABLE = cupti_times.available
 torch.backends.mha.set_fastpath_enabled(False)  # the exporter cannot write the fused attention
 out = Path(sys.argv[1])
 out.mkdir(parents=True, exist_ok=True)
@@ -35,8 +36,9 @@ for name, net in (("resnet50", torchvision.models.resnet50), ("vit_b_16", torchv
         )
     gm = analyze_model(path, parser="table")
     for source in ("device", "host"):
-        if source == "host":
-            cupti_times.available = lambda: "switched off for the comparison"  # type: ignore[assignment] - read by name at each profile since
+        cupti_times.available = (  # type: ignore[assignment] - read by name at each profile
+            (lambda: "switched off for the comparison") if source == "host" else CUPTI_AVAILABLE
+        )
         runs = []
         for _ in range(2):
             res = run_to_end(profile(path, gm, backend="ort-cuda", iterations=50, warmup=10, profiled=20)).to_json()

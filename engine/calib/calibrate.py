@@ -320,9 +320,10 @@ def _calibrate(
     cached = bool(tensors) and set(tensors) <= set(stats)
     stats_s = 0.0
     folded_on: list[str] = []
+    phases: dict[str, float] = {}
     if tensors and not cached:
         c0 = time.perf_counter()
-        fresh = yield from collect(model, tensors, cdata, backend, cancel, folded_on, proto=source)
+        fresh = yield from collect(model, tensors, cdata, backend, cancel, folded_on, proto=source, phases=phases)
         stats_s = time.perf_counter() - c0
         stats = {**stats, **fresh}
         save_stats(stats, cache)
@@ -477,6 +478,7 @@ def _calibrate(
         "inputs": {k: r.text() for k, r in cdata.rules.items()} if cdata.random else {},
         "stats_seconds": round(stats_s, 3),
         "stats_folded_on": folded_on[0] if folded_on else ("cache" if cached else None),
+        "stats_phases": phases,
         "backend": backend,
         "tensors": counts.get("activations", len(tensors)),
         "weights": counts["weights"],

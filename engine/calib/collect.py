@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import time
 from collections.abc import Generator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -143,19 +144,31 @@ def collect(
     cancel: CancelToken | None = None,
     where: list[str] | None = None,
     proto: onnx.ModelProto | None = None,
+    phases: dict[str, float] | None = None,
 ) -> Generator[JobEvent, None, dict[str, TensorStats]]:
     """Statistics of ``tensors`` over ``data`` (one FP32 pass); ``where`` gets where they were folded (the GPU
     on CUDA where it can, else the host); ``proto``: the model as the caller read it (its external data not
-    loaded), so that it is not read again."""
+    loaded), so that it is not read again; ``phases`` gets the seconds of the pass's parts (the model with its
+    outputs, the session, the GPU's folder, the first sample, the other samples)."""
     cancel = cancel or CancelToken()
     path = Path(path)
     stats = {t: TensorStats(t) for t in tensors}
+    phases = phases if phases is not None else {}
+    clock = [time.perf_counter()]
+
+    def lap(name: str) -> None:
+        now = time.perf_counter()
+        phases[name] = round(phases.get(name, 0.0) + now - clock[0], 4)
+        clock[0] = now
+
     model, tmp = _with_outputs(path, tensors, proto)
+    lap("model_s")
     try:
         threads = fold_threads()
         ort_threads = max(1, _cores() - threads) if threads > 1 and backend == "ort-cpu" else 0
         be = OrtBackend(path, backend, threads=ort_threads, exact_fp32=True)
         sess = be.session(model=model)
+        lap("session_s")
         names = [o.name for o in sess.get_outputs()]
         want = [n for n in names if n in stats]
         total = data.samples if data.random else len(data.files)
@@ -164,6 +177,8 @@ def collect(
 
         where = where if where is not None else []
         device = _device_folder(be, want, where)
+        if device is not None:
+            lap("folder_s")
         try:
             if device is not None:
                 yield LogLine("Calibration statistics folded on the GPU: only ranges and histograms are copied back")
@@ -197,6 +212,7 @@ def collect(
                     host.submit(outs)
                 del outs
                 done += 1
+                lap("first_sample_s" if done == 1 else "samples_s")
                 if want and folded is not None:
                     yield Sample("range", float(at), folded)
                 yield Progress("calibrate", done, total, f"Calibration sample {done}/{total}")
@@ -209,6 +225,7 @@ def collect(
                         f"Reading the calibration statistics back from the GPU failed ({e}); calibrate with "
                         "--backend ort-cpu"
                     ) from None
+            lap("samples_s")
             if want and folded is not None:
                 yield Sample("range", float(done), folded)
         finally:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Mapping
@@ -232,18 +233,20 @@ def parse_ort_profile(
 
 def model_node_name(name: str, index_of: Mapping[str, int]) -> str | None:
     """The model's node an ONNX Runtime profiler name stands for: the name itself, or, for a node ONNX Runtime made
-    by fusing, which keeps the name of the node it starts from followed by the fusions'
-    (``/blocks.0/attn/MatMul/MatMulAddFusion``, ``.../MatMul_1/MatMulScaleFusion//MatmulTransposeFusion/``), the
-    longest leading part of it that is a model node's name; None for a node the runtime inserted
-    (``gemm_input_reshape``, ``Transpose_token_12``)."""
+    from it, which keeps its name followed by the fusion's or the rewrite's (``/blocks.0/attn/MatMul/MatMulAddFusion``,
+    ``.../MatMul_1/MatMulScaleFusion//MatmulTransposeFusion/``, ``.../Reshape_5_new_reshape``), the longest leading
+    part of it, ending before a ``/`` or a ``_``, that is a model node's name; None for a node the runtime made up
+    (``gemm_input_reshape``, ``Gelu_token_12``). What follows a ``_`` must not be a number (``MatMul_10`` is another
+    node than ``MatMul``'s) nor ``token_N`` (the runtime's generated names)."""
     if name in index_of:
         return name
-    parts = name.split("/")
-    for k in range(len(parts) - 1, 0, -1):
-        head = "/".join(parts[:k])
-        if head in index_of:
-            return head
+    for k in range(len(name) - 1, 0, -1):
+        if name[k] in "/_" and name[:k] in index_of and not _GENERATED.fullmatch(name[k:]):
+            return name[:k]
     return None
+
+
+_GENERATED = re.compile(r"_(token_)?\d+")
 
 
 def to_model_nodes(us: Mapping[str, float], index_of: Mapping[str, int]) -> tuple[dict[str, float], int]:

@@ -251,17 +251,24 @@ def test_a_fused_nodes_time_goes_to_the_model_node_it_starts_from():
         "/enc/l0/attn/MatMul_1/MatMulScaleFusion//MatmulTransposeFusion/": 4.0,
         "/enc/l0/attn/Gather_2/GatherSliceToSplitFusion": 1.0,
         "/enc/Add": 2.0,
+        "/enc/l0/attn/MatMul_1_new_reshape": 0.5,
         "gemm_input_reshape": 0.5,
         "Transpose_token_213": 0.25,
+        "Add_token_7": 0.125,
     }
+    index_of["Add"] = 7  # a bare name: the runtime's Add_token_7 is not it
     assert model_node_name("/enc/l0/attn/MatMul_10", index_of) is None  # a prefix of a name is not the node
+    assert model_node_name("/enc/l0/attn/MatMul_10_new_reshape", {**index_of, "/enc/l0/attn/MatMul_10": 9}) == (
+        "/enc/l0/attn/MatMul_10"
+    )
     times, moved = to_model_nodes(runtime, index_of)
-    assert moved == 3
+    assert moved == 4
     assert times == {
         "/enc/l0/attn/MatMul": 10.0,
-        "/enc/l0/attn/MatMul_1": 4.0,
+        "/enc/l0/attn/MatMul_1": 4.5,
         "/enc/l0/attn/Gather_2": 1.0,
         "/enc/Add": 2.0,
         "gemm_input_reshape": 0.5,
         "Transpose_token_213": 0.25,
+        "Add_token_7": 0.125,
     }
