@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import onnx
 from onnx import helper
-from splitscope.engine.calib.data import CalibData, batches
+from splitscope.engine.calib.data import CalibData, batches, prefetched
 from splitscope.engine.calib.stats import TensorStats
 from splitscope.engine.jobs import CancelToken, JobEvent, LogLine, Progress, Sample
 from splitscope.engine.runtime.ort import InferenceError, OrtBackend
@@ -182,40 +182,41 @@ def collect(
         try:
             if device is not None:
                 yield LogLine("Calibration statistics folded on the GPU: only ranges and histograms are copied back")
-            for feeds in batches(data):
-                cancel.raise_if_cancelled()
-                try:
-                    if device is not None:
-                        outs, acts = _run_on_device(sess, feeds, want)
-                    else:
-                        outs = sess.run(want, feeds)
-                except Exception as e:  # noqa: BLE001 - ORT's own error types
-                    from splitscope.engine.runtime.ort import _run_message
-
-                    hint = _run_message(e).replace(
-                        "give real inputs with --input FILE.npz", "give real samples with --data DIR"
-                    )
-                    raise InferenceError(f"Calibration sample {done + 1}: {hint}") from None
-                if device is not None:  # folded now, in place: this batch's ranges
+            with contextlib.closing(prefetched(batches(data))) as samples:  # the next sample made meanwhile
+                for feeds in samples:
+                    cancel.raise_if_cancelled()
                     try:
-                        live = device.fold(acts, stats)
-                    except Exception as e:  # noqa: BLE001 - a CUDA error from the driver (a GPU gone, out of memory)
-                        raise InferenceError(
-                            f"Calibration sample {done + 1}: folding its statistics on the GPU failed ({e}); "
-                            "calibrate with --backend ort-cpu"
-                        ) from None
-                    del acts
-                    folded = {n: live.get(n, stats[n].absmax) for n in want[:8]}
-                    at = done + 1
-                else:  # folded on the host's threads while the next batch runs: the previous batch's ranges
-                    folded, at = host.wait(), done
-                    host.submit(outs)
-                del outs
-                done += 1
-                lap("first_sample_s" if done == 1 else "samples_s")
-                if want and folded is not None:
-                    yield Sample("range", float(at), folded)
-                yield Progress("calibrate", done, total, f"Calibration sample {done}/{total}")
+                        if device is not None:
+                            outs, acts = _run_on_device(sess, feeds, want)
+                        else:
+                            outs = sess.run(want, feeds)
+                    except Exception as e:  # noqa: BLE001 - ORT's own error types
+                        from splitscope.engine.runtime.ort import _run_message
+
+                        hint = _run_message(e).replace(
+                            "give real inputs with --input FILE.npz", "give real samples with --data DIR"
+                        )
+                        raise InferenceError(f"Calibration sample {done + 1}: {hint}") from None
+                    if device is not None:  # folded now, in place: this batch's ranges
+                        try:
+                            live = device.fold(acts, stats)
+                        except Exception as e:  # noqa: BLE001 - a CUDA error from the driver (a GPU gone, out of memory)
+                            raise InferenceError(
+                                f"Calibration sample {done + 1}: folding its statistics on the GPU failed ({e}); "
+                                "calibrate with --backend ort-cpu"
+                            ) from None
+                        del acts
+                        folded = {n: live.get(n, stats[n].absmax) for n in want[:8]}
+                        at = done + 1
+                    else:  # folded on the host's threads while the next batch runs: the previous batch's ranges
+                        folded, at = host.wait(), done
+                        host.submit(outs)
+                    del outs
+                    done += 1
+                    lap("first_sample_s" if done == 1 else "samples_s")
+                    if want and folded is not None:
+                        yield Sample("range", float(at), folded)
+                    yield Progress("calibrate", done, total, f"Calibration sample {done}/{total}")
             folded = host.wait()
             if device is not None:
                 try:

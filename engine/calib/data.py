@@ -12,11 +12,14 @@ import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
 
 import numpy as np
 from splitscope.engine.runtime.feeds import InputRule
 from splitscope.engine.runtime.inputs import InputSpec, ProfileInputError, random_feeds
 from splitscope.engine.text import plural
+
+T = TypeVar("T")
 
 
 class CalibDataError(ProfileInputError):
@@ -294,6 +297,50 @@ def _fit(spec: InputSpec, a: np.ndarray, where: str) -> np.ndarray:
         else:
             raise CalibDataError(f"{where}: input '{spec.name}' is {a.dtype}, the model wants {spec.dtype}.")
     return a
+
+
+def prefetched(items: Iterator[T], depth: int = 2) -> Iterator[T]:
+    """``items`` made on a thread of their own, up to ``depth`` ahead of the caller: a sample is read, decoded and
+    resized (or drawn) while ONNX Runtime runs the one before. An exception in the thread is raised here, where the
+    item would have come; the thread stops when the caller stops taking (a cancel, an error, the end)."""
+    import queue
+    import threading
+
+    q: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=max(depth, 1))
+    stop = threading.Event()
+
+    def put(kind: str, value: Any) -> bool:
+        while not stop.is_set():
+            try:
+                q.put((kind, value), timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def work() -> None:
+        try:
+            for item in items:
+                if not put("item", item):
+                    return
+        except BaseException as e:  # noqa: BLE001 - handed to the caller
+            put("error", e)
+            return
+        put("end", None)
+
+    t = threading.Thread(target=work, name="splitscope-calib-data", daemon=True)
+    t.start()
+    try:
+        while True:
+            kind, value = q.get()
+            if kind == "end":
+                return
+            if kind == "error":
+                raise value
+            yield value
+    finally:
+        stop.set()
+        t.join(timeout=5)
 
 
 def batches(data: CalibData) -> Iterator[dict[str, np.ndarray]]:

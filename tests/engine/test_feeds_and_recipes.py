@@ -207,3 +207,39 @@ def test_no_readable_sample_names_the_files_it_skipped_and_why(tmp_path):
     (folder / "b.jpg").write_bytes(b"")
     with pytest.raises(InferenceError, match=r"No calibration sample could be read \(2 skipped: a\.png: .*; b\.jpg: "):
         run_to_end(calibrate(p, tmp_path / "q.onnx", data=str(folder), samples=2))
+
+
+def test_samples_are_made_ahead_on_a_thread_in_order_and_stop_with_the_caller():
+    """The next calibration samples are made while the current one runs: the same items in the same order, an
+    error raised where its item would have come, and the thread gone once the caller stops taking."""
+    import contextlib
+    import threading
+
+    from splitscope.engine.calib.data import prefetched
+
+    assert list(prefetched(iter(range(50)), depth=2)) == list(range(50))
+
+    def broken():
+        yield 1
+        yield 2
+        raise ValueError("sample 3 is broken")
+
+    got = []
+    with pytest.raises(ValueError, match="sample 3"):
+        for x in prefetched(broken()):
+            got.append(x)
+    assert got == [1, 2]
+
+    made = []
+
+    def endless():
+        k = 0
+        while True:
+            made.append(k)
+            yield k
+            k += 1
+
+    with contextlib.closing(prefetched(endless(), depth=2)) as it:
+        assert [next(it) for _ in range(3)] == [0, 1, 2]
+    assert not any(t.name == "splitscope-calib-data" for t in threading.enumerate())
+    assert len(made) <= 3 + 2 + 1  # never more than the depth ahead
