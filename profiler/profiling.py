@@ -74,10 +74,15 @@ class Profiling(QObject):
     result_ready = Signal(int, object)
     """A profile finished or was reloaded: job id, result dict."""
 
+    reloaded = Signal(object, list)
+    """The saved profiles of a model came back (model path, their job ids)."""
+
     def __init__(self, queue: JobQueue, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.queue = queue
         queue.finished.connect(self._finished)
+        self._reads = 0
+        self._workers: set[Any] = set()
 
     def submit(self, req: ProfileRequest) -> int:
         """Queue a profile; returns its job id."""
@@ -89,10 +94,29 @@ class Profiling(QObject):
             meta={"model": str(req.model), "backend": req.backend},
         )
 
-    def reload(self, model: Path) -> list[int]:
-        """Put the model's saved profiles in the queue's list, as finished jobs; returns their ids."""
+    def reload(self, model: Path) -> None:
+        """Put the model's saved profiles in the queue's list, as finished jobs, once read in a worker (a large
+        model's profiles are megabytes of JSON each: read on the UI thread they held the window); :attr:`reloaded`
+        says when. A model opened meanwhile makes the earlier read's profiles stale: they are dropped."""
+        from superqt.utils import create_worker
+
+        self._reads += 1
+        read = self._reads
+        worker = create_worker(load_results, model, "profile", _start_thread=False, _ignore_errors=True)
+        worker.returned.connect(lambda docs: self._add_saved(read, model, docs))
+        self._workers.add(worker)
+        worker.finished.connect(lambda w=worker: self._workers.discard(w))
+        worker.start()
+
+    def _add_saved(self, read: int, model: Path, docs: list[dict[str, Any]]) -> None:
+        if read != self._reads:
+            return  # another model was opened since
+        self.reloaded.emit(model, self.add_saved(model, docs))
+
+    def add_saved(self, model: Path, docs: list[dict[str, Any]]) -> list[int]:
+        """The saved profiles ``docs`` (:func:`load_results`) as finished jobs; their ids."""
         ids = []
-        for doc in load_results(model, "profile"):
+        for doc in docs:
             res = doc["result"]
             dims = res.get("dims") if isinstance(res.get("dims"), dict) else {}
             at = f" at {dims_text(dims)}" if dims else ""

@@ -318,12 +318,12 @@ class EngineUi(QObject):
             self._submit(f"Import {', '.join(Path(p).name for p in paths)}", paths, "import")
 
     def _model_ready(self, gm: Any, _view: Any) -> None:
-        """The ONNX model opened after an engine seen on its own graph: the engine maps onto it now."""
-        from splitscope.engine.trtdata.engine_graph import DOMAIN
-
+        """The ONNX model opened after an engine seen on its own graph: the engine maps onto it now. (Nothing is
+        imported here: an import on the UI thread waits for the interpreter while a worker holds it, 0.3-0.5 s at
+        200k nodes.)"""
         self.heat_cache = {}
         self.comparison = None
-        is_engine = bool(gm.nodes) and all(n.domain == DOMAIN for n in gm.nodes)
+        is_engine = gm.engine_graph
         if self.on_engine_graph and not is_engine and self.last_paths and self.pending is None:
             self.on_engine_graph = False
             paths = list(self.last_paths)

@@ -25,6 +25,8 @@ class RemoteUi(QObject):
         self.dock = self._panel.dock
         self.pending: int | None = None
         self.targets_dialog: Any = None
+        self._model: Any = None
+        self._workers: set[Any] = set()
         c.sweep_ready.connect(self._finished)
         c.queue.sample.connect(self._sample)
         c.queue.failed.connect(self._failed)
@@ -104,14 +106,30 @@ class RemoteUi(QObject):
             self.panel.summary.setText("Cancelled: the cells that finished are kept and reused by the next run.")
 
     def _model_ready(self, gm: Any, _view: Any) -> None:
-        """Another model: its last saved sweep comes back with it (the panel shows it when built)."""
+        """Another model: its last saved sweep comes back with it (read in a worker: saved results can be
+        megabytes; the panel shows it when built)."""
         results = self.controller.results
+        self._model = gm
         if results.sweep is None and gm.path is not None:
             from splitscope.engine.runtime.store import load_results
+            from superqt.utils import create_worker
 
-            saved = load_results(gm.path, "sweep")
-            if saved:
-                results.sweep = saved[-1]["result"]
+            worker = create_worker(load_results, gm.path, "sweep", _start_thread=False, _ignore_errors=True)
+            worker.returned.connect(lambda saved, gm=gm, r=results: self._saved(gm, r, saved))
+            self._workers.add(worker)
+            worker.finished.connect(lambda w=worker: self._workers.discard(w))
+            worker.start()
+            return
+        self._show_sweep(gm, results)
+
+    def _saved(self, gm: Any, results: Any, saved: list[dict[str, Any]]) -> None:
+        if gm is not self._model or results is not self.controller.results:
+            return  # another model was opened while its sweep was read
+        if saved and results.sweep is None:
+            results.sweep = saved[-1]["result"]
+        self._show_sweep(gm, results)
+
+    def _show_sweep(self, gm: Any, results: Any) -> None:
         if results.sweep is not None:
             gm.sweep = results.sweep  # the report's Sweep section
         if self._panel.built and results.sweep is not None and self.pending is None:

@@ -176,3 +176,22 @@ def test_a_generation_profile_from_the_window(qtbot, window):
     assert list(xs) == [17.0 + k for k in range(10)] and all(y > 0 for y in ys)
     assert "time to first token" in p.summary.text() and "decode" in p.summary.text()
     assert window.graph_model.generation["steps"] == 10
+
+
+def test_saved_profiles_are_read_in_a_worker_and_a_stale_read_is_dropped(qtbot, window, tmp_path):
+    """The saved profiles of a model are read off the UI thread; the read for a model the user has left already
+    (another was opened before it ended) adds nothing."""
+    from splitscope.engine.runtime.store import save_result
+
+    c = window.controller
+    res = {"backend": "ort-cpu", "per_node": [], "latency_ms": {"mean": 1.0}, "verdict": {}, "dims": {}}
+    save_result(SQUEEZENET, "profile", res)
+    before = {j for j, r in c.queue.jobs.items() if r.lane == "saved"}
+    came: list[list[int]] = []
+    c.profiling.reloaded.connect(lambda _model, ids: came.append(ids))
+    c.profiling.reload(Path(SQUEEZENET))
+    c.profiling.reload(Path(SQUEEZENET))  # the first read is stale now: only the second one's come in
+    qtbot.waitUntil(lambda: bool(came), timeout=5000)
+    qtbot.wait(200)  # the stale read has ended too by now
+    added = {j for j, r in c.queue.jobs.items() if r.lane == "saved"} - before
+    assert len(came) == 1 and len(added) == 1 and came[0] == sorted(added)
