@@ -131,6 +131,11 @@ def gc_paused() -> Iterator[None]:
                 gc.enable()
 
 
+def gc_held() -> bool:
+    """Whether a :func:`gc_paused` block is running in some thread (a collection now would scan what it builds)."""
+    return _gc_holders > 0
+
+
 def run_to_end(job: Generator[JobEvent, None, T]) -> T:
     """Drive a job generator to completion, dropping its progress, and return its value."""
     while True:

@@ -486,3 +486,51 @@ def test_right_click_menu(qtbot, window):
     actions["Select Inputs"].trigger()
     assert window.canvas.highlight_nodes == set(gm.graph.adj.preds[dcn.index])
     menu.close()
+
+
+def test_garbage_is_collected_on_the_ui_thread_only_and_never_during_a_build(qtbot):
+    """The app runs Python's cyclic collector on the UI thread by a timer (a collection in a worker freed Qt objects
+    there, and their timers crashed the window later); while an engine job builds with the collector paused it
+    waits."""
+    import gc
+    import threading
+
+    from PySide6.QtWidgets import QApplication
+    from splitscope.engine.jobs import gc_paused
+    from splitscope.gui.shell.launch import collect_on_ui_thread
+
+    where: list[str] = []
+
+    def seen(phase: str, _info: dict) -> None:
+        if phase == "start":
+            where.append(threading.current_thread().name)
+
+    was = gc.isenabled()
+    timer = collect_on_ui_thread(QApplication.instance(), interval_ms=5)
+    gc.callbacks.append(seen)
+    try:
+        assert not gc.isenabled()
+
+        def churn() -> None:
+            for _ in range(20000):  # cycles: garbage only the collector frees
+                a: list = []
+                a.append(a)
+
+        worker = threading.Thread(target=churn, name="worker")
+        worker.start()
+        worker.join()
+        assert where == []  # the worker allocated past every threshold, and no collection ran there
+        with gc_paused():
+            churn()
+            qtbot.wait(50)
+            assert where == []  # paused: the timer waits
+        worker = threading.Thread(target=churn, name="worker")
+        worker.start()
+        worker.join()
+        qtbot.waitUntil(lambda: bool(where), timeout=2000)
+        assert set(where) == {threading.main_thread().name}
+    finally:
+        gc.callbacks.remove(seen)
+        timer.stop()
+        if was:
+            gc.enable()
