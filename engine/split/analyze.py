@@ -116,14 +116,14 @@ def _analyze(
                 proc.kill()
                 proc = None
         target = TARGET_RTX if module == "tensorrt_rtx" else TARGET_TENSORRT
-        predict_graph(gm.graph, target)
-        if engine_graph:
-            _engine_layers(gm)
         version, _ = load_table()
         gm.parser = ParserInfo("table", version, target)
-        # First answer: structure coloured by the table, before shapes and costs.
         yield Progress("structure", 2, 6, "Inferring shapes")
-        yield Partial(gm, "The structure, coloured by the operator table")
+        if responsive:  # the window's first answer: the structure coloured by the table, before shapes and costs
+            predict_graph(gm.graph, target)  # (the table answers again below, once every type is known)
+            if engine_graph:
+                _engine_layers(gm)
+            yield Partial(gm, "The structure, coloured by the operator table")
         cancel.raise_if_cancelled()
         cut = defective_nodes(gm)
         if proc is not None and cut:
