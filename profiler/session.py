@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QObject, Signal
-from splitscope.engine.jobs import CancelToken, JobEvent, Partial
+from splitscope.engine.jobs import CancelToken, JobEvent, Partial, retire
 from splitscope.engine.model import GraphModel
 from splitscope.engine.report.stats import panel_stats
 from splitscope.engine.view.layout import View, prepare_view, relayout
@@ -408,7 +408,11 @@ class ModelSession(QObject):
         )
         if view.stats is None and keep and self.view is not None:
             view.stats = self.view.stats  # expand/collapse: same figures
-        self.view = view
+        old, self.view = self.view, view
+        if old is not None and old.gm is not view.gm:  # another model's view (a preview's, the one before)
+            retire(old)  # freed a step at a time once nothing holds it: a 200k-node model held the window 0.4 s
+            retire(old.gm)
+        del old
         if view.gm is self.graph_model:
             self._ready_view = view
         self.view_changed.emit(view, keep)
@@ -417,6 +421,8 @@ class ModelSession(QObject):
             self._refine(view.gm)  # the analysis finished while the first layout ran
             return
         if view.stats is not None and view.gm is self._final and view.gm is not self.graph_model:
+            if self.graph_model is not None:
+                retire(self.graph_model)  # the model before (freed once the panels have let go of it too)
             self.graph_model = view.gm
             self._ready_view = view
             self.model_ready.emit(view.gm, view)
