@@ -450,10 +450,3 @@ class GraphModel:
     def total_flops(self) -> int:
         """FLOPs of the main graph (nested bodies are counted by their parent node)."""
         return sum(n.flops or 0 for n in self.graph.nodes)
-
-    def uncounted_flops(self) -> tuple[int, int]:
-        """Main-graph nodes whose FLOPs :meth:`total_flops` leaves out: (opaque custom ops, whose cost is unknown
-        until measured; nodes whose shapes at the dims in force are not known)."""
-        custom = sum(1 for n in self.graph.nodes if n.flops is None and n.is_custom_domain and n.function is None)
-        unknown = sum(1 for n in self.graph.nodes if n.flops is None) - custom
-        return custom, unknown

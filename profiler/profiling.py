@@ -94,6 +94,10 @@ class Profiling(QObject):
             meta={"model": str(req.model), "backend": req.backend},
         )
 
+    def forget_reads(self) -> None:
+        """A model without saved profiles (no file) was opened: a read still running for the one before is stale."""
+        self._reads += 1
+
     def reload(self, model: Path) -> None:
         """Put the model's saved profiles in the queue's list, as finished jobs, once read in a worker (a large
         model's profiles are megabytes of JSON each: read on the UI thread they held the window); :attr:`reloaded`

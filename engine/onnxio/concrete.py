@@ -24,6 +24,7 @@ import onnx
 from onnx import AttributeProto
 from splitscope.engine.dimexpr import eval_dim
 from splitscope.engine.dimnames import ANONYMOUS, batch_like, input_dim_name, suggest_value  # noqa: F401
+from splitscope.engine.onnxio.fold_ops import FOLD_ELEMENTS
 
 if TYPE_CHECKING:
     import numpy as np
@@ -157,7 +158,7 @@ def _clear_inferred(g: onnx.GraphProto, outputs: bool) -> None:
 
 _NO_FOLD = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli"}
 _FOLD_LIMIT = 1500  # nodes the reference evaluator runs per model (the ops of fold_ops, numpy, are not counted)
-_FOLD_ELEMENTS = 1 << 16
+_FOLD_ELEMENTS = FOLD_ELEMENTS
 
 
 _BODY_OPS = frozenset({"If", "Loop", "Scan", "SequenceMap"})
@@ -286,6 +287,8 @@ def fold_constants(
         for init in g.initializer:  # converted when a node needs them (_value)
             if init.data_location != onnx.TensorProto.EXTERNAL and math.prod(init.dims) <= _FOLD_ELEMENTS:
                 known[init.name] = init
+            elif init.name not in known:
+                never.add(init.name)  # a large weight: what reads it never folds (its Shape does, above)
         never.update(vi.name for vi in g.input if vi.name not in known)
     twins = inferred.node if inferred is not None and len(inferred.node) == len(g.node) else None
     folded = 0

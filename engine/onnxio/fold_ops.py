@@ -18,6 +18,8 @@ import onnx
 from onnx import AttributeProto
 
 Arrays = Sequence[np.ndarray | None]
+FOLD_ELEMENTS = 1 << 16
+"""The largest output folded (as :mod:`~splitscope.engine.onnxio.concrete`'s limit): a larger one is never made."""
 
 
 def _attrs(node: onnx.NodeProto) -> dict[str, Any]:
@@ -170,6 +172,7 @@ def _binary(fn: Callable[[np.ndarray, np.ndarray], np.ndarray], keep_type: bool 
         x, y = _need(ins, 0), _need(ins, 1)
         if x.dtype != y.dtype or x.dtype.kind not in "biuf":
             raise _NotHere
+        _fits(x, y)
         with np.errstate(all="ignore"):
             out = np.asarray(fn(x, y))
         return [out.astype(x.dtype, copy=False) if keep_type else out]
@@ -181,8 +184,24 @@ def _div(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     if x.dtype.kind in "iu":
         if (y == 0).any():
             raise _NotHere
-        return np.divide(x, y).astype(x.dtype)  # truncated toward zero, as the specification's integer division
+        # Truncated toward zero, as the specification's integer division, in integers (a float64 quotient is wrong
+        # past 2**53: INT64_MAX, the usual "to the end", came out negative)
+        q = np.floor_divide(x, y)
+        if x.dtype.kind == "i":
+            q = q + ((np.remainder(x, y) != 0) & ((x < 0) ^ (y < 0))).astype(q.dtype)
+        return q
     return np.divide(x, y)
+
+
+def _fits(*arrays: np.ndarray) -> None:
+    """Refuse (to the reference evaluator's size check) a broadcast past the folding limit before it is computed:
+    a causal mask of a 32k sequence would be gigabytes."""
+    try:
+        shape = np.broadcast_shapes(*(a.shape for a in arrays))
+    except ValueError:
+        raise _NotHere from None
+    if int(np.prod(shape, dtype=np.float64)) > FOLD_ELEMENTS:
+        raise _NotHere
 
 
 def _unary(fn: Callable[[np.ndarray], np.ndarray], kinds: str = "iuf") -> Callable[..., list]:
@@ -201,6 +220,7 @@ def _compare(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Callable[...
         x, y = _need(ins, 0), _need(ins, 1)
         if x.dtype != y.dtype or x.dtype.kind not in "biuf":
             raise _NotHere
+        _fits(x, y)
         return [np.asarray(fn(x, y))]
 
     return run
@@ -210,6 +230,7 @@ def _where(a: dict[str, Any], ins: Arrays) -> list[np.ndarray]:
     c, x, y = _need(ins, 0), _need(ins, 1), _need(ins, 2)
     if c.dtype != np.bool_ or x.dtype != y.dtype:
         raise _NotHere
+    _fits(c, x, y)
     return [np.where(c, x, y)]
 
 
@@ -218,6 +239,7 @@ def _variadic(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Callable[..
         xs = [v for v in ins if v is not None]
         if not xs or len(xs) != len(ins) or len({v.dtype for v in xs}) != 1 or xs[0].dtype.kind not in "iuf":
             raise _NotHere
+        _fits(*xs)
         out = xs[0]
         for v in xs[1:]:
             out = fn(out, v)
@@ -264,12 +286,14 @@ def _expand(a: dict[str, Any], ins: Arrays) -> list[np.ndarray]:
         out = np.broadcast_shapes(x.shape, tuple(shape))
     except ValueError:
         raise _NotHere from None
+    if int(np.prod(out, dtype=np.float64)) > FOLD_ELEMENTS:
+        raise _NotHere
     return [np.broadcast_to(x, out).copy()]
 
 
 def _constant_of_shape(a: dict[str, Any], ins: Arrays) -> list[np.ndarray]:
     shape = _ints(_need(ins, 0))
-    if any(d < 0 for d in shape):
+    if any(d < 0 for d in shape) or int(np.prod(shape, dtype=np.float64)) > FOLD_ELEMENTS:
         raise _NotHere
     t = a.get("value")
     value = onnx.numpy_helper.to_array(t).reshape(-1) if t is not None else np.zeros(1, np.float32)
@@ -325,5 +349,5 @@ def evaluate(node: onnx.NodeProto, ins: Arrays) -> list[np.ndarray] | None:
         return [np.asarray(o) for o in fn(_attrs(node), ins)]  # numpy gives a scalar for a 0-d result
     except _NotHere:
         return None
-    except (ValueError, IndexError, TypeError, OverflowError):
+    except (ValueError, IndexError, TypeError, OverflowError, MemoryError):
         return None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from splitscope.engine.model import GraphModel
-from splitscope.engine.report.stats import headline, role_summary, split_summary
+from splitscope.engine.report.stats import headline, role_summary, split_summary, uncounted_flops
 
 SCHEMA_VERSION = 1
 
@@ -36,7 +36,7 @@ def to_json(gm: GraphModel, summary: dict[str, Any] | None = None) -> dict[str, 
         "summary": summary,
         "roles": role_summary(gm),
         "flops": gm.total_flops(),
-        "flops_uncounted": dict(zip(("custom", "unknown_shape"), gm.uncounted_flops(), strict=True)),
+        "flops_uncounted": dict(zip(("custom", "unknown_shape"), uncounted_flops(gm), strict=True)),
         "headline": headline(gm, summary),
         "partitions": [
             {

@@ -29,6 +29,16 @@ def split_summary(gm: GraphModel) -> dict[str, dict[str, float | int]]:
     }
 
 
+def uncounted_flops(gm: GraphModel) -> tuple[int, int]:
+    """Main-graph nodes whose FLOPs :meth:`~splitscope.engine.model.GraphModel.total_flops` leaves out: (opaque
+    custom ops, whose cost is unknown until measured; nodes whose FLOPs are not countable at the dims in force)."""
+    from splitscope.engine.split.costs import counted_as_standard
+
+    missing = [n for n in gm.graph.nodes if n.flops is None]
+    custom = sum(1 for n in missing if n.is_custom_domain and n.function is None and not counted_as_standard(n))
+    return custom, len(missing) - custom
+
+
 def flops_text(gm: GraphModel) -> str:
     """The model's FLOPs a run, as the CLI, the window and the report say them: what is not counted said beside the
     total (a custom op's cost is unknown until measured; a node whose shapes at the dims in force are unknown is
@@ -38,8 +48,8 @@ def flops_text(gm: GraphModel) -> str:
     if gm.missing_dims:
         return "FLOPs unknown until every input dim has a value"
     total = gm.total_flops()
-    custom, unknown = gm.uncounted_flops()
-    if not total and not unknown:
+    custom, unknown = uncounted_flops(gm)
+    if not total and not unknown and not custom:
         return ""
     text = f"{'at least ' if unknown else ''}{format_flops(total)} per inference at {gm.shapes_label()}"
     left = [f"{plural(custom, 'custom-op node')} unknown until measured"] if custom else []

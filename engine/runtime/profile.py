@@ -201,9 +201,13 @@ def profile(
         graph_ms, no_graph = [], ""
         if be.cuda:  # the same run as one CUDA graph: how much of the device's idle time is launch overhead
             yield Progress("cuda-graph", 0, 0, "Timing the model as one CUDA graph")
-            outs = list(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds), strict=True))
+            try:  # the outputs' shapes and types, which the graph binds (a run that fails here is only said)
+                outs = list(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds), strict=True))
+            except Exception as e:  # noqa: BLE001 - ORT's own errors (out of host memory for the outputs)
+                outs, no_graph = [], f"its outputs could not be read to bind them ({str(e).splitlines()[0][:160]})"
             del run, sess
-            graph_ms, no_graph = graph_latency(be, feeds, outs, iterations, cancel=cancel)
+            if outs:
+                graph_ms, no_graph = graph_latency(be, feeds, outs, iterations, cancel=cancel)
         else:
             del run, sess
         # Per-node times: separate sessions with the profiler on.
@@ -303,10 +307,15 @@ def profile(
     graph = latency_stats(graph_ms) if graph_ms else None
     if graph is not None and times:
         p50 = float(np.median(times))
+        gain = p50 - graph["p50"]
         notes.append(
             f"as one CUDA graph (ONNX Runtime's enable_cuda_graph: captured once, then replayed) a run takes "
-            f"{graph['p50']:.3f} ms against {p50:.3f} ms, {p50 - graph['p50']:.3f} ms "
-            f"({(p50 - graph['p50']) / p50:.0%}) less: the launch overhead a graph removes"
+            f"{graph['p50']:.3f} ms against {p50:.3f} ms, "
+            + (
+                f"{gain:.3f} ms ({gain / p50:.0%}) less: the launch overhead a graph removes"
+                if gain > 0
+                else f"no less ({-gain:.3f} ms more): launches cost this model nothing measurable"
+            )
         )
     elif no_graph:
         notes.append(f"no CUDA graph time: {no_graph}")

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 from splitscope.engine.model import Graph, Node, Tensor
 
 _ELEMENTWISE_1 = {
@@ -114,6 +113,19 @@ _REDUCE = {
     "ArgMin",
     "CumSum",
 }
+_CONTRIB = {
+    "FusedMatMul": "MatMul",
+    "FusedConv": "Conv",
+    "FusedGemm": "Gemm",
+    "FastGelu": "Gelu",
+    "BiasGelu": "Gelu",
+    "QuickGelu": "Gelu",
+    "SkipSimplifiedLayerNormalization": "SimplifiedLayerNormalization",
+    **{op: op for op in ("Attention", "MultiHeadAttention", "GroupQueryAttention", "Gelu")},
+    **{op: op for op in ("SkipLayerNormalization", "SimplifiedLayerNormalization", "LayerNormalization")},
+}
+"""ONNX Runtime's contrib ops (``com.microsoft``, in exports its optimiser wrote) counted as the standard op they
+fuse: not custom kernels of unknown cost."""
 _POOL = {"MaxPool", "AveragePool", "LpPool"}
 _GLOBAL_POOL = {"GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool"}
 
@@ -133,11 +145,18 @@ def _shape(graph: Graph, name: str, dims: dict[str, int]) -> list[int] | None:
     return list(shape) if shape is not None else None
 
 
+def counted_as_standard(node: Node) -> bool:
+    """Whether a custom-domain node is counted as the standard op it stands for (ONNX Runtime's contrib ops)."""
+    return node.domain == "com.microsoft" and node.op_type in _CONTRIB
+
+
 def node_flops(graph: Graph, node: Node, dims: dict[str, int] | None = None) -> int | None:
     """FLOPs of one inference of ``node``; 0 for pure data movement, None when unknown."""
     dims = dims or {}
     op = node.op_type
-    if node.is_custom_domain and node.function is None:
+    if node.domain == "com.microsoft" and op in _CONTRIB:
+        op = _CONTRIB[op]
+    elif node.is_custom_domain and node.function is None:
         return None  # an opaque custom kernel: its cost is unknown until measured
     out0 = node.outputs[0] if node.outputs else ""
     if op in ("Conv", "ConvInteger", "QLinearConv", "DeformConv"):
@@ -226,41 +245,49 @@ def node_flops(graph: Graph, node: Node, dims: dict[str, int] | None = None) -> 
 
 
 def einsum_flops(equation: str, shapes: list[list[int]]) -> int | None:
-    """FLOPs of an Einsum evaluated pairwise, the naive way: with an index summed over, a multiply and an add for each
-    point of the space of every index (``ij,jk->ik``: 2·i·j·k), without one a multiply (an outer product); one
-    operand (a transpose, a trace, a sum) reads each of its elements once. None for an equation that does not fit
-    the shapes."""
+    """FLOPs of an Einsum contracted pairwise from the left, as runtimes evaluate it: each step a multiply and an
+    add for each point of the space of the pair's indices where one of them is summed away (``ij,jk->ik``: 2·i·j·k),
+    a multiply alone where none is (an outer product); one operand (a transpose, a trace, a sum) reads each of its
+    elements once. The dims an ellipsis stands for are indices too (summed where the output drops them). None for
+    an equation that does not fit the shapes."""
     eq = equation.replace(" ", "")
-    lhs, _, rhs = eq.partition("->")
+    lhs, arrow, rhs = eq.partition("->")
     terms = lhs.split(",")
-    if len(terms) != len(shapes):
+    if len(terms) != len(shapes) or not shapes:
         return None
+    rank = max((len(sh) - len(t.replace("...", "")) for t, sh in zip(terms, shapes, strict=True)), default=0)
+    if rank < 0:
+        return None
+    ell = [chr(0x2460 + k) for k in range(rank)]  # stand-ins for the ellipsis dims, right-aligned as broadcasting
     sizes: dict[str, int] = {}
-    ellipsis: list[list[int]] = []
+    operands: list[list[str]] = []
     for term, shape in zip(terms, shapes, strict=True):
-        letters = term.replace("...", "")
-        extra = len(shape) - len(letters)
+        extra = len(shape) - len(term.replace("...", ""))
         if extra < 0 or (extra and "..." not in term):
             return None
-        head = term.split("...")[0] if "..." in term else term
-        dims = list(shape)
-        if "..." in term:
-            ellipsis.append(dims[len(head) : len(head) + extra])
-            dims = dims[: len(head)] + dims[len(head) + extra :]
-        for c, d in zip(letters, dims, strict=True):
+        head, _, tail = term.partition("...")
+        letters = [*head, *ell[rank - extra :], *tail] if "..." in term else list(term)
+        for c, d in zip(letters, shape, strict=True):
             if sizes.get(c, 1) not in (1, d) and d != 1:
                 return None
             sizes[c] = max(sizes.get(c, 1), d)
-    try:
-        space = math.prod(np.broadcast_shapes(*(tuple(e) for e in ellipsis))) if ellipsis else 1
-    except ValueError:
-        return None
-    space *= math.prod(sizes.values())
-    if len(shapes) == 1:
+        operands.append(letters)
+    if len(operands) == 1:
         return math.prod(shapes[0])
-    out = rhs if "->" in eq else "".join(sorted(c for c in sizes if lhs.count(c) == 1))
-    summed = any(c not in out for c in sizes)
-    return (len(shapes) - 1) * (2 if summed else 1) * space
+    if arrow:
+        out = set(rhs.replace("...", "")) | (set(ell) if "..." in rhs else set())
+    else:  # implicit output: the letters seen once, and the ellipsis
+        out = {c for c in sizes if lhs.count(c) == 1} | set(ell)
+    flops = 0
+    left = set(operands[0])
+    for k, right in enumerate(operands[1:], start=1):
+        pair = left | set(right)
+        later = set().union(*map(set, operands[k + 1 :])) if k + 1 < len(operands) else set()
+        keep = {c for c in pair if c in out or c in later}
+        summed = pair - keep
+        flops += (2 if summed else 1) * math.prod(sizes[c] for c in pair)
+        left = keep
+    return flops
 
 
 def node_bytes(graph: Graph, node: Node, dims: dict[str, int] | None = None) -> int | None:

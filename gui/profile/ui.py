@@ -231,6 +231,8 @@ class ProfilingUi(QObject):
         if gm.path is not None:
             with contextlib.suppress(OSError):
                 self.controller.profiling.reload(gm.path)
+        else:
+            self.controller.profiling.forget_reads()
 
     def _ops_ready(self, res: tuple[GraphModel, dict[str, str]]) -> None:
         gm, ops = res

@@ -260,7 +260,7 @@ def test_shapes_at_the_dims_from_the_side_process_equal_those_worked_here(save_m
     """With no parser process, inference at the dims runs in a child beside the graph's building: the same
     concrete shapes as inference in this process; a cancel while it runs leaves no child behind."""
     from splitscope.engine.errors import JobCancelledError
-    from splitscope.engine.jobs import CancelToken, Partial
+    from splitscope.engine.jobs import CancelToken, Progress
     from splitscope.engine.onnxio import shapes
     from splitscope.engine.onnxio.loader import load_model
     from splitscope.engine.split import analyze as analyze_mod
@@ -292,6 +292,6 @@ def test_shapes_at_the_dims_from_the_side_process_equal_those_worked_here(save_m
     job = analyze_mod.analyze(p, parser="table", dims={"height": 96, "width": 64}, cancel=cancel, responsive=False)
     with pytest.raises(JobCancelledError):
         for ev in job:
-            if isinstance(ev, Partial):
+            if isinstance(ev, Progress) and ev.done == 2:  # "Inferring shapes": the side child is running
                 cancel.cancel()
     assert started and all(c._proc.poll() is not None for c in started)

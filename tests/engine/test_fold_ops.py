@@ -57,7 +57,9 @@ def _cases():
         yield _case(op, [a, b])
         yield _case(op, [x, x[:, :1]])
     yield _case("Div", [a, b_nz])
-    yield _case("Div", [np.array([7, -7, 9], np.int64), np.array([2, 2, -4], np.int64)])
+    yield _case("Div", [np.array([7, -7, 9, -9], np.int64), np.array([2, 2, -4, -4], np.int64)])
+    big_ints = np.array([np.iinfo(np.int64).max, 2**62 + 1, -(2**62) - 3], np.int64)
+    yield _case("Div", [big_ints, np.array([1, 1, 2], np.int64)])  # exact past 2**53, INT64_MAX stays positive
     yield _case("Div", [x, x + 3])
     for op in ("Neg", "Abs"):
         yield _case(op, [a])
@@ -110,6 +112,9 @@ def test_what_it_does_not_take_is_left_to_the_reference():
     assert fold_ops.evaluate(h.make_node("Div", ["a", "b"], ["y"]), [i64, np.zeros(2, np.int64)]) is None
     assert fold_ops.evaluate(h.make_node("Gather", ["a", "b"], ["y"]), [i64, np.array([5], np.int64)]) is None
     assert fold_ops.evaluate(h.make_node("Concat", ["a", ""], ["y"], axis=0), [i64, None]) is None
+    seq = np.arange(32768, dtype=np.int64)  # a causal mask of a 32k sequence: 8 GB, never made
+    assert fold_ops.evaluate(h.make_node("Less", ["a", "b"], ["y"]), [seq[:, None], seq[None, :]]) is None
+    assert fold_ops.evaluate(h.make_node("Where", ["c", "a", "b"], ["y"]), [seq[:, None] < 0, seq, seq]) is None
 
 
 def _deep_decoder(layers: int) -> onnx.ModelProto:
