@@ -26,6 +26,25 @@ FRAME_MS = 16
 """Progress is shown at most this often."""
 
 
+def _close_later(job: Generator[JobEvent, Any, Any]) -> None:
+    """Close a job's generator (a no-op for one that ended) on a thread of its own: its ``finally`` blocks and the
+    freeing of what it built run off the UI thread."""
+    import threading
+
+    if job.gi_frame is None:
+        return  # it ended: nothing to close
+
+    def close() -> None:
+        try:
+            job.close()
+        except Exception:  # a cleanup that fails is the job's; the window goes on
+            import logging
+
+            logging.getLogger("splitscope").exception("closing a cancelled job")
+
+    threading.Thread(target=close, name="splitscope-close-job", daemon=True).start()
+
+
 class JobRunner(QObject):
     """Runs one engine job at a time; a new job cancels the one running."""
 
@@ -66,13 +85,17 @@ class JobRunner(QObject):
         """Start ``factory(token)`` in a worker thread, cancelling any running job."""
         self.cancel()
         token = CancelToken()
+        job = factory(token)
 
         def run_job() -> Generator[JobEvent, Any, Any]:
-            return (yield from factory(token))
+            return (yield from job)
 
         from superqt.utils import GeneratorWorker
 
         worker = GeneratorWorker(run_job)
+        # A cancelled job stops at a yield, suspended: its cleanup (the collector's pause it holds, its children)
+        # would wait for the garbage collector, which waits for that pause. Closed once its thread has let go.
+        worker.finished.connect(lambda j=job: _close_later(j))
         worker.yielded.connect(lambda ev, w=worker: self._event(w, ev))
         worker.returned.connect(lambda value, w=worker: self._done(w, value))
         worker.errored.connect(lambda exc, w=worker: self._error(w, exc))

@@ -496,9 +496,10 @@ def test_garbage_is_collected_on_the_ui_thread_only_and_never_during_a_build(qtb
     import threading
 
     from PySide6.QtWidgets import QApplication
-    from splitscope.engine.jobs import gc_paused
+    from splitscope.engine.jobs import gc_held, gc_paused
     from splitscope.gui.shell.launch import collect_on_ui_thread
 
+    qtbot.waitUntil(lambda: not gc_held(), timeout=30000)  # an earlier test's job may still be building
     where: list[str] = []
 
     def seen(phase: str, _info: dict) -> None:

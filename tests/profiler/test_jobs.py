@@ -129,3 +129,31 @@ def test_a_large_file_shows_its_preview_first_then_the_full_model_in_place(qtbot
     labels = {views[0][0].hier.full_label(g) for g in views[0][0].layout.expanded}
     assert {view.hier.full_label(g) for g in view.layout.expanded} == labels
     qtbot.waitUntil(lambda: not session.running, timeout=30000)
+
+
+def test_a_cancelled_job_lets_go_of_the_collectors_pause_and_cleans_up(qtbot):
+    """A job cancelled at a yield inside engine.jobs.gc_paused (an analysis is one) is closed once its worker stops:
+    its finally blocks run and the pause is given back, instead of waiting for a garbage collection that itself
+    waits for the pause."""
+    import threading
+
+    from splitscope.engine.jobs import gc_held, gc_paused
+
+    cleaned = threading.Event()
+    started = threading.Event()
+
+    def job(token):
+        try:
+            with gc_paused():
+                started.set()
+                while True:
+                    yield Progress("spin", 0, 0, "working")
+        finally:
+            cleaned.set()
+
+    runner = JobRunner()
+    runner.start(job)
+    assert started.wait(10) and gc_held()
+    runner.cancel()
+    qtbot.waitUntil(cleaned.is_set, timeout=10000)
+    qtbot.waitUntil(lambda: not gc_held(), timeout=5000)
