@@ -14,43 +14,18 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-DOCS = ROOT / "docs"
+DOCS = Path(__file__).resolve().parent
 
 
 def main() -> None:
     sys.path.insert(0, str(DOCS))
-    from make_screenshots import isolated_dirs
+    from make_screenshots import _app_and_window, isolated_dirs
 
     tmp = isolated_dirs()
-    model = Path(sys.argv[1])
-    from PySide6.QtCore import QCoreApplication, QSettings
-    from PySide6.QtWidgets import QApplication
-
-    app = QApplication.instance() or QApplication([])
-    QCoreApplication.setOrganizationName("SplitscopeDocs")
-    QSettings.setPath(QSettings.Format.NativeFormat, QSettings.Scope.UserScope, tmp)
-    from splitscope.engine.runtime.store import model_key
-    from splitscope.gui.shell.window import MainWindow
-    from splitscope.profiler.dims import remember_dims
-
-    remember_dims(model_key(model), {"seq": 128})  # as Tools › Input Shapes… leaves it
-    w = MainWindow(parser="table")
-    w.dark_override = False
-    w._apply_theme()
-    w.resize(1600, 1000)
-    w.show()
     t0 = time.perf_counter()
-    w.open_model(model)
-
-    def pump(cond, timeout: float = 300.0) -> None:  # type: ignore[no-untyped-def]
-        end = time.time() + timeout
-        while time.time() < end and not cond():
-            app.processEvents()
-            time.sleep(0.02)
-
+    _app, w, pump = _app_and_window(Path(sys.argv[1]), "table", dims={"seq": 128})
     pump(lambda: w.controller.graph_model is not None and not w.runner.running and not w.layout_runner.running, 600)
-    pump(lambda: False, 1.0)
+    pump(timeout=1.0)
     gm = w.controller.graph_model
     print(f"ready after {time.perf_counter() - t0:.1f} s: {gm.total_flops()} FLOPs at {gm.shapes_label()}")
     w.grab().save(str(DOCS / "llama-50k-flops-at-seq128.png"))

@@ -35,9 +35,10 @@ def isolated_dirs() -> str:
     return tmp
 
 
-def _app_and_window(model: Path, parser: str):
+def _app_and_window(model: Path, parser: str, dims: dict[str, int] | None = None):
     """The light-theme window at 1600x1000 with ``model`` open and laid out, settings in the temporary folder,
-    and ``pump(cond)``, which runs the event loop until ``cond()`` holds."""
+    and ``pump(cond)``, which runs the event loop until ``cond()`` holds; ``dims``: the input shapes remembered for
+    the model first, as Tools › Input Shapes… leaves them."""
     from PySide6.QtCore import QCoreApplication, QSettings
     from PySide6.QtWidgets import QApplication
 
@@ -46,6 +47,11 @@ def _app_and_window(model: Path, parser: str):
     QSettings.setPath(QSettings.Format.NativeFormat, QSettings.Scope.UserScope, os.environ["SPLITSCOPE_TMP"])
     from splitscope.gui.shell.window import MainWindow
 
+    if dims:
+        from splitscope.engine.runtime.store import model_key
+        from splitscope.profiler.dims import remember_dims
+
+        remember_dims(model_key(model), dims)
     w = MainWindow(parser=parser)
     w.dark_override = False
     w._apply_theme()
