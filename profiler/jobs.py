@@ -31,8 +31,8 @@ def _close_later(job: Generator[JobEvent, Any, Any]) -> None:
     freeing of what it built run off the UI thread."""
     import threading
 
-    if job.gi_frame is None:
-        return  # it ended: nothing to close
+    if getattr(job, "gi_frame", None) is None:
+        return  # it ended (or is no generator object): nothing to close
 
     def close() -> None:
         try:
@@ -93,9 +93,13 @@ class JobRunner(QObject):
         from superqt.utils import GeneratorWorker
 
         worker = GeneratorWorker(run_job)
+
         # A cancelled job stops at a yield, suspended: its cleanup (the collector's pause it holds, its children)
         # would wait for the garbage collector, which waits for that pause. Closed once its thread has let go.
-        worker.finished.connect(lambda j=job: _close_later(j))
+        def finished(*_: object) -> None:
+            _close_later(job)
+
+        worker.finished.connect(finished)
         worker.yielded.connect(lambda ev, w=worker: self._event(w, ev))
         worker.returned.connect(lambda value, w=worker: self._done(w, value))
         worker.errored.connect(lambda exc, w=worker: self._error(w, exc))

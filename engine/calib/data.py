@@ -9,7 +9,7 @@ and skipped, never a crash.
 from __future__ import annotations
 
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -299,7 +299,7 @@ def _fit(spec: InputSpec, a: np.ndarray, where: str) -> np.ndarray:
     return a
 
 
-def prefetched(items: Iterator[T], depth: int = 2) -> Iterator[T]:
+def prefetched(items: Iterator[T], depth: int = 2) -> Generator[T, None, None]:
     """``items`` made on a thread of their own, up to ``depth`` ahead of the caller: a sample is read, decoded and
     resized (or drawn) while ONNX Runtime runs the one before. An exception in the thread is raised here, where the
     item would have come; the thread stops when the caller stops taking (a cancel, an error, the end)."""
