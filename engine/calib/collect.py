@@ -149,7 +149,8 @@ def collect(
     """Statistics of ``tensors`` over ``data`` (one FP32 pass); ``where`` gets where they were folded (the GPU
     on CUDA where it can, else the host); ``proto``: the model as the caller read it (its external data not
     loaded), so that it is not read again; ``phases`` gets the seconds of the pass's parts (the model with its
-    outputs, the session, the GPU's folder, the first sample, the other samples)."""
+    outputs, the session, the GPU's folder, the first sample, the other samples, and within those ONNX Runtime's runs
+    and the wait for the host's folding threads)."""
     cancel = cancel or CancelToken()
     path = Path(path)
     stats = {t: TensorStats(t) for t in tensors}
@@ -185,11 +186,13 @@ def collect(
             with contextlib.closing(prefetched(batches(data))) as samples:  # the next sample made meanwhile
                 for feeds in samples:
                     cancel.raise_if_cancelled()
+                    r = time.perf_counter()
                     try:
                         if device is not None:
                             outs, acts = _run_on_device(sess, feeds, want)
                         else:
                             outs = sess.run(want, feeds)
+                        phases["runs_s"] = round(phases.get("runs_s", 0.0) + time.perf_counter() - r, 4)
                     except Exception as e:  # noqa: BLE001 - ORT's own error types
                         from splitscope.engine.runtime.ort import _run_message
 
@@ -209,7 +212,9 @@ def collect(
                         folded = {n: live.get(n, stats[n].absmax) for n in want[:8]}
                         at = done + 1
                     else:  # folded on the host's threads while the next batch runs: the previous batch's ranges
+                        w = time.perf_counter()
                         folded, at = host.wait(), done
+                        phases["fold_wait_s"] = round(phases.get("fold_wait_s", 0.0) + time.perf_counter() - w, 4)
                         host.submit(outs)
                     del outs
                     done += 1
