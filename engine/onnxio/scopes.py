@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 
 
 def scope_from(name: str, meta: dict[str, str] | None) -> tuple[str, ...]:
@@ -39,4 +40,10 @@ def scope_from(name: str, meta: dict[str, str] | None) -> tuple[str, ...]:
         return tuple(out)
     if "/" not in name:
         return ()
-    return tuple(s for s in name.split("/")[:-1] if s)
+    return _scope_of_path(name.rpartition("/")[0])
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _scope_of_path(head: str) -> tuple[str, ...]:
+    """The scope of the names under ``head`` (``/model/layers.3/self_attn``): a layer's nodes share one."""
+    return tuple(s for s in head.split("/") if s)
