@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import sys
 import threading
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
@@ -138,41 +139,75 @@ def retire(obj: Any, wait_s: float = 120.0, chunk: int = 4000) -> None:
     on the UI thread, or on a worker while the UI thread waits for it, a stall. Here a thread keeps a reference,
     waits until it holds the last one (the caller's and the window's have gone), then empties the large lists and
     dicts inside it a ``chunk`` at a time, yielding the interpreter between steps; it only ever empties a container
-    nothing else refers to, so an object still in use elsewhere is never touched. If other holders remain after
-    ``wait_s`` it lets go and the object is freed as usual, whenever they let go of it."""
-    import sys
+    nothing else refers to, so an object still in use elsewhere is never touched, and it walks only the engine's own
+    objects (never a Qt object, which must die on its own thread). Retiring an object already retiring gives its
+    thread ``wait_s`` more. If other holders remain past the deadline it lets go, and the object is freed as usual
+    whenever they do. Where reference counts cannot be read this way (a free-threaded build) it does nothing."""
     import time
 
+    if not _COUNTS_OK:
+        return
     key = id(obj)
     with _gc_lock:
         if key in _retiring:
-            return  # one thread a object: two holding it would each wait for the other
-        _retiring.add(key)
+            _retiring[key] = time.monotonic() + wait_s  # its thread waits longer
+            return
+        _retiring[key] = time.monotonic() + wait_s
     box = [obj]
     del obj
 
     def held_alone() -> bool:
-        return sys.getrefcount(box[0]) <= 2  # the box's slot and getrefcount's argument
+        return sys.getrefcount(box[0]) <= _BOXED
 
     def work() -> None:
+        root = None
         try:
-            end = time.monotonic() + wait_s
             while not held_alone():
-                if time.monotonic() > end:
-                    box.clear()
+                with _gc_lock:
+                    late = time.monotonic() > _retiring[key]
+                if late and not held_alone():
+                    with _gc_lock:
+                        _retiring.pop(key, None)
+                    box.clear()  # others still hold it: freed when they let go
                     return
                 time.sleep(0.05)
             root = box.pop()
+            with _gc_lock:
+                _retiring.pop(key, None)  # before the object can die: its id may be reused
             _drain(root, chunk, 0)
-            del root
         finally:
             with _gc_lock:
-                _retiring.discard(key)
+                if root is None:
+                    _retiring.pop(key, None)
+            del root
 
     threading.Thread(target=work, name="splitscope-retire", daemon=True).start()
 
 
-_retiring: set[int] = set()
+_retiring: dict[int, float] = {}
+"""id of each object being retired: the time its thread stops waiting for the other holders."""
+
+
+def _counts() -> tuple[int, int]:
+    """What ``sys.getrefcount`` reads, in the shapes :func:`retire` and :func:`_drain` read it, for an object held
+    once (Python 3.14 passes arguments as borrowed references, so the reading is one less there)."""
+
+    class Probe:
+        __slots__ = ("v",)
+
+    box = [object()]
+    boxed = sys.getrefcount(box[0])
+    p = Probe()
+    p.v = []
+    v = p.v
+    field = sys.getrefcount(v)
+    del v
+    return boxed, field
+
+
+_BOXED, _FIELD = _counts()
+_COUNTS_OK = getattr(sys, "_is_gil_enabled", lambda: True)()
+"""A free-threaded build counts references per thread: :func:`retire` does not rely on them there."""
 
 
 def _fields(obj: Any) -> list[str]:
@@ -183,21 +218,25 @@ def _fields(obj: Any) -> list[str]:
     return [n for n in dict.fromkeys(names) if not n.startswith("__")]
 
 
+def _engine_object(v: Any) -> bool:
+    """An object of the engine's own classes (a model, a graph, a view): the only kind :func:`_drain` walks into."""
+    return type(v).__module__.startswith("splitscope.engine.")
+
+
 def _drain(obj: Any, chunk: int, depth: int) -> None:
     """Empty, a chunk at a time, the large containers ``obj``'s fields alone refer to; recurse into its fields that
-    are objects it alone refers to (a few levels: a model, its graph, its adjacency, a view)."""
-    import sys
+    are engine objects it alone refers to (a few levels: a model, its graph, its adjacency, a view)."""
     import time
 
-    if depth > 4 or isinstance(obj, (str, bytes, int, float, type)):
+    if depth > 4 or not _engine_object(obj):
         return
     for name in _fields(obj):
         try:
             v = getattr(obj, name)
         except AttributeError:
             continue
-        # references: the field, ``v`` here, getrefcount's argument
-        if sys.getrefcount(v) > 3:
+        if sys.getrefcount(v) > _FIELD:  # something besides this field refers to it
+            del v
             continue
         if isinstance(v, list) and len(v) > chunk:
             while v:
@@ -208,9 +247,7 @@ def _drain(obj: Any, chunk: int, depth: int) -> None:
                 for _ in range(min(chunk, len(v))):
                     v.popitem()
                 time.sleep(0)
-        elif not isinstance(v, (list, dict, tuple, set, str, bytes, int, float)) and (
-            hasattr(v, "__dict__") or hasattr(type(v), "__slots__")
-        ):
+        elif _engine_object(v):
             _drain(v, chunk, depth + 1)
         del v
 

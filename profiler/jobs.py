@@ -26,23 +26,29 @@ FRAME_MS = 16
 """Progress is shown at most this often."""
 
 
-def _close_later(job: Generator[JobEvent, Any, Any]) -> None:
-    """Close a job's generator (a no-op for one that ended) on a thread of its own: its ``finally`` blocks and the
-    freeing of what it built run off the UI thread."""
-    import threading
+_CLOSING: Any = None
 
-    if getattr(job, "gi_frame", None) is None:
-        return  # it ended (or is no generator object): nothing to close
 
-    def close() -> None:
-        try:
-            job.close()
-        except Exception:  # a cleanup that fails is the job's; the window goes on
-            import logging
+def _closing_worker() -> Any:
+    """superqt's ``GeneratorWorker``, closing its generator in its own thread when its loop ends, whatever ended it
+    (the end, an error, a cancel): a job cancelled at a yield is suspended there, inside what it holds (the garbage
+    collector's pause, child processes), until something closes it; nothing else would but a garbage collection,
+    which waits for that pause."""
+    global _CLOSING
+    if _CLOSING is None:
+        from superqt.utils import GeneratorWorker
 
-            logging.getLogger("splitscope").exception("closing a cancelled job")
+        class ClosingWorker(GeneratorWorker):
+            def work(self) -> Any:
+                try:
+                    return super().work()
+                finally:
+                    gen = getattr(self, "_gen", None)  # superqt's: the generator of the function it was given
+                    if gen is not None:
+                        gen.close()
 
-    threading.Thread(target=close, name="splitscope-close-job", daemon=True).start()
+        _CLOSING = ClosingWorker
+    return _CLOSING
 
 
 class JobRunner(QObject):
@@ -85,21 +91,11 @@ class JobRunner(QObject):
         """Start ``factory(token)`` in a worker thread, cancelling any running job."""
         self.cancel()
         token = CancelToken()
-        job = factory(token)
 
         def run_job() -> Generator[JobEvent, Any, Any]:
-            return (yield from job)
+            return (yield from factory(token))
 
-        from superqt.utils import GeneratorWorker
-
-        worker = GeneratorWorker(run_job)
-
-        # A cancelled job stops at a yield, suspended: its cleanup (the collector's pause it holds, its children)
-        # would wait for the garbage collector, which waits for that pause. Closed once its thread has let go.
-        def finished(*_: object) -> None:
-            _close_later(job)
-
-        worker.finished.connect(finished)
+        worker = _closing_worker()(run_job)
         worker.yielded.connect(lambda ev, w=worker: self._event(w, ev))
         worker.returned.connect(lambda value, w=worker: self._done(w, value))
         worker.errored.connect(lambda exc, w=worker: self._error(w, exc))

@@ -8,7 +8,15 @@ import time
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+import pytest
+from splitscope.engine import jobs
 from splitscope.engine.jobs import retire
+
+
+@pytest.fixture(autouse=True)
+def _these_classes_count_as_the_engines(monkeypatch):
+    """retire walks only the engine's own objects; the small classes here stand for them."""
+    monkeypatch.setattr(jobs, "_engine_object", lambda v: type(v).__module__ in (__name__, "splitscope.engine.model"))
 
 
 @dataclass(slots=True)
@@ -27,9 +35,23 @@ def _model(n: int) -> Model:
     return Model(Inner([object() for _ in range(n)], {str(k): k for k in range(n)}), list(range(n)))
 
 
+_BEFORE: set[threading.Thread] = set()
+
+
+def _mine() -> list[threading.Thread]:
+    """The retiring threads this test started (an earlier test's window may have some waiting still)."""
+    return [t for t in threading.enumerate() if t.name == "splitscope-retire" and t not in _BEFORE]
+
+
+@pytest.fixture(autouse=True)
+def _others_before():
+    _BEFORE.clear()
+    _BEFORE.update(t for t in threading.enumerate() if t.name == "splitscope-retire")
+
+
 def _wait_retired(timeout: float = 10.0) -> None:
     end = time.monotonic() + timeout
-    while any(t.name == "splitscope-retire" for t in threading.enumerate()):
+    while _mine():
         assert time.monotonic() < end, "the retiring thread never finished"
         time.sleep(0.01)
 
@@ -75,3 +97,14 @@ def test_it_lets_go_when_another_holder_stays():
     retire(m, wait_s=0.2)
     _wait_retired(5)
     assert other.order == list(range(10)) and len(other.inner.nodes) == 10
+
+
+def test_retiring_again_gives_its_thread_more_time():
+    m = _model(10)
+    retire(m, wait_s=0.3)
+    time.sleep(0.2)
+    retire(m, wait_s=2.0)  # replaced again elsewhere: the same thread waits on
+    time.sleep(0.4)  # past the first deadline
+    assert _mine()
+    del m
+    _wait_retired()
