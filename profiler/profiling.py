@@ -82,7 +82,6 @@ class Profiling(QObject):
         self.queue = queue
         queue.finished.connect(self._finished)
         self._reads = 0
-        self._workers: set[Any] = set()
 
     def submit(self, req: ProfileRequest) -> int:
         """Queue a profile; returns its job id."""
@@ -108,8 +107,6 @@ class Profiling(QObject):
         read = self._reads
         worker = create_worker(load_results, model, "profile", _start_thread=False, _ignore_errors=True)
         worker.returned.connect(lambda docs: self._add_saved(read, model, docs))
-        self._workers.add(worker)
-        worker.finished.connect(lambda w=worker: self._workers.discard(w))
         worker.start()
 
     def _add_saved(self, read: int, model: Path, docs: list[dict[str, Any]]) -> None:

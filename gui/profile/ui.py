@@ -119,7 +119,6 @@ class ProfilingUi(QObject):
         self.jobs_dock = shell.add_dock("Jobs", self.jobs)
         self._panel = LazyPanel(shell, "Profile", ProfilePanel, self._wire)  # built when first needed
         self._node_ops: dict[str, str] = {}
-        self._workers: set[Any] = set()
         self.profile_dock = self._panel.dock
         self.diff_pair: tuple[int, int] | None = None
         c.queue.sample.connect(self._sample)
@@ -224,8 +223,6 @@ class ProfilingUi(QObject):
 
         worker = create_worker(ops, _start_thread=False, _ignore_errors=True)
         worker.returned.connect(self._ops_ready)
-        self._workers.add(worker)
-        worker.finished.connect(lambda w=worker: self._workers.discard(w))
         worker.start()
         self.diff_pair = None
         if gm.path is not None:

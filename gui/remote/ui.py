@@ -26,7 +26,6 @@ class RemoteUi(QObject):
         self.pending: int | None = None
         self.targets_dialog: Any = None
         self._model: Any = None
-        self._workers: set[Any] = set()
         c.sweep_ready.connect(self._finished)
         c.queue.sample.connect(self._sample)
         c.queue.failed.connect(self._failed)
@@ -116,8 +115,6 @@ class RemoteUi(QObject):
 
             worker = create_worker(load_results, gm.path, "sweep", _start_thread=False, _ignore_errors=True)
             worker.returned.connect(lambda saved, gm=gm, r=results: self._saved(gm, r, saved))
-            self._workers.add(worker)
-            worker.finished.connect(lambda w=worker: self._workers.discard(w))
             worker.start()
             return
         self._show_sweep(gm, results)

@@ -152,8 +152,7 @@ class InputShapes:
         if gm is None:
             self.shell.show_message("Open a model first.", 5000)
             return
-        if self.dialog is not None:
-            self.dialog.close()
+        self._drop_dialog()
         dlg = self.dialog = InputShapesDialog(gm, self.saved(gm), self.shell.window())
         dlg.accepted.connect(lambda: self._apply(gm, dlg.dims()))
         dlg.show()
@@ -170,10 +169,17 @@ class InputShapes:
         else:
             self.shell.show_message(f"{name} is still being opened: set the shapes again once it is shown.", 10000)
 
+    def _drop_dialog(self) -> None:
+        """Close the dialog and let it go (it and its connection hold its model: a closed dialog kept alive kept a
+        200k-node model after the next one was opened)."""
+        if self.dialog is not None:
+            self.dialog.close()
+            self.dialog.deleteLater()
+            self.dialog = None
+
     def _model_ready(self, gm: GraphModel, *_: Any) -> None:
         if self.dialog is not None and self.dialog.gm is not gm:
-            self.dialog.close()
-            self.dialog = None
+            self._drop_dialog()
         marker = f"{gm.path}:{sorted(gm.missing_dims)}"
         if gm.missing_dims and marker != self._asked:
             self._asked = marker  # asked once per model and set of missing dims

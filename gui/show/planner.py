@@ -147,7 +147,6 @@ class PlannerUi(QObject):
         self.results: list[dict[str, Any]] = []
         self._generation = 0
         self._loading = False
-        self._workers: list[Any] = []
         p = self.panel
         p.scenario.currentIndexChanged.connect(lambda _i: (self._show_plans(), self._summary()))
         p.new_btn.clicked.connect(lambda: self.new_scenario())
@@ -197,8 +196,6 @@ class PlannerUi(QObject):
         worker = create_worker(work, _start_thread=False, _ignore_errors=True)
         worker.returned.connect(done)
         worker.errored.connect(lambda e: self.shell.show_message(f"Planner: {e}", 8000))
-        worker.finished.connect(lambda w=worker: self._workers.remove(w) if w in self._workers else None)
-        self._workers.append(worker)
         worker.start()
 
     def profile(self) -> dict[str, Any] | None:

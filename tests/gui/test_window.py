@@ -535,3 +535,37 @@ def test_garbage_is_collected_on_the_ui_thread_only_and_never_during_a_build(qtb
         timer.stop()
         if was:
             gc.enable()
+
+
+def test_the_model_before_is_let_go_of_when_another_is_opened(qtbot, window, tmp_path):
+    """Once the next model is shown nothing keeps the one before: not the Input Shapes dialog it opened, not the
+    workers that read its ops and saved results, not the session (a 200k-node model held that way stays in memory and
+    is later freed in one stall)."""
+    import gc
+    import shutil
+    import threading
+    import time
+
+    from splitscope.engine.model import GraphModel
+
+    first = tmp_path / "first.onnx"
+    shutil.copy(ROOT / "tests" / "data" / "torch_transformer.onnx", first)  # a seq dim: its dialog opens itself
+    window.open_model(first)
+    wait_idle(qtbot, window)
+    qtbot.waitUntil(lambda: window.graph_model is not None and window.graph_model.path == first, timeout=30000)
+    window.open_model(SAMPLE_MODEL)
+    wait_idle(qtbot, window)
+    qtbot.waitUntil(lambda: window.graph_model.path == SAMPLE_MODEL, timeout=30000)
+
+    def left() -> int:
+        gc.unfreeze()
+        gc.collect()
+        return sum(1 for o in gc.get_objects() if isinstance(o, GraphModel) and o.path == first)
+
+    from PySide6.QtCore import QThreadPool
+
+    assert QThreadPool.globalInstance().waitForDone(30000)  # the workers that read its ops and saved results
+    end = time.monotonic() + 20
+    while left() and time.monotonic() < end:  # the retiring thread lets go within a poll of the last holder
+        qtbot.wait(100)
+    assert left() == 0, [t.name for t in threading.enumerate()]
