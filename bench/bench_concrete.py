@@ -41,17 +41,6 @@ print(json.dumps({"seconds": round(s, 3), "tensors": len(made), "concrete": sum(
 """
 
 
-def _site(src: Path, where: Path) -> Path:
-    """A checkout's package layout: splitscope/ maps engine/, gui/, profiler/, resources/ (an editable install)."""
-    where.mkdir()
-    pkg = where / "splitscope"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text((src / "splitscope" / "__init__.py").read_text())
-    for sub in ("engine", "gui", "profiler", "resources"):
-        (pkg / sub).symlink_to(src / sub)
-    return where
-
-
 def run(site: Path, model: Path, dims: dict[str, int]) -> dict:
     out = subprocess.run(
         [sys.executable, "-c", PROBE, str(model), json.dumps(dims)],
@@ -72,22 +61,21 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
     dims = {k: int(v) for k, v in (d.split("=", 1) for d in args.dim)}
+    sys.path.insert(0, str(ROOT / "bench"))
+    from peer import peer_tree, site
+
     tmp = Path(tempfile.mkdtemp(prefix="splitscope-bench-concrete-"))
-    peer = tmp / "peer"
-    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(peer), args.peer], check=True)
-    try:
-        sites = {"ours": _site(ROOT, tmp / "site-ours"), "peer": _site(peer, tmp / "site-peer")}
+    with peer_tree(args.peer) as peer:
+        sites = {"ours": site(ROOT, tmp / "site-ours"), "peer": site(peer, tmp / "site-peer")}
         runs: dict[str, list[dict]] = {"ours": [], "peer": []}
         for _ in range(args.repeat):  # interleaved: the machine's noise falls on both alike
             for who, site in sites.items():
-                runs[who].append(run(site, args.model, dims))
+                runs[who].append(run(site, args.model.resolve(), dims))
                 print(who, json.dumps(runs[who][-1]), flush=True)
         row = {
             who: {**r[-1], "seconds": round(statistics.median(x["seconds"] for x in r), 3)} for who, r in runs.items()
         }
         print(json.dumps({"model": args.model.name, "dims": dims, **row}), flush=True)
-    finally:
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(peer)], check=False)
 
 
 if __name__ == "__main__":

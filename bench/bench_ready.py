@@ -50,19 +50,17 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--json", type=Path, help="append each run as a JSON line")
     args = ap.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="splitscope-bench-ready-"))
-    peer = tmp / "peer"
-    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(peer), args.peer], check=True)
-    try:
+    sys.path.insert(0, str(ROOT / "bench"))
+    from peer import peer_tree
+
+    with peer_tree(args.peer) as peer:
         for k in range(args.repeat):  # interleaved: the machine's noise falls on both alike
             for who, tree in (("ours", ROOT), ("peer", peer)):
-                row = {"who": who, "round": k, "model": args.model.name, **run(tree, args.model)}
+                row = {"who": who, "round": k, "model": args.model.name, **run(tree, args.model.resolve())}
                 print(json.dumps(row), flush=True)
                 if args.json:
                     with args.json.open("a") as f:
                         f.write(json.dumps(row) + "\n")
-    finally:
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(peer)], check=False)
 
 
 if __name__ == "__main__":

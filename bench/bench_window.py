@@ -62,20 +62,11 @@ def main() -> None:
     sys.path.insert(0, str(ROOT / "bench"))
     import onnx
     from make_models import make_transformer
+    from peer import peer_tree, site
 
     tmp = Path(tempfile.mkdtemp(prefix="splitscope-bench-window-"))
-    peer = tmp / "peer"
-    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(peer), args.peer], check=True)
-    try:
-        # A checkout's package layout: splitscope/ maps engine/, gui/, profiler/, resources/ (an editable install)
-        for src in (ROOT, peer):
-            link = tmp / f"site-{src.name}"
-            link.mkdir()
-            pkg = link / "splitscope"
-            pkg.mkdir()
-            (pkg / "__init__.py").write_text((src / "splitscope" / "__init__.py").read_text())
-            for sub in ("engine", "gui", "profiler", "resources"):
-                (pkg / sub).symlink_to(src / sub)
+    with peer_tree(args.peer) as peer:
+        ours_site, peer_site = site(ROOT, tmp / "site-ours"), site(peer, tmp / "site-peer")
         models = {}
         for n in args.sizes:
             if n == 0:
@@ -87,8 +78,8 @@ def main() -> None:
         for n, model in models.items():
             ours, theirs = [], []
             for _ in range(args.repeat):  # interleaved: the machine's noise falls on both alike
-                ours.append(run(tmp / f"site-{ROOT.name}", model))
-                theirs.append(run(tmp / "site-peer", model))
+                ours.append(run(ours_site, model))
+                theirs.append(run(peer_site, model))
             ratios = sorted(t / o for o, t in zip(ours, theirs, strict=True))
             row = {
                 "nodes": n or "sample",
@@ -99,8 +90,6 @@ def main() -> None:
             }
             rows.append(row)
             print(json.dumps(row), flush=True)
-    finally:
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(peer)], check=False)
 
 
 if __name__ == "__main__":

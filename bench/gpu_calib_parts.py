@@ -62,16 +62,7 @@ want = [o.name for o in sess.get_outputs() if o.name in set(tensors)]
 
 def run(f: dict[str, np.ndarray]) -> list:
     sess = SESSION[0]
-    if not cuda:
-        return sess.run(want, f)
-    io = sess.io_binding()
-    for name, v in f.items():
-        io.bind_cpu_input(name, v)
-    for n in want:
-        io.bind_output(n, "cuda", 0)
-    sess.run_with_iobinding(io)
-    io.synchronize_outputs()
-    return io.get_outputs()
+    return C._run_on_device(sess, f, want)[0] if cuda else sess.run(want, f)
 
 
 t = time.perf_counter()

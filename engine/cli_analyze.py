@@ -118,10 +118,10 @@ def _print_summary(gm: object, summary: dict[str, dict[str, float | int]]) -> No
 
     assert isinstance(gm, GraphModel)
     p = gm.parser
-    work = "FLOPs unknown (a dim has no value)" if gm.missing_dims else flops_text(gm)
+    work = "FLOPs unknown (a dim has no value)" if gm.missing_dims else flops_text(gm, where=False)
     print(
         f"{gm.path}: {plural(len(gm.nodes), 'node')}, split by the {decided_by(p)}, at {gm.shapes_label()}"
-        + (f": {work.replace(f' at {gm.shapes_label()}', '', 1)}" if work else "")
+        + (f": {work}" if work else "")
     )
     for note in gm.dim_notes:
         print(f"note: {note}")

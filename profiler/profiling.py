@@ -41,6 +41,16 @@ def dims_text(dims: dict[str, int]) -> str:
     return ", ".join(f"{k}={v}" for k, v in dims.items())
 
 
+def read_saved(model: Path, kind: str, done: Any) -> None:
+    """The saved results of ``kind`` of ``model`` (:func:`load_results`) read in a worker, then given to ``done`` on
+    the UI thread: a large model's are megabytes of JSON each, which held the window when read on its thread."""
+    from superqt.utils import create_worker
+
+    worker = create_worker(load_results, model, kind, _start_thread=False, _ignore_errors=True)
+    worker.returned.connect(done)
+    worker.start()
+
+
 def child_or_remote(kind: str, args: dict[str, Any], push: tuple[str, ...] = (), fetch: tuple[str, ...] = ()) -> Any:
     """The job's process: a child here, or the same child on the SSH target ``args["target"]`` names (popped)."""
     target = args.pop("target", None)
@@ -93,21 +103,14 @@ class Profiling(QObject):
             meta={"model": str(req.model), "backend": req.backend},
         )
 
-    def forget_reads(self) -> None:
-        """A model without saved profiles (no file) was opened: a read still running for the one before is stale."""
-        self._reads += 1
-
-    def reload(self, model: Path) -> None:
-        """Put the model's saved profiles in the queue's list, as finished jobs, once read in a worker (a large
-        model's profiles are megabytes of JSON each: read on the UI thread they held the window); :attr:`reloaded`
-        says when. A model opened meanwhile makes the earlier read's profiles stale: they are dropped."""
-        from superqt.utils import create_worker
-
+    def reload(self, model: Path | None) -> None:
+        """Put the model's saved profiles in the queue's list, as finished jobs, once read (:func:`read_saved`);
+        :attr:`reloaded` says when. A model opened meanwhile (``None``: one without a file) makes the earlier read's
+        profiles stale: they are dropped."""
         self._reads += 1
         read = self._reads
-        worker = create_worker(load_results, model, "profile", _start_thread=False, _ignore_errors=True)
-        worker.returned.connect(lambda docs: self._add_saved(read, model, docs))
-        worker.start()
+        if model is not None:
+            read_saved(model, "profile", lambda docs: self._add_saved(read, model, docs))
 
     def _add_saved(self, read: int, model: Path, docs: list[dict[str, Any]]) -> None:
         if read != self._reads:

@@ -39,10 +39,11 @@ def uncounted_flops(gm: GraphModel) -> tuple[int, int]:
     return custom, len(missing) - custom
 
 
-def flops_text(gm: GraphModel) -> str:
+def flops_text(gm: GraphModel, where: bool = True) -> str:
     """The model's FLOPs a run, as the CLI, the window and the report say them: what is not counted said beside the
     total (a custom op's cost is unknown until measured; a node whose shapes at the dims in force are unknown is
-    left out, so the total is a lower bound), "" for a model with none."""
+    left out, so the total is a lower bound), "" for a model with none; ``where``: with the shapes in force (a line
+    that says them already leaves them out)."""
     from splitscope.engine.text import format_flops
 
     if gm.missing_dims:
@@ -51,7 +52,8 @@ def flops_text(gm: GraphModel) -> str:
     custom, unknown = uncounted_flops(gm)
     if not total and not unknown and not custom:
         return ""
-    text = f"{'at least ' if unknown else ''}{format_flops(total)} per inference at {gm.shapes_label()}"
+    at = f" at {gm.shapes_label()}" if where else ""
+    text = f"{'at least ' if unknown else ''}{format_flops(total)} per inference{at}"
     left = [f"{plural(custom, 'custom-op node')} unknown until measured"] if custom else []
     if unknown:
         left.append(f"{plural(unknown, 'node')} not countable at these shapes")

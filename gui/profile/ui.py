@@ -225,11 +225,8 @@ class ProfilingUi(QObject):
         worker.returned.connect(self._ops_ready)
         worker.start()
         self.diff_pair = None
-        if gm.path is not None:
-            with contextlib.suppress(OSError):
-                self.controller.profiling.reload(gm.path)
-        else:
-            self.controller.profiling.forget_reads()
+        with contextlib.suppress(OSError):
+            self.controller.profiling.reload(gm.path)
 
     def _ops_ready(self, res: tuple[GraphModel, dict[str, str]]) -> None:
         gm, ops = res

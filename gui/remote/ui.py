@@ -110,12 +110,9 @@ class RemoteUi(QObject):
         results = self.controller.results
         self._model = gm
         if results.sweep is None and gm.path is not None:
-            from splitscope.engine.runtime.store import load_results
-            from superqt.utils import create_worker
+            from splitscope.profiler.profiling import read_saved
 
-            worker = create_worker(load_results, gm.path, "sweep", _start_thread=False, _ignore_errors=True)
-            worker.returned.connect(lambda saved, gm=gm, r=results: self._saved(gm, r, saved))
-            worker.start()
+            read_saved(gm.path, "sweep", lambda saved, gm=gm, r=results: self._saved(gm, r, saved))
             return
         self._show_sweep(gm, results)
 
