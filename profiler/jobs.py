@@ -2,7 +2,7 @@
 
 The engine's jobs are plain generators that yield :mod:`splitscope.engine.jobs` events
 (:class:`Progress`, :class:`Partial`, :class:`Sample`, :class:`LogLine`) and take a
-:class:`CancelToken`. superqt's ``GeneratorWorker`` runs them off the UI thread; this
+:class:`CancelToken`. superqt's ``GeneratorWorker`` (:mod:`.workers`) runs them off the UI thread; this
 module routes each event type to its own signal. Progress is coalesced to the frame rate
 (a job may report thousands of steps a second; the bar needs sixty); partial results,
 samples and log lines are never dropped.
@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QObject, QTimer, Signal
 from splitscope.engine.errors import JobCancelledError, SplitscopeError
 from splitscope.engine.jobs import CancelToken, JobEvent, LogLine, Partial, Progress, Sample
+from splitscope.profiler.workers import generator_worker
 
 if TYPE_CHECKING:
     from superqt.utils import GeneratorWorker  # imported at the first job: the window shows before it
@@ -24,31 +25,6 @@ JobFactory = Callable[[CancelToken], Generator[JobEvent, None, Any]]
 
 FRAME_MS = 16
 """Progress is shown at most this often."""
-
-
-_CLOSING: Any = None
-
-
-def _closing_worker() -> Any:
-    """superqt's ``GeneratorWorker``, closing its generator in its own thread when its loop ends, whatever ended it
-    (the end, an error, a cancel): a job cancelled at a yield is suspended there, inside what it holds (the garbage
-    collector's pause, child processes), until something closes it; nothing else would but a garbage collection,
-    which waits for that pause."""
-    global _CLOSING
-    if _CLOSING is None:
-        from superqt.utils import GeneratorWorker
-
-        class ClosingWorker(GeneratorWorker):
-            def work(self) -> Any:
-                try:
-                    return super().work()
-                finally:
-                    gen = getattr(self, "_gen", None)  # superqt's: the generator of the function it was given
-                    if gen is not None:
-                        gen.close()
-
-        _CLOSING = ClosingWorker
-    return _CLOSING
 
 
 class JobRunner(QObject):
@@ -95,7 +71,7 @@ class JobRunner(QObject):
         def run_job() -> Generator[JobEvent, Any, Any]:
             return (yield from factory(token))
 
-        worker = _closing_worker()(run_job)
+        worker = generator_worker(run_job)
         worker.yielded.connect(lambda ev, w=worker: self._event(w, ev))
         worker.returned.connect(lambda value, w=worker: self._done(w, value))
         worker.errored.connect(lambda exc, w=worker: self._error(w, exc))

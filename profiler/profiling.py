@@ -44,9 +44,9 @@ def dims_text(dims: dict[str, int]) -> str:
 def read_saved(model: Path, kind: str, done: Any) -> None:
     """The saved results of ``kind`` of ``model`` (:func:`load_results`) read in a worker, then given to ``done`` on
     the UI thread: a large model's are megabytes of JSON each, which held the window when read on its thread."""
-    from superqt.utils import create_worker
+    from splitscope.profiler.workers import function_worker
 
-    worker = create_worker(load_results, model, kind, _start_thread=False, _ignore_errors=True)
+    worker = function_worker(load_results, model, kind)
     worker.returned.connect(done)
     worker.start()
 

@@ -127,12 +127,13 @@ class RecipeBox(QWidget):
             self.info.setText("Pick a folder of images to see one prepared (random data needs no recipe).")
             return
         from splitscope.engine.calib.data import preview_recipe
-        from superqt.utils import create_worker
+        from splitscope.profiler.workers import function_worker
 
         if self._worker is not None:
             self._worker.quit()
-        worker = create_worker(preview_recipe, folder, self.spec, self.text(), self.dims)
+        worker = function_worker(preview_recipe, folder, self.spec, self.text(), self.dims)
         worker.returned.connect(self._show)
+        worker.errored.connect(lambda e: self.info.setText(f"<b>The recipe could not be tried:</b> {e}"))
         self._worker = worker
         worker.start()
 

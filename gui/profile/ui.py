@@ -212,7 +212,7 @@ class ProfilingUi(QObject):
     def model_changed(self, gm: GraphModel, *_: Any) -> None:
         """A model was opened: its saved profiles come back in the Jobs panel; its nodes' op types, for the live
         plot's labels, are gathered in a worker (200k nodes: a third of a second on the UI thread)."""
-        from superqt.utils import create_worker
+        from splitscope.profiler.workers import function_worker
 
         self._node_ops = {}
         if self._panel.built:
@@ -221,7 +221,7 @@ class ProfilingUi(QObject):
         def ops() -> tuple[GraphModel, dict[str, str]]:
             return gm, {n.label: n.op_type for n in gm.nodes}
 
-        worker = create_worker(ops, _start_thread=False, _ignore_errors=True)
+        worker = function_worker(ops)
         worker.returned.connect(self._ops_ready)
         worker.start()
         self.diff_pair = None

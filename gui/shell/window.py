@@ -427,9 +427,10 @@ class MainWindow(QMainWindow):
             return
         import importlib
 
-        from superqt.utils import create_worker
+        from splitscope.profiler.workers import function_worker
 
-        self._preloader = create_worker(importlib.import_module, "pyqtgraph", _start_thread=True)
+        self._preloader = function_worker(importlib.import_module, "pyqtgraph")
+        self._preloader.start()
 
     def _on_view_changed(self, view: View, keep: bool) -> None:
         QTimer.singleShot(0, self._preload)
@@ -532,15 +533,13 @@ class MainWindow(QMainWindow):
     def save_graph(self, path: Path, fmt: str) -> None:
         """Write the graph image to ``path`` in a worker (a fully expanded 50k-node graph takes seconds to draw:
         never on the UI thread); :data:`export_finished` says when."""
-        from superqt.utils import create_worker
+        from splitscope.profiler.workers import function_worker
 
         snap = self.canvas.snapshot(plain=True)  # what is on screen now; the canvas may move on meanwhile
         gm = self.graph_model
         title = f"{model_title(gm)} — Splitscope" if gm is not None else "Splitscope"
         subtitle = (self.view.stats or {}).get("headline", "") if self.view is not None else ""
-        worker = create_worker(
-            exports.write_graph, snap, path, fmt, title, subtitle, _start_thread=False, _ignore_errors=True
-        )  # errors are shown below, not re-raised
+        worker = function_worker(exports.write_graph, snap, path, fmt, title, subtitle)  # errors are shown below
         worker.returned.connect(lambda p: (self.show_message(f"Saved {p}", 5000), self.export_finished.emit(str(p))))
         worker.errored.connect(
             lambda e: (

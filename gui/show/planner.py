@@ -191,9 +191,9 @@ class PlannerUi(QObject):
         self.recompute()
 
     def _start(self, work: Any, done: Any) -> None:
-        from superqt.utils import create_worker
+        from splitscope.profiler.workers import function_worker
 
-        worker = create_worker(work, _start_thread=False, _ignore_errors=True)
+        worker = function_worker(work)
         worker.returned.connect(done)
         worker.errored.connect(lambda e: self.shell.show_message(f"Planner: {e}", 8000))
         worker.start()

@@ -80,7 +80,7 @@ class PresentBoard(QWidget):
             return
         from splitscope.engine.jobs import CancelToken, run_to_end
         from splitscope.engine.view.layout import compute_layout, expansion_levels, fitted_scale
-        from superqt.utils import create_worker
+        from splitscope.profiler.workers import function_worker
 
         ctx = view.ctx
         size = (int(self.width() * 0.58), int(self.height() * 0.6))
@@ -96,7 +96,7 @@ class PresentBoard(QWidget):
                     break
             return chosen
 
-        w = create_worker(work, _start_thread=False, _ignore_errors=True)
+        w = function_worker(work)
         w.returned.connect(self._laid_out)
         self._worker = w
         w.start()
