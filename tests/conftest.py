@@ -46,8 +46,65 @@ def pytest_sessionfinish(session, exitstatus):  # type: ignore[no-untyped-def]
     shutil.rmtree(_SESSION_DIR, ignore_errors=True)
 
 
+def _import_what_changes_the_process_on_import() -> None:
+    """Libraries that change the process when first imported, whichever test imports them first: qtpy (under
+    superqt and pyqtgraph) sets ``QT_API``; Ray puts its ``thirdparty_files`` on ``sys.path``. Imported once here,
+    so that the check below sees what tests change, not what imports do."""
+    import importlib
+    import importlib.util
+
+    for name in ("qtpy", "pyqtgraph", "ray"):
+        if importlib.util.find_spec(name) is not None:
+            importlib.import_module(name)
+
+
+_import_what_changes_the_process_on_import()
+
+
 @pytest.fixture(autouse=True)
-def _isolated_user_dirs(tmp_path_factory, monkeypatch):
+def _leaves_the_process_as_it_found_it():
+    """No test may leave ``sys.path``, the working folder or the environment changed (an earlier one that put
+    ``bench/`` on the path hid the real ``netron`` from every later test): what a test changed is put back and the
+    test fails, naming what it was. Set up before any ``monkeypatch``, so checked after it has undone its own."""
+    import sys
+
+    def environ() -> dict[str, str]:
+        return {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}  # pytest's own, per phase
+
+    path, cwd, env = list(sys.path), os.getcwd(), environ()
+    yield
+    changed = []
+    if sys.path != path:
+        changed.append(f"sys.path ({sorted(set(sys.path) ^ set(path))})")
+        sys.path[:] = path
+    if os.getcwd() != cwd:
+        changed.append(f"the working folder ({os.getcwd()})")
+        os.chdir(cwd)
+    now = environ()
+    if now != env:
+        keys = sorted(k for k in set(env) | set(now) if env.get(k) != now.get(k))
+        changed.append(f"the environment ({', '.join(keys)})")
+        for k in keys:
+            if k in env:
+                os.environ[k] = env[k]
+            else:
+                del os.environ[k]
+    assert not changed, "the test left changed: " + "; ".join(changed)
+
+
+@pytest.fixture
+def restores_environment():
+    """For a test whose library changes the environment by design (``ray.init`` sets ``PYTHONBREAKPOINT`` and
+    ``RAY_*`` in the process that starts it): the environment as it was is put back after it."""
+    env = dict(os.environ)
+    yield
+    for k in set(os.environ) - set(env):
+        del os.environ[k]
+    os.environ.update(env)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_user_dirs(_leaves_the_process_as_it_found_it, tmp_path_factory, monkeypatch):
     """Each test: its own config, cache, data, state and log folders."""
     _point_user_dirs(tmp_path_factory.mktemp("user"), monkeypatch.setenv)
     yield

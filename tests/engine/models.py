@@ -313,10 +313,7 @@ def odd_models() -> dict[str, onnx.ModelProto]:
 
 def agreement_models(folder: Path) -> list[Path]:
     """The models over which table-vs-parser agreement is measured: onnx's light models, ours, the sample."""
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-    from make_models import make_transformer
+    from tests.bench import make_transformer
 
     paths = sorted(LIGHT_DIR.glob("*.onnx"))
     ours = {

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import pty
+import select
 import shutil
 import signal
 import subprocess
@@ -173,6 +175,7 @@ def test_cli_profile_writes_the_json_and_fails_in_one_line(tmp_path, capsys):
 def test_cli_profile_interrupted_exits_130_and_writes_nothing(tmp_path):
     out = tmp_path / "p.json"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    master, slave = pty.openpty()
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -189,13 +192,28 @@ def test_cli_profile_interrupted_exits_130_and_writes_nothing(tmp_path):
         ],
         env=env,
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+        stderr=slave,  # a terminal: the CLI shows its progress there, so the test sees the timing start
     )
-    time.sleep(4)
+    os.close(slave)
+    seen = b""
+    end = time.monotonic() + 300  # a generous deadline on a busy machine; the condition ends the wait
+    while b"Iteration" not in seen and time.monotonic() < end and proc.poll() is None:
+        if select.select([master], [], [], 1.0)[0]:
+            seen += os.read(master, 4096)
+    assert b"Iteration" in seen, seen[-400:]
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=30)
-    assert proc.returncode == 130, err
+    proc.communicate(timeout=60)
+    while select.select([master], [], [], 0.5)[0]:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # the other end closed
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(master)
+    err = seen.decode(errors="replace")
+    assert proc.returncode == 130, err[-400:]
     assert not out.exists() and not list(tmp_path.iterdir())
     assert "Traceback" not in err
 

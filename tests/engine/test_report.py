@@ -9,7 +9,6 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -196,10 +195,9 @@ def test_files_of_another_model_are_refused(tmp_path, detector_files):
 
 
 def test_a_large_models_report_draws_blocks_and_stays_small(tmp_path):
-    sys.path.insert(0, str(ROOT))
     import onnx
 
-    from bench.make_models import make_transformer
+    from tests.bench import make_transformer
 
     model = tmp_path / "big.onnx"
     onnx.save(make_transformer(12_000, break_every=400), model)

@@ -65,7 +65,7 @@ def test_pareto_front_of_latency_against_accuracy():
     assert pareto(cells) == {0, 1, 3, 4}
 
 
-def test_a_sweep_on_a_local_ray_marks_the_failed_cell_and_reuses_the_rest(tmp_path):
+def test_a_sweep_on_a_local_ray_marks_the_failed_cell_and_reuses_the_rest(tmp_path, restores_environment):
     pytest.importorskip("ray", reason="Ray is not installed: pip install 'splitscope[sweep]'")
     model = _mlp(tmp_path / "mlp.onnx")
     bad = tmp_path / "broken.onnx"

@@ -74,11 +74,9 @@ def test_an_unscoped_node_joins_its_consumers_scope(save_model):
 
 
 def test_hundreds_of_layers_are_grouped_into_runs(tmp_path):
-    import sys
-
-    sys.path.insert(0, str(ROOT / "bench"))
     import onnx
-    from make_models import make_transformer
+
+    from tests.bench import make_transformer
 
     path = tmp_path / "layers_5k.onnx"
     onnx.save(make_transformer(5000), path)

@@ -75,5 +75,5 @@ def test_a_recorded_h200_run_and_a_compile_error(qtbot, window, tmp_path):
     ui._reload()
     assert p.editor.toPlainText() == "// v1\n"
     cu.write_text("// v2: edited outside\n")
-    qtbot.waitUntil(lambda: p.editor.toPlainText() == "// v2: edited outside\n", timeout=5000)
+    qtbot.waitUntil(lambda: p.editor.toPlainText() == "// v2: edited outside\n", timeout=60000)
     assert QSettings().fileName()  # the test's own settings folder (conftest), never the user's

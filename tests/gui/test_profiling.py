@@ -38,11 +38,11 @@ def test_a_lane_runs_its_jobs_one_after_another_and_cancel_is_per_job(qtbot):
     assert q.jobs[a].state == RUNNING and q.jobs[b].state == QUEUED  # queued, not cancelling a
     q.cancel(b)
     assert q.jobs[b].state == CANCELLED
-    qtbot.waitUntil(lambda: q.jobs[a].state == DONE and q.jobs[c].state == RUNNING, timeout=5000)
+    qtbot.waitUntil(lambda: q.jobs[a].state == DONE and q.jobs[c].state == RUNNING, timeout=60000)
     assert q.jobs[a].result == "slept" and q.jobs[b].started is None  # b never ran
     t0 = time.monotonic()
     q.cancel(c)
-    qtbot.waitUntil(lambda: q.jobs[c].state == CANCELLED, timeout=1000)
+    qtbot.waitUntil(lambda: q.jobs[c].state == CANCELLED, timeout=60000)
     assert time.monotonic() - t0 < 1.0
     assert not q.running()
 
@@ -53,7 +53,7 @@ def test_profile_from_the_window_streams_and_colours_the_canvas(qtbot, window, t
     ui = window.profiling
     jid = ui.submit(ProfileRequest(SQUEEZENET, iterations=30, warmup=2, profiled=4))
     qtbot.waitUntil(lambda: window.controller.queue.jobs[jid].state == DONE, timeout=60000)
-    qtbot.waitUntil(lambda: jid in ui.results, timeout=5000)
+    qtbot.waitUntil(lambda: jid in ui.results, timeout=60000)
     panel = ui.panel
     qtbot.wait(100)  # a redraw tick
     assert panel.lat.n == 30 and panel.redraws > 0
@@ -82,7 +82,7 @@ def test_saved_profiles_come_back_and_two_compare(qtbot, window):
     ui = window.profiling
     ids = [ui.submit(ProfileRequest(SQUEEZENET, iterations=5, warmup=1, profiled=2)) for _ in range(2)]
     qtbot.waitUntil(lambda: all(window.controller.queue.jobs[j].state == DONE for j in ids), timeout=90000)
-    qtbot.waitUntil(lambda: all(j in ui.results for j in ids), timeout=5000)
+    qtbot.waitUntil(lambda: all(j in ui.results for j in ids), timeout=60000)
     ui.compare(*ids)
     from PySide6.QtWidgets import QTableWidget
 
@@ -96,7 +96,7 @@ def test_saved_profiles_come_back_and_two_compare(qtbot, window):
     window.open_model(Path(SQUEEZENET))
     wait_idle(qtbot, window)
     jobs = window.controller.queue.jobs
-    qtbot.waitUntil(lambda: sum(1 for r in jobs.values() if r.lane == "saved") == 2, timeout=5000)
+    qtbot.waitUntil(lambda: sum(1 for r in jobs.values() if r.lane == "saved") == 2, timeout=60000)
 
 
 def test_a_failing_profile_reaches_the_presenter_and_the_app_goes_on(qtbot, window):
@@ -119,7 +119,7 @@ def test_closing_the_window_mid_job_cancels_it(qtbot, window):
     jid = ui.submit(ProfileRequest(SQUEEZENET, iterations=1_000_000, warmup=1))
     qtbot.waitUntil(lambda: ui.panel.lat.n > 5, timeout=60000)
     window.close()
-    qtbot.waitUntil(lambda: window.controller.queue.jobs[jid].state == CANCELLED, timeout=3000)
+    qtbot.waitUntil(lambda: window.controller.queue.jobs[jid].state == CANCELLED, timeout=60000)
 
 
 def test_the_summary_of_a_cpu_profile_with_a_plugin_node_says_the_copies_were_not_measured():
@@ -191,7 +191,7 @@ def test_saved_profiles_are_read_in_a_worker_and_a_stale_read_is_dropped(qtbot, 
     c.profiling.reloaded.connect(lambda _model, ids: came.append(ids))
     c.profiling.reload(Path(SQUEEZENET))
     c.profiling.reload(Path(SQUEEZENET))  # the first read is stale now: only the second one's come in
-    qtbot.waitUntil(lambda: bool(came), timeout=5000)
+    qtbot.waitUntil(lambda: bool(came), timeout=60000)
     qtbot.wait(200)  # the stale read has ended too by now
     added = {j for j, r in c.queue.jobs.items() if r.lane == "saved"} - before
     assert len(came) == 1 and len(added) == 1 and came[0] == sorted(added)

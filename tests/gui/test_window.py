@@ -68,7 +68,7 @@ def test_search_next_previous(qtbot, window):
     wait_idle(qtbot, window)
     expand_all(qtbot, window)
     window.search.setText("conv")
-    qtbot.waitUntil(lambda: window.match_label.text() == "4 matches", timeout=5000)
+    qtbot.waitUntil(lambda: window.match_label.text() == "4 matches", timeout=60000)
     assert len(window.canvas.highlight_nodes) == 4
     window.find_next()
     assert window.match_label.text() == "1 / 4"
@@ -80,7 +80,7 @@ def test_search_next_previous(qtbot, window):
     window.find_previous()
     assert window.match_label.text() == "4 / 4"
     window.search.setText("no-such-thing")
-    qtbot.waitUntil(lambda: window.match_label.text() == "no match", timeout=5000)
+    qtbot.waitUntil(lambda: window.match_label.text() == "no match", timeout=60000)
 
 
 def test_expand_and_collapse_group(qtbot, window):
@@ -149,8 +149,7 @@ def test_bad_file_keeps_previous_model(qtbot, window, tmp_path):
 @pytest.fixture
 def model_6k(tmp_path):
     """A 6k-node transformer export whose full layout takes long enough to cancel."""
-    sys.path.insert(0, str(ROOT / "bench"))
-    from make_models import make_transformer
+    from tests.bench import make_transformer
 
     path = tmp_path / "t.onnx"
     onnx.save(make_transformer(6000), path)
@@ -462,7 +461,7 @@ def test_undo_redo_view_changes_and_arrow_keys(qtbot, window):
     gm = window.graph_model
     conv = next(n.index for n in gm.nodes if n.op_type == "Conv")
     window.canvas.select_item(window.view.layout.node_item[conv])
-    with qtbot.waitSignal(window.canvas.node_selected, timeout=5000) as sig:
+    with qtbot.waitSignal(window.canvas.node_selected, timeout=60000) as sig:
         qtbot.keyClick(window.canvas, Qt.Key.Key_Down)
     assert sig.args[0] in gm.graph.adj.succs[conv]
 
@@ -528,7 +527,7 @@ def test_garbage_is_collected_on_the_ui_thread_only_and_never_during_a_build(qtb
         worker = threading.Thread(target=churn, name="worker")
         worker.start()
         worker.join()
-        qtbot.waitUntil(lambda: bool(where), timeout=2000)
+        qtbot.waitUntil(lambda: bool(where), timeout=60000)
         assert set(where) == {threading.main_thread().name}
     finally:
         gc.callbacks.remove(seen)
@@ -565,7 +564,7 @@ def test_the_model_before_is_let_go_of_when_another_is_opened(qtbot, window, tmp
     from PySide6.QtCore import QThreadPool
 
     assert QThreadPool.globalInstance().waitForDone(30000)  # the workers that read its ops and saved results
-    end = time.monotonic() + 20
+    end = time.monotonic() + 120
     while left() and time.monotonic() < end:  # the retiring thread lets go within a poll of the last holder
         qtbot.wait(100)
     assert left() == 0, [t.name for t in threading.enumerate()]

@@ -156,4 +156,4 @@ def test_a_cancelled_job_lets_go_of_the_collectors_pause_and_cleans_up(qtbot):
     assert started.wait(10) and gc_held()
     runner.cancel()
     qtbot.waitUntil(cleaned.is_set, timeout=10000)
-    qtbot.waitUntil(lambda: not gc_held(), timeout=5000)
+    qtbot.waitUntil(lambda: not gc_held(), timeout=60000)

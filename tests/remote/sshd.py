@@ -102,7 +102,7 @@ def start(folder: Path) -> Server:
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # the privilege-separation folder sshd requires
     with open(folder / "sshd.log", "wb") as log:  # the server keeps its own descriptor
         proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(cfg)], stdin=subprocess.DEVNULL, stdout=log, stderr=log)
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.5):
             break

@@ -124,7 +124,7 @@ def test_cancel_stops_the_job_on_the_target_and_leaves_nothing(trusted, tmp_path
     with pytest.raises(JobCancelledError):
         for _ in gen:
             pass
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60
     while _children(cache) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not _children(cache), "Cancel must stop the child on the target"
@@ -145,7 +145,7 @@ def test_a_dropped_connection_ends_the_job_with_a_message_and_stops_it_there(tru
     with pytest.raises(RemoteError, match="dropped midway"):
         for _ in gen:
             pass
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60
     while _children(cache) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not _children(cache), "the target's job must stop when its connection is gone"
