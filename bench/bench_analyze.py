@@ -14,6 +14,9 @@ peak resident memory of the whole process tree (sampled every 100 ms):
 Usage::
 
     python bench/bench_analyze.py [--repeat 3] [--sizes 1000 10000 50000] [--out bench/out]
+    python bench/bench_analyze.py --sizes --split-size 0 --extra llama_ts_300.onnx --dim seq=128 --no-polygraphy
+
+``--extra`` adds models of one's own (an exporter's), ``--dim NAME=VALUE`` is given to every ``analyze``.
 """
 
 from __future__ import annotations
@@ -90,10 +93,12 @@ def run(cmd: list[str], env: dict[str, str]) -> tuple[float, int, str]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 50000])
+    ap.add_argument("--sizes", type=int, nargs="*", default=[1000, 10000, 50000])
     ap.add_argument("--split-size", type=int, default=50000, help="size of the split model (0: none)")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "out")
     ap.add_argument("--no-polygraphy", action="store_true")
+    ap.add_argument("--extra", type=Path, nargs="*", default=[], help="more models (an exporter's)")
+    ap.add_argument("--dim", action="append", default=[], help="NAME=VALUE for every analyze")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="splitscope-bench-"))
@@ -113,6 +118,9 @@ def main() -> None:
         models.append((f"transformer {len(m.graph.node)} nodes, custom op every 100 layers", p, len(m.graph.node)))
         del m
 
+    for p in args.extra:
+        models.append((p.name, p.resolve(), len(onnx.load(str(p), load_external_data=False).graph.node)))
+    dims = [a for d in args.dim for a in ("--dim", d)]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "POLYGRAPHY_USE_TENSORRT_RTX": "1"}
     polygraphy = shutil.which("polygraphy")
     cmds = {
@@ -126,6 +134,7 @@ def main() -> None:
             "--parser",
             "rtx",
             "-q",
+            *dims,
             "--json",
             str(tmp / "out.json"),
         ],
@@ -138,6 +147,7 @@ def main() -> None:
             "--parser",
             "table",
             "-q",
+            *dims,
             "--json",
             str(tmp / "out.json"),
         ],
