@@ -12,18 +12,28 @@ from typing import Any
 import numpy as np
 import onnx
 from splitscope.engine.calib import casts, qdq
-from splitscope.engine.calib.accuracy import compare_outputs, labels_for, read_labels, top1
+from splitscope.engine.calib.accuracy import labels_for, read_labels
 from splitscope.engine.calib.collect import collect, load_stats, save_stats
 from splitscope.engine.calib.data import IMAGE_SUFFIXES, CalibData, batches, open_data
+from splitscope.engine.calib.measure import measure
 from splitscope.engine.calib.methods import METHODS, amax
 from splitscope.engine.calib.search import qdq_builder
 from splitscope.engine.errors import SplitscopeError
 from splitscope.engine.jobs import CancelToken, JobEvent, Progress
+from splitscope.engine.onnxio.weights import WeightSources, hoist
 from splitscope.engine.onnxio.writer import ModelWriter, has_external_data
 from splitscope.engine.runtime.inputs import input_specs
-from splitscope.engine.runtime.ort import InferenceError, OrtBackend
+from splitscope.engine.runtime.ort import OrtBackend
 from splitscope.engine.runtime.written import verify_written
 from splitscope.engine.text import plural
+
+
+def _load(model: Path, external: bool = True) -> onnx.ModelProto:
+    """``model`` with its weights where calibration finds them: ``Constant`` nodes and constant chains made
+    initializers (:func:`~splitscope.engine.onnxio.weights.hoist`)."""
+    m = onnx.load(str(model), load_external_data=external)
+    hoist(m)
+    return m
 
 
 def _body_nodes(n: onnx.NodeProto) -> int:
@@ -65,7 +75,7 @@ def _qdq_with_half(
 ) -> tuple[dict[str, int], bytes, dict[str, Any]]:
     """Write Q/DQ for the quantized nodes and casts for the nodes pinned to FP16/BF16; return the counts, the
     emulation to measure (the Q/DQ as written, the pinned nodes' tensors rounded) and the pins' record."""
-    m, counts = qdq.apply(onnx.load(str(model)), ranges, qplan, precision)
+    m, counts = qdq.apply(_load(model), ranges, qplan, precision)
     if half_precision == "bf16":
         m = qdq._at_least(m, 22)
     hplan = casts.plan(m, half_precision, default_keep=False, only=half)
@@ -79,9 +89,6 @@ def _qdq_with_half(
             f"{plural(len(missed), 'node')} pinned to {half_precision.upper()} cannot run in it (their ONNX schema "
             f"does not allow it, or they compute nothing): left in FP32: {', '.join(missed[:5])}"
         )
-    notes.append(
-        f"accuracy of the {half_precision.upper()} pins is emulated (their tensors rounded), the Q/DQ run as written"
-    )
     return (
         counts,
         emulation,
@@ -106,7 +113,7 @@ def _check_written(m: onnx.ModelProto, precision: str) -> None:
 def _full_model(model: Path, converted: onnx.ModelProto | None) -> onnx.ModelProto:
     """The model with its weights loaded (``converted``'s graph when the opset was raised)."""
     if converted is None:
-        return onnx.load(str(model))
+        return _load(model)
     from onnx.external_data_helper import load_external_data_for_model
 
     full = copy.deepcopy(converted)
@@ -116,6 +123,32 @@ def _full_model(model: Path, converted: onnx.ModelProto | None) -> onnx.ModelPro
 
 
 PRECISIONS = ("int8", "fp8", "fp16", "bf16")
+ALREADY_QUANTIZED = frozenset(
+    {
+        "ConvInteger",
+        "MatMulInteger",
+        "DynamicQuantizeLinear",
+        "DynamicQuantizeLSTM",
+        "QLinearConv",
+        "QLinearMatMul",
+        "QLinearAdd",
+        "QuantizeLinear",
+        "DequantizeLinear",
+    }
+)
+"""Ops of a model quantized already (ONNX Runtime's dynamic or static quantization, a Q/DQ export)."""
+
+
+def _weight_sources(sources: WeightSources, written: Path | None, quantized: list[str] | None) -> dict[str, int]:
+    """Where the weights that were made reduced came from (an initializer, a ``Constant`` node, a folded chain):
+    the Q/DQ's weights, or the written FP16/BF16 model's reduced initializers."""
+    if quantized is not None:
+        return sources.counts(quantized)
+    if written is None:
+        return {}
+    m = onnx.load(str(written), load_external_data=False)
+    low = {onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16}
+    return sources.counts([t.name for t in m.graph.initializer if t.data_type in low])
 
 
 def _heldout(cdata: CalibData, specs: Any, dims: dict[str, int] | None, samples: int, heldout: int) -> CalibData:
@@ -263,7 +296,11 @@ def _calibrate(
     if out.resolve() == model.resolve():
         raise SplitscopeError("--out is the model itself: write the quantized copy somewhere else.")
     yield Progress("calibrate", 0, 0, "Reading the model")
+    from splitscope.engine.onnxio.loader import load_model
+
+    load_model(model)  # a missing, truncated or corrupt model (or its external data) said in one line, as elsewhere
     proto = source = onnx.load(str(model), load_external_data=False)
+    sources = hoist(proto)  # weights in Constant nodes and constant chains are weights too
     specs = input_specs(proto)
     from splitscope.engine.onnxio.concrete import classify_dims
 
@@ -333,7 +370,7 @@ def _calibrate(
     if low:
         absmax = {t: stats[t].absmax for t in tensors if t in stats}
         full = _full_model(model, proto if converted else None)
-        original = onnx.load(str(model)) if converted else full
+        original = _load(model) if converted else full
         cplan = casts.plan(proto, precision, set(keep or []), absmax=absmax, types=types, force=force)
 
         def emulation(p: casts.CastPlan) -> onnx.ModelProto:
@@ -357,18 +394,14 @@ def _calibrate(
             keep = sorted(set(keep or []) | set(searched.get("keep", [])))
             cplan = casts.plan(proto, precision, set(keep), absmax=absmax, types=types)
         yield Progress("write", 0, 0, f"Writing {out.name}")
-        candidate: bytes | Path = emulation(cplan).SerializeToString()
+        candidate: bytes | Path = writer.path
         written, counts = casts.apply(copy.deepcopy(full), cplan)
         _check_written(written, precision)
         writer.save(written)
         del written
         ranges: dict[str, float] = {}
         excluded, quantized = cplan.excluded, cplan.low
-        notes.append(
-            f"{precision.upper()} needs no ranges (--method is not used); accuracy is of an emulation: "
-            f"every tensor of the {precision.upper()} part rounded to it, arithmetic in FP32 (ONNX Runtime's "
-            "CPU provider has no kernels for most FP16 and all BF16 ops)"
-        )
+        notes.append(f"{precision.upper()} needs no ranges (--method is not used)")
         if force - set(cplan.low):
             notes.append(
                 f"pinned to {precision.upper()} but left in FP32 (their ONNX schema does not allow it, or "
@@ -385,52 +418,45 @@ def _calibrate(
     else:
         ranges = {t: amax(stats[t], method, percentile, precision) for t in qplan.activations if t in stats}
         if budget or sensitivity:
-            build_q = qdq_builder(onnx.load(str(model)), ranges, precision)
+            build_q = qdq_builder(_load(model), ranges, precision)
             searched = yield from _sensitivity_and_search(
                 model, build_q, list(qplan.nodes), precision, held, dims, budget, backend, cancel, held_labels
             )
             keep = sorted(set(keep or []) | set(searched.get("keep", [])))
-            qplan = qdq.plan(onnx.load(str(model), load_external_data=False), set(keep) | set(half or []))
+            qplan = qdq.plan(_load(model, external=False), set(keep) | set(half or []))
         yield Progress("write", 0, 0, f"Writing {out.name}")
         if half:
             counts, candidate, half_doc = _qdq_with_half(
                 model, writer, ranges, qplan, precision, set(half), half_precision, notes, dims
             )
         else:
-            counts = qdq.write(model, writer, ranges, qplan, precision)
+            counts = qdq.write(_load(model), writer, ranges, qplan, precision)
             candidate, half_doc = writer.path, None
         excluded, quantized = [x for x in qplan.excluded if x not in set(half or [])], qplan.nodes
-    # Accuracy on held-out samples (other seeds, or the files past the calibration set).
-    yield Progress("accuracy", 0, heldout, "Comparing with the FP32 model")
-    ref_be, q_be = OrtBackend(model, "ort-cpu"), OrtBackend(writer.path, "ort-cpu")  # Q/DQ as written: CPU runs them
-    ref_s = ref_be.session()
-    q_s = q_be.session(model=candidate if isinstance(candidate, bytes) else None, plain=True)  # run as written
-    outs = [o.name for o in ref_s.get_outputs()]
-    refs: dict[str, list[np.ndarray]] = {o: [] for o in outs}
-    gots: dict[str, list[np.ndarray]] = {o: [] for o in outs}
-    for k, feeds in enumerate(batches(held)):
-        cancel.raise_if_cancelled()
-        try:
-            pair = zip(outs, ref_s.run(outs, feeds), q_s.run(outs, feeds), strict=True)
-        except Exception as e:  # noqa: BLE001 - ONNX Runtime's own error types
-            from splitscope.engine.runtime.ort import _run_message
+    qplan_weights = None if low else list(qplan.weights)
+    # Accuracy on held-out samples (other seeds, or the files past the calibration set), of the model as written.
+    yield Progress("accuracy", 0, heldout, f"Running {out.name} against the FP32 model")
+    fallback = None
+    if low:
+        written_plan = cplan
 
-            raise InferenceError(
-                f"Held-out sample {k + 1}: "
-                + _run_message(e).replace("give real inputs with --input FILE.npz", "give real samples with --data DIR")
-            ) from None
-        for o, a, b in pair:
-            refs[o].append(a)
-            gots[o].append(b)
-        yield Progress("accuracy", k + 1, heldout, f"Held-out sample {k + 1}")
-    ref_be.close()
-    q_be.close()
-    accuracy = {o: compare_outputs(refs[o], gots[o], metric) for o in outs if refs[o]}
-    if held_labels is not None:  # the task metric: top-1 against the user's classes, FP32 and reduced
-        for o in accuracy:
-            t_ref, t_got = top1(refs[o], held_labels), top1(gots[o], held_labels)
-            if t_ref is not None and t_got is not None:
-                accuracy[o].update(top1_fp32=t_ref, top1=t_got)
+        def fallback() -> bytes:
+            return emulation(written_plan).SerializeToString()
+    elif isinstance(candidate, bytes):
+        emulated = candidate
+
+        def fallback() -> bytes:
+            return emulated
+
+    measured = yield from measure(
+        model, writer.path, held, backend, metric, cancel, held_labels, emulation=fallback, count=heldout
+    )
+    accuracy = measured.accuracy
+    if measured.how == "estimated":
+        notes.append(
+            f"accuracy is ESTIMATED, not measured: {measured.why}; the {precision.upper()} tensors were rounded and "
+            "the arithmetic done in FP32 (run the written model where it has kernels to measure it)"
+        )
     wide = [
         {"tensor": t, "sentinels": s.sentinels, "nonfinite": s.nonfinite}
         for t, s in stats.items()
@@ -459,6 +485,11 @@ def _calibrate(
                 f"{inside + len(proto.graph.node)} nodes sit in If/Loop/Scan bodies, which this calibration does "
                 "not enter yet (an export without control flow, or one branch per model, can be calibrated)"
             )
+        elif already := sorted({n.op_type for n in proto.graph.node if n.op_type in ALREADY_QUANTIZED}):
+            notes.append(
+                f"nothing was made {precision.upper()}: the model is already quantized ({', '.join(already)}); "
+                "calibrate its FP32 export instead (TensorRT wants Q/DQ pairs, not integer ops)"
+            )
         else:
             notes.append(
                 f"nothing was made {precision.upper()} (every candidate node kept in float, or no range found)"
@@ -482,6 +513,10 @@ def _calibrate(
         "backend": backend,
         "tensors": counts.get("activations", len(tensors)),
         "weights": counts["weights"],
+        "weight_sources": _weight_sources(sources, writer.path if writer.path.exists() else None, qplan_weights),
+        "weights_per_channel": counts.get("weights_per_channel", 0),
+        "weights_per_tensor": counts.get("weights_per_tensor", 0),
+        "accuracy_measured": measured.record(),
         "quantized_nodes": counts["nodes"],
         "excluded": excluded,
         "accuracy": accuracy,
@@ -491,7 +526,7 @@ def _calibrate(
         "quantized": quantized,
     }
     if low:
-        doc.update({"casts": counts["casts"], "kept_reasons": cplan.reasons, "emulated": True})
+        doc.update({"casts": counts["casts"], "kept_reasons": cplan.reasons, "emulated": measured.how != "measured"})
     elif half_doc is not None:
         doc["half"] = half_doc
     if searched is not None:

@@ -58,6 +58,10 @@ def plan(model: onnx.ModelProto, keep: set[str] | None = None) -> QdqPlan:
         if n.op_type in QUANTIZED_OPS | POOLS and label in keep:
             p.excluded.append(label)
             continue
+        if n.op_type in QUANTIZED_OPS and any(
+            i in producer and producer[i].op_type == "DequantizeLinear" for i in n.input[:2]
+        ):
+            continue  # quantized already (a Q/DQ export): never a second pair on top of the first
         if n.op_type in QUANTIZED_OPS:
             p.nodes.append(label)
             quantized_outputs.update(n.output)
@@ -96,15 +100,16 @@ def _weight_axis(n: onnx.NodeProto) -> int:
 
 
 def write(
-    model_path: str | os.PathLike[str],
+    model: onnx.ModelProto | str | os.PathLike[str],
     writer: ModelWriter,
     amax: dict[str, float],
     qplan: QdqPlan,
     precision: str = "int8",
 ) -> dict[str, int]:
-    """Stage ``model_path`` with Q/DQ per ``qplan`` and the activation ranges ``amax`` in ``writer`` (a model
-    with external data keeps it external). Returns counts."""
-    m, counts = apply(onnx.load(str(model_path)), amax, qplan, precision)
+    """Stage ``model`` (a model with its weights loaded, or its path) with Q/DQ per ``qplan`` and the activation
+    ranges ``amax`` in ``writer`` (a model with external data keeps it external). Returns counts."""
+    m = model if isinstance(model, onnx.ModelProto) else onnx.load(str(model))
+    m, counts = apply(m, amax, qplan, precision)
     writer.save(m)
     return counts
 
@@ -178,7 +183,13 @@ def apply(
     del g.node[:]
     g.node.extend(merged)
     g.initializer.extend(new_inits)
-    return m, {"activations": done_acts, "weights": done_w, "nodes": len(qplan.nodes)}
+    return m, {
+        "activations": done_acts,
+        "weights": done_w,
+        "weights_per_channel": done_w,
+        "weights_per_tensor": 0,
+        "nodes": len(qplan.nodes),
+    }
 
 
 def _qdq(

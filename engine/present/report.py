@@ -279,6 +279,15 @@ def _commitment(gm: GraphModel, profiles: list[dict[str, Any]], engine: dict[str
     }
 
 
+def _task(task: dict[str, Any] | None) -> str:
+    """The task metric's phrase, or why there is none."""
+    from splitscope.engine.calib.task import text
+
+    if task and task.get("kind") == "none":
+        return f"none: {task.get('why', '')}"
+    return text(task)
+
+
 def _calibration(c: dict[str, Any]) -> dict[str, Any]:
     return {
         "precision": c.get("precision"),
@@ -288,9 +297,14 @@ def _calibration(c: dict[str, Any]) -> dict[str, Any]:
         "quantized": len(c.get("quantized", [])),
         "excluded": len(c.get("excluded", [])),
         "accuracy": [
-            {"output": o, **{k: a.get(k) for k in ("snr_db", "cosine", "max_abs", "top1_agreement")}}
+            {
+                "output": o,
+                **{k: a.get(k) for k in ("snr_db", "cosine", "max_abs", "top1_agreement")},
+                "task": _task(a.get("task")),
+            }
             for o, a in c.get("accuracy", {}).items()
         ],
+        **(c.get("accuracy_measured") or {"how": "estimated" if c.get("emulated") else "measured"}),
         "search": {k: c["search"].get(k) for k in ("metric", "target", "met", "final")}
         if c.get("search") and "met" in c["search"]
         else None,

@@ -159,7 +159,8 @@ def metric_box() -> QComboBox:
     for k in KINDS:
         box.addItem({"auto": "from each output's shape"}.get(k, k), k)
     box.setToolTip(
-        "The agreement beside SNR: top-1/top-5 for a classifier, per position for a recogniser, detections matched "
-        "at IoU 0.5 after NMS for a YOLO head, IoU of thresholded maps for dense outputs"
+        "The agreement beside SNR: top-1/top-5 for a classifier, decoded strings matched exactly for a CTC "
+        "recogniser, detections matched at IoU 0.5 after NMS for a YOLO-style head (F1 over the FP32 detections), "
+        "IoU of thresholded maps for dense outputs; 'auto' picks one only when the values show it"
     )
     return box

@@ -333,23 +333,27 @@ class CalibPanel(QWidget):
             f"{len(res.excluded)} nodes in FP32, {len(res.quantized)} in {low}"
             + (f", {len(half.nodes)} in {half.precision.upper()}" if half else "")
         )
-        acc = "; ".join(
-            f"{html.escape(o)}: "
-            + ("identical to FP32" if a.identical else f"SNR {a.snr_db:.1f} dB")
-            + f", cosine {a.cosine:.4f}"
-            + (f", top-1 {a.top1_agreement:.0%}" if a.top1_agreement is not None else "")
-            + (f", top-1 accuracy {a.top1:.0%} (FP32 {a.top1_fp32 or 0.0:.0%})" if a.top1 is not None else "")
-            for o, a in res.accuracy.items()
+        from splitscope.engine.calib.accuracy import accuracy_line, weights_text
+
+        raw = result.get("accuracy") or {}
+        how = result.get("accuracy_measured") or {}
+        said = (
+            "<b>estimated</b> (an emulation)"
+            if how.get("how") == "estimated" or (not how and result.get("emulated"))
+            else f"measured in {html.escape(how.get('runtime', 'ONNX Runtime'))}"
+        )
+        acc = f"Accuracy {said}: " + "; ".join(
+            f"{html.escape(o)}: {html.escape(accuracy_line(a))}" for o, a in raw.items()
         )
         if res.uses_casts:
             what = (
                 f"<b>{low}</b> with casts: {res.quantized_nodes} nodes reduced, "
-                f"{res.casts} casts, {res.weights} weights stored reduced"
+                f"{res.casts} casts, {html.escape(weights_text(result))} stored reduced"
             )
         else:
             what = (
                 f"<b>{low} by {res.method}</b> on {res.samples} samples: {res.tensors} activations, "
-                f"{res.weights} weights"
+                f"{html.escape(weights_text(result))}"
             )
         from splitscope.engine.text import plural
 

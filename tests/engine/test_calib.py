@@ -333,7 +333,7 @@ def test_a_run_that_fails_midway_leaves_the_old_output(tmp_path, monkeypatch):
     def broken(*_: object, **__: object) -> None:
         raise RuntimeError("injected: the held-out comparison fails")
 
-    monkeypatch.setattr(module, "compare_outputs", broken)
+    monkeypatch.setattr(module, "measure", broken)
     out = tmp_path / "t.onnx"
     out.write_bytes(b"the user's earlier file")
     with pytest.raises(RuntimeError, match="injected"):  # the held-out pass fails, after the model was staged

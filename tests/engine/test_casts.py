@@ -71,7 +71,8 @@ def test_fp16_casts_sit_at_the_borders_and_carry_the_tensor_names(tmp_path):
     assert nodes["conv2"].input[0] == "ln_fp16" and nodes["conv2"].output[0] == "y_fp16"
     assert nodes["y_Cast_fp32"].output[0] == "y"
     assert set(res["quantized"]) == {"conv1", "relu1", "resize", "conv2"}
-    assert res["casts"] == 4 and res["emulated"] and res["precision"] == "fp16"
+    assert res["casts"] == 4 and not res["emulated"] and res["precision"] == "fp16"
+    assert res["accuracy_measured"] == {"how": "measured", "runtime": "ONNX Runtime CPU"}
     assert res["accuracy"]["y"]["snr_db"] > 40
 
 
