@@ -11,6 +11,7 @@ Exit status: 0 success, 2 bad input (one line on stderr, no traceback),
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -228,7 +229,7 @@ def _cmd_engine(args: argparse.Namespace) -> int:
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
-
+    from splitscope.engine.calib.accuracy import accuracy_line, weights_text
     from splitscope.engine.calib.calibrate import calibrate
     from splitscope.engine.sample import SAMPLE_MODEL
 
@@ -266,25 +267,20 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
             low = res["precision"].upper()
             print(
                 f"{res['model']} -> {res['out']}: {plural(res['quantized_nodes'], 'node')} in {low}, "
-                f"{plural(res['casts'], 'Cast')}, {plural(res['weights'], 'weight')} stored in {low}, "
+                f"{plural(res['casts'], 'Cast')}, {weights_text(res)} stored in {low}, "
                 f"{len(res['excluded'])} kept in FP32, {res['seconds']:.2f} s" + cached
             )
         else:
             print(
                 f"{res['model']} -> {res['out']}: {res['precision']} Q/DQ by {res['method']} on {res['samples']} "
-                f"samples, {res['tensors']} activations and {res['weights']} weights, {res['seconds']:.2f} s" + cached
+                f"samples, {res['tensors']} activations and {weights_text(res)}, {res['seconds']:.2f} s" + cached
             )
+        how = res.get("accuracy_measured") or {}
+        if how:
+            said = "measured" if how.get("how") == "measured" else "ESTIMATED (an emulation)"
+            print(f"  accuracy {said}: {res['out']} run in {how.get('runtime', 'ONNX Runtime')} against FP32")
         for name, a in res["accuracy"].items():
-            extra = f", top-1 agreement {a['top1_agreement']:.1%}" if "top1_agreement" in a else ""
-            if "top1" in a:
-                extra += f", top-1 accuracy {a['top1']:.1%} (FP32 {a['top1_fp32']:.1%})"
-            snr = "identical to FP32" if a["snr_db"] >= 999 else f"SNR {a['snr_db']:.1f} dB"
-            task = a.get("task")
-            if task and task["kind"] != "classification":
-                extra += f", {task['kind']}: {task['name']} {task['value']:.3f}"
-                if task.get("note"):
-                    extra += f" ({task['note']})"
-            print(f"  {name}: {snr}, cosine {a['cosine']:.5f}, max |error| {a['max_abs']:.4g}" + extra)
+            print(f"  {name}: {accuracy_line(a)}")
         if "search" in res:
             s = res["search"]
             worst = sorted(s["sensitivity"], key=lambda r: -r["gain_db"])[:5]
@@ -409,7 +405,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="NAME=INT",
-        help="value of a symbolic dimension for FLOPs and bytes (default 1)",
+        help="value of a symbolic dimension for FLOPs and bytes (a batch-like dim not given is 1)",
     )
     a.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
     a.set_defaults(func=_cmd_analyze)
@@ -423,7 +419,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="NAME=INT",
-        help="value of a symbolic dimension (test inputs, FLOPs and bytes; default 1)",
+        help="value of a symbolic dimension (test inputs, FLOPs and bytes; a batch-like dim not given is 1)",
     )
     o.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
     o.set_defaults(func=_cmd_optimize)
@@ -443,7 +439,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="NAME=INT",
-        help="value of a symbolic dimension of the inputs (default 1)",
+        help="value of a symbolic dimension of the inputs (a batch-like dim not given is 1)",
     )
     p.add_argument("--input", metavar="FILE.npz", help="inputs from a .npz (one array per input) or .npy")
     p.add_argument(
@@ -588,9 +584,47 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+PATH_ARGS = (
+    "model",
+    "out",
+    "json",
+    "csv",
+    "data",
+    "labels",
+    "input",
+    "layers",
+    "profile",
+    "times",
+    "compare",
+    "compare_profile",
+    "engine",
+    "calibration",
+    "generation",
+    "sweep",
+    "node_data",
+    "custom_op_library",
+)
+"""The options that name files or folders: made absolute where they enter, relative to the working folder (a job
+may run in a child process started elsewhere, and a model is staged in a folder of its own)."""
+
+
+def _absolute_paths(args: argparse.Namespace) -> None:
+    def absolute(v: object) -> object:
+        if isinstance(v, str) and v and v not in ("random", "-") and "://" not in v:
+            return os.path.abspath(os.path.expanduser(v))
+        if isinstance(v, list):
+            return [absolute(x) for x in v]
+        return v
+
+    for name in PATH_ARGS:
+        if hasattr(args, name):
+            setattr(args, name, absolute(getattr(args, name)))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return the exit status."""
     args = build_parser().parse_args(argv)
+    _absolute_paths(args)
     try:
         return int(args.func(args))
     except SplitscopeError as e:

@@ -17,9 +17,15 @@ def _dims(values: list[str]) -> dict[str, int]:
     out: dict[str, int] = {}
     for v in values:
         name, sep, num = v.partition("=")
-        if not sep or not (num.strip().isascii() and num.strip().isdigit()):
+        text = num.strip()
+        digits = text[1:] if text[:1] in "+-" else text
+        if not sep or not name.strip() or not (digits.isascii() and digits.isdigit()):
             raise SplitscopeError(f"--dim expects NAME=INT (e.g. batch=8), got '{v}'.")
-        out[name.strip()] = int(num)
+        if int(text) < 1:
+            raise SplitscopeError(
+                f"--dim {name.strip()}={int(text)}: a dimension is 1 or more; give the size the model runs at."
+            )
+        out[name.strip()] = int(text)
     return out
 
 

@@ -141,7 +141,7 @@ class ModelWriter:
     """
 
     def __init__(self, out: str | os.PathLike[str], *, external: bool | None = None) -> None:
-        self.out = Path(out)
+        self.out = Path(os.path.abspath(out))  # a relative path would move with a child's working folder
         self.external = external
         self.stage = self.out.parent / f".{self.out.name}.{_HOST}.{os.getpid()}-{next(_SERIAL)}.staging"
         self.path = self.stage / self.out.name

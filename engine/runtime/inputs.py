@@ -6,6 +6,7 @@ with one line that says what to do, raised before anything runs.
 
 from __future__ import annotations
 
+import os
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -123,7 +124,32 @@ def random_feeds(
     booleans at random."""
     rng = np.random.default_rng(seed)
     rules = rules or {}
-    return {s.name: draw(rules.get(s.name), s.shape(dims, fill), s.dtype, rng) for s in specs}
+    shapes = {s.name: s.shape(dims, fill) for s in specs}
+    check_memory(specs, shapes, dims)
+    return {s.name: draw(rules.get(s.name), shapes[s.name], s.dtype, rng) for s in specs}
+
+
+def physical_memory() -> int | None:
+    """This machine's memory in bytes (None where the system does not say)."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def check_memory(specs: list[InputSpec], shapes: dict[str, list[int]], dims: dict[str, int]) -> None:
+    """Refuse inputs that alone would need more memory than the machine has, before anything is allocated: the
+    bytes they would need, and the dims that make them so."""
+    total = sum(int(np.prod(shapes[s.name], dtype=np.float64)) * np.dtype(s.dtype).itemsize for s in specs)
+    have = physical_memory()
+    if have is not None and total > have:
+        from splitscope.engine.text import format_bytes
+
+        given = ", ".join(f"{k}={v}" for k, v in dims.items()) or "the model's own"
+        raise ProfileInputError(
+            f"The inputs at these dims ({given}) need {format_bytes(total)}, more than this machine's "
+            f"{format_bytes(have)}: give smaller --dim values."
+        )
 
 
 def file_feeds(path: Path, specs: list[InputSpec]) -> dict[str, np.ndarray]:
