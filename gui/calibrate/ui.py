@@ -569,11 +569,13 @@ class CalibUi(QObject):
         self.panel.set_result(result)
         self.dock.raise_()
         self.controller.set_colour_mode("plan")
+        from splitscope.engine.calib.task import text
+
         doc = CalibrationDoc.from_json(result)
-        a = next(iter(doc.accuracy.values()), None)
-        self.shell.show_message(
-            f"Calibrated: wrote {Path(doc.out).name}" + (f", SNR {a.snr_db:.1f} dB" if a else ""), 10000
-        )
+        first = next(iter((result.get("accuracy") or {}).values()), None)
+        lead = (text(first.get("task")) or f"SNR {first['snr_db']:.1f} dB") if first else ""
+        how = " (estimated)" if (result.get("accuracy_measured") or {}).get("how") == "estimated" else ""
+        self.shell.show_message(f"Calibrated: wrote {Path(doc.out).name}" + (f", {lead}{how}" if lead else ""), 10000)
 
     def plan_heat(self, view: View) -> Heat | None:
         """Nodes by the precision the calibration plan gives them: quantized, or kept in FP32."""
