@@ -82,7 +82,7 @@ def test_a_failure_midway_leaves_the_old_pair(tmp_path, monkeypatch):
     def broken(*_a, **_k):  # the accuracy pass fails after the new model was staged
         raise RuntimeError("injected failure after staging")
 
-    monkeypatch.setattr(calibrate_mod, "compare_outputs", broken)
+    monkeypatch.setattr(calibrate_mod, "measure", broken)
     with pytest.raises(RuntimeError, match="injected"):
         run_to_end(calibrate(src, out, samples=2, method="percentile"))
     assert _digest(*pair) == before and _leftovers(tmp_path) == []
