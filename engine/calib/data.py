@@ -248,6 +248,16 @@ class CalibData:
         return f"the model's content, {what}{recipe}, dims {dims}, {plural(self.samples, 'sample')}"
 
 
+def suggest_preset(meta: dict[str, str], channels: object) -> str:
+    """The preset a model most likely wants, from its metadata and input: letterbox for an Ultralytics detector,
+    grayscale for one channel, else ImageNet's. The window's Calibrate dialog and the CLI both start from it."""
+    if channels == 1:
+        return "grayscale"
+    if meta.get("task") in ("detect", "segment", "pose", "obb") or "ultralytics" in meta.get("author", "").lower():
+        return "letterbox"
+    return "imagenet"
+
+
 def open_data(
     source: str,
     specs: list[InputSpec],

@@ -24,15 +24,6 @@ PRESET_TEXT = {
 }
 
 
-def suggest_preset(meta: dict[str, str], channels: object) -> str:
-    """The preset a model most likely wants: letterbox for an Ultralytics detector, grayscale for one channel."""
-    if channels == 1:
-        return "grayscale"
-    if meta.get("task") in ("detect", "segment", "pose", "obb") or "ultralytics" in meta.get("author", "").lower():
-        return "letterbox"
-    return "imagenet"
-
-
 class RecipeBox(QWidget):
     """Preset, fit, mean/std, layout; a preview of the first image of the data folder prepared by them."""
 

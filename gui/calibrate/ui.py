@@ -75,7 +75,8 @@ class CalibDialog(QDialog):
         row.addWidget(self.data, 1)
         row.addWidget(pick)
         form.addRow("Samples from", row)
-        from splitscope.gui.calibrate.recipe import RecipeBox, metric_box, suggest_preset
+        from splitscope.engine.calib.data import suggest_preset
+        from splitscope.gui.calibrate.recipe import RecipeBox, metric_box
 
         spec = _first_input(gm)
         meta = gm.metadata

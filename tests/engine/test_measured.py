@@ -244,3 +244,32 @@ def test_bad_dims_and_bad_models_get_one_line_in_every_verb(tmp_path, capsys):
         assert len(err) == 1 and said in err[0], (argv, err)
     assert not out.exists() and not (tmp_path / "r.html").exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_the_cli_prepares_images_as_the_window_would_and_says_so(tmp_path):
+    """A model carrying Ultralytics metadata is letterboxed by the CLI too (not given an ImageNet crop in silence)."""
+    from PIL import Image
+
+    g = helper.make_graph(
+        [helper.make_node("Conv", ["images", "w"], ["y"], name="conv")],
+        "det",
+        [helper.make_tensor_value_info("images", TensorProto.FLOAT, [1, 3, 32, 32])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 32, 32])],
+        [numpy_helper.from_array(np.ones((2, 3, 1, 1), np.float32), "w")],
+    )
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    helper.set_model_props(m, {"author": "Ultralytics", "task": "detect"})
+    model = tmp_path / "det.onnx"
+    onnx.save(m, model)
+    photos = tmp_path / "photos"
+    photos.mkdir()
+    for k in range(3):
+        Image.fromarray(np.random.default_rng(k).integers(0, 255, (20, 40, 3), dtype=np.uint8)).save(
+            photos / f"{k}.png"
+        )
+    res = run_to_end(calibrate(model, tmp_path / "q.onnx", data=str(photos), samples=2, heldout=1))
+    assert any(n.startswith("recipe preset=letterbox, chosen from the model's metadata") for n in res["notes"])
+    given = run_to_end(
+        calibrate(model, tmp_path / "q2.onnx", data=str(photos), samples=2, heldout=1, recipe="preset=unit")
+    )
+    assert not any(n.startswith("recipe preset=") for n in given["notes"])
