@@ -254,6 +254,9 @@ def test_sensitivity_and_a_search_that_meets_its_budget(tmp_path):
     cost = sr["kept_cost"]  # what keeping them in float costs at the GPU's peaks
     assert cost["flops"] > 0 and cost["fp32_ms_at_peak"] > cost["int8_ms_at_peak"] > 0
     assert res["accuracy"]["y"]["snr_db"] >= base + 3 - 0.5
+    # The pick was emulated by the search and then measured as written: both said.
+    assert sr["final_measured"]["snr_db"] == res["accuracy"]["y"]["snr_db"]
+    assert any(n.startswith("the search's pick:") for n in res["notes"])
     assert cli(["calibrate", str(model), "--budget", "snr", "--out", str(out)]) == 2
 
 
