@@ -524,6 +524,8 @@ def _calibrate(
         notes.append(f"skipped: {'; '.join(cdata.skipped[:5])}")
     doc: dict[str, Any] = {
         "model": str(model),
+        "model_key": model_key(model),
+        "dims": dict(dims or {}),
         "out": str(out),
         "method": method,
         "precision": precision,

@@ -62,7 +62,29 @@ def load_doc(path: str | os.PathLike[str], what: str) -> dict[str, Any]:
 
 
 def check_same_model(gm: GraphModel, doc: dict[str, Any], what: str, path: str | os.PathLike[str]) -> None:
-    """Refuse ``doc`` when it was made for another model: by the node names it speaks of."""
+    """Refuse ``doc`` when it was made for another model: by the model's content key where the result stores one
+    (a profile or a calibration of this version), else by the node names it speaks of; and one taken at other
+    dims than those in force."""
+    from splitscope.engine.runtime.store import content_key
+
+    key, ours = doc.get("model_key"), content_key(gm.path)
+    here = gm.path.name if gm.path else "this model"
+    if key and ours and key != ours:
+        other = Path(str(doc.get("model") or "another model")).name
+        raise SplitscopeError(
+            f"--{what} {Path(path).name} is of another model ({other}: not the content of {here}); "
+            f"give this model's {what}."
+        )
+    taken = {k: v for k, v in (doc.get("dims") or {}).items() if k in gm.dims and gm.dims[k] != v}
+    if taken:
+        at = ", ".join(f"{k}={v}" for k, v in sorted(taken.items()))
+        now = ", ".join(f"{k}={gm.dims[k]}" for k in sorted(taken))
+        raise SplitscopeError(
+            f"--{what} {Path(path).name} was taken at {at}, not at {now} as here: give the same --dim, or "
+            f"make the {what} again at these dims."
+        )
+    if key and key == ours:
+        return
     names: set[str] = set()
     if what == "profile":  # rows of nodes the runtime made itself (ORT splits HardSwish, say) name no model node
         names = {r["name"] for r in doc.get("per_node", []) if r.get("name") and r.get("index") is not None}

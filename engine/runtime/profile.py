@@ -82,8 +82,12 @@ class ProfileResult:
     None where it was not measured (not on CUDA, or ONNX Runtime could not capture it: the notes say why)."""
 
     def to_json(self) -> dict[str, Any]:
-        """Plain JSON."""
-        return {k: getattr(self, k) for k in self.__slots__}  # type: ignore[attr-defined]
+        """Plain JSON, with the model file's content key (which model it is of, whatever its nodes are named)."""
+        from splitscope.engine.runtime.store import content_key
+
+        doc = {k: getattr(self, k) for k in self.__slots__}  # type: ignore[attr-defined]
+        doc["model_key"] = content_key(self.model)
+        return doc
 
 
 def _dtype_of(gm: GraphModel, i: int) -> str | None:

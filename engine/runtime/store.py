@@ -30,6 +30,16 @@ changed in the last two seconds is not remembered (file times tick by millisecon
 inside one tick would look unchanged)."""
 
 
+def content_key(path: str | os.PathLike[str] | None) -> str | None:
+    """:func:`model_key` of a model that may be gone (None then): what a result stores to say which model it is of."""
+    if path is None:
+        return None
+    try:
+        return model_key(path)
+    except OSError:
+        return None
+
+
 def model_key(path: str | os.PathLike[str]) -> str:
     """The model file's identity: 24 hex digits."""
     p = Path(path)

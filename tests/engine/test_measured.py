@@ -273,3 +273,38 @@ def test_the_cli_prepares_images_as_the_window_would_and_says_so(tmp_path):
         calibrate(model, tmp_path / "q2.onnx", data=str(photos), samples=2, heldout=1, recipe="preset=unit")
     )
     assert not any(n.startswith("recipe preset=") for n in given["notes"])
+
+
+def test_a_result_belongs_to_its_model_content_and_dims(tmp_path, capsys):
+    """Two models with the same node names: a profile of one is refused for the other's report, by content, not by
+    names; a profile taken at other dims is refused with the dims said."""
+    from splitscope.engine.cli import main
+
+    a = _paddle_style(tmp_path / "a.onnx")
+    b = tmp_path / "b.onnx"
+    m = onnx.load(a)
+    m.graph.node[0].attribute[0].t.raw_data = bytes(len(m.graph.node[0].attribute[0].t.raw_data))  # other weights
+    onnx.save(m, b)
+    prof = tmp_path / "a.json"
+    args = ["profile", str(a), "--parser", "table", "--iterations", "2", "--warmup", "1", "--profiled", "1", "-q"]
+    assert main([*args, "--json", str(prof)]) == 0
+    html = tmp_path / "r.html"
+    assert main(["report", str(b), "--parser", "table", "--profile", str(prof), "--out", str(html), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "is of another model (a.onnx: not the content of b.onnx)" in err and not html.exists()
+    assert main(["report", str(a), "--parser", "table", "--profile", str(prof), "--out", str(html), "-q"]) == 0
+
+    g = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu")],
+        "dyn",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, "H", "W"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, "H", "W"])],
+    )
+    dyn = tmp_path / "dyn.onnx"
+    onnx.save(helper.make_model(g), dyn)
+    p2 = tmp_path / "dyn.json"
+    dims = ["--dim", "H=8", "--dim", "W=8"]
+    assert main(["profile", str(dyn), "--parser", "table", "--iterations", "2", *dims, "--json", str(p2), "-q"]) == 0
+    other = ["--dim", "H=16", "--dim", "W=8"]
+    assert main(["report", str(dyn), "--parser", "table", *other, "--profile", str(p2), "--out", str(html), "-q"]) == 2
+    assert "was taken at H=8, not at H=16 as here" in capsys.readouterr().err
