@@ -536,6 +536,41 @@ def test_garbage_is_collected_on_the_ui_thread_only_and_never_during_a_build(qtb
             gc.enable()
 
 
+def holders(path, depth: int = 4) -> list[str]:
+    """What still refers to the GraphModel of ``path``: chains of referrers' types (and a dict's keys, a function's
+    name), so that a failure names the holder."""
+    import gc
+    import inspect
+
+    from splitscope.engine.model import GraphModel
+
+    def describe(o) -> str:  # type: ignore[no-untyped-def]
+        if isinstance(o, dict):
+            return f"dict{sorted(map(str, o))[:6]}"
+        if inspect.isfunction(o) or inspect.ismethod(o):
+            return f"{type(o).__name__} {getattr(o, '__qualname__', '?')}"
+        if inspect.isframe(o):
+            return f"frame {o.f_code.co_name} ({o.f_code.co_filename.rsplit('/', 1)[-1]}:{o.f_lineno})"
+        return type(o).__qualname__
+
+    found = [o for o in gc.get_objects() if isinstance(o, GraphModel) and o.path == path]
+    chains: list[str] = []
+    here = inspect.currentframe()
+
+    def walk(o, trail: list[str], seen: set[int]) -> None:  # type: ignore[no-untyped-def]
+        refs = [r for r in gc.get_referrers(o) if r is not here and r is not found and id(r) not in seen]
+        if len(trail) >= depth or not refs:
+            chains.append(" <- ".join(trail))
+            return
+        for r in refs[:4]:
+            seen.add(id(r))
+            walk(r, [*trail, describe(r)], seen)
+
+    for gm in found:
+        walk(gm, ["GraphModel"], {id(gm)})
+    return chains
+
+
 def test_the_model_before_is_let_go_of_when_another_is_opened(qtbot, window, tmp_path):
     """Once the next model is shown nothing keeps the one before: not the Input Shapes dialog it opened, not the
     workers that read its ops and saved results, not the session (a 200k-node model held that way stays in memory and
@@ -567,4 +602,4 @@ def test_the_model_before_is_let_go_of_when_another_is_opened(qtbot, window, tmp
     end = time.monotonic() + 120
     while left() and time.monotonic() < end:  # the retiring thread lets go within a poll of the last holder
         qtbot.wait(100)
-    assert left() == 0, [t.name for t in threading.enumerate()]
+    assert left() == 0, (holders(first), [t.name for t in threading.enumerate()])
