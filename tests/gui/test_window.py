@@ -553,6 +553,7 @@ def holders(path, depth: int = 4) -> list[str]:
             return f"frame {o.f_code.co_name} ({o.f_code.co_filename.rsplit('/', 1)[-1]}:{o.f_lineno})"
         return type(o).__qualname__
 
+    gc.unfreeze()  # frozen objects are not listed by get_objects
     found = [o for o in gc.get_objects() if isinstance(o, GraphModel) and o.path == path]
     chains: list[str] = []
     here = inspect.currentframe()
