@@ -44,7 +44,7 @@ class InputShapesDialog(QDialog):
 
     def __init__(self, gm: GraphModel, saved: dict[str, int], parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.gm = gm
+        self.gm: GraphModel | None = gm
         name = gm.path.name if gm.path is not None else "the model"
         self.setWindowTitle(f"Input Shapes — {name}")
         form = QFormLayout(self)
@@ -99,10 +99,13 @@ class InputShapesDialog(QDialog):
         return {d: box.value() for d, box in self.boxes.items()}
 
     def _update(self) -> None:
+        gm = self.gm
+        if gm is None:  # let go of: the dialog is closing
+            return
         dims = self.dims()
         lines = []
-        for inp in self.gm.graph.inputs:
-            t = self.gm.graph.tensors.get(inp)
+        for inp in gm.graph.inputs:
+            t = gm.graph.tensors.get(inp)
             if t is None or t.shape is None:
                 continue
             shape = ", ".join(str(dims.get(d, d)) if isinstance(d, str) else str(d) for d in t.shape)
@@ -154,8 +157,13 @@ class InputShapes:
             return
         self._drop_dialog()
         dlg = self.dialog = InputShapesDialog(gm, self.saved(gm), self.shell.window())
-        dlg.accepted.connect(lambda: self._apply(gm, dlg.dims()))
+        dlg.accepted.connect(self._accepted)  # a bound method: no closure that Qt would keep holding the model
         dlg.show()
+
+    def _accepted(self) -> None:
+        dlg = self.dialog
+        if dlg is not None and dlg.gm is not None:
+            self._apply(dlg.gm, dlg.dims())
 
     def _apply(self, gm: GraphModel, dims: dict[str, int]) -> None:
         if gm is not self.controller.graph_model:
@@ -173,9 +181,10 @@ class InputShapes:
         """Close the dialog and let it go (it and its connection hold its model: a closed dialog kept alive kept a
         200k-node model after the next one was opened)."""
         if self.dialog is not None:
-            self.dialog.close()
-            self.dialog.deleteLater()
-            self.dialog = None
+            dlg, self.dialog = self.dialog, None
+            dlg.gm = None  # let go of the model now: the deferred delete below waits for an event loop to run it
+            dlg.close()
+            dlg.deleteLater()
 
     def _model_ready(self, gm: GraphModel, *_: Any) -> None:
         if self.dialog is not None and self.dialog.gm is not gm:
