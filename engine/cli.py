@@ -277,8 +277,11 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
             )
         how = res.get("accuracy_measured") or {}
         if how:
-            said = "measured" if how.get("how") == "measured" else "ESTIMATED (an emulation)"
-            print(f"  accuracy {said}: {res['out']} run in {how.get('runtime', 'ONNX Runtime')} against FP32")
+            runtime = how.get("runtime", "ONNX Runtime")
+            if how.get("how") == "measured":
+                print(f"  accuracy measured: {res['out']} run in {runtime} against FP32")
+            else:
+                print(f"  accuracy ESTIMATED: an emulation of {res['out']} run in {runtime} against FP32 (see note)")
         for name, a in res["accuracy"].items():
             print(f"  {name}: {accuracy_line(a)}")
         if "search" in res:
