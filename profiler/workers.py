@@ -10,7 +10,8 @@ threads interleave, so on what ran before and how busy the machine is.
 
 The workers made here run the same way without touching ``warnings`` at all (a warning inside one goes where any
 other warning of the process goes), and drop their function, its arguments and their generator once their work is
-done, so that a worker kept by anything holds nothing large.
+done. Once their last signal has been delivered on the UI thread they also let go of every slot connected to them
+(the callbacks, and what those captured): a worker kept by anything, for however long, holds nothing large.
 
 superqt is imported at the first worker (the window shows before it).
 """
@@ -84,12 +85,42 @@ def _nothing(*_: Any, **__: Any) -> None:
     return None
 
 
+def _let_go(worker: Any) -> None:
+    """Disconnect every slot of ``worker``'s signals but superqt's own ``_finished``. Connected to ``_finished`` before
+    the worker starts, so it runs on the UI thread after ``returned``, ``yielded``, ``errored`` and ``finished``
+    have been delivered there (queued in the order emitted) and before superqt forgets the worker."""
+    from PySide6.QtCore import QMetaMethod, QObject
+
+    signals = worker.signals
+    meta = signals.metaObject()
+    for i in range(QObject.staticMetaObject.methodCount(), meta.methodCount()):  # superqt's signals, of each class
+        method = meta.method(i)
+        name = bytes(method.name().data()).decode()
+        signal = method.methodType() == QMetaMethod.MethodType.Signal
+        if signal and name != "_finished" and signals.isSignalConnected(method):
+            getattr(signals, name).disconnect()
+
+
+def _made(kind: str, fn: Callable[..., Any], args: Any, kwargs: Any) -> Any:
+    worker = _classes()[kind](fn, *args, **kwargs)
+    worker._finished.connect(_let_go)
+    return worker
+
+
 def function_worker(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """A worker (not started: connect its ``returned``/``errored``, then ``start()``) running ``fn(*args, **kwargs)``.
     An error is given to ``errored`` only, never raised again on the UI thread."""
-    return _classes()["function"](fn, *args, **kwargs)
+    return _made("function", fn, args, kwargs)
 
 
 def generator_worker(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """A worker (not started) running the generator function ``fn``: its yields come as ``yielded``."""
-    return _classes()["generator"](fn, *args, **kwargs)
+    return _made("generator", fn, args, kwargs)
+
+
+def settled() -> bool:
+    """Whether every worker started (here or through superqt anywhere in the process) has ended and had its last
+    signal delivered on the UI thread: what a test, or a window closing, waits on instead of a fixed time."""
+    from superqt.utils import WorkerBase
+
+    return not WorkerBase._worker_set

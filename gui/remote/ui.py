@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Qt
@@ -26,6 +27,7 @@ class RemoteUi(QObject):
         self.pending: int | None = None
         self.targets_dialog: Any = None
         self._model: Any = None
+        self._read: object = None
         c.sweep_ready.connect(self._finished)
         c.queue.sample.connect(self._sample)
         c.queue.failed.connect(self._failed)
@@ -108,16 +110,18 @@ class RemoteUi(QObject):
         """Another model: its last saved sweep comes back with it (read in a worker: saved results can be
         megabytes; the panel shows it when built)."""
         results = self.controller.results
-        self._model = gm
+        self._model, self._read = gm, None
         if results.sweep is None and gm.path is not None:
             from splitscope.profiler.profiling import read_saved
 
-            read_saved(gm.path, "sweep", lambda saved, gm=gm, r=results: self._saved(gm, r, saved))
+            self._read = read = object()  # the read holds no model: one replaced meanwhile is freed when it ends
+            read_saved(gm.path, "sweep", partial(self._saved, read, results))
             return
         self._show_sweep(gm, results)
 
-    def _saved(self, gm: Any, results: Any, saved: list[dict[str, Any]]) -> None:
-        if gm is not self._model or results is not self.controller.results:
+    def _saved(self, read: object, results: Any, saved: list[dict[str, Any]]) -> None:
+        gm = self._model
+        if read is not self._read or results is not self.controller.results:
             return  # another model was opened while its sweep was read
         if saved and results.sweep is None:
             results.sweep = saved[-1]["result"]

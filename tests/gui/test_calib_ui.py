@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from splitscope.profiler.queue import CANCELLED, DONE
+from splitscope.profiler.workers import settled
 
 from tests.engine.test_calib import _cnn
 from tests.gui.conftest import wait_idle
@@ -71,7 +72,7 @@ def test_cancelled_calibration_writes_nothing(qtbot, window, tmp_path):
     qtbot.waitUntil(lambda: q.jobs[jid].done > 3, timeout=60000)
     q.cancel(jid)
     qtbot.waitUntil(lambda: q.jobs[jid].state == CANCELLED, timeout=60000)
-    qtbot.wait(700)  # the child unwinds
+    qtbot.waitUntil(settled, timeout=60000)  # the job's worker has closed its generator: the child unwound
     assert not out.exists() and not list((tmp_path / "o").iterdir())
 
 

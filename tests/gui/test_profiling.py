@@ -9,6 +9,7 @@ from pathlib import Path
 from splitscope.engine.jobs import Progress
 from splitscope.profiler.profiling import ProfileRequest
 from splitscope.profiler.queue import CANCELLED, DONE, QUEUED, RUNNING, JobQueue
+from splitscope.profiler.workers import settled
 
 from tests.engine.models import LIGHT_DIR
 from tests.gui.conftest import wait_idle
@@ -55,8 +56,7 @@ def test_profile_from_the_window_streams_and_colours_the_canvas(qtbot, window, t
     qtbot.waitUntil(lambda: window.controller.queue.jobs[jid].state == DONE, timeout=60000)
     qtbot.waitUntil(lambda: jid in ui.results, timeout=60000)
     panel = ui.panel
-    qtbot.wait(100)  # a redraw tick
-    assert panel.lat.n == 30 and panel.redraws > 0
+    qtbot.waitUntil(lambda: panel.lat.n == 30 and panel.redraws > 0, timeout=60000)  # a redraw tick
     assert panel.node_bars.opts["width"] is not None and len(panel.nodes) > 10
     assert "Fix:" in panel.summary.toHtml()
     # The canvas is coloured by time share, with the scale in the legend.
@@ -192,6 +192,6 @@ def test_saved_profiles_are_read_in_a_worker_and_a_stale_read_is_dropped(qtbot, 
     c.profiling.reload(Path(SQUEEZENET))
     c.profiling.reload(Path(SQUEEZENET))  # the first read is stale now: only the second one's come in
     qtbot.waitUntil(lambda: bool(came), timeout=60000)
-    qtbot.wait(200)  # the stale read has ended too by now
+    qtbot.waitUntil(settled, timeout=60000)  # the stale read has ended too, its result delivered
     added = {j for j, r in c.queue.jobs.items() if r.lane == "saved"} - before
     assert len(came) == 1 and len(added) == 1 and came[0] == sorted(added)

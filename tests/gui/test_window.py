@@ -597,10 +597,12 @@ def test_the_model_before_is_let_go_of_when_another_is_opened(qtbot, window, tmp
         gc.collect()
         return sum(1 for o in gc.get_objects() if isinstance(o, GraphModel) and o.path == first)
 
-    from PySide6.QtCore import QThreadPool
+    from splitscope.profiler.workers import settled
+    from superqt.utils import WorkerBase
 
-    assert QThreadPool.globalInstance().waitForDone(30000)  # the workers that read its ops and saved results
+    # The workers that read its ops and saved results have ended and delivered their last signal.
+    qtbot.waitUntil(settled, timeout=60000)
     end = time.monotonic() + 120
     while left() and time.monotonic() < end:  # the retiring thread lets go within a poll of the last holder
         qtbot.wait(100)
-    assert left() == 0, (holders(first), [t.name for t in threading.enumerate()])
+    assert left() == 0, (holders(first), [t.name for t in threading.enumerate()], list(WorkerBase._worker_set))

@@ -12,7 +12,7 @@ import weakref
 
 import pytest
 from PySide6.QtCore import QThreadPool
-from splitscope.profiler.workers import function_worker, generator_worker
+from splitscope.profiler.workers import function_worker, generator_worker, settled
 
 
 class Big:
@@ -42,7 +42,7 @@ def _overlapping(make, qtbot):
     assert a_in.wait(10)
     wb.start()
     assert QThreadPool.globalInstance().waitForDone(20000)
-    qtbot.wait(50)  # the queued finished signals
+    qtbot.waitUntil(settled, timeout=60000)  # the queued finished signals
     del held, a, wa, wb
     return ref
 
@@ -69,6 +69,35 @@ def test_generator_workers_too(qtbot):
     assert warnings.showwarning is before
     gc.collect()
     assert ref() is None
+
+
+@pytest.mark.parametrize("kind", ["function", "generator"])
+def test_a_worker_kept_after_it_ended_holds_none_of_its_callbacks(qtbot, kind):
+    """Whatever keeps a finished worker (a caller's attribute, a Qt event, a slow thread pool) keeps no callback
+    connected to it, so nothing those captured (a model replaced meanwhile) stays alive with it."""
+    held = Big()
+    ref = weakref.ref(held)
+    got: list[str] = []
+
+    def work():
+        return 1
+
+    def gen():
+        yield 1
+        return 2
+
+    worker = function_worker(work) if kind == "function" else generator_worker(gen)
+    worker.returned.connect(lambda v, obj=held: got.append(type(obj).__name__))
+    worker.finished.connect(lambda obj=held: got.append(type(obj).__name__))
+    if kind == "generator":
+        worker.yielded.connect(lambda v, obj=held: got.append(type(obj).__name__))
+    worker.start()
+    qtbot.waitUntil(settled, timeout=60000)
+    assert len(got) == (3 if kind == "generator" else 2)  # every callback ran before it was let go of
+    del held
+    gc.collect()
+    assert ref() is None, "a callback of a finished worker is still connected"
+    assert worker is not None  # kept to the end
 
 
 def test_superqt_alone_leaves_a_worker_behind(qtbot):
