@@ -81,6 +81,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--site", type=Path, default=ROOT / "build" / "acceptance")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "accuracy.json")
+    ap.add_argument("--only", action="append", default=[], help="an acceptance model's id (repeatable): only these")
     args = ap.parse_args()
     import importlib
 
@@ -89,7 +90,7 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="splitscope-accuracy-"))
     try:
         for real in mod.REAL:
-            if not real.recipe:
+            if not real.recipe or (args.only and real.id not in args.only):
                 continue  # random data says nothing of accuracy
             path = args.site / real.path
             photos = tmp / real.id

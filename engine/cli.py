@@ -499,9 +499,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--data", default="random", help="a folder of .npy/.npz samples, or 'random' (plumbing only)")
     c.add_argument(
         "--recipe",
-        help="for a folder of images: preset=imagenet|unit|symmetric|letterbox|grayscale, then keys that override "
-        "it: fit=crop|stretch|letterbox,resize=256,mean=0.485/0.456/0.406,std=0.229/0.224/0.225,layout=nchw,gray=0|1 "
-        "(the ImageNet preset is the default)",
+        help="for a folder of images: preset=imagenet|unit|symmetric|letterbox|grayscale|ppocr, then keys that "
+        "override it: fit=crop|stretch|letterbox|pad,resize=256,mean=0.485/0.456/0.406,std=0.229/0.224/0.225,"
+        "layout=nchw,gray=0|1,order=rgb|bgr (default: a Paddle inference.yml/infer_cfg.yml beside the model, "
+        "Ultralytics metadata, one channel, else ImageNet's; said in the result)",
     )
     c.add_argument(
         "--metric",

@@ -14,9 +14,10 @@ import onnx
 from splitscope.engine.calib import casts, qdq
 from splitscope.engine.calib.accuracy import labels_for, read_labels
 from splitscope.engine.calib.collect import collect, load_stats, save_stats
-from splitscope.engine.calib.data import IMAGE_SUFFIXES, CalibData, batches, open_data, suggest_preset
+from splitscope.engine.calib.data import IMAGE_SUFFIXES, CalibData, batches, open_data
 from splitscope.engine.calib.measure import measure
 from splitscope.engine.calib.methods import METHODS, amax
+from splitscope.engine.calib.pipeline import model_recipe
 from splitscope.engine.calib.search import qdq_builder
 from splitscope.engine.errors import SplitscopeError
 from splitscope.engine.jobs import CancelToken, JobEvent, Progress
@@ -314,9 +315,9 @@ def _calibrate(
     if recipe is None and data != "random" and Path(data).is_dir():
         meta = {m.key: m.value for m in proto.metadata_props}
         shape = specs[0].dims if len(specs) == 1 else []
-        preset = suggest_preset(meta, shape[1] if len(shape) == 4 else None)
+        found = model_recipe(model, meta, shape[1] if len(shape) == 4 else None)
         if any(f.suffix.lower() in IMAGE_SUFFIXES for f in Path(data).iterdir()):
-            recipe = chosen = f"preset={preset}"
+            recipe, chosen = found.text, found
     cdata = open_data(data, specs, samples, dims, recipe=recipe)
     if cdata.random:
         from splitscope.engine.runtime.feeds import input_rules
@@ -486,7 +487,7 @@ def _calibrate(
     if chosen:
         notes.insert(
             1,
-            f"recipe {chosen}, chosen from the model's metadata and input as the window chooses it; "
+            f"recipe {chosen.text}, from {chosen.source}, as the window chooses it; "
             "give --recipe to prepare the images otherwise",
         )
     notes[1:1] = plan.notes()

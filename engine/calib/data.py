@@ -35,19 +35,25 @@ PRESETS: dict[str, dict[str, object]] = {
     "symmetric": {"mean": (0.5,), "std": (0.5,), "fit": "stretch", "gray": False},
     "letterbox": {"mean": (0.0,), "std": (1.0,), "fit": "letterbox", "gray": False},
     "grayscale": {"mean": (0.0,), "std": (1.0,), "fit": "stretch", "gray": True},
+    "ppocr": {"mean": (0.5,), "std": (0.5,), "fit": "pad", "gray": False, "order": "bgr"},
 }
 """The pre-processing a model expects, by name: ImageNet classifiers (resize 256, centre crop, mean/std);
 ``unit`` pixels / 255 in [0, 1]; ``symmetric`` in [-1, 1]; ``letterbox`` for detectors (YOLO: the image scaled
-to fit the input, padded with grey 114, pixels / 255); ``grayscale`` one channel in [0, 1]."""
+to fit the input, padded with grey 114, pixels / 255); ``grayscale`` one channel in [0, 1]; ``ppocr`` PaddleOCR's
+text recognisers and direction classifiers (BGR, scaled keeping its ratio, padded right and bottom with 0 after
+``(x - 0.5) / 0.5``)."""
 
-FITS = ("crop", "stretch", "letterbox")
+FITS = ("crop", "stretch", "letterbox", "pad")
+ORDERS = ("rgb", "bgr")
 
 
 @dataclass(slots=True)
 class Recipe:
     """How an image becomes an input: fitted to the input's height and width (``crop``: shorter side to ``resize``,
-    then the centre; ``stretch``: resized to the input; ``letterbox``: scaled to fit, padded with grey 114), scaled
-    to [0, 1], then ``(x - mean) / std`` per channel, one channel when ``gray``, in ``layout``."""
+    then the centre; ``stretch``: resized to the input; ``letterbox``: scaled to fit, centred, padded with grey 114;
+    ``pad``: scaled to fit, at the top left, the rest 0 after mean/std, as PaddleOCR pads), scaled to [0, 1], then
+    ``(x - mean) / std`` per channel, one channel when ``gray``, channels in ``order`` (OpenCV-based pipelines
+    feed BGR), in ``layout``."""
 
     resize: int = 256
     mean: tuple[float, ...] = (0.485, 0.456, 0.406)
@@ -56,6 +62,7 @@ class Recipe:
     fit: str = "crop"
     gray: bool = False
     preset: str = "imagenet"
+    order: str = "rgb"
 
     def text(self) -> str:
         """The recipe as :meth:`parse` reads it."""
@@ -64,6 +71,7 @@ class Recipe:
         return (
             f"preset={self.preset},fit={self.fit},resize={self.resize},mean={mean},std={std},layout={self.layout}"
             + (",gray=1" if self.gray else "")
+            + (f",order={self.order}" if self.order != "rgb" else "")
         )
 
     def value_range(self) -> tuple[float, float]:
@@ -73,8 +81,8 @@ class Recipe:
 
     @classmethod
     def parse(cls, text: str) -> Recipe:
-        """``preset=letterbox`` or ``resize=256,mean=0.485/0.456/0.406,std=0.229/0.224/0.225,layout=nchw,fit=crop``
-        (any subset; a preset first, then the keys that override it)."""
+        """``preset=letterbox`` or ``resize=256,mean=0.485/0.456/0.406,std=0.229/0.224/0.225,layout=nchw,fit=crop,
+        order=bgr`` (any subset; a preset first, then the keys that override it)."""
         r = cls()
         parts = [p.strip() for p in text.split(",") if p.strip()]
         for part in sorted(parts, key=lambda p: not p.startswith("preset=")):
@@ -98,12 +106,14 @@ class Recipe:
                     r.fit = value.lower()
                 elif key == "gray" and value in ("0", "1"):
                     r.gray = value == "1"
+                elif key == "order" and value.lower() in ORDERS:
+                    r.order = value.lower()
                 else:
                     raise ValueError
             except ValueError:
                 raise CalibDataError(
                     f"--recipe {part!r}: use preset={'|'.join(PRESETS)}, fit={'|'.join(FITS)}, resize=INT, "
-                    "mean=A/B/C, std=A/B/C (not 0), layout=nchw|nhwc, gray=0|1."
+                    "mean=A/B/C, std=A/B/C (not 0), layout=nchw|nhwc, gray=0|1, order=rgb|bgr."
                 ) from None
         if len(r.mean) != len(r.std) and 1 not in (len(r.mean), len(r.std)):
             raise CalibDataError(f"--recipe: mean has {len(r.mean)} values and std {len(r.std)}: give as many of each.")
@@ -165,15 +175,22 @@ def prepare_image(path: Path, spec: InputSpec, recipe: Recipe, dims: dict[str, i
             im = im.resize((w, h), Image.Resampling.BILINEAR)
         else:
             scale = min(w / im.size[0], h / im.size[1])
-            size = (max(1, round(im.size[0] * scale)), max(1, round(im.size[1] * scale)))
+            size = (min(w, max(1, round(im.size[0] * scale))), min(h, max(1, round(im.size[1] * scale))))
             im = im.resize(size, Image.Resampling.BILINEAR)
-            canvas = Image.new(im.mode, (w, h), 114 if c == 1 else (114, 114, 114))
-            canvas.paste(im, ((w - size[0]) // 2, (h - size[1]) // 2))
-            im = canvas
+            if recipe.fit == "letterbox":
+                canvas = Image.new(im.mode, (w, h), 114 if c == 1 else (114, 114, 114))
+                canvas.paste(im, ((w - size[0]) // 2, (h - size[1]) // 2))
+                im = canvas
         a = np.asarray(im, dtype=np.float32) / 255.0
     if a.ndim == 2:
         a = a[:, :, None]
+    if recipe.order == "bgr" and a.shape[2] == 3:
+        a = a[:, :, ::-1]
     a = (a - np.asarray(recipe.mean, np.float32)) / np.asarray(recipe.std, np.float32)
+    if a.shape[:2] != (h, w):  # fit=pad: the image at the top left, the rest 0 after mean/std
+        padded = np.zeros((h, w, a.shape[2]), np.float32)
+        padded[: a.shape[0], : a.shape[1]] = a
+        a = padded
     if recipe.layout == "nchw":
         a = a.transpose(2, 0, 1)
     return a[None].astype(spec.dtype if spec.dtype.kind == "f" else np.float32)
@@ -246,16 +263,6 @@ class CalibData:
         recipe = f", recipe {self.recipe.text()}" if self.recipe is not None else ""
         dims = ", ".join(f"{k}={v}" for k, v in sorted(self.dims.items())) or "no symbolic dims"
         return f"the model's content, {what}{recipe}, dims {dims}, {plural(self.samples, 'sample')}"
-
-
-def suggest_preset(meta: dict[str, str], channels: object) -> str:
-    """The preset a model most likely wants, from its metadata and input: letterbox for an Ultralytics detector,
-    grayscale for one channel, else ImageNet's. The window's Calibrate dialog and the CLI both start from it."""
-    if channels == 1:
-        return "grayscale"
-    if meta.get("task") in ("detect", "segment", "pose", "obb") or "ultralytics" in meta.get("author", "").lower():
-        return "letterbox"
-    return "imagenet"
 
 
 def open_data(
@@ -437,6 +444,8 @@ def preview_recipe(folder: str | Path, spec: InputSpec, recipe: str, dims: dict[
     except OSError as e:
         return RecipePreview(images[0].name, (), 0.0, 0.0, None, f"{images[0].name}: not an image Pillow reads ({e}).")
     img = a[0].transpose(1, 2, 0) if r.layout == "nchw" else a[0]
+    if r.order == "bgr" and img.shape[2] == 3:
+        img = img[:, :, ::-1]  # the thumbnail in the colours a person sees
     lo, hi = float(img.min()), float(img.max())
     pixels = ((img - lo) / (hi - lo) * 255 if hi > lo else np.zeros_like(img)).astype(np.uint8)
     return RecipePreview(images[0].name, tuple(a.shape), lo, hi, np.ascontiguousarray(pixels))

@@ -1,5 +1,6 @@
 """The Calibrate dialog's pre-processing recipe: presets (ImageNet, 0..1, -1..1, letterbox for detectors,
-grayscale) or a custom one, with one sample prepared by it in a worker, its value range, and the recipe
+grayscale, PaddleOCR's text models) or a custom one, starting from the one the model's own config or metadata
+gives, with one sample prepared by it in a worker, its value range, and the recipe
 checked against the model's input before anything runs."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from typing import Any
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QImage, QPixmap
 from PySide6.QtWidgets import QComboBox, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QVBoxLayout, QWidget
-from splitscope.engine.calib.data import FITS, PRESETS, Recipe, RecipePreview
+from splitscope.engine.calib.data import FITS, ORDERS, PRESETS, CalibDataError, Recipe, RecipePreview
 from splitscope.engine.calib.task import KINDS
 from splitscope.engine.runtime.inputs import InputSpec
 
@@ -20,14 +21,23 @@ PRESET_TEXT = {
     "symmetric": "-1..1 ((x/255 - 0.5) / 0.5), resized to the input",
     "letterbox": "detector (YOLO): letterboxed to the input, grey 114, pixels / 255",
     "grayscale": "one channel, 0..1",
+    "ppocr": "PaddleOCR text: BGR, ratio kept, padded right/bottom, -1..1",
     "custom": "custom: the fields below",
 }
 
 
 class RecipeBox(QWidget):
-    """Preset, fit, mean/std, layout; a preview of the first image of the data folder prepared by them."""
+    """Preset, fit, mean/std, layout, channel order; a preview of the first image of the data folder prepared by
+    them. Starts from ``recipe`` (``--recipe`` text); ``source`` says where that came from."""
 
-    def __init__(self, spec: InputSpec | None, dims: dict[str, int], preset: str, parent: QWidget | None = None):
+    def __init__(
+        self,
+        spec: InputSpec | None,
+        dims: dict[str, int],
+        recipe: str,
+        parent: QWidget | None = None,
+        source: str = "",
+    ):
         super().__init__(parent)
         self.spec, self.dims = spec, dict(dims)
         self.folder = ""
@@ -43,12 +53,25 @@ class RecipeBox(QWidget):
         self.std = QLineEdit()
         self.layout_box = QComboBox()
         self.layout_box.addItems(["nchw", "nhwc"])
+        self.order = QComboBox()
+        self.order.addItems(list(ORDERS))
         custom = QHBoxLayout()
-        for label, w in (("fit", self.fit), ("mean", self.mean), ("std", self.std), ("layout", self.layout_box)):
+        for label, w in (
+            ("fit", self.fit),
+            ("mean", self.mean),
+            ("std", self.std),
+            ("layout", self.layout_box),
+            ("order", self.order),
+        ):
             custom.addWidget(QLabel(label))
             custom.addWidget(w, 1)
         form.addRow("Recipe", self.preset)
         form.addRow("", custom)
+        self.source = QLabel(f"From {source}." if source else "")
+        self.source.setObjectName("recipe_source")
+        self.source.setWordWrap(True)
+        if source:
+            form.addRow("", self.source)
         preview = QHBoxLayout()
         self.thumb = QLabel()
         self.thumb.setFixedSize(96, 96)
@@ -69,18 +92,38 @@ class RecipeBox(QWidget):
         self.preset.currentIndexChanged.connect(self._preset_changed)
         for w in (self.mean, self.std):
             w.textEdited.connect(self._custom_edited)
-        for c in (self.fit, self.layout_box):
+        for c in (self.fit, self.layout_box, self.order):
             c.currentTextChanged.connect(lambda *_: self._timer.start())
-        i = self.preset.findData(preset)
-        self.preset.setCurrentIndex(max(i, 0))
-        self._preset_changed()
         self.last: RecipePreview | None = None
+        self.set_recipe(recipe)
+
+    def set_recipe(self, text: str) -> None:
+        """Show ``text`` (``--recipe`` form) in the fields; one that does not parse leaves ImageNet's."""
+        try:
+            r = Recipe.parse(text)
+        except CalibDataError:
+            r = Recipe()
+        self.preset.blockSignals(True)
+        self.preset.setCurrentIndex(max(self.preset.findData(r.preset if r.preset in PRESETS else "custom"), 0))
+        self.preset.blockSignals(False)
+        self._show_fields(r)
+        self._timer.start()
+
+    def _show_fields(self, r: Recipe) -> None:
+        for w, v in ((self.mean, r.mean), (self.std, r.std)):
+            w.setText("/".join(f"{x:g}" for x in v))
+        for box, value in ((self.fit, r.fit), (self.layout_box, r.layout), (self.order, r.order)):
+            box.blockSignals(True)
+            box.setCurrentText(value)
+            box.blockSignals(False)
 
     def text(self) -> str:
         """The recipe as ``calibrate --recipe`` reads it."""
         key = self.preset.currentData()
         parts = [f"preset={key}"] if key != "custom" else []
         parts += [f"fit={self.fit.currentText()}", f"layout={self.layout_box.currentText()}"]
+        if self.order.currentText() != "rgb" or PRESETS.get(key, {}).get("order", "rgb") != "rgb":
+            parts.append(f"order={self.order.currentText()}")
         if key == "custom":
             parts += [f"mean={self.mean.text().strip()}", f"std={self.std.text().strip()}"]
         return ",".join(parts)
@@ -96,12 +139,8 @@ class RecipeBox(QWidget):
     def _preset_changed(self) -> None:
         key = self.preset.currentData()
         if key in PRESETS:
-            r = Recipe.parse(f"preset={key}")
-            for w, v in ((self.mean, r.mean), (self.std, r.std)):
-                w.setText("/".join(f"{x:g}" for x in v))
-            self.fit.blockSignals(True)
-            self.fit.setCurrentText(r.fit)
-            self.fit.blockSignals(False)
+            r = Recipe.parse(f"preset={key},layout={self.layout_box.currentText()}")
+            self._show_fields(r)
         self._timer.start()
 
     def _custom_edited(self) -> None:

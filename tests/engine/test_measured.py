@@ -268,7 +268,7 @@ def test_the_cli_prepares_images_as_the_window_would_and_says_so(tmp_path):
             photos / f"{k}.png"
         )
     res = run_to_end(calibrate(model, tmp_path / "q.onnx", data=str(photos), samples=2, heldout=1))
-    assert any(n.startswith("recipe preset=letterbox, chosen from the model's metadata") for n in res["notes"])
+    assert any(n.startswith("recipe preset=letterbox, from Ultralytics metadata (task=detect)") for n in res["notes"])
     given = run_to_end(
         calibrate(model, tmp_path / "q2.onnx", data=str(photos), samples=2, heldout=1, recipe="preset=unit")
     )

@@ -206,3 +206,19 @@ def test_the_recipe_is_previewed_and_checked_before_anything_runs(qtbot, window,
     assert "set layout=nchw in the recipe" in dlg.recipe.info.text()  # the recipe's fault, named before a run
     args = dlg.args(Path(model), {})
     assert args["recipe"] == "preset=symmetric,fit=stretch,layout=nhwc" and args["metric"] == "auto"
+
+
+def test_the_dialog_starts_from_a_paddle_config_beside_the_model_and_says_so(qtbot, window, tmp_path):
+    from splitscope.gui.calibrate.ui import CalibDialog
+
+    from tests.engine.test_feeds_and_recipes import PADDLEOCR_REC_CONFIG
+
+    model = _cnn(tmp_path / "rec.onnx")
+    (tmp_path / "inference.yml").write_text(PADDLEOCR_REC_CONFIG)
+    window.open_model(model)
+    wait_idle(qtbot, window)
+    dlg = CalibDialog(window, window.graph_model, [])
+    qtbot.addWidget(dlg)
+    assert (dlg.recipe.fit.currentText(), dlg.recipe.order.currentText()) == ("pad", "bgr")
+    assert dlg.recipe.source.text() == "From inference.yml beside the model."
+    assert "fit=pad" in dlg.recipe.text() and "order=bgr" in dlg.recipe.text()
