@@ -3,10 +3,12 @@ the output's layout *and values* show that meaning; otherwise none, with the rea
 
 - ``classification`` (``[N, C]``, or ``[N, C, 1, 1]``, float): top-1 and top-5 agreement with the FP32 model,
   over ``samples`` rows.
-- ``sequence``: a CTC text recogniser's ``[N, T, C]`` holding a distribution per position: the strings decoded
-  greedily (the best class per position, repeats merged, the blank class 0 dropped) matched exactly, with the
-  per-position top-1 agreement beside them; or ``[N, T]`` integer ids (a recogniser that decodes inside the model):
-  the id sequences matched exactly.
+- ``sequence``: a CTC text recogniser's ``[N, T, C]`` holding a distribution per position (probabilities, or
+  log-probabilities as PyTorch's CTC exports give them), or the same time first, ``[T, 1, C]`` (a batch of one,
+  as PyTorch's ``nn.CTCLoss`` convention lays it out): the strings decoded greedily (the best class per position,
+  repeats merged, the blank class 0 dropped) matched exactly, with the per-position top-1 agreement beside them;
+  or ``[N, T]`` integer ids (a recogniser that decodes inside the model): the id sequences matched exactly. Raw
+  logits show no distribution: ``--metric sequence`` reads them the same way.
 - ``detection``: a YOLO-style head, ``[N, 4+C, boxes]`` (v8 and later: centre, size, class scores) or
   ``[N, boxes, 5+C]`` (v5/YOLOX: centre, size, objectness, class scores), confirmed by its values: sizes not
   negative, centres and sizes in pixels, scores within [0, 1]. Both models' detections are kept above a score of
@@ -52,8 +54,9 @@ def explain(shape: tuple[int, ...] | list[int], sample: np.ndarray | None = None
         return "classification", f"{s}: a score per class"
     if len(s) == 3:
         f = np.asarray(a, np.float64) if a is not None else None
-        if f is not None and f.size and f.min() >= 0 and np.allclose(f.sum(axis=-1), 1.0, atol=1e-3):
-            return "sequence", f"{s}: a distribution over {s[2]} classes per position (CTC)"
+        if f is not None and f.size and _distribution(f):
+            first = " (time first)" if _time_first(s) else ""
+            return "sequence", f"{s}: a distribution over {s[2]} classes per position{first} (CTC)"
         small, big = min(s[1], s[2]), max(s[1], s[2])
         if 5 <= small <= 4 + 1024 and big >= 4 * small:
             if f is None:
@@ -66,6 +69,18 @@ def explain(shape: tuple[int, ...] | list[int], sample: np.ndarray | None = None
     if len(s) == 4 and s[2] >= 8 and s[3] >= 8:
         return "dense", f"{s}: maps"
     return "none", f"{s}: no task metric for this layout"
+
+
+def _distribution(f: np.ndarray) -> bool:
+    """Whether the last axis holds probabilities, or log-probabilities, summing to one."""
+    if f.min() >= 0 and np.allclose(f.sum(axis=-1), 1.0, atol=1e-3):
+        return True
+    return bool(f.max() <= 1e-6 and np.allclose(np.exp(f).sum(axis=-1), 1.0, atol=1e-3))
+
+
+def _time_first(shape: tuple[int, ...] | list[int]) -> bool:
+    """``[T, 1, C]``: a batch of one laid out time first (a batch-first ``[1, T, C]`` has its one first)."""
+    return len(shape) == 3 and shape[1] == 1 and shape[0] > 1
 
 
 def _not_a_head(a: np.ndarray, classes_first: bool) -> str:
@@ -177,7 +192,10 @@ def _sequence(ref: list[np.ndarray], got: list[np.ndarray]) -> dict[str, Any]:
     strings = matched = 0
     same = total = 0
     for a, b in zip(ref, got, strict=True):
-        ra, gb = np.argmax(np.asarray(a), axis=-1), np.argmax(np.asarray(b), axis=-1)  # [N, T]
+        a, b = np.asarray(a), np.asarray(b)
+        if _time_first(a.shape):
+            a, b = np.swapaxes(a, 0, 1), np.swapaxes(b, 0, 1)
+        ra, gb = np.argmax(a, axis=-1), np.argmax(b, axis=-1)  # [N, T]
         same += int(np.sum(ra == gb))
         total += int(ra.size)
         for x, y in zip(ra.reshape(len(ra), -1), gb.reshape(len(gb), -1), strict=True):

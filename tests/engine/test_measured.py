@@ -165,6 +165,23 @@ def test_a_ctc_recogniser_is_judged_by_its_decoded_strings():
     assert task.ctc_decode(np.array([1, 1, 0, 1, 2, 2, 0])) == (1, 1, 2)
 
 
+def test_a_time_first_ctc_head_of_log_probabilities_is_read_as_one():
+    """PyTorch CRNN exports give ``log_softmax`` laid out ``[T, N, C]`` (nn.CTCLoss's order): at a batch of one,
+    ``[T, 1, C]``; decoded along T, not along the batch."""
+
+    def logp(ids: list[int], classes: int = 6) -> np.ndarray:
+        p = np.full((len(ids), classes), 0.01, np.float64)
+        p[np.arange(len(ids)), ids] = 1.0
+        return np.log(p / p.sum(axis=1, keepdims=True)).astype(np.float32)[:, None, :]  # [T, 1, C]
+
+    ref = [logp([1, 1, 0, 2, 3]), logp([4, 0, 4, 5, 5])]
+    got = [logp([1, 0, 0, 2, 3]), logp([4, 4, 4, 5, 5])]
+    kind, why = task.explain(ref[0].shape, ref[0])
+    assert kind == "sequence" and "time first" in why
+    m = task.metric("auto", ref, got)
+    assert m is not None and (m["matched"], m["sequences"], m["per_position"]) == (1, 2, 0.8)
+
+
 @pytest.mark.parametrize("shape", [(1, 10), (4, 1000)])
 def test_a_classifier_says_how_many_samples_its_top1_rests_on(shape):
     a = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
