@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 from splitscope.engine.cli_analyze import _run_with_bar
@@ -28,6 +29,10 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 
     if args.iterations < 1 or args.timeout <= 0:
         raise SplitscopeError("--iterations must be 1 or more and --timeout above 0.")
+    from splitscope.engine.onnxio.loader import load_model
+
+    for model in args.models:  # a missing, truncated or corrupt model said in one line before any cell runs
+        load_model(model)
     targets = [parse_target(t).address() for t in _split(args.target)] or ["local"]
     dims = parse_dim_values(args.dim)
     precisions = _split(args.precision) or ["fp32"]
@@ -69,7 +74,14 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         write_text_atomic(args.json, json.dumps(doc, indent=1))
     if args.csv:
         write_text_atomic(args.csv, to_csv(doc))
-    failed = sum(1 for c in doc["cells"] if c.get("status") != "done")
+    failed = [c for c in doc["cells"] if c.get("status") != "done"]
+    if failed:  # said even with -q: the exit status alone does not say which cell or why
+        first = failed[0]
+        why = str(first.get("error") or first.get("status") or "failed").splitlines()[0]
+        print(
+            f"splitscope: {len(failed)} of {len(doc['cells'])} cells did not finish; the first: {why}",
+            file=sys.stderr,
+        )
     return 0 if not failed else 3
 
 
