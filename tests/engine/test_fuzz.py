@@ -87,8 +87,8 @@ def test_fuzz_parser_contract(tmp_path):
 
 @pytest.mark.slow
 def test_fuzz_every_verb_that_reads_a_model(tmp_path):
-    """The same contract through calibrate, profile, report, kernel, optimize and sweep: exit 0, or exit 2 with one line, no traceback, and
-    nothing written on a failure (a longer run of the same loop: 60 cases, none broke it)."""
+    """The same contract through calibrate, profile, report, kernel, optimize and sweep: exit 0, or exit 2 with one
+    line, no traceback, and nothing written on a failure (a longer run of the same loop: 60 cases, none broke it)."""
     rng = random.Random(7)
     seeds = [p.read_bytes() for p in seed_models()]
     deadline = time.monotonic() + 90
