@@ -196,22 +196,38 @@ def test_cli_profile_interrupted_exits_130_and_writes_nothing(tmp_path):
     )
     os.close(slave)
     seen = b""
-    end = time.monotonic() + 300  # a generous deadline on a busy machine; the condition ends the wait
-    while b"Iteration" not in seen and time.monotonic() < end and proc.poll() is None:
-        if select.select([master], [], [], 1.0)[0]:
-            seen += os.read(master, 4096)
-    assert b"Iteration" in seen, seen[-400:]
-    proc.send_signal(signal.SIGINT)
-    proc.communicate(timeout=60)
-    while select.select([master], [], [], 0.5)[0]:
+
+    def drain(timeout: float) -> str:
+        """Read what the CLI wrote to its terminal: "data", "idle" (nothing within ``timeout``) or "closed"."""
+        nonlocal seen
+        if not select.select([master], [], [], timeout)[0]:
+            return "idle"
         try:
             chunk = os.read(master, 4096)
         except OSError:  # the other end closed
-            break
-        if not chunk:
-            break
+            return "closed"
         seen += chunk
-    os.close(master)
+        return "data" if chunk else "closed"
+
+    try:
+        end = time.monotonic() + 300  # a generous deadline on a busy machine; the condition ends the wait
+        while b"Iteration" not in seen and time.monotonic() < end and proc.poll() is None:
+            drain(1.0)
+        assert b"Iteration" in seen, seen[-400:]
+        proc.send_signal(signal.SIGINT)
+        # The terminal is read until the CLI ends: unread, it fills and the CLI's next write (its progress, its
+        # last line) blocks for good.
+        end = time.monotonic() + 300
+        while proc.poll() is None and time.monotonic() < end and drain(0.5) != "closed":
+            pass
+        proc.communicate(timeout=60)
+        while drain(0.5) == "data":
+            pass
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        os.close(master)
     err = seen.decode(errors="replace")
     assert proc.returncode == 130, err[-400:]
     assert not out.exists() and not list(tmp_path.iterdir())
