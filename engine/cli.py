@@ -189,6 +189,10 @@ def _cmd_engine(args: argparse.Namespace) -> int:
     else:
         data = import_files(files, gm)
     doc = data.to_json()
+    if gm is not None and gm.path is not None:  # mapped onto this model: the report checks it is the same content
+        from splitscope.engine.runtime.store import content_key
+
+        doc["model"], doc["model_key"] = str(gm.path), content_key(gm.path)
     doc["lint"] = lint(data)
     if args.compare or args.compare_profile:
         other = import_files([f for f in (args.compare, args.compare_profile) if f], gm)

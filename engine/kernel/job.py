@@ -80,8 +80,11 @@ def kernel_job(
     cu_text = gen.source if python else text  # the plugin project's kernel.cu; the .py goes beside it
     extra = {Path(str(source)).name: text} if python else {}
     delegated = all(gm.nodes[i].status.value == "delegate" for i in idx)
+    from splitscope.engine.runtime.store import content_key
+
     doc: dict[str, Any] = {
         "model": str(model),
+        "model_key": content_key(model),
         "shapes": gm.shapes_label(),
         "dims": dict(gm.dims),
         "nodes": ex.labels,

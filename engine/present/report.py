@@ -63,8 +63,8 @@ def load_doc(path: str | os.PathLike[str], what: str) -> dict[str, Any]:
 
 def check_same_model(gm: GraphModel, doc: dict[str, Any], what: str, path: str | os.PathLike[str]) -> None:
     """Refuse ``doc`` when it was made for another model: by the model's content key where the result stores one
-    (a profile or a calibration of this version), else by the node names it speaks of; and one taken at other
-    dims than those in force."""
+    (a profile, a calibration, a kernel result, an engine mapped onto its model), else by the node names it speaks
+    of; and one taken at other dims than those in force."""
     from splitscope.engine.runtime.store import content_key
 
     key, ours = doc.get("model_key"), content_key(gm.path)
@@ -83,6 +83,14 @@ def check_same_model(gm: GraphModel, doc: dict[str, Any], what: str, path: str |
             f"--{what} {Path(path).name} was taken at {at}, not at {now} as here: give the same --dim, or "
             f"make the {what} again at these dims."
         )
+    if what == "kernel":  # the nodes it worked on, whatever its key says: they must be here to be shown
+        if set(doc.get("nodes", [])) - {n.label for n in gm.nodes}:
+            other = Path(str(doc.get("model") or "another model")).name
+            raise SplitscopeError(
+                f"--kernel {Path(path).name} is of another model ({other}): its nodes are not in {here}; "
+                "give this model's kernel JSON."
+            )
+        return
     if key and key == ours:
         return
     names: set[str] = set()
@@ -92,16 +100,6 @@ def check_same_model(gm: GraphModel, doc: dict[str, Any], what: str, path: str |
         names = set(doc.get("quantized", [])) | set(doc.get("excluded", []))
     elif what == "engine":
         names = {n for r in doc.get("layers", []) for n in r.get("onnx_nodes", [])}
-    elif what == "kernel":
-        names = set(doc.get("nodes", []))
-        ours_labels = {n.label for n in gm.nodes}
-        if names - ours_labels:
-            other = Path(str(doc.get("model") or "another model")).name
-            raise SplitscopeError(
-                f"--kernel {Path(path).name} is of another model ({other}): its nodes are not in "
-                f"{gm.path.name if gm.path else 'this model'}; give this model's kernel JSON."
-            )
-        return
     if not names:
         return
     ours = {n.name for n in gm.nodes}

@@ -310,6 +310,12 @@ def test_a_result_belongs_to_its_model_content_and_dims(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "is of another model (a.onnx: not the content of b.onnx)" in err and not html.exists()
     assert main(["report", str(a), "--parser", "table", "--profile", str(prof), "--out", str(html), "-q"]) == 0
+    kern = tmp_path / "k.json"  # a kernel result too, though its node names are the other model's
+    assert (
+        main(["kernel", str(a), "conv2", "--parser", "table", "--out", str(tmp_path / "k"), "--json", str(kern)]) == 0
+    )
+    assert main(["report", str(b), "--parser", "table", "--kernel", str(kern), "--out", str(html), "-q"]) == 2
+    assert "--kernel k.json is of another model (a.onnx: not the content of b.onnx)" in capsys.readouterr().err
 
     g = helper.make_graph(
         [helper.make_node("Relu", ["x"], ["y"], name="relu")],

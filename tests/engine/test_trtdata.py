@@ -7,6 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
+import onnx
 import pytest
 from splitscope.engine.cli import main as cli
 from splitscope.engine.split.analyze import analyze_model
@@ -165,7 +166,7 @@ def test_cli_engine(tmp_path, capsys):
     assert len(capsys.readouterr().err.strip().splitlines()) == 2
 
 
-def test_cli_engine_maps_onto_a_model(tmp_path):
+def test_cli_engine_maps_onto_a_model(tmp_path, capsys):
     gm = analyze_model(TRANSFORMER, parser="table")
     lp, pp, _ = trt_files.write(gm, tmp_path, "io_tensors", "encoder/layers.0/self_attn")
     model = tmp_path / "m.onnx"
@@ -191,6 +192,15 @@ def test_cli_engine_maps_onto_a_model(tmp_path):
     )
     j = json.loads(out.read_text())
     assert j["layout"] == "io_tensors" and j["mapped_node_share"] >= 0.5
+    other = tmp_path / "other.onnx"  # the same node names, other weights: the report refuses it by content
+    m = onnx.load(model)
+    t = next(t for t in m.graph.initializer if t.raw_data)
+    t.raw_data = bytes(len(t.raw_data))
+    onnx.save(m, other)
+    html = tmp_path / "r.html"
+    assert cli(["report", str(other), "--parser", "table", "--engine", str(out), "--out", str(html), "-q"]) == 2
+    assert "--engine e.json is of another model (m.onnx: not the content of other.onnx)" in capsys.readouterr().err
+    assert cli(["report", str(model), "--parser", "table", "--engine", str(out), "--out", str(html), "-q"]) == 0
 
 
 def test_our_own_rtx_build_lists_its_layers_and_maps_them():
