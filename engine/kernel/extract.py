@@ -212,18 +212,19 @@ def model_feeds(gm: GraphModel, proto: onnx.ModelProto, data: str = "random", se
 
 
 def capture(gm: GraphModel, proto: onnx.ModelProto, ex: Extract, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The extract's real inputs: model inputs from ``feeds``, weights from the model, and the rest from running
-    the part of the model upstream of them with ONNX Runtime on the CPU."""
+    """The extract's real inputs: model inputs from ``feeds``, weights from the model (wherever it keeps them),
+    and the rest from running the part of the model upstream of them with ONNX Runtime on the CPU."""
+    from splitscope.engine.onnxio.weights import constant_values
     from splitscope.engine.runtime.verify import cut
 
-    inits = {t.name: t for t in proto.graph.initializer}
+    weights = constant_values(proto, [sig.name for sig in ex.inputs if sig.name not in feeds])
     out: dict[str, np.ndarray] = {}
     inner = []
     for sig in ex.inputs:
         if sig.name in feeds:
             out[sig.name] = feeds[sig.name]
-        elif sig.name in inits:
-            out[sig.name] = onnx.numpy_helper.to_array(inits[sig.name])
+        elif sig.name in weights:  # an initializer, a Constant node's value, a chain of constants folded
+            out[sig.name] = weights[sig.name]
         else:
             inner.append(sig.name)
     if inner:

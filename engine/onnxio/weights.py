@@ -102,18 +102,22 @@ def _fold(n: onnx.NodeProto, args: list[np.ndarray | None]) -> np.ndarray | None
     return None
 
 
-def hoist(model: onnx.ModelProto) -> WeightSources:
-    """Move every constant of ``model``'s main graph into its initializers, in place (see the module docstring);
-    returns the source of each constant tensor. A ``Constant`` whose output is a graph output stays a node, and so
-    does a chain whose result is not a floating-point tensor (shape arithmetic is left to the graph)."""
-    g = model.graph
-    found = WeightSources({t.name: "initializer" for t in g.initializer})
-    values: dict[str, np.ndarray] = {}
+@dataclass(slots=True)
+class _Scan:
+    """One pass over a main graph: what :func:`hoist` moves and what :func:`constant_values` reads."""
+
+    found: WeightSources
+    values: dict[str, np.ndarray]
+    keep: list[onnx.NodeProto]
+    added: list[onnx.TensorProto]
+    folded_from: set[str]
+
+
+def _scan(g: onnx.GraphProto) -> _Scan:
     outputs = {o.name for o in g.output}
     by_name = {t.name: t for t in g.initializer}
-    folded_from: set[str] = set()
-    keep: list[onnx.NodeProto] = []
-    added: list[onnx.TensorProto] = []
+    scan = _Scan(WeightSources({t.name: "initializer" for t in g.initializer}), {}, [], [], set())
+    values, source = scan.values, scan.found.source
 
     def value(name: str) -> np.ndarray | None:
         if name in values:
@@ -130,34 +134,51 @@ def hoist(model: onnx.ModelProto) -> WeightSources:
             v = _constant_value(n)
             if v is not None:
                 values[out] = v
-                added.append(_tensor(n, v, out))
-                found.source[out] = "constant"
+                scan.added.append(_tensor(n, v, out))
+                source[out] = "constant"
                 continue
-        if (
-            n.op_type in CHAIN_OPS
-            and out
-            and out not in outputs
-            and n.input
-            and all(i in found.source for i in n.input if i)
-        ):
+        if n.op_type in CHAIN_OPS and out and out not in outputs and n.input and all(i in source for i in n.input if i):
             v = _fold(n, [value(i) if i else None for i in n.input])
             if v is not None and np.issubdtype(v.dtype, np.floating):
                 values[out] = v
-                added.append(numpy_helper.from_array(v, out))
-                found.source[out] = "folded"
-                folded_from.update(i for i in n.input if i)
+                scan.added.append(numpy_helper.from_array(v, out))
+                source[out] = "folded"
+                scan.folded_from.update(i for i in n.input if i)
                 continue
-        if n.op_type == "DequantizeLinear" and out and n.input and n.input[0] in found.source:
-            found.source[out] = "quantized"
-        keep.append(n)
-    if added:
+        if n.op_type == "DequantizeLinear" and out and n.input and n.input[0] in source:
+            source[out] = "quantized"
+        scan.keep.append(n)
+    return scan
+
+
+def hoist(model: onnx.ModelProto) -> WeightSources:
+    """Move every constant of ``model``'s main graph into its initializers, in place (see the module docstring);
+    returns the source of each constant tensor. A ``Constant`` whose output is a graph output stays a node, and so
+    does a chain whose result is not a floating-point tensor (shape arithmetic is left to the graph)."""
+    g = model.graph
+    scan = _scan(g)
+    if scan.added:
         del g.node[:]
-        g.node.extend(keep)
-        g.initializer.extend(added)
+        g.node.extend(scan.keep)
+        g.initializer.extend(scan.added)
         if model.ir_version < 4:  # IR < 4 lists every initializer as a graph input too
-            g.input.extend(helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)) for t in added)
-        _drop_unused(g, folded_from - outputs)
-    return found
+            g.input.extend(helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)) for t in scan.added)
+        _drop_unused(g, scan.folded_from - {o.name for o in g.output})
+    return scan.found
+
+
+def constant_values(model: onnx.ModelProto, names: list[str]) -> dict[str, np.ndarray]:
+    """The values of those of ``names`` that are weights, wherever they live (the sources :func:`hoist` finds),
+    read without changing ``model``; a name computed at run time is left out."""
+    scan = _scan(model.graph)
+    by_name = {t.name: t for t in model.graph.initializer}
+    out: dict[str, np.ndarray] = {}
+    for name in names:
+        if name in scan.values:
+            out[name] = scan.values[name]
+        elif name in by_name and by_name[name].data_location != onnx.TensorProto.EXTERNAL:
+            out[name] = numpy_helper.to_array(by_name[name])
+    return out
 
 
 def _tensor(n: onnx.NodeProto, v: np.ndarray, name: str) -> onnx.TensorProto:

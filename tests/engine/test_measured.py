@@ -94,6 +94,32 @@ def test_hoisting_moves_constants_and_folds_chains_without_changing_a_value(tmp_
     assert np.array_equal(before, after)
 
 
+def test_the_kernel_workbench_reads_weights_from_constant_nodes_without_running_them(tmp_path, monkeypatch):
+    """conv2's weight is a Constant reshaped: the workbench takes its value from the model, as the analysis and
+    calibration find it, not from running the nodes that make it (nothing upstream of the weight is run)."""
+    from splitscope.engine.kernel import extract as ex_mod
+    from splitscope.engine.onnxio.weights import constant_values
+    from splitscope.engine.split.analyze import analyze_model
+
+    model = _paddle_style(tmp_path / "p.onnx")
+    proto = onnx.load(model)
+    gm = analyze_model(model, parser="table")
+    conv2 = next(n.index for n in gm.nodes if n.name == "conv2")
+    ex = ex_mod.extract(gm, proto, [conv2])
+    x = np.random.default_rng(1).standard_normal((1, 3, 16, 16)).astype(np.float32)
+    asked: list[list[str]] = []
+    real_run = ex_mod._run_ort
+    monkeypatch.setattr(ex_mod, "_run_ort", lambda m, f, names: asked.append(list(names)) or real_run(m, f, names))
+    got = ex_mod.capture(gm, proto, ex, {"x": x})
+    assert asked == [["r1"]]  # only the activation is computed upstream
+    hoisted = onnx.load(model)
+    hoist(hoisted)
+    w2 = next(numpy_helper.to_array(t) for t in hoisted.graph.initializer if t.name == "w2")
+    assert np.array_equal(got["w2"], w2) and got["w2"].shape == (8, 8, 3, 3)
+    assert set(constant_values(proto, ["w1", "w2", "fc", "x", "r1"])) == {"w1", "w2", "fc"}
+    assert len(proto.graph.node) == len(onnx.load(model).graph.node)  # read, not changed
+
+
 def test_int8_of_constant_weights_is_per_channel_and_measured(tmp_path):
     model = _paddle_style(tmp_path / "p.onnx")
     out = tmp_path / "p.int8.onnx"
