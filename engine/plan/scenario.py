@@ -242,17 +242,20 @@ def _share(gm: GraphModel, inside: list[bool]) -> float:
 def _host_bytes(gm: GraphModel, host: set[int]) -> tuple[int, int]:
     """Bytes per inference that host nodes pull from the GPU (device to host) and push back to it (host to
     device), each tensor once. A model input a host node reads is on the host already, and a model output it
-    makes stays there: neither is copied."""
+    makes stays there: neither is copied, nor is a weight, wherever the model keeps it."""
     if not host:
         return 0, 0
+    from splitscope.engine.split.partitions import constant_nodes
+
     tensors = gm.graph.tensors
+    const = constant_nodes(gm.graph, gm.order)  # a Constant node's output is a weight, as an initializer is
     d2h = h2d = 0
     seen: set[str] = set()
     for i in host:
         n = gm.nodes[i]
         for name in n.inputs:
             t = tensors.get(name) if name else None
-            if t is None or name in seen or t.is_initializer or t.producer is None:
+            if t is None or name in seen or t.is_initializer or t.producer is None or const[t.producer]:
                 continue
             if t.producer not in host:
                 seen.add(name)

@@ -242,12 +242,15 @@ def _top(per: dict[str, float], runs: int, n: int = 10) -> list[dict[str, Any]]:
 
 
 def _weight_bytes(path: Path) -> int:
-    """The model's weights in bytes (its initializers, external data included, read from their headers)."""
+    """The model's weights in bytes: its initializers (external data included, read from their headers) and the
+    tensors its ``Constant`` nodes hold (where Paddle's and some TensorFlow exports keep every weight)."""
     import onnx
 
     m = onnx.load(str(path), load_external_data=False)
+    held = list(m.graph.initializer)
+    held += [a.t for n in m.graph.node if n.op_type == "Constant" for a in n.attribute if a.name == "value"]
     total = 0
-    for t in m.graph.initializer:
+    for t in held:
         n = int(np.prod(t.dims)) if t.dims else 1
         total += n * max(onnx.helper.tensor_dtype_to_np_dtype(t.data_type).itemsize, 1)
     return total

@@ -120,6 +120,23 @@ def test_the_kernel_workbench_reads_weights_from_constant_nodes_without_running_
     assert len(proto.graph.node) == len(onnx.load(model).graph.node)  # read, not changed
 
 
+def test_the_planner_and_the_decode_verdict_count_constant_node_weights_as_weights(tmp_path):
+    """A host node reading a weight held in Constant nodes copies only its activation per inference; the weight
+    bytes of a decode step include what Constant nodes hold. Counted here from the model's own arrays."""
+    from splitscope.engine.plan.scenario import _host_bytes
+    from splitscope.engine.runtime.generate import _weight_bytes
+    from splitscope.engine.split.analyze import analyze_model
+
+    model = _paddle_style(tmp_path / "p.onnx")
+    gm = analyze_model(model, parser="table")
+    conv2 = next(n.index for n in gm.nodes if n.name == "conv2")
+    r1 = 1 * 8 * 16 * 16 * 4  # conv1's activation at 16x16, float32
+    assert _host_bytes(gm, {conv2}) == (r1, 8 * 16 * 16 * 4)
+    m = onnx.load(model)
+    held = sum(numpy_helper.to_array(a.t).nbytes for n in m.graph.node for a in n.attribute if a.name == "value")
+    assert _weight_bytes(model) == held > 0
+
+
 def test_int8_of_constant_weights_is_per_channel_and_measured(tmp_path):
     model = _paddle_style(tmp_path / "p.onnx")
     out = tmp_path / "p.int8.onnx"
