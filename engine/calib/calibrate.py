@@ -315,7 +315,7 @@ def _calibrate(
     if recipe is None and data != "random" and Path(data).is_dir():
         meta = {m.key: m.value for m in proto.metadata_props}
         shape = specs[0].dims if len(specs) == 1 else []
-        found = model_recipe(model, meta, shape[1] if len(shape) == 4 else None)
+        found = model_recipe(model, meta, shape)
         if any(f.suffix.lower() in IMAGE_SUFFIXES for f in Path(data).iterdir()):
             recipe, chosen = found.text, found
     cdata = open_data(data, specs, samples, dims, recipe=recipe)

@@ -5,6 +5,7 @@ where its recipe came from."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,18 +33,24 @@ class ModelRecipe:
     source: str
 
 
-def model_recipe(model: Path | None, meta: dict[str, str], channels: object) -> ModelRecipe:
-    """The recipe ``model`` most likely wants: its Paddle config's pre-processing when one is beside it, letterbox
-    for an Ultralytics detector, grayscale for one channel, else ImageNet's."""
+def model_recipe(model: Path | None, meta: dict[str, str], shape: Sequence[object]) -> ModelRecipe:
+    """The recipe ``model`` most likely wants, from its first input's ``shape`` (ints and dim names): its Paddle
+    config's pre-processing when one is beside it, letterbox for an Ultralytics detector, grayscale for one channel,
+    PaddleOCR's for a text-line input (3 channels, 32 or 48 high, a dynamic or long width), else ImageNet's."""
     if model is not None:
         found = paddle_recipe(model.parent)
         if found is not None:
             return found
-    if channels == 1:
+    shape = list(shape) if len(shape) == 4 else []
+    if shape and shape[1] == 1:
         return ModelRecipe("preset=grayscale", "the input has one channel")
     task = meta.get("task")
     if task in ("detect", "segment", "pose", "obb") or "ultralytics" in meta.get("author", "").lower():
         return ModelRecipe("preset=letterbox", f"Ultralytics metadata (task={task or '?'})")
+    if shape and shape[1] == 3 and shape[2] in (32, 48):
+        height, width = shape[2], shape[3]
+        if not isinstance(width, int) or width >= 4 * height:
+            return ModelRecipe("preset=ppocr", f"the text-line input [N, 3, {height}, W] (PaddleOCR's recogniser)")
     return ModelRecipe("preset=imagenet", "the default: nothing in or beside the model says otherwise")
 
 

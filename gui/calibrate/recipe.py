@@ -55,18 +55,20 @@ class RecipeBox(QWidget):
         self.layout_box.addItems(["nchw", "nhwc"])
         self.order = QComboBox()
         self.order.addItems(list(ORDERS))
-        custom = QHBoxLayout()
-        for label, w in (
-            ("fit", self.fit),
-            ("mean", self.mean),
-            ("std", self.std),
-            ("layout", self.layout_box),
-            ("order", self.order),
-        ):
-            custom.addWidget(QLabel(label))
-            custom.addWidget(w, 1)
         form.addRow("Recipe", self.preset)
-        form.addRow("", custom)
+        # Two rows: the choices, then the numbers, each field wide enough for a whole three-channel value.
+        wide = self.fontMetrics().horizontalAdvance("0.485/0.456/0.406") + 24
+        for w in (self.mean, self.std):
+            w.setMinimumWidth(wide)
+        for fields in (
+            (("fit", self.fit), ("layout", self.layout_box), ("order", self.order)),
+            (("mean", self.mean), ("std", self.std)),
+        ):
+            row = QHBoxLayout()
+            for label, w in fields:
+                row.addWidget(QLabel(label))
+                row.addWidget(w, 1)
+            form.addRow("", row)
         self.source = QLabel(f"From {source}." if source else "")
         self.source.setObjectName("recipe_source")
         self.source.setWordWrap(True)

