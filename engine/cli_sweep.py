@@ -56,7 +56,8 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     doc = _run_with_bar(run_sweep(cells, ray=ray, timeout_s=args.timeout, cancel=CancelToken()))
     if not args.quiet:
         table = rows(doc)
-        print(f"{len(table)} cells on {doc['runner']}:")
+        how = "run by Ray" if doc["runner"] == "ray" else "run one after another"
+        print(f"{len(table)} cells, {how}:")
         for r in table:
             lat = f"{r['p50_ms']:9.3f} ms" if r["p50_ms"] is not None else f"{r['status']:>12}"
             snr = "" if r["snr_db"] is None else f"  SNR {r['snr_db']:.1f} dB"
