@@ -500,7 +500,11 @@ def build_parser() -> argparse.ArgumentParser:
         "calibrate", help="calibrate and write a Q/DQ (INT8/FP8) or Cast (FP16/BF16) model as TensorRT 11 wants it"
     )
     c.add_argument("model", nargs="?", help="ONNX model (default: the bundled sample)")
-    c.add_argument("--data", default="random", help="a folder of .npy/.npz samples, or 'random' (plumbing only)")
+    c.add_argument(
+        "--data",
+        default="random",
+        help="a folder of images (prepared by --recipe) or of .npy/.npz samples, or 'random' (plumbing only)",
+    )
     c.add_argument(
         "--recipe",
         help="for a folder of images: preset=imagenet|unit|symmetric|letterbox|grayscale|ppocr, then keys that "

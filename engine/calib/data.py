@@ -278,7 +278,9 @@ def open_data(
         return CalibData(specs, None, samples, dict(dims or {}), seed)
     folder = Path(source)
     if not folder.is_dir():
-        raise CalibDataError(f"--data {source}: not a folder; give a folder of .npy/.npz samples, or 'random'.")
+        raise CalibDataError(
+            f"--data {source}: not a folder; give a folder of images or of .npy/.npz samples, or 'random'."
+        )
     files = sorted(p for p in folder.iterdir() if p.suffix.lower() in (".npy", ".npz") and p.is_file())
     images = sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES and p.is_file())
     if not files and images:
@@ -294,7 +296,10 @@ def open_data(
             recipe=Recipe.parse(recipe or ""),
         )
     if not files:
-        raise CalibDataError(f"{folder} has no .npy, .npz or image files: save the samples with numpy.save/savez.")
+        raise CalibDataError(
+            f"{folder} has no image, .npy or .npz files: put the samples' images there, or save arrays with "
+            "numpy.save/savez."
+        )
     return CalibData(specs, folder, samples, dict(dims or {}), seed, files=files[: max(samples, 1)])
 
 
