@@ -270,6 +270,38 @@ def test_a_real_model_end_to_end(real: Real, packages: Path, photos, tmp_path: P
     assert gm.shapes_label().split(" [")[0] in text and "unknown until given" not in text
 
 
+@pytest.mark.parametrize(
+    ("rid", "dims"),
+    [
+        ("ppocrv5-text-detector", {"DynamicDimension.1": 960, "DynamicDimension.2": 1280}),
+        ("svtr-text-recogniser", {"x[2]": 48, "p2o.DynamicDimension.1": 960}),
+        ("yolov8-detector", {"height": 640, "width": 640}),
+    ],
+)
+def test_a_real_model_at_another_size_moves_its_figures(rid: str, dims: dict[str, int], packages: Path, tmp_path):
+    """The size a user runs other than the suite's: FLOPs against the independent count again, the activations'
+    bytes grow with the pixels, the weights do not, and the headline says the new shapes."""
+    real = next(r for r in REAL if r.id == rid)
+    path = packages / real.path
+    other = Real(real.id, real.path, dims)
+    ours, measured = _independent(other, packages, path)
+    assert measured > 0 and abs(ours - measured) <= 0.02 * measured, (ours, measured)
+    small = analyze_model(path, parser="table", dims=real.dims)
+    big = analyze_model(path, parser="table", dims=dims)
+    pixels = {k: dims[k] / v for k, v in small.dims.items() if k in dims and v}
+    grow = float(np.prod(list(pixels.values())))
+    assert grow > 1.5
+    flops = sum(n.flops or 0 for n in big.nodes) / sum(n.flops or 0 for n in small.nodes)
+    assert 0.8 * grow <= flops <= 1.2 * grow, (flops, grow)  # convolutions: FLOPs follow the pixels
+    moved = sum(n.bytes or 0 for n in big.nodes) / sum(n.bytes or 0 for n in small.nodes)
+    assert 1.2 <= moved <= 1.05 * grow, (moved, grow)  # activations grow, weights stay
+    out = tmp_path / "a.json"
+    dim_args = [a for d, v in dims.items() for a in ("--dim", f"{d}={v}")]
+    assert main(["analyze", str(path), "--parser", "table", *dim_args, "--json", str(out), "-q"]) == 0
+    shape = json.loads(out.read_text())["input_shapes"]
+    assert all(v in next(iter(shape.values())) for v in dims.values())
+
+
 def test_the_cli_asks_for_what_the_model_does_not_say(packages: Path, capsys):
     det = packages / OCR / "ch_PP-OCRv4_det_infer.onnx"
     assert main(["analyze", str(det), "--parser", "table", "-q"]) == 2
