@@ -65,6 +65,18 @@ class _Bar:
             sys.stderr.flush()
 
 
+def _write_json(args: argparse.Namespace, doc: Any) -> None:
+    """``--json PATH``: the document, written atomically."""
+    import json
+
+    from splitscope.engine.report.files import write_text_atomic
+
+    if args.json:
+        write_text_atomic(args.json, json.dumps(doc, indent=1))
+        if not args.quiet:
+            print(f"wrote {args.json}")
+
+
 def _run_with_bar(job: Any) -> Any:
     """Drive a job generator to its end with a progress bar on a terminal; its return value."""
     from splitscope.engine.jobs import Progress

@@ -93,7 +93,8 @@ def _let_go(worker: Any) -> None:
 
     signals = worker.signals
     meta = signals.metaObject()
-    for i in range(QObject.staticMetaObject.methodCount(), meta.methodCount()):  # superqt's signals, of each class
+    base = QObject.staticMetaObject.methodCount()  # pyright: ignore[reportAttributeAccessIssue] - not in the stubs
+    for i in range(base, meta.methodCount()):  # superqt's signals, of each class
         method = meta.method(i)
         name = bytes(method.name().data()).decode()
         signal = method.methodType() == QMetaMethod.MethodType.Signal

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any
 
@@ -444,17 +444,21 @@ def _calibrate(
     qplan_weights = None if low else list(qplan.weights)
     # Accuracy on held-out samples (other seeds, or the files past the calibration set), of the model as written.
     yield Progress("accuracy", 0, heldout, f"Running {out.name} against the FP32 model")
-    fallback = None
+    fallback: Callable[[], bytes] | None = None
     if low:
         written_plan = cplan
 
-        def fallback() -> bytes:
+        def fallback_low() -> bytes:
             return emulation(written_plan).SerializeToString()
+
+        fallback = fallback_low
     elif isinstance(candidate, bytes):
         emulated = candidate
 
-        def fallback() -> bytes:
+        def fallback_emulated() -> bytes:
             return emulated
+
+        fallback = fallback_emulated
 
     measured = yield from measure(
         model, writer.path, held, backend, metric, cancel, held_labels, emulation=fallback, count=heldout

@@ -105,7 +105,7 @@ def _recipe_of(ops: list[tuple[str, dict[str, Any]]]) -> str:
             order = "bgr" if str(opts.get("img_mode", "BGR")).upper() == "BGR" else "rgb"
         elif name == "NormalizeImage":
             mean, std = opts.get("mean"), opts.get("std")
-            if _floats(mean) and _floats(std):
+            if isinstance(mean, list) and isinstance(std, list) and _floats(mean) and _floats(std):
                 if opts.get("is_scale") is False:  # PaddleDetection's mean/std in pixels: ours are of x / 255
                     mean, std = [v / 255 for v in mean], [v / 255 for v in std]
                 parts += [f"mean={'/'.join(f'{v:g}' for v in mean)}", f"std={'/'.join(f'{v:g}' for v in std)}"]

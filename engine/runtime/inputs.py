@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import zipfile
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -137,7 +138,7 @@ def physical_memory() -> int | None:
         return None
 
 
-def check_memory(specs: list[InputSpec], shapes: dict[str, list[int]], dims: dict[str, int]) -> None:
+def check_memory(specs: list[InputSpec], shapes: Mapping[str, Sequence[int]], dims: dict[str, int]) -> None:
     """Refuse inputs that alone would need more memory than the machine has, before anything is allocated: the
     bytes they would need, and the dims that make them so."""
     total = sum(int(np.prod(shapes[s.name], dtype=np.float64)) * np.dtype(s.dtype).itemsize for s in specs)

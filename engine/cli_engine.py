@@ -1,0 +1,107 @@
+"""``splitscope engine``: what TensorRT did, read from trtexec's files (layer info, profile, times, TensorRT 8.2 to
+11) or from a TensorRT-RTX build made here, mapped onto the ONNX model when one is given, linted, and compared with
+another engine."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from splitscope.engine.cli_analyze import _dims, _write_json
+from splitscope.engine.errors import SplitscopeError
+from splitscope.engine.jobs import run_to_end
+from splitscope.engine.text import plural
+
+
+def add_parser(sub: Any) -> None:
+    e = sub.add_parser("engine", help="read what TensorRT did: trtexec layer info, profile and times, on the graph")
+    e.add_argument("model", nargs="?", help="the ONNX model the engine was built from (optional)")
+    e.add_argument("--layers", metavar="L.json", help="trtexec --exportLayerInfo (TensorRT 8.2 to 11)")
+    e.add_argument("--profile", metavar="P.json", help="trtexec --exportProfile")
+    e.add_argument("--times", metavar="T.json", help="trtexec --exportTimes")
+    e.add_argument(
+        "--build",
+        choices=["rtx", "tensorrt"],
+        help="build the model here and read the layers its builder lists (TensorRT-RTX builds without a GPU)",
+    )
+    e.add_argument("--dim", action="append", default=[], metavar="NAME=INT", help="value of a symbolic dim")
+    e.add_argument("--compare", metavar="L2.json", help="another engine's layer info, to compare")
+    e.add_argument("--compare-profile", metavar="P2.json", help="another engine's profile, to compare")
+    e.add_argument(
+        "--parser",
+        choices=["auto", "tensorrt", "rtx", "table"],
+        default="auto",
+        help="who splits the model, when one is given",
+    )
+    e.add_argument("--json", metavar="PATH", help="write layers, mapping, lint and comparison as JSON")
+    e.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
+    e.set_defaults(func=cmd_engine)
+
+
+def cmd_engine(args: argparse.Namespace) -> int:
+
+    from splitscope.engine.trtdata.compare import compare
+    from splitscope.engine.trtdata.importer import import_files
+    from splitscope.engine.trtdata.lint import lint
+
+    files = [f for f in (args.layers, args.profile, args.times) if f]
+    if not files and not args.build:
+        raise SplitscopeError(
+            "Give at least one of --layers, --profile or --times (the files trtexec wrote with "
+            "--exportLayerInfo, --exportProfile, --exportTimes), or --build rtx with a model."
+        )
+    if args.build and not args.model:
+        raise SplitscopeError("--build needs the ONNX model to build.")
+    gm = None
+    if args.model:
+        from splitscope.engine.split.analyze import analyze
+
+        gm = run_to_end(analyze(args.model, parser=args.parser, dims=_dims(args.dim), require_dims=bool(args.build)))
+    if args.build:
+        from splitscope.engine.runtime.trt import from_build
+
+        data = from_build(args.model, gm, args.build, dict(gm.dims) if gm is not None else _dims(args.dim))
+    else:
+        data = import_files(files, gm)
+    doc = data.to_json()
+    if gm is not None and gm.path is not None:  # mapped onto this model: the report checks it is the same content
+        from splitscope.engine.runtime.store import content_key
+
+        doc["model"], doc["model_key"] = str(gm.path), content_key(gm.path)
+    doc["lint"] = lint(data)
+    if args.compare or args.compare_profile:
+        other = import_files([f for f in (args.compare, args.compare_profile) if f], gm)
+        doc["comparison"] = compare(data, other)
+    if not args.quiet:
+        n = len(doc["layers"])
+        layout = {"bindings": "TensorRT 8.2-10 layout", "io_tensors": "TensorRT 11 layout"}.get(
+            doc["layout"], "no I/O list"
+        )
+        print(
+            f"{n} engine layers ({layout}{'' if doc['detailed'] or not n else ', names only'})"
+            + (f", {doc['total_layer_ms']:.4f} ms of layer time per inference" if data.profile else "")
+        )
+        if gm is not None:
+            print(
+                f"  mapped onto {gm.path.name if gm.path else 'the model'}: {doc['mapped_data_node_share']:.0%} "
+                f"of its data-path nodes ({doc['mapped_node_share']:.0%} of all), {doc['mapped_layer_share']:.0%} "
+                f"of the layers; {plural(len(doc['unmapped_layers']), 'layer')} unmapped"
+            )
+        work = [r for r in doc["layers"] if r["mapped_by"] != "sync"]  # stream syncs: no work to show
+        for row in sorted(work, key=lambda r: (-(r["ms"] or 0), r["reformat"]))[:8]:
+            ms = f"{row['ms']:9.4f} ms {row['share']:6.1%}" if row["ms"] is not None else " " * 19
+            print(f"  {ms}  {row['precision'] or '?':<16} {row['type'][:22]:<22} {row['name'][:70]}")
+        for f in doc["lint"]:
+            print(f"  lint {f['kind']}: {f['advice']} ({plural(len(f['layers']), 'layer')}, {f['ms']:.4f} ms)")
+        for phase, st in (doc.get("times") or {}).items():
+            print(
+                f"  {phase}: mean {st['mean']:.4f} ms, p50 {st['p50']:.4f}, p99 {st['p99']:.4f}, max {st['max']:.4f} "
+                f"({len(data.times.records) if data.times else 0} iterations)"
+            )
+        if "comparison" in doc:
+            c = doc["comparison"]
+            print(f"  compare: A {c['a_total_ms']:.4f} ms, B {c['b_total_ms']:.4f} ms of layer time")
+        for note in doc["notes"]:
+            print(f"  note: {note}")
+    _write_json(args, doc)
+    return 0
