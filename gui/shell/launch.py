@@ -156,6 +156,18 @@ def _stall_watch(beat: dict[str, float]) -> Any:
     return lambda: worst["where"]
 
 
+def _sizes(window: MainWindow) -> dict[str, Any]:
+    """The window's, the canvas's and the available screen's sizes (logical pixels), and the screen's scaling."""
+    screen = window.screen()
+    area = screen.availableGeometry() if screen is not None else window.geometry()
+    return {
+        "window_px": [window.width(), window.height()],
+        "canvas_px": [window.canvas.width(), window.canvas.height()],
+        "screen_px": [area.width(), area.height()],
+        "scale": screen.devicePixelRatio() if screen is not None else 1.0,
+    }
+
+
 def _report_startup(app: QApplication, window: MainWindow, t0: float, until_ready: bool = False) -> None:
     """Print {window_s, layout_s, first_paint_s, nodes} measured from process start, then quit; ``until_ready``:
     after the final model is shown (``ready_s``), the longest UI stall counted until then."""
@@ -210,6 +222,7 @@ def _report_startup(app: QApplication, window: MainWindow, t0: float, until_read
             "max_ui_stall_ms": round(beat["max"] * 1000, 1),
             "max_ui_stall_where": stall_where(),
             **window.canvas.on_screen(),
+            **_sizes(window),
             **extra,
         }
         print(json.dumps(out), flush=True)

@@ -5,14 +5,16 @@ brings the first-start layout back."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import QRect, QSettings, Qt
+from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QDockWidget, QMainWindow
 
 STATE_VERSION = 2
 """Bumped when the docks change: a layout saved by another version is not restored."""
 CANVAS_SHARE = 0.5
 """The canvas keeps at least this share of the window's width and height (and 480 x 320 px)."""
-DEFAULT_SIZE = (1400, 860)
+SCREEN_SHARE = 0.85
+"""The first start's window: this share of the available screen's width and height, centred on it."""
 _SIDES = (Qt.DockWidgetArea.LeftDockWidgetArea, Qt.DockWidgetArea.RightDockWidgetArea)
 _ENDS = (Qt.DockWidgetArea.BottomDockWidgetArea, Qt.DockWidgetArea.TopDockWidgetArea)
 
@@ -22,8 +24,8 @@ def restore(w: QMainWindow) -> bytes:
     default = bytes(w.saveState(STATE_VERSION).data())
     s = QSettings()
     geometry = s.value("main/geometry")
-    if geometry is None or not w.restoreGeometry(geometry):
-        _default_size(w)
+    if geometry is None or not w.restoreGeometry(geometry) or not fits_a_screen(w.geometry()):
+        _default_size(w)  # the first start, or a geometry saved on a screen not here now
     state = s.value("main/state")
     if state is not None and not w.restoreState(state, STATE_VERSION):
         w.restoreState(default, STATE_VERSION)  # another version's docks: the first-start layout instead
@@ -48,7 +50,23 @@ def reset(w: QMainWindow, default: bytes) -> None:
 
 
 def _default_size(w: QMainWindow) -> None:
-    w.resize(*DEFAULT_SIZE)  # the window system fits it to the screen
+    """Most of the available screen (the one the window is on, else the primary), centred on it."""
+    screen = w.screen() or QGuiApplication.primaryScreen()
+    if screen is None:
+        return
+    area = screen.availableGeometry()
+    width, height = int(area.width() * SCREEN_SHARE), int(area.height() * SCREEN_SHARE)
+    w.setGeometry(area.x() + (area.width() - width) // 2, area.y() + (area.height() - height) // 2, width, height)
+
+
+def fits_a_screen(rect: QRect) -> bool:
+    """Whether ``rect`` (a window's geometry) lies within one screen's available area, or nearly (a title bar's
+    worth over its edge): a geometry saved on a larger or a missing screen does not."""
+    for screen in QGuiApplication.screens():
+        area = screen.availableGeometry().adjusted(-40, -40, 40, 40)
+        if area.contains(rect):
+            return True
+    return False
 
 
 def ensure_canvas_room(w: QMainWindow) -> None:

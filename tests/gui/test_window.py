@@ -260,6 +260,50 @@ def test_report_startup_prints_timings():
     assert 0 < d["window_s"] <= d["first_paint_s"]
 
 
+def _startup_on_screen(tmp_path, config: str, width: int, height: int, dpr: int = 1) -> dict:
+    """``main.py --report-startup`` on one screen of that size and scaling (Qt's offscreen platform, configured),
+    with its settings in ``config``."""
+    screen = tmp_path / f"screen-{width}x{height}@{dpr}.json"
+    screen.write_text(
+        json.dumps({"screens": [{"name": "s", "x": 0, "y": 0, "width": width, "height": height, "dpr": dpr}]})
+    )
+    env = {
+        **os.environ,
+        "QT_QPA_PLATFORM": f"offscreen:configfile={screen}",
+        "PYTHONPATH": str(ROOT),
+        "XDG_CONFIG_HOME": str(tmp_path / config),
+    }
+    r = subprocess.run(
+        [sys.executable, "main.py", "--report-startup", "--parser", "table"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    return json.loads([ln for ln in r.stdout.splitlines() if ln.startswith("{")][-1])
+
+
+@pytest.mark.parametrize(
+    ("width", "height", "dpr"), [(1366, 768, 1), (1920, 1080, 1), (2560, 1440, 1), (1920, 1080, 2)]
+)
+def test_the_first_start_takes_most_of_the_screen(tmp_path, width, height, dpr):
+    d = _startup_on_screen(tmp_path, "first", width, height, dpr)
+    assert d["screen_px"] == [width, height] and d["scale"] == dpr
+    assert abs(d["window_px"][0] - 0.85 * width) <= 2 and abs(d["window_px"][1] - 0.85 * height) <= 2
+    assert d["canvas_px"][0] >= 0.5 * d["window_px"][0] and d["canvas_px"][1] >= 0.5 * d["window_px"][1]
+
+
+def test_a_geometry_saved_on_a_bigger_screen_is_not_restored(tmp_path):
+    big = _startup_on_screen(tmp_path, "same", 2560, 1440)
+    assert big["window_px"][0] > 1366  # saved at its close
+    small = _startup_on_screen(tmp_path, "same", 1366, 768)
+    assert small["window_px"][0] <= 1366 and small["window_px"][1] <= 768
+    again = _startup_on_screen(tmp_path, "same", 1366, 768)  # one that fits is restored as it was
+    assert again["window_px"] == small["window_px"]
+
+
 def test_typing_in_search_does_not_trigger_single_key_shortcuts(qtbot, window):
     window.open_model(SAMPLE_MODEL)
     wait_idle(qtbot, window)
