@@ -37,6 +37,8 @@ from splitscope.engine.runtime.results import ProfileDoc
 from splitscope.gui.shell.palette import COLOURS
 
 REDRAW_MS = 33
+PLOT_MIN_HEIGHT = 160
+"""No plot is drawn shorter: its axis labels overlap below this."""
 TOP_N = 15
 CLASS_COLOUR = dict(COLOURS["roofline_class"])
 
@@ -106,8 +108,10 @@ class ProfilePanel(QWidget):
         self.hist_bars = pg.BarGraphItem(x=[], height=[], width=1, brush=COLOURS["chart"]["secondary"])
         self.hist_plot.addItem(self.hist_bars)
         self.stats = QLabel("")
-        ll.addWidget(self.lat_plot, 3)
-        ll.addWidget(self.hist_plot, 2)
+        plots = QHBoxLayout()  # side by side: each keeps the dock's height, not half of it
+        plots.addWidget(self.lat_plot, 3)
+        plots.addWidget(self.hist_plot, 2)
+        ll.addLayout(plots, 1)
         ll.addWidget(self.stats)
         self.tabs.addTab(_scrolling(lat), "Latency")
         # Nodes
@@ -165,7 +169,7 @@ class ProfilePanel(QWidget):
             self.roof_plot,
             *(w for w, _ in self.tel_plots.values()),
         ):
-            plot.setMinimumHeight(60)  # a short bottom dock squeezes the plots, never the canvas
+            plot.setMinimumHeight(PLOT_MIN_HEIGHT)  # a short bottom dock scrolls them, never squashes them
         # Live buffers
         self.live_id: int | None = None
         self.lat = Ring()

@@ -14,7 +14,12 @@ STATE_VERSION = 2
 CANVAS_SHARE = 0.5
 """The canvas keeps at least this share of the window's width and height (and 480 x 320 px)."""
 SCREEN_SHARE = 0.85
-"""The first start's window: this share of the available screen's width and height, centred on it."""
+"""The first start's window: this share of the available screen's width and height, centred on it; on a screen
+narrower than ``MAXIMISE_BELOW`` the window is maximised instead (85% of 1366x768 leaves too little for the canvas)."""
+MAXIMISE_BELOW = 1600
+RIGHT_SHARE, BOTTOM_SHARE = 0.3, 0.36
+"""The first start's docks: the right-hand ones this share of the window's width, the bottom ones of its height
+(with at least 300 px and 270 px: a bottom panel's plots 160 px tall under its title and tabs)."""
 _SIDES = (Qt.DockWidgetArea.LeftDockWidgetArea, Qt.DockWidgetArea.RightDockWidgetArea)
 _ENDS = (Qt.DockWidgetArea.BottomDockWidgetArea, Qt.DockWidgetArea.TopDockWidgetArea)
 
@@ -27,9 +32,20 @@ def restore(w: QMainWindow) -> bytes:
     if geometry is None or not w.restoreGeometry(geometry) or not fits_a_screen(w.geometry()):
         _default_size(w)  # the first start, or a geometry saved on a screen not here now
     state = s.value("main/state")
-    if state is not None and not w.restoreState(state, STATE_VERSION):
-        w.restoreState(default, STATE_VERSION)  # another version's docks: the first-start layout instead
+    if state is None or not w.restoreState(state, STATE_VERSION):
+        w.restoreState(default, STATE_VERSION)  # the first start, or another version's docks
+        w.setProperty(_SIZE_DOCKS, True)  # once shown: sizes given before the window is laid out do not hold
     return default
+
+
+_SIZE_DOCKS = "splitscope_size_docks"
+
+
+def shown(w: QMainWindow) -> None:
+    """The window is on screen: the first start's docks get their sizes now (see :func:`default_docks`)."""
+    if w.property(_SIZE_DOCKS):
+        w.setProperty(_SIZE_DOCKS, False)
+        default_docks(w)
 
 
 def save(w: QMainWindow) -> None:
@@ -46,6 +62,7 @@ def reset(w: QMainWindow, default: bytes) -> None:
         dock.show()
     w.restoreState(default, STATE_VERSION)
     _default_size(w)
+    default_docks(w)
     ensure_canvas_room(w)
 
 
@@ -55,8 +72,23 @@ def _default_size(w: QMainWindow) -> None:
     if screen is None:
         return
     area = screen.availableGeometry()
+    if area.width() < MAXIMISE_BELOW:
+        w.setGeometry(area)
+        w.setWindowState(w.windowState() | Qt.WindowState.WindowMaximized)
+        return
     width, height = int(area.width() * SCREEN_SHARE), int(area.height() * SCREEN_SHARE)
     w.setGeometry(area.x() + (area.width() - width) // 2, area.y() + (area.height() - height) // 2, width, height)
+
+
+def default_docks(w: QMainWindow) -> None:
+    """The first start's dock sizes, as shares of the window (see ``RIGHT_SHARE``)."""
+    docks = [d for d in w.findChildren(QDockWidget) if not d.isFloating()]
+    side = [d for d in docks if w.dockWidgetArea(d) in _SIDES]
+    ends = [d for d in docks if w.dockWidgetArea(d) in _ENDS]
+    if side:
+        w.resizeDocks(side, [max(300, int(RIGHT_SHARE * w.width()))] * len(side), Qt.Orientation.Horizontal)
+    if ends:
+        w.resizeDocks(ends, [max(270, int(BOTTOM_SHARE * w.height()))] * len(ends), Qt.Orientation.Vertical)
 
 
 def fits_a_screen(rect: QRect) -> bool:

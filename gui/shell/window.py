@@ -626,6 +626,7 @@ class MainWindow(QMainWindow):
 
     def showEvent(self, event: Any) -> None:
         super().showEvent(event)
+        QTimer.singleShot(0, lambda: layout_state.shown(self))
         QTimer.singleShot(0, self._place_minimap)
 
     def dragEnterEvent(self, event: Any) -> None:
