@@ -430,6 +430,10 @@ MIN_LABEL_SCALE = 0.72
 """Scale at which block and node names are 9 px or more on screen (9.5 pt bold is 12.7 px at scale 1, 96 dpi)."""
 
 
+OPEN_FROM = 200
+"""A model of this many nodes or more never opens as fewer than 8 items."""
+
+
 def expansion_levels(h: Hierarchy, budget: int = FIRST_VIEW_ITEMS) -> list[set[int]]:
     """Expansions from shallow to deep: the root alone; then, while fewer than 8 items show, the largest
     closed group (past the budget: a view of one box says nothing); then level by level, breadth-first,
@@ -478,8 +482,9 @@ def first_layout(
     ctx: LayoutContext, viewport: tuple[int, int] | None, cancel: CancelToken | None = None
 ) -> Generator[Progress, None, Layout]:
     """The first view: the deepest expansion whose labels stay readable when the whole graph is fitted
-    into ``viewport``, but past 1,000 nodes never one of fewer than 8 items (a root that holds nearly everything,
-    a Hugging Face export's ``model``, is opened: two boxes say nothing; the canvas scrolls). If none is readable,
+    into ``viewport``, but from ``OPEN_FROM`` nodes never one of fewer than 8 items (a root that holds nearly
+    everything, a Hugging Face export's ``model``, or two runs of layers, ``model.0 … model.15``, are opened: two
+    boxes say nothing; the canvas then opens at a readable zoom on the part that decides). If none is readable,
     the shallowest with 8 items or more.
     Without a viewport, the deepest in budget."""
     levels = expansion_levels(ctx.h)
@@ -487,7 +492,7 @@ def first_layout(
         return (yield from compute_layout(ctx, levels[-1], cancel))
     layout = None
     enough: Layout | None = None
-    big = len(ctx.gm.nodes) > 1000
+    big = len(ctx.gm.nodes) >= OPEN_FROM
     for exp in reversed(levels):
         layout = yield from compute_layout(ctx, exp, cancel)
         items = sum(1 for k in layout.kind if k != KIND_FRAME)  # boxes and nodes; a frame only holds them

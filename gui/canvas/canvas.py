@@ -109,7 +109,42 @@ class GraphCanvas(QWidget):
         frames = np.flatnonzero(kind == KIND_FRAME)
         self._frames_by_depth = frames[np.argsort(depth[frames], kind="stable")]
         if not keep_view:
-            self.fit()
+            self.first_view()
+        self.update()
+        self.view_changed.emit()
+
+    READABLE_SCALE = 0.8
+    """The scale at which every label is 9 px or more (names 9.5 pt and frame headers 8.5 pt at 96 dpi)."""
+
+    def first_view(self) -> None:
+        """Fit the graph; where that leaves its labels under 9 px, open at a readable zoom on the part that decides
+        instead: the first plugin node (or the block holding it) in the flow, else the graph's inputs at the top.
+        The minimap shows where that is; Fit (F) shows the whole."""
+        self.fit()
+        L, gm = self.layout_, self.gm
+        readable = self.READABLE_SCALE * 96.0 / self.logicalDpiY()
+        if L is None or gm is None or not self._arrays or self.scale >= readable:
+            return
+        a = self._arrays
+        x, y, w, h = a["x"], a["y"], a["w"], a["h"]
+        items = [L.node_item[n.index] for n in gm.nodes if n.status is Status.PLUGIN and L.node_item[n.index] >= 0]
+        x0, y0, x1, _ = L.bounds()
+        self.scale = readable
+        view_w, view_h = self.width() / self.scale, self.height() / self.scale
+        top = (self.LEGEND_BAND if self.show_legend else 0) / self.scale
+        if items:
+            k = min(items, key=lambda i: (y[i], x[i]))
+            fx, fy = x[k] + w[k] / 2, y[k] + h[k] / 2
+            self.cx = fx
+            self.cy = fy + view_h / 6  # the plugin in the upper part, what feeds it above
+        else:
+            self.cx = (x0 + x1) / 2 if x1 - x0 <= view_w else x0 + view_w / 2
+            self.cy = y0 - top + view_h / 2 - 20 / self.scale  # the inputs at the top, under the legend
+        margin = 40 / self.scale
+        if x1 - x0 <= view_w - 2 * margin:
+            self.cx = (x0 + x1) / 2
+        else:  # never past the graph's left or right edge
+            self.cx = min(max(self.cx, x0 + view_w / 2 - margin), x1 - view_w / 2 + margin)
         self.update()
         self.view_changed.emit()
 
@@ -154,6 +189,7 @@ class GraphCanvas(QWidget):
             pt = 8.5 if bool(frames.any()) and self.scale * HEADER >= 12 else 9.5
             label_px = max(6.0, pt * min(self.scale, 1.6)) * px_per_pt
         return {
+            "items_laid_out": int((a["kind"] != KIND_FRAME).sum()),
             "items_visible": int(solid.sum()),
             "plugins_visible": round(shown / len(plugin), 3) if plugin else 1.0,
             "min_label_px": round(label_px, 1),

@@ -260,9 +260,9 @@ def test_report_startup_prints_timings():
     assert 0 < d["window_s"] <= d["first_paint_s"]
 
 
-def _startup_on_screen(tmp_path, config: str, width: int, height: int, dpr: int = 1) -> dict:
-    """``main.py --report-startup`` on one screen of that size and scaling (Qt's offscreen platform, configured),
-    with its settings in ``config``."""
+def _startup_on_screen(tmp_path, config: str, width: int, height: int, dpr: int = 1, model: Path | None = None) -> dict:
+    """``main.py --report-startup`` (of ``model``, else the sample) on one screen of that size and scaling (Qt's
+    offscreen platform, configured), with its settings in ``config``."""
     screen = tmp_path / f"screen-{width}x{height}@{dpr}.json"
     screen.write_text(
         json.dumps({"screens": [{"name": "s", "x": 0, "y": 0, "width": width, "height": height, "dpr": dpr}]})
@@ -274,12 +274,12 @@ def _startup_on_screen(tmp_path, config: str, width: int, height: int, dpr: int 
         "XDG_CONFIG_HOME": str(tmp_path / config),
     }
     r = subprocess.run(
-        [sys.executable, "main.py", "--report-startup", "--parser", "table"],
+        [sys.executable, "main.py", *([str(model)] if model else []), "--report-startup", "--parser", "table"],
         cwd=ROOT,
         env=env,
         capture_output=True,
         text=True,
-        timeout=240,
+        timeout=600,
     )
     assert r.returncode == 0, r.stderr[-2000:]
     return json.loads([ln for ln in r.stdout.splitlines() if ln.startswith("{")][-1])
@@ -296,6 +296,28 @@ def test_the_first_start_takes_most_of_the_screen(tmp_path, width, height, dpr):
     else:
         assert abs(d["window_px"][0] - 0.85 * width) <= 2 and abs(d["window_px"][1] - 0.85 * height) <= 2
     assert d["canvas_px"][0] >= 0.5 * d["window_px"][0] and d["canvas_px"][1] >= 0.5 * d["window_px"][1]
+
+
+@pytest.fixture(scope="module")
+def model_50k(tmp_path_factory):
+    from tests.bench import make_transformer
+
+    path = tmp_path_factory.mktemp("big") / "t50k.onnx"
+    onnx.save(make_transformer(50000), path)
+    return path
+
+
+@pytest.mark.parametrize(("width", "height"), [(1366, 768), (1920, 1080)])
+def test_the_first_view_is_readable_and_says_something(tmp_path, width, height, model_50k):
+    """The sample, a detector export and a 50k-node export: every label of the first view 9 px or more, and a
+    model of 200 nodes or more opened as 8 to 200 items (not two boxes), at a readable zoom where fitting it all
+    would not be."""
+    for model, nodes in ((None, 41), (ROOT / "tests/data/torch_two_stage_ort.onnx", None), (model_50k, None)):
+        d = _startup_on_screen(tmp_path, f"v{width}", width, height, model=model)
+        assert d["min_label_px"] >= 9.0, (model, d)
+        assert d["items_visible"] >= 1 and d["plugins_visible"] == 1.0
+        if (nodes or d["nodes"]) >= 200:
+            assert 8 <= d["items_laid_out"] <= 200, (model, d)
 
 
 def test_a_geometry_saved_on_a_bigger_screen_is_not_restored(tmp_path):
