@@ -10,7 +10,14 @@ from onnx import helper as h
 from splitscope.engine.jobs import run_to_end
 from splitscope.engine.split.analyze import analyze_model
 from splitscope.engine.view.hierarchy import MAX_CHILDREN, build_hierarchy, effective_scopes
-from splitscope.engine.view.layout import FIRST_VIEW_ITEMS, MIN_LABEL_SCALE, fitted_scale, prepare_view
+from splitscope.engine.view.layout import (
+    FIRST_VIEW_ITEMS,
+    KIND_FRAME,
+    MIN_LABEL_SCALE,
+    OPEN_FROM,
+    fitted_scale,
+    prepare_view,
+)
 
 from tests.engine.models import model
 
@@ -94,7 +101,11 @@ def test_first_views_of_real_exports_are_readable():
         plugin = [n.index for n in gm.nodes if n.status.value == "plugin"]
         assert all(layout.node_item[i] >= 0 for i in plugin), p.name  # every plugin node shown or in a block
         assert layout.size <= FIRST_VIEW_ITEMS, p.name
-        assert fitted_scale(layout, (750, 590)) >= MIN_LABEL_SCALE, p.name
+        # Readable when fitted; or, from OPEN_FROM nodes, opened to 8 items or more (the canvas then opens at a
+        # readable zoom on the part that decides: tests/gui/test_window.py checks the labels on screen).
+        items = sum(1 for k in layout.kind if k != KIND_FRAME)
+        readable = fitted_scale(layout, (750, 590)) >= MIN_LABEL_SCALE
+        assert readable or (len(gm.nodes) >= OPEN_FROM and items >= 8), p.name
 
 
 def test_partitions_are_known_at_the_level_shown():
