@@ -22,9 +22,11 @@ def dispatch(argv: list[str]) -> int:
         return cli(argv)
     if argv[:1] in (["-h"], ["--help"]):
         from splitscope.engine.cli import build_parser
+        from splitscope.gui.shell.args import window_parser
 
         build_parser().print_help()
-        print("\nWithout a verb: splitscope [MODEL.onnx] [--parser auto|tensorrt|rtx|table] opens the window.")
+        print("\nWithout a verb, the window:\n")
+        window_parser().print_help()
         return 0
     from splitscope.gui.shell.launch import main as window
 

@@ -64,4 +64,6 @@ def test_the_launcher_runs_a_child_and_refuses_an_unknown_one():
 
 def test_help_names_the_verbs_and_the_window():
     r = _main("--help")
-    assert r.returncode == 0 and all(v in r.stdout for v in entry.VERBS) and "opens the window" in r.stdout
+    assert r.returncode == 0 and all(v in r.stdout for v in entry.VERBS) and "Without a verb, the window" in r.stdout
+    for option in ("--parser", "--report-startup", "--report-ready", "splitscope-gui"):  # the window's own
+        assert option in r.stdout.split("Without a verb, the window", 1)[1], option

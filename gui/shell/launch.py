@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import os
@@ -87,17 +86,9 @@ def collect_on_ui_thread(app: QApplication, interval_ms: int = 1000) -> QTimer:
 def main(argv: list[str] | None = None, t0: float | None = None) -> int:
     """Start the app: ``python main.py [MODEL] [--parser ...] [--report-startup]``."""
     t0 = t0 if t0 is not None else time.perf_counter()
-    ap = argparse.ArgumentParser(prog="splitscope-gui")
-    ap.add_argument("model", nargs="?", type=Path, help="ONNX model (default: the bundled sample)")
-    ap.add_argument("--parser", choices=["auto", "tensorrt", "rtx", "table"], default="auto")
-    ap.add_argument(
-        "--report-startup", action="store_true", help="open the model, print one JSON line of startup timings, and exit"
-    )
-    ap.add_argument(
-        "--report-ready",
-        action="store_true",
-        help="as --report-startup, but wait for the final model (ready_s; the longest UI stall until then)",
-    )
+    from splitscope.gui.shell.args import window_parser
+
+    ap = window_parser()
     args = ap.parse_args(argv)
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setOrganizationName("Splitscope")

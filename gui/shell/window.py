@@ -293,6 +293,7 @@ class MainWindow(QMainWindow):
         for part in (self.profiling, self.engine_ui, self.calib_ui, self.kernel_ui, self.remote_ui, self.show_ui):
             part.add_actions(t, v)
         h = mb.addMenu("&Help")
+        self.add_action(h, "&Keyboard Shortcuts", self._show_shortcuts)
         self.add_action(h, "&About Splitscope", self.show_about)
         esc = QAction("Cancel job", self)
         esc.setShortcut(Qt.Key.Key_Escape)
@@ -623,6 +624,11 @@ class MainWindow(QMainWindow):
             self.minimap.refresh()
         self.minimap.move(c.width() - self.minimap.width() - 10, c.height() - self.minimap.height() - 10)
         self.minimap.raise_()
+
+    def _show_shortcuts(self) -> None:
+        from splitscope.gui.shell.shortcuts import show_shortcuts
+
+        self._shortcuts_dialog = show_shortcuts(self)
 
     def showEvent(self, event: Any) -> None:
         super().showEvent(event)

@@ -242,6 +242,18 @@ def test_netron_serves_on_loopback(qtbot, window, monkeypatch):
     netron.stop()
 
 
+def test_help_lists_the_keyboard_shortcuts_from_the_menus(qtbot, window):
+    from splitscope.gui.shell.shortcuts import shortcut_rows, show_shortcuts
+
+    rows = shortcut_rows(window)
+    what = {r[2]: r[0] for r in rows}
+    assert what["Fit"] == "F" and what["Cancel job"] == "Esc" and "Open" in what and "Zoom In" in what
+    assert any(r[1] == "Canvas" and "Enter" in r[0] for r in rows)
+    dlg = show_shortcuts(window)
+    assert any(a.text() == "&Keyboard Shortcuts" for a in window.menuBar().actions()[-1].menu().actions())
+    dlg.close()
+
+
 def test_report_startup_prints_timings():
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "PYTHONPATH": str(ROOT)}
     r = subprocess.run(
