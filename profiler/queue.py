@@ -15,6 +15,7 @@ from typing import Any
 from PySide6.QtCore import QObject, Signal
 from splitscope.engine.jobs import LogLine, Progress, Sample
 from splitscope.profiler.jobs import JobFactory, JobRunner
+from splitscope.profiler.outcome import outcome
 
 QUEUED, RUNNING, DONE, FAILED, CANCELLED = "queued", "running", "done", "failed", "cancelled"
 
@@ -178,6 +179,7 @@ class JobQueue(QObject):
         rec.result = value
         if rec.total:
             rec.done = rec.total
+        rec.message = outcome(rec.kind, value, time.monotonic() - (rec.started or rec.submitted))
         self._end(rec, DONE)
         self.finished.emit(rec.id)
         self._pump(lane)

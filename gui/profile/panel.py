@@ -248,6 +248,28 @@ class ProfilePanel(QWidget):
         self._draw_roofline(doc)
         self._dirty = True
 
+    def reset(self, model_name: str) -> None:
+        """Another model is open: nothing of the last one's profile stays (plots, axes, roofline, summary)."""
+        self.live_id, self.result, self.doc = None, None, None
+        self.lat.clear()
+        self.tel_t.clear()
+        for r in self.tel.values():
+            r.clear()
+        self.nodes = {}
+        for sc in self.roof_scatter.values():
+            sc.setData([])
+        for item in self.roof_lines:
+            self.roof_plot.removeItem(item)
+        self.roof_lines = []
+        self.roof_note.setText("")
+        self.title.setText(f"No profile of {html.escape(model_name)} yet. Tools › Profile… runs one.")
+        self.summary.setHtml("")
+        self.tel_note.setText("")
+        self._dirty = True
+        self._redraw()
+        for plot in (self.lat_plot, self.hist_plot, self.node_plot):
+            plot.enableAutoRange()
+
     # ------------------------------------------------------------ drawing
     def _redraw(self) -> None:
         if not self._dirty:

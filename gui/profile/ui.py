@@ -217,6 +217,8 @@ class ProfilingUi(QObject):
         self._node_ops = {}
         if self._panel.built:
             self.panel.node_ops = self._node_ops
+            if self.panel.result is None or not self._of_open_model(self.panel.result):
+                self.panel.reset(gm.path.name if gm.path else "this model")  # its saved profiles come back below
 
         def ops() -> tuple[GraphModel, dict[str, str]]:
             return gm, {n.label: n.op_type for n in gm.nodes}
@@ -227,6 +229,20 @@ class ProfilingUi(QObject):
         self.diff_pair = None
         with contextlib.suppress(OSError):
             self.controller.profiling.reload(gm.path)
+
+    def _of_open_model(self, result: dict[str, Any]) -> bool:
+        """Whether ``result`` is a profile of the model open now: by its content key, else (an older file) by its
+        path; True when no model is open."""
+        gm = self.controller.graph_model
+        if gm is None or gm.path is None:
+            return True
+        from splitscope.engine.runtime.store import model_key
+
+        key = result.get("model_key")
+        try:
+            return key == model_key(gm.path) if key else str(result.get("model", gm.path)) == str(gm.path)
+        except OSError:  # the file is gone: nothing to compare with
+            return True
 
     def _ops_ready(self, res: tuple[GraphModel, dict[str, str]]) -> None:
         gm, ops = res
@@ -260,6 +276,8 @@ class ProfilingUi(QObject):
         rec = self.controller.queue.jobs.get(jid)
         if rec is not None and rec.kind != "profile" and not self._panel.built:
             return  # a saved profile coming back with its model: shown when the panel is first built
+        if not self._of_open_model(result):
+            return  # a profile of a model no longer open: it stays in the Jobs panel, not in this model's panel
         self.panel.show_result(jid, result, rec.title if rec else "Profile")
         doc = ProfileDoc.from_json(result)
         self.shell.show_message(

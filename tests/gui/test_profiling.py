@@ -154,6 +154,28 @@ def test_a_profile_of_another_model_is_kept_with_it_and_never_shown_on_this_one(
     assert c.colour_mode == "status"
 
 
+def test_the_profile_panel_follows_the_open_model_and_a_finished_job_says_what_it_found(qtbot, window):
+    """Profile A, then open B: the panel says B has no profile yet (no plot of A's left); the Jobs panel's line
+    for A's finished job is its outcome (mean latency and verdict), not its last progress message."""
+    window.open_model(SQUEEZENET)
+    wait_idle(qtbot, window)
+    ui = window.profiling
+    jid = ui.submit(ProfileRequest(SQUEEZENET, iterations=5, warmup=1, profiled=2))
+    qtbot.waitUntil(lambda: jid in ui.results, timeout=120000)
+    qtbot.waitUntil(lambda: ui.panel.result is not None, timeout=30000)
+    rec = window.controller.queue.jobs[jid]
+    assert "ms mean" in rec.message and "done in" in rec.message, rec.message
+    other = ROOT / "tests" / "data" / "torch_transformer.onnx"
+    window.open_model(other)
+    wait_idle(qtbot, window)
+    qtbot.waitUntil(lambda: ui.panel.result is None, timeout=30000)
+    assert "No profile of torch_transformer.onnx yet" in ui.panel.title.text()
+    assert len(ui.panel.lat.view()) == 0 and not ui.panel.nodes
+    window.open_model(SQUEEZENET)  # its profile comes back with it
+    wait_idle(qtbot, window)
+    qtbot.waitUntil(lambda: ui.panel.result is not None, timeout=30000)
+
+
 def test_a_generation_profile_from_the_window(qtbot, window):
     """Tools › Profile Generation… on a decoder with its cache: a job in a child process, the step times plotted as
     the cache grows, the figures and the verdict said, the report's data kept with the model."""
