@@ -226,6 +226,13 @@ class SweepPanel(QWidget):
         if ranking:
             self.summary.setText("Ranking the quantized nodes by sensitivity; the search's cells follow.")
 
+    def clear(self, text: str = "") -> None:
+        """Another model, without a sweep: no row or point of the last one's left."""
+        self.doc = {"cells": [], "notes": [], "runner": ""}
+        self.export.setEnabled(False)
+        self._redraw()
+        self.summary.setText(text)
+
     def add_cell(self, doc: dict[str, Any]) -> None:
         """A cell ended (or was reused): its row and points."""
         i = int(doc["index"])

@@ -95,15 +95,18 @@ class RemoteUi(QObject):
 
     def _finished(self, jid: int, doc: dict[str, Any]) -> None:
         if jid == self.pending:
+            self.pending = None  # ended: the panel follows the open model again
             self.panel.set_result(doc)
 
     def _failed(self, jid: int, message: str, _details: str) -> None:
         if jid == self.pending:
+            self.pending = None
             self.panel.summary.setText(f"The sweep stopped: {message}")
 
     def _changed(self, jid: int) -> None:
         rec = self.controller.queue.jobs.get(jid)
         if jid == self.pending and rec is not None and rec.state == "cancelled":
+            self.pending = None
             self.panel.summary.setText("Cancelled: the cells that finished are kept and reused by the next run.")
 
     def _model_ready(self, gm: Any, _view: Any) -> None:
@@ -130,5 +133,8 @@ class RemoteUi(QObject):
     def _show_sweep(self, gm: Any, results: Any) -> None:
         if results.sweep is not None:
             gm.sweep = results.sweep  # the report's Sweep section
-        if self._panel.built and results.sweep is not None and self.pending is None:
-            self.panel.set_result(results.sweep)
+        if self._panel.built and self.pending is None:
+            if results.sweep is not None:
+                self.panel.set_result(results.sweep)
+            else:
+                self.panel.clear(f"No sweep of {gm.path.name if gm.path else 'this model'} yet.")

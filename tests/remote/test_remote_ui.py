@@ -74,6 +74,11 @@ def test_a_sweep_fills_its_table_and_marks_the_pareto_front(qtbot, window, tmp_p
     assert len(panel.front.getPlotItem().items) >= 2 and panel.by_dim.getPlotItem().listDataItems()
     assert len(panel.by_precision.getPlotItem().listDataItems()) == 2  # a line a batch size: fp32, int8
     assert window.controller.results.sweep is not None
+    other = _mlp(tmp_path / "other.onnx", hidden=32)  # another model, never swept: nothing of this sweep shows
+    window.open_model(other)
+    wait_idle(qtbot, window)
+    qtbot.waitUntil(lambda: panel.table.rowCount() == 0, timeout=30000)
+    assert "No sweep of other.onnx yet" in panel.summary.text() and not panel.export.isEnabled()
 
 
 def test_the_sweep_dialog_runs_a_precision_search(qtbot, window, tmp_path):  # noqa: F811
