@@ -58,15 +58,11 @@ def overview(view: View, width: int = 1000, height: int = 470) -> str:
     ]
     fs = max(9.0, 12.0 * s)
     order = sorted(range(L.size), key=lambda i: (L.kind[i] != KIND_FRAME, L.depth[i]))
-    for i in order:
-        if L.kind[i] != KIND_FRAME:
-            continue
-        g = groups[L.ref[i]]
+    frames = [i for i in order if L.kind[i] == KIND_FRAME]
+    for i in frames:
         out.append(
             f'<rect x="{X(L.x[i])}" y="{Y(L.y[i])}" width="{_n(L.w[i] * s)}" height="{_n(L.h[i] * s)}" '
             f'rx="6" fill="{FRAME_FILL}" stroke="{FRAME_LINE}"/>'
-            f'<text x="{_n(float(X(L.x[i])) + 6)}" y="{_n(float(Y(L.y[i])) + fs + 3)}" font-size="{_n(fs)}" '
-            f'fill="{MUTED}">{escape(_clip(g.label, L.w[i] * s - 12, fs))}</text>'
         )
     for e, ex0, ey0, ex1, ey1 in zip(L.edges, a["ex0"], a["ey0"], a["ex1"], a["ey1"], strict=True):
         colour, dash = (BOUNDARY, ' stroke-dasharray="5 3"') if e.boundary else (EDGE, "")
@@ -74,6 +70,15 @@ def overview(view: View, width: int = 1000, height: int = 470) -> str:
         out.append(
             f'<path d="M{X(ex0)} {Y(ey0)} C{X(ex0)} {Y(my)} {X(ex1)} {Y(my)} {X(ex1)} {Y(ey1)}" fill="none" '
             f'stroke="{colour}" stroke-width="{_n(max(1.0, 1.4 * s))}"{dash}/>'
+        )
+    for i in frames:  # headers over the edges, on the frame's colour: no edge runs through their text
+        label = _clip(groups[L.ref[i]].label, L.w[i] * s - 12, fs)
+        out.append(
+            f'<rect x="{_n(float(X(L.x[i])) + 3)}" y="{_n(float(Y(L.y[i])) + 2)}" '
+            f'width="{_n(min(len(label) * fs * 0.6 + 6, L.w[i] * s - 6))}" height="{_n(fs + 4)}" '
+            f'fill="{FRAME_FILL}"/>'
+            f'<text x="{_n(float(X(L.x[i])) + 6)}" y="{_n(float(Y(L.y[i])) + fs + 3)}" font-size="{_n(fs)}" '
+            f'fill="{MUTED}">{escape(label)}</text>'
         )
     for i in order:
         k = L.kind[i]
@@ -103,11 +108,18 @@ def overview(view: View, width: int = 1000, height: int = 470) -> str:
                 f'<rect x="{_n(x + 4)}" y="{_n(y + h - 8)}" width="{_n((w - 8) * share)}" height="4" '
                 f'fill="{DELEGATE_LINE}"/><rect x="{_n(x + 4 + (w - 8) * share)}" y="{_n(y + h - 8)}" '
                 f'width="{_n((w - 8) * (1 - share))}" height="4" fill="{PLUGIN_LINE}"/>'
-                f'<text x="{_n(x + 6)}" y="{_n(y + fs + 4)}" font-size="{_n(fs)}" font-weight="bold" '
-                f'fill="{TEXT}">{escape(_clip(g.label, w - 12, fs))}</text>'
-                f'<text x="{_n(x + 6)}" y="{_n(y + 2 * fs + 7)}" font-size="{_n(fs * 0.85)}" fill="{MUTED}">'
-                f"{g.size:,} nodes" + (f", {g.plugin} custom" if plugin else "") + "</text>"
             )
+            if h >= fs + 10:  # a box too small for its name shows its colour and bar (the table names it)
+                out.append(
+                    f'<text x="{_n(x + 6)}" y="{_n(y + fs + 4)}" font-size="{_n(fs)}" font-weight="bold" '
+                    f'fill="{TEXT}">{escape(_clip(g.label, w - 12, fs))}</text>'
+                )
+            if h >= 2 * fs + 12:  # the count fits between the name and the share bar, clipped to the box
+                count = f"{g.size:,} node{'' if g.size == 1 else 's'}" + (f", {g.plugin} custom" if plugin else "")
+                out.append(
+                    f'<text x="{_n(x + 6)}" y="{_n(y + 2 * fs + 7)}" font-size="{_n(fs * 0.85)}" fill="{MUTED}">'
+                    f"{escape(_clip(count, w - 12, fs * 0.85))}</text>"
+                )
         elif k == KIND_NODE:
             n = gm.nodes[L.ref[i]]
             plugin = n.status.value == "plugin"
@@ -119,7 +131,7 @@ def overview(view: View, width: int = 1000, height: int = 470) -> str:
                 f'<text x="{_n(x + 6)}" y="{_n(y + fs + 4)}" font-size="{_n(fs)}" font-weight="bold" '
                 f'fill="{PLUGIN_LINE if plugin else TEXT}">{escape(_clip(mark + n.op_type, w - 12, fs))}</text>'
             )
-            if plugin or h > 2.2 * fs:
+            if h >= 2 * fs + 8:  # the name under the op, where the box has room for it
                 out.append(
                     f'<text x="{_n(x + 6)}" y="{_n(y + 2 * fs + 6)}" font-size="{_n(fs * 0.8)}" '
                     f'fill="{MUTED}">{escape(_clip(n.name, w - 12, fs * 0.8))}</text>'

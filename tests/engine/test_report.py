@@ -208,6 +208,37 @@ def test_a_large_models_report_draws_blocks_and_stays_small(tmp_path):
     overview = overview[: overview.index("</svg>")]
     assert res["numbers"]["nodes"] >= 12_000 and overview.count("<rect") < 800  # blocks, not 12k boxes
     assert out.stat().st_size < 10_000_000
+    _texts_inside_their_boxes(overview)
+
+
+def _texts_inside_their_boxes(svg: str) -> None:
+    """Every label of the split figure lies inside the box drawn just before it that holds its anchor: its
+    baseline and its width (at 0.62 em a character, wider than DejaVu Sans' average) within that box."""
+    rects: list[tuple[float, float, float, float]] = []
+    for m in re.finditer(r"<rect ([^>]*)/>|<text ([^>]*)>([^<]*)</text>", svg):
+        if m.group(1):
+            v = dict(re.findall(r'(\w[\w-]*)="([^"]*)"', m.group(1)))
+            if "width" in v and "height" in v and float(v["height"]) > 6:  # a box or a frame, not a share bar
+                rects.append((float(v["x"]), float(v["y"]), float(v["width"]), float(v["height"])))
+            continue
+        v = dict(re.findall(r'(\w[\w-]*)="([^"]*)"', m.group(2)))
+        if v.get("text-anchor") == "end":
+            continue  # an engine tag above its outline
+        x, y, size = float(v["x"]), float(v["y"]), float(v["font-size"])
+        text = m.group(3).replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">")
+        box = next((r for r in reversed(rects) if r[0] <= x <= r[0] + r[2] and r[1] <= y <= r[1] + r[3] + 1), None)
+        assert box is not None, f"{text!r} at ({x}, {y}) is in no box"
+        assert y - size * 0.8 >= box[1] - 1 and y <= box[1] + box[3] + 1, f"{text!r} spills out of its box {box}"
+        assert x + len(text) * size * 0.62 <= box[0] + box[2] + 2, f"{text!r} runs past its box {box}"
+
+
+@pytest.mark.parametrize("model", [SAMPLE_MODEL, DETECTOR, TRANSFORMER], ids=["sample", "detector", "transformer"])
+def test_the_split_figures_labels_stay_inside_their_boxes(tmp_path, model):
+    out = tmp_path / "r.html"
+    run_to_end(make_report(model, out, parser="table"))
+    html = out.read_text(encoding="utf-8")
+    overview = html[html.index('aria-label="Split overview"') :]
+    _texts_inside_their_boxes(overview[: overview.index("</svg>")])
 
 
 def test_model_explorer_node_data(tmp_path, detector_files):
