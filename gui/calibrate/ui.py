@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QListWidget,
     QPushButton,
+    QScrollArea,
     QSpinBox,
     QSplitter,
     QTabWidget,
@@ -34,6 +35,7 @@ from splitscope.engine.model import GraphModel
 from splitscope.engine.view.layout import View
 from splitscope.engine.view.rollup import values_up
 from splitscope.gui.canvas.render import Heat
+from splitscope.gui.shell.layout_state import PLOT_MIN_HEIGHT
 from splitscope.gui.shell.lazy import LazyPanel
 from splitscope.gui.shell.palette import COLOURS
 
@@ -244,16 +246,31 @@ class CalibPanel(QWidget):
             b.setToolTip(tip + ", and measure the accuracy again in the background (the statistics are cached)")
             b.setEnabled(False)
         self.pins = QLabel("")
-        pins = QHBoxLayout()
-        pins.addWidget(self.pin_fp32)
-        pins.addWidget(self.pin_low)
-        pins.addWidget(self.pin_half)
-        pins.addWidget(self.pins, 1)
+        self.pins.setWordWrap(True)
+        # Side by side: the result's text and the pins on the left, the plots on the right with the dock's whole
+        # height (stacked under several lines of text, a short bottom dock left them 60 px tall).
+        side = QWidget()
+        col = QVBoxLayout(side)
+        col.setContentsMargins(0, 0, 0, 0)
+        col.addWidget(self.title)
+        for b in (self.pin_fp32, self.pin_low, self.pin_half):
+            col.addWidget(b)
+        col.addWidget(self.pins)
+        col.addStretch(1)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        scroll.setWidget(side)
+        for plot in (self.plot, self.sens_plot, self.search_plot, self.range_plot):
+            plot.setMinimumHeight(PLOT_MIN_HEIGHT)
+        body = QSplitter(Qt.Orientation.Horizontal)
+        body.addWidget(scroll)
+        body.addWidget(self.tabs)
+        body.setStretchFactor(0, 2)
+        body.setStretchFactor(1, 3)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 4, 4, 4)
-        lay.addWidget(self.title)
-        lay.addLayout(pins)
-        lay.addWidget(self.tabs, 1)
+        lay.addWidget(body, 1)
         self.result: dict[str, Any] | None = None
         self.doc: CalibrationDoc | None = None
         """The shown calibration, typed (the panel reads it, not the JSON's keys)."""

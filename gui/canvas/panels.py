@@ -161,7 +161,8 @@ class Inspector(QTextBrowser):
                 ops[n.op_type][1] += n.status is Status.PLUGIN
         rows = [
             f"<h3>{html.escape(self.hier.full_label(gid) or g.label)}</h3>",
-            f"<p>{g.size:,} nodes, {g.plugin} plugin; {g.delegate_share:.1%} of FLOPs delegated; "
+            f"<p>{g.size:,} {'node' if g.size == 1 else 'nodes'}, {g.plugin} plugin; "
+            f"{g.delegate_share:.1%} of FLOPs delegated; "
             f"{_fmt(g.flops)} FLOPs</p><table cellspacing=2><tr><th align=left>op</th><th>count</th>"
             "<th>plugin</th></tr>",
         ]

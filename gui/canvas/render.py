@@ -413,7 +413,7 @@ class GraphPainter:
             line = line.adjusted(QFontMetrics(f3).horizontalAdvance(mark), 0, 0, 0)
             p.setFont(f2)
             p.setPen(muted_pen)
-        info = f"{g.size:,} nodes · {g.delegate_share:.0%} of FLOPs delegated"
+        info = f"{g.size:,} {'node' if g.size == 1 else 'nodes'} · {g.delegate_share:.0%} of FLOPs delegated"
         p.drawText(line, top_left, QFontMetrics(f2).elidedText(info, Qt.TextElideMode.ElideRight, int(line.width())))
 
     def _draw_group_header(self, p: QPainter, rect: QRectF, gid: int, scale: float) -> None:

@@ -34,11 +34,10 @@ from PySide6.QtWidgets import (
 )
 from splitscope.engine.jobs import Sample
 from splitscope.engine.runtime.results import ProfileDoc
+from splitscope.gui.shell.layout_state import PLOT_MIN_HEIGHT
 from splitscope.gui.shell.palette import COLOURS
 
 REDRAW_MS = 33
-PLOT_MIN_HEIGHT = 160
-"""No plot is drawn shorter: its axis labels overlap below this."""
 TOP_N = 15
 CLASS_COLOUR = dict(COLOURS["roofline_class"])
 

@@ -13,6 +13,9 @@ STATE_VERSION = 2
 """Bumped when the docks change: a layout saved by another version is not restored."""
 CANVAS_SHARE = 0.5
 """The canvas keeps at least this share of the window's width and height (and 480 x 320 px)."""
+PLOT_MIN_HEIGHT = 160
+"""No panel's plot is drawn shorter: its axis labels overlap below this (a short dock scrolls or lays out side by
+side instead)."""
 SCREEN_SHARE = 0.85
 """The first start's window: this share of the available screen's width and height, centred on it; on a screen
 narrower than ``MAXIMISE_BELOW`` the window is maximised instead (85% of 1366x768 leaves too little for the canvas)."""

@@ -5,18 +5,16 @@ AppController`) owns the model, the jobs and the results. The features never imp
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import sys
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QObject, QSettings, Qt, QTimer, Signal
+from PySide6.QtCore import QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QDockWidget,
     QFileDialog,
-    QLabel,
     QMainWindow,
     QMessageBox,
     QProgressBar,
@@ -38,6 +36,7 @@ from splitscope.gui.kernel.ui import KernelUi
 from splitscope.gui.profile.ui import ProfilingUi
 from splitscope.gui.remote.ui import RemoteUi
 from splitscope.gui.shell import exports, layout_state
+from splitscope.gui.shell.badges import DependencyBadges
 from splitscope.gui.shell.colours import ColourModes
 from splitscope.gui.shell.menus import show_canvas_menu
 from splitscope.gui.shell.palette import apply_app_palette, make_palette, system_is_dark
@@ -63,12 +62,6 @@ def recent_files(settings: QSettings) -> list[str]:
     return [str(v) for v in value if v]
 
 
-class _Relay(QObject):
-    """Carries a result from a plain thread to the UI thread (a queued signal)."""
-
-    done = Signal(object)
-
-
 class MainWindow(QMainWindow):
     """Open a model, see its split on a graph canvas, inspect nodes and ops."""
 
@@ -89,7 +82,6 @@ class MainWindow(QMainWindow):
         self.controller = AppController(parser, self)
         self.session = self.controller.session
         self.dark_override: bool | None = None
-        self.dep_status: dict[str, Any] = {}
 
         # A job still running after 2.5 s says so over the canvas, with how to stop it.
         self._slow_timer = QTimer(self)
@@ -166,7 +158,7 @@ class MainWindow(QMainWindow):
             hints.colorSchemeChanged.connect(lambda *_: self._apply_theme())
 
         self._default_layout = layout_state.restore(self)
-        self._probe_dependencies()
+        self.deps.probe()
 
     # ------------------------------------------------------------ the shell, as the features see it
     def add_dock(
@@ -224,18 +216,9 @@ class MainWindow(QMainWindow):
 
     def _build_status_bar(self) -> None:
         sb = self.statusBar()
-        self.badges: dict[str, QLabel] = {}
-        for name, label in (
-            ("tensorrt", "TensorRT"),
-            ("tensorrt-rtx", "TensorRT-RTX"),
-            ("cuda", "CUDA"),
-            ("nvml", "NVML"),
-        ):
-            b = QLabel(f"{label}: …")
-            b.setObjectName(f"badge_{name}")
-            b.setContentsMargins(6, 0, 6, 0)
-            sb.addPermanentWidget(b)
-            self.badges[name] = b
+        self.deps = DependencyBadges(sb)
+        self.badges = self.deps.labels
+        self.dep_status = self.deps.status  # filled in place when the probe answers
         self.progress = QProgressBar()
         self.progress.setMaximumWidth(200)
         self.cancel_button = QPushButton("Cancel")
@@ -562,52 +545,9 @@ class MainWindow(QMainWindow):
         if self.graph_model is not None and self.graph_model.path is not None:
             self.netron.open(self.graph_model.path)
 
-    # ------------------------------------------------------ dependencies
-    def _probe_dependencies(self) -> None:
-        """Which optional backends import, found in a thread of its own (their imports take seconds): the
-        status bar's badges come when it is done; nothing of it is imported before the window shows."""
-        import threading
-
-        from PySide6.QtWidgets import QApplication
-
-        relay = _Relay(QApplication.instance())  # outlives the window: a late result finds no deleted object
-        relay.done.connect(self._show_badges)
-        relay.done.connect(relay.deleteLater)
-
-        def probe() -> None:
-            from splitscope.engine._optional import probe_all
-
-            status = probe_all()  # never raises
-            with contextlib.suppress(RuntimeError):  # the window closed meanwhile
-                relay.done.emit(status)
-
-        self._probe_thread = threading.Thread(target=probe, name="probe-dependencies")  # joined at exit, not killed
-        self._probe_thread.start()
-
-    def _show_badges(self, status: dict[str, Any]) -> None:
-        self.dep_status = status
-        labels = {"tensorrt": "TensorRT", "tensorrt-rtx": "TensorRT-RTX", "cuda": "CUDA", "nvml": "NVML"}
-        for name, badge in self.badges.items():
-            st = status[name]
-            mark = "✔" if st.ready else "✖"
-            state = "ready" if st.ready else st.state.value
-            badge.setText(f"{mark} {labels[name]}: {state}")
-            tip = f"{labels[name]}: {st.state.value}" + (f" {st.version}" if st.version else "")
-            if st.error:
-                tip += f"\n{st.error}"
-            if not st.ready and st.fix:
-                tip += f"\nFix: {st.fix}"
-            badge.setToolTip(tip)
-
     def show_about(self) -> None:
         """About, with the state of each optional dependency."""
-        lines = [f"<h3>Splitscope {APP_VERSION}</h3><p>What TensorRT takes, and what needs custom CUDA.</p><ul>"]
-        for name, st in self.dep_status.items():
-            extra = f" {st.version}" if st.version else ""
-            fix = f" — <code>{st.fix}</code>" if not st.ready and st.fix else ""
-            lines.append(f"<li><b>{name}</b>: {st.state.value}{extra}{fix}</li>")
-        lines.append("</ul>")
-        QMessageBox.about(self, "About Splitscope", "".join(lines))
+        self.deps.show_about(self, APP_VERSION)
 
     # ------------------------------------------------------- events
     def resizeEvent(self, event: Any) -> None:

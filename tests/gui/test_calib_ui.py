@@ -70,10 +70,13 @@ def test_cancelled_calibration_writes_nothing(qtbot, window, tmp_path):
     )
     q = window.controller.queue
     qtbot.waitUntil(lambda: q.jobs[jid].done > 3, timeout=60000)
+    rec = q.jobs[jid]
+    at_cancel = f"{rec.done}/{rec.total} {rec.message!r} after {rec.elapsed:.1f} s"
     q.cancel(jid)
     qtbot.waitUntil(lambda: q.jobs[jid].state == CANCELLED, timeout=60000)
     qtbot.waitUntil(settled, timeout=60000)  # the job's worker has closed its generator: the child unwound
-    assert not out.exists() and not list((tmp_path / "o").iterdir())
+    left = sorted(p.name for p in (tmp_path / "o").iterdir())
+    assert not out.exists() and not left, f"cancelled at {at_cancel}; left {left}"
 
 
 def test_fp16_plan_in_the_window_uses_the_engine_explorers_colours(qtbot, window, tmp_path):
