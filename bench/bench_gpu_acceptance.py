@@ -28,6 +28,7 @@ from splitscope.engine.calib.calibrate import _heldout, calibrate
 from splitscope.engine.calib.data import batches, open_data
 from splitscope.engine.jobs import run_to_end
 from splitscope.engine.onnxio.concrete import classify_dims
+from splitscope.engine.runtime.feeds import input_rules
 from splitscope.engine.runtime.inputs import input_specs, random_feeds
 from splitscope.engine.runtime.profile import profile
 from splitscope.engine.split.analyze import analyze_model
@@ -100,7 +101,7 @@ def profile_row(real: Any, path: Path, backend: str, iterations: int) -> dict[st
     """Ours against the plain loop, interleaved: plain, ours, plain, ours, plain (the medians compared)."""
     gm = analyze_model(path, parser="table", dims=real.dims)
     proto = onnx.load(str(path), load_external_data=False)
-    feeds = random_feeds(input_specs(proto), dict(gm.dims), 0)
+    feeds = random_feeds(input_specs(proto), dict(gm.dims), 0, input_rules(proto))  # silero's sr=16000, as profile
     warm = max(iterations // 10, 5)
     plain, ours, doc = [], [], {}
     for k in range(5):

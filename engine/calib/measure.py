@@ -58,7 +58,7 @@ def measure(
     """Run ``model`` (FP32) and ``written`` on every held-out sample and compare them. ``emulation`` gives the
     emulated model's bytes, run instead only where the written model cannot run here."""
     ref_be = OrtBackend(model, backend, exact_fp32=True)
-    q_be = OrtBackend(written, backend)
+    q_be = OrtBackend(written, backend, exact_fp32=True)  # its FP32 parts as the reference's: no TF32 on CUDA
     runtime = "ONNX Runtime CUDA" if backend == "ort-cuda" else "ONNX Runtime CPU"
     result = Measured(runtime=runtime)
     try:
