@@ -7,13 +7,16 @@ built by :func:`splitscope.engine.onnxio.graph.graph_from_onnx` and filled in by
 from __future__ import annotations
 
 import math
+from array import array
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
+import numpy as np
 from splitscope.engine.dimexpr import eval_dim
 
 Dim = int | str | None
@@ -167,6 +170,10 @@ class Initializer:
     external: bool = False
 
 
+NO_BODIES: Mapping[str, Graph] = MappingProxyType({})
+"""The bodies of a node that has none (read-only, shared)."""
+
+
 @dataclass(slots=True)
 class Node:
     """One ONNX node with its split verdict."""
@@ -179,7 +186,8 @@ class Node:
     outputs: list[str]
     attributes: dict[str, Any] = field(default_factory=dict)
     scope: tuple[str, ...] = ()
-    subgraphs: dict[str, Graph] = field(default_factory=dict)
+    subgraphs: Mapping[str, Graph] = field(default_factory=lambda: NO_BODIES)
+    """Its bodies (If/Loop/Scan), by attribute; one shared empty mapping for the many nodes without."""
     function: Graph | None = None
     flops: int | None = None
     bytes: int | None = None
@@ -187,8 +195,8 @@ class Node:
     role: Role = Role.COMPUTE
     reason: str = ""
     source: Source = Source.TABLE
-    implicit_inputs: list[str] = field(default_factory=list)
-    """Outer-scope tensors its bodies read (If/Loop/Scan): inputs in all but name."""
+    implicit_inputs: Sequence[str] = ()
+    """Outer-scope tensors its bodies read (If/Loop/Scan): inputs in all but name (a list where there are any)."""
     table_status: Status | None = None
     """What the support table predicted, kept to measure agreement with the parser."""
     parser_status: Status | None = None
@@ -203,7 +211,7 @@ class Node:
     @property
     def all_inputs(self) -> list[str]:
         """Explicit inputs, then the outer-scope tensors its bodies read."""
-        return self.inputs + self.implicit_inputs if self.implicit_inputs else self.inputs
+        return [*self.inputs, *self.implicit_inputs] if self.implicit_inputs else self.inputs
 
     @property
     def label(self) -> str:
@@ -216,39 +224,109 @@ class Node:
         return self.domain not in ("", "ai.onnx", "ai.onnx.ml")
 
 
+class Rows:
+    """Rows of node indices in two flat arrays (compressed sparse rows): row ``i`` is
+    ``targets[offsets[i]:offsets[i + 1]]``, an ``array('i')`` whose items are plain ints. Two blocks of memory for a
+    whole graph, where a list per node made 400k lists of a 200k-node model's predecessors and successors."""
+
+    __slots__ = ("offsets", "targets")
+
+    def __init__(self, offsets: array[int], targets: array[int]) -> None:
+        self.offsets = offsets
+        self.targets = targets
+
+    def __getitem__(self, i: int) -> array[int]:
+        return self.targets[self.offsets[i] : self.offsets[i + 1]]
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def __iter__(self) -> Iterator[array[int]]:
+        o, t = self.offsets, self.targets
+        for i in range(len(o) - 1):
+            yield t[o[i] : o[i + 1]]
+
+    def count(self, i: int) -> int:
+        """The length of row ``i``."""
+        return self.offsets[i + 1] - self.offsets[i]
+
+
+class Edges:
+    """The distinct (producer, consumer) pairs of a graph and the tensors between each, in flat arrays: edge ``k``
+    is ``src[k] -> dst[k]`` carrying ``names[offsets[k]:offsets[k + 1]]`` (in the consumer's input order). Read it
+    as the mapping it replaces: ``items()`` gives ``((u, v), names)``, iterating gives ``(u, v)``."""
+
+    __slots__ = ("dst", "names", "offsets", "src")
+
+    def __init__(self, src: array[int], dst: array[int], offsets: array[int], names: list[str]) -> None:
+        self.src, self.dst, self.offsets, self.names = src, dst, offsets, names
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        return zip(self.src, self.dst, strict=True)
+
+    def items(self) -> Iterator[tuple[tuple[int, int], list[str]]]:
+        o, names = self.offsets, self.names
+        for k, (u, v) in enumerate(zip(self.src, self.dst, strict=True)):
+            yield (u, v), names[o[k] : o[k + 1]]
+
+
 def link_nodes(
     nodes: list[Node], producer_of: Callable[[str], int | None], all_inputs: bool = True
-) -> tuple[list[list[int]], list[list[int]], dict[tuple[int, int], list[str]], int | None]:
+) -> tuple[Rows, Rows, Edges, int | None]:
     """Predecessors, successors and the tensors of each edge of ``nodes`` (their inputs' producers by
     ``producer_of``; with ``all_inputs``, the outer tensors their bodies read too), and the first node that reads its
     own output (a cycle of one), or None."""
-    n = len(nodes)
-    preds: list[list[int]] = [[] for _ in range(n)]
-    succs: list[list[int]] = [[] for _ in range(n)]
-    edges: dict[tuple[int, int], list[str]] = {}
+    p_off, p_tgt = array("i", [0]), array("i")
+    src, dst, e_off, names = array("i"), array("i"), array("i", [0]), []
     for node in nodes:
         v = node.index
+        mine: dict[int, list[str]] = {}  # this node's producers, first seen first, and what each gives it
         for name in node.all_inputs if all_inputs else node.inputs:
             u = producer_of(name)
             if u is None:
                 continue
             if u == v:
-                return preds, succs, edges, v
-            names = edges.get((u, v))
-            if names is None:
-                edges[(u, v)] = [name]
-                preds[v].append(u)
-                succs[u].append(v)
+                return _no_rows(len(nodes)), _no_rows(len(nodes)), Edges(src, dst, e_off, names), v
+            got = mine.get(u)
+            if got is None:
+                mine[u] = [name]
             else:
-                names.append(name)
-    return preds, succs, edges, None
+                got.append(name)
+        for u, given in mine.items():
+            p_tgt.append(u)
+            src.append(u)
+            dst.append(v)
+            names.extend(given)
+            e_off.append(len(names))
+        p_off.append(len(p_tgt))
+    succs = _successors(src, dst, len(nodes))
+    return Rows(p_off, p_tgt), succs, Edges(src, dst, e_off, names), None
 
 
-def kahn_order(preds: list[list[int]], succs: list[list[int]]) -> tuple[list[int], list[int]]:
+def _no_rows(n: int) -> Rows:
+    return Rows(array("i", bytes(4 * (n + 1))), array("i"))
+
+
+def _successors(src: array[int], dst: array[int], n: int) -> Rows:
+    """Each node's consumers, in the order the edges were found (by consumer index): a stable counting sort."""
+    if not src:
+        return _no_rows(n)
+    s = np.frombuffer(src, dtype=np.int32)
+    d = np.frombuffer(dst, dtype=np.int32)
+    by = np.argsort(s, kind="stable")
+    offsets = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(np.bincount(s, minlength=n), out=offsets[1:])
+    return Rows(array("i", offsets.tobytes()), array("i", d[by].astype(np.int32).tobytes()))
+
+
+def kahn_order(preds: Rows, succs: Rows) -> tuple[array[int], list[int]]:
     """A topological order (Kahn's, stable), and each node's in-degree left: nonzero on or after a cycle."""
-    indeg = [len(p) for p in preds]
+    indeg = np.diff(np.frombuffer(preds.offsets, dtype=np.int32)).tolist()
     ready = deque(i for i, d in enumerate(indeg) if d == 0)
-    order: list[int] = []
+    order = array("i")
     while ready:
         i = ready.popleft()
         order.append(i)
@@ -262,15 +340,15 @@ def kahn_order(preds: list[list[int]], succs: list[list[int]]) -> tuple[list[int
 @dataclass(slots=True)
 class Adjacency:
     """Who feeds whom in one graph, derived once when the graph is built and used by every pass
-    (roles, partitions, hierarchy, layout) instead of each rebuilding it."""
+    (roles, partitions, hierarchy, layout) instead of each rebuilding it; in flat arrays, not objects per node."""
 
-    order: list[int]
+    order: array[int]
     """A topological order of the nodes."""
-    preds: list[list[int]]
+    preds: Rows
     """Per node, the distinct nodes producing its inputs (body reads of If/Loop/Scan included), not itself."""
-    succs: list[list[int]]
+    succs: Rows
     """Per node, the distinct nodes reading its outputs."""
-    edges: dict[tuple[int, int], list[str]]
+    edges: Edges
     """(producer, consumer) to the tensors between them, in the consumer's input order."""
 
 
@@ -400,7 +478,7 @@ class GraphModel:
         return self.graph.nodes
 
     @property
-    def order(self) -> list[int]:
+    def order(self) -> array[int]:
         """A topological order of the main graph's nodes."""
         return self.graph.adj.order
 

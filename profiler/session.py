@@ -203,7 +203,7 @@ class ModelSession(QObject):
         if view is None or not 0 <= node < len(view.gm.nodes) or not view.gm.nodes[node].subgraphs:
             return
         owner = view.gm.nodes[node]
-        body = body if body in owner.subgraphs else next(iter(owner.subgraphs))
+        body = body if body is not None and body in owner.subgraphs else next(iter(owner.subgraphs))
         crumbs = (*view.crumbs, f"{owner.op_type} '{owner.label}' › {body}")
         viewport, fold = self.viewport, self.fold_constants
         self._undo.clear()

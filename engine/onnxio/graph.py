@@ -3,12 +3,24 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
 from typing import Any
 
 import onnx
 from onnx import AttributeProto
 from splitscope.engine.errors import CyclicGraphError, ModelDecodeError
-from splitscope.engine.model import Adjacency, Dim, Graph, GraphModel, Initializer, Node, Tensor, kahn_order, link_nodes
+from splitscope.engine.model import (
+    NO_BODIES,
+    Adjacency,
+    Dim,
+    Graph,
+    GraphModel,
+    Initializer,
+    Node,
+    Tensor,
+    kahn_order,
+    link_nodes,
+)
 from splitscope.engine.onnxio.loader import LoadedModel, dtype_name, text_error
 from splitscope.engine.onnxio.scopes import scope_from
 from splitscope.engine.onnxio.validate import node_defect
@@ -160,7 +172,7 @@ def build_graph(
     functions: dict[tuple[str, str], Graph],
     outer: set[str] | None = None,
     opsets: dict[str, int] | None = None,
-) -> tuple[Graph, list[int]]:
+) -> tuple[Graph, Sequence[int]]:
     """Build a :class:`Graph` (recursing into bodies) and return it with a topological order.
 
     With ``opsets`` (domain to version) every node is also checked against its schema
@@ -241,7 +253,7 @@ def build_graph(
             list(pn.output),
             attrs,
             scope,
-            subgraphs,
+            subgraphs or NO_BODIES,
             functions.get((pn.domain, pn.op_type)),
         )
         if (
@@ -294,7 +306,7 @@ def is_topologically_sorted(graph: Graph) -> bool:
     return True
 
 
-def graph_from_onnx(loaded: LoadedModel) -> tuple[GraphModel, list[int]]:
+def graph_from_onnx(loaded: LoadedModel) -> tuple[GraphModel, Sequence[int]]:
     """Turn a loaded model into a :class:`GraphModel` and the main graph's topological order.
 
     Only the types and shapes the file records are known:

@@ -15,10 +15,12 @@ subgraphs come out (pinned in tests against the real parser).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from splitscope.engine.model import BoundaryTensor, Graph, Partition, Status
 
 
-def constant_nodes(graph: Graph, order: list[int]) -> list[bool]:
+def constant_nodes(graph: Graph, order: Sequence[int]) -> list[bool]:
     """Per node, whether it only makes a constant: Constant, or a node without bodies whose every input is a
     weight or another such node's output (a ConstantOfShape of a constant shape; not one of ``Shape(x)``, which
     TensorRT computes at run time)."""
@@ -47,7 +49,7 @@ def constant_nodes(graph: Graph, order: list[int]) -> list[bool]:
 
 def find_partitions(
     graph: Graph,
-    order: list[int],
+    order: Sequence[int],
     dims: dict[str, int] | None = None,
     inside: list[bool] | None = None,
     constants: bool = True,

@@ -8,7 +8,7 @@ yields it before the full load and replaces it with the full model, laid out aga
 from __future__ import annotations
 
 import os
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from pathlib import Path
 
 from splitscope.engine.jobs import JobEvent, Partial, Progress, gc_paused
@@ -31,7 +31,7 @@ def _adjacency(nodes: list[Node], producer: dict[str, int]) -> Adjacency | None:
     return Adjacency(order, preds, succs, edges) if len(order) == len(nodes) else None
 
 
-def preview_model(path: str | os.PathLike[str], target: str) -> tuple[GraphModel, list[int]] | None:
+def preview_model(path: str | os.PathLike[str], target: str) -> tuple[GraphModel, Sequence[int]] | None:
     """A preview :class:`GraphModel` of the file's main graph (see the module's note), or None."""
     light = read_light(path)
     if light is None or not light.names:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from splitscope.engine.model import Graph, Role
 
 HEAVY_OPS = frozenset(
@@ -154,7 +156,7 @@ POST_MARKERS = frozenset(
 )
 
 
-def assign_roles(graph: Graph, order: list[int]) -> None:
+def assign_roles(graph: Graph, order: Sequence[int]) -> None:
     """Set ``role`` on every node of ``graph`` (and, recursively, of its bodies).
 
     Parameters

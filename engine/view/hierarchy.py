@@ -13,6 +13,7 @@ nodes are mostly repeated blocks (a model exported without scopes) gets one subg
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from splitscope.engine.model import GraphModel, Status
@@ -135,7 +136,7 @@ class Hierarchy:
                 p = up.parent
 
 
-def effective_scopes(gm: GraphModel, order: list[int]) -> list[tuple[str, ...]]:
+def effective_scopes(gm: GraphModel, order: Sequence[int]) -> list[tuple[str, ...]]:
     """Each node's scope; a node exported without one joins the scope its consumers share (their longest
     common prefix), so the weight aliases and shape arithmetic of a layer sit in that layer."""
     nodes = gm.nodes
@@ -160,7 +161,7 @@ def effective_scopes(gm: GraphModel, order: list[int]) -> list[tuple[str, ...]]:
     return scopes
 
 
-def constant_carriers(gm: GraphModel, order: list[int], shapes: bool = True) -> dict[int, int]:
+def constant_carriers(gm: GraphModel, order: Sequence[int], shapes: bool = True) -> dict[int, int]:
     """Nodes that only carry constants, each with the node that shows it (its first consumer that is not itself
     folded). Graph outputs and plugin nodes never fold.
 
@@ -207,7 +208,7 @@ def constant_carriers(gm: GraphModel, order: list[int], shapes: bool = True) -> 
 
 
 def build_hierarchy(
-    gm: GraphModel, order: list[int], chunk: int = CHUNK, fold: bool = True, shapes: bool = True
+    gm: GraphModel, order: Sequence[int], chunk: int = CHUNK, fold: bool = True, shapes: bool = True
 ) -> Hierarchy:
     """Build the group tree of ``gm``'s main graph.
 
