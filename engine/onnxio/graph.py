@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import onnx
@@ -18,6 +18,7 @@ from splitscope.engine.model import (
     Initializer,
     Node,
     Tensor,
+    Tensors,
     kahn_order,
     link_nodes,
 )
@@ -102,13 +103,18 @@ def scope_of(node: onnx.NodeProto) -> tuple[str, ...]:
     return scope_from(name, meta)
 
 
-def adjacency_of(nodes: list[Node], tensors: dict[str, Tensor], label: str) -> Adjacency:
-    """Predecessors, successors, edges and a topological order; raises :class:`CyclicGraphError` on a cycle."""
-
+def _producer_in(tensors: Mapping[str, Tensor]) -> Callable[[str], int | None]:
     def producer_of(name: str) -> int | None:
         t = tensors.get(name)  # "" (an omitted optional input) is never a key
         return None if t is None else t.producer
 
+    return producer_of
+
+
+def adjacency_of(nodes: list[Node], tensors: Mapping[str, Tensor], label: str) -> Adjacency:
+    """Predecessors, successors, edges and a topological order; raises :class:`CyclicGraphError` on a cycle."""
+
+    producer_of = tensors.producer_of if isinstance(tensors, Tensors) else _producer_in(tensors)
     preds, succs, edges, self_reader = link_nodes(nodes, producer_of)
     if self_reader is not None:
         node = nodes[self_reader]
@@ -142,7 +148,7 @@ def outer_references(g: Graph) -> set[str]:
     return refs
 
 
-def _find_cycle(stuck: list[Node], nodes: list[Node], tensors: dict[str, Tensor]) -> list[int]:
+def _find_cycle(stuck: list[Node], nodes: list[Node], tensors: Mapping[str, Tensor]) -> list[int]:
     alive = {n.index for n in stuck}
     start = stuck[0].index
     path: list[int] = []
@@ -178,14 +184,9 @@ def build_graph(
     With ``opsets`` (domain to version) every node is also checked against its schema
     (:func:`splitscope.engine.onnxio.validate.node_defect`).
     """
-    tensors: dict[str, Tensor] = {}
+    tensors = Tensors()
+    tensor = tensors.tensor
     label = f"'{path}'" if path else "(main graph)"
-
-    def tensor(name: str) -> Tensor:
-        t = tensors.get(name)
-        if t is None:
-            t = tensors[name] = Tensor(name)
-        return t
 
     for vi in (*g.input, *g.value_info, *g.output):
         if type(vi.name) is bytes:
@@ -277,10 +278,11 @@ def build_graph(
         nodes.append(node)
         for i in node.all_inputs:
             if i:
-                tensor(i).consumers.append(idx)
+                tensors.add_consumer(i, idx)
         for o in node.outputs:
             if o:
-                tensor(o).producer = idx
+                tensors.producer[tensors.add(o)] = idx
+    tensors.freeze()
     graph = Graph(
         g.name,
         nodes,

@@ -12,7 +12,7 @@ from collections.abc import Generator, Sequence
 from pathlib import Path
 
 from splitscope.engine.jobs import JobEvent, Partial, Progress, gc_paused
-from splitscope.engine.model import Adjacency, Graph, GraphModel, Node, Source, Status, Tensor, kahn_order, link_nodes
+from splitscope.engine.model import Adjacency, Graph, GraphModel, Node, Source, Status, Tensors, kahn_order, link_nodes
 from splitscope.engine.onnxio.light import read_light
 from splitscope.engine.onnxio.scopes import scope_from
 from splitscope.engine.split.parser import resolve_backend
@@ -36,7 +36,7 @@ def preview_model(path: str | os.PathLike[str], target: str) -> tuple[GraphModel
     light = read_light(path)
     if light is None or not light.names:
         return None
-    tensors: dict[str, Tensor] = {}
+    tensors = Tensors()
     producer: dict[str, int] = {}
     nodes: list[Node] = []
     meta = light.meta
@@ -76,21 +76,18 @@ def preview_model(path: str | os.PathLike[str], target: str) -> tuple[GraphModel
             producer[o] = i
     producer.pop("", None)
     for w in light.weights:
-        t = tensors[w] = Tensor(w)
-        t.is_initializer = True
+        tensors.tensor(w).is_initializer = True
     for name in light.graph_inputs:
         if name not in light.weights:
-            tensors.setdefault(name, Tensor(name)).is_input = True
+            tensors.tensor(name).is_input = True
     for name in light.graph_outputs:
-        tensors.setdefault(name, Tensor(name)).is_output = True
+        tensors.tensor(name).is_output = True
     adjacency = _adjacency(nodes, producer)
     if adjacency is None:
         return None  # a cycle: the full load names it
     for name, i in producer.items():
-        t = tensors.get(name)
-        if t is None:
-            t = tensors[name] = Tensor(name)
-        t.producer = i
+        tensors.producer[tensors.add(name)] = i
+    tensors.freeze()  # the preview records no consumers
     graph = Graph(
         light.name,
         nodes,

@@ -6,58 +6,28 @@ built by :func:`splitscope.engine.onnxio.graph.graph_from_onnx` and filled in by
 
 from __future__ import annotations
 
-import math
 from array import array
-from collections import deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-import numpy as np
-from splitscope.engine.dimexpr import eval_dim
+from splitscope.engine.model.rows import Edges, Rows, kahn_order, link_nodes
+from splitscope.engine.model.tensors import DTYPE_SIZES, Dim, Tensor, Tensors, size_in_bytes
 
-Dim = int | str | None
-"""One dimension: a number, a symbolic name, or None when unknown."""
-
-# Bytes per element; sub-byte types count as fractions.
-DTYPE_SIZES: dict[str, float] = {
-    "FLOAT": 4,
-    "UINT8": 1,
-    "INT8": 1,
-    "UINT16": 2,
-    "INT16": 2,
-    "INT32": 4,
-    "INT64": 8,
-    "STRING": 0,
-    "BOOL": 1,
-    "FLOAT16": 2,
-    "DOUBLE": 8,
-    "UINT32": 4,
-    "UINT64": 8,
-    "COMPLEX64": 8,
-    "COMPLEX128": 16,
-    "BFLOAT16": 2,
-    "FLOAT8E4M3FN": 1,
-    "FLOAT8E4M3FNUZ": 1,
-    "FLOAT8E5M2": 1,
-    "FLOAT8E5M2FNUZ": 1,
-    "UINT4": 0.5,
-    "INT4": 0.5,
-    "FLOAT4E2M1": 0.5,
-    "FLOAT8E8M0": 1,
-    "UINT2": 0.25,
-    "INT2": 0.25,
-}
-
-
-def size_in_bytes(numel: int, dtype: str | None) -> int:
-    """Bytes of ``numel`` elements of ``dtype`` (sub-byte types packed, rounded up), in integers only:
-    element counts from damaged or symbolic shapes can exceed what a float holds."""
-    quarter_bytes = int(DTYPE_SIZES.get(dtype or "", 4) * 4)
-    return -(-numel * quarter_bytes // 4)
+__all__ = [  # re-exported: the arrays and the tensors live in modules of their own
+    "DTYPE_SIZES",
+    "Dim",
+    "Edges",
+    "Rows",
+    "Tensor",
+    "Tensors",
+    "kahn_order",
+    "link_nodes",
+    "size_in_bytes",
+]
 
 
 class Status(str, Enum):
@@ -89,74 +59,6 @@ class Source(str, Enum):
     """Predicted from the operator support table and static checks."""
     BUILDER = "builder"
     """A real build at the shapes in force rejected it, though the parser imports it (``runtime.verify``)."""
-
-
-@dataclass(slots=True)
-class Tensor:
-    """A value in a graph: its type, shape and who makes and uses it."""
-
-    name: str
-    dtype: str | None = None
-    shape: tuple[Dim, ...] | None = None
-    producer: int | None = None
-    consumers: list[int] = field(default_factory=list)
-    is_input: bool = False
-    is_output: bool = False
-    is_initializer: bool = False
-    at: tuple[int, ...] | None = None
-    """The concrete shape at the dims in force (:mod:`splitscope.engine.onnxio.concrete`), where inference at
-    those values could type it; None otherwise."""
-
-    def numel(self, dims: dict[str, int] | None = None) -> int | None:
-        """Element count at the dims in force: the concrete shape where known, else the symbolic shape with each
-        dim looked up in ``dims`` (or, for an exporter's expression, evaluated there).
-
-        Returns None when the shape is unknown or a dim has no value: a dim without a value is never taken as 1.
-        """
-        if self.at is not None:
-            return math.prod(self.at)
-        if self.shape is None:
-            return None
-        n = 1
-        for d in self.shape:
-            if isinstance(d, int):
-                if d < 0:
-                    return None
-                n *= d
-            elif isinstance(d, str):
-                v = eval_dim(d, dims or {})
-                if v is None:
-                    return None
-                n *= v
-            else:
-                return None
-        return n
-
-    def resolved(self, dims: dict[str, int] | None = None) -> tuple[int, ...] | None:
-        """The shape at the dims in force (see :meth:`numel`), None when a dim is unknown."""
-        if self.at is not None:
-            return self.at
-        if self.shape is None:
-            return None
-        out = []
-        for d in self.shape:
-            v = d if isinstance(d, int) and d >= 0 else eval_dim(d, dims or {}) if isinstance(d, str) else None
-            if v is None:
-                return None
-            out.append(v)
-        return tuple(out)
-
-    def nbytes(self, dims: dict[str, int] | None = None) -> int | None:
-        """Size in bytes (see :meth:`numel`), None when unknown."""
-        n = self.numel(dims)
-        if n is None or self.dtype is None:
-            return None
-        return size_in_bytes(n, self.dtype)
-
-    @property
-    def symbolic(self) -> bool:
-        """Whether the shape has symbolic or unknown dimensions."""
-        return self.shape is None or any(not isinstance(d, int) for d in self.shape)
 
 
 @dataclass(slots=True)
@@ -224,119 +126,6 @@ class Node:
         return self.domain not in ("", "ai.onnx", "ai.onnx.ml")
 
 
-class Rows:
-    """Rows of node indices in two flat arrays (compressed sparse rows): row ``i`` is
-    ``targets[offsets[i]:offsets[i + 1]]``, an ``array('i')`` whose items are plain ints. Two blocks of memory for a
-    whole graph, where a list per node made 400k lists of a 200k-node model's predecessors and successors."""
-
-    __slots__ = ("offsets", "targets")
-
-    def __init__(self, offsets: array[int], targets: array[int]) -> None:
-        self.offsets = offsets
-        self.targets = targets
-
-    def __getitem__(self, i: int) -> array[int]:
-        return self.targets[self.offsets[i] : self.offsets[i + 1]]
-
-    def __len__(self) -> int:
-        return len(self.offsets) - 1
-
-    def __iter__(self) -> Iterator[array[int]]:
-        o, t = self.offsets, self.targets
-        for i in range(len(o) - 1):
-            yield t[o[i] : o[i + 1]]
-
-    def count(self, i: int) -> int:
-        """The length of row ``i``."""
-        return self.offsets[i + 1] - self.offsets[i]
-
-
-class Edges:
-    """The distinct (producer, consumer) pairs of a graph and the tensors between each, in flat arrays: edge ``k``
-    is ``src[k] -> dst[k]`` carrying ``names[offsets[k]:offsets[k + 1]]`` (in the consumer's input order). Read it
-    as the mapping it replaces: ``items()`` gives ``((u, v), names)``, iterating gives ``(u, v)``."""
-
-    __slots__ = ("dst", "names", "offsets", "src")
-
-    def __init__(self, src: array[int], dst: array[int], offsets: array[int], names: list[str]) -> None:
-        self.src, self.dst, self.offsets, self.names = src, dst, offsets, names
-
-    def __len__(self) -> int:
-        return len(self.src)
-
-    def __iter__(self) -> Iterator[tuple[int, int]]:
-        return zip(self.src, self.dst, strict=True)
-
-    def items(self) -> Iterator[tuple[tuple[int, int], list[str]]]:
-        o, names = self.offsets, self.names
-        for k, (u, v) in enumerate(zip(self.src, self.dst, strict=True)):
-            yield (u, v), names[o[k] : o[k + 1]]
-
-
-def link_nodes(
-    nodes: list[Node], producer_of: Callable[[str], int | None], all_inputs: bool = True
-) -> tuple[Rows, Rows, Edges, int | None]:
-    """Predecessors, successors and the tensors of each edge of ``nodes`` (their inputs' producers by
-    ``producer_of``; with ``all_inputs``, the outer tensors their bodies read too), and the first node that reads its
-    own output (a cycle of one), or None."""
-    p_off, p_tgt = array("i", [0]), array("i")
-    src, dst, e_off, names = array("i"), array("i"), array("i", [0]), []
-    for node in nodes:
-        v = node.index
-        mine: dict[int, list[str]] = {}  # this node's producers, first seen first, and what each gives it
-        for name in node.all_inputs if all_inputs else node.inputs:
-            u = producer_of(name)
-            if u is None:
-                continue
-            if u == v:
-                return _no_rows(len(nodes)), _no_rows(len(nodes)), Edges(src, dst, e_off, names), v
-            got = mine.get(u)
-            if got is None:
-                mine[u] = [name]
-            else:
-                got.append(name)
-        for u, given in mine.items():
-            p_tgt.append(u)
-            src.append(u)
-            dst.append(v)
-            names.extend(given)
-            e_off.append(len(names))
-        p_off.append(len(p_tgt))
-    succs = _successors(src, dst, len(nodes))
-    return Rows(p_off, p_tgt), succs, Edges(src, dst, e_off, names), None
-
-
-def _no_rows(n: int) -> Rows:
-    return Rows(array("i", bytes(4 * (n + 1))), array("i"))
-
-
-def _successors(src: array[int], dst: array[int], n: int) -> Rows:
-    """Each node's consumers, in the order the edges were found (by consumer index): a stable counting sort."""
-    if not src:
-        return _no_rows(n)
-    s = np.frombuffer(src, dtype=np.int32)
-    d = np.frombuffer(dst, dtype=np.int32)
-    by = np.argsort(s, kind="stable")
-    offsets = np.zeros(n + 1, dtype=np.int32)
-    np.cumsum(np.bincount(s, minlength=n), out=offsets[1:])
-    return Rows(array("i", offsets.tobytes()), array("i", d[by].astype(np.int32).tobytes()))
-
-
-def kahn_order(preds: Rows, succs: Rows) -> tuple[array[int], list[int]]:
-    """A topological order (Kahn's, stable), and each node's in-degree left: nonzero on or after a cycle."""
-    indeg = np.diff(np.frombuffer(preds.offsets, dtype=np.int32)).tolist()
-    ready = deque(i for i, d in enumerate(indeg) if d == 0)
-    order = array("i")
-    while ready:
-        i = ready.popleft()
-        order.append(i)
-        for s in succs[i]:
-            indeg[s] -= 1
-            if indeg[s] == 0:
-                ready.append(s)
-    return order, indeg
-
-
 @dataclass(slots=True)
 class Adjacency:
     """Who feeds whom in one graph, derived once when the graph is built and used by every pass
@@ -358,7 +147,7 @@ class Graph:
 
     name: str
     nodes: list[Node]
-    tensors: dict[str, Tensor]
+    tensors: Mapping[str, Tensor]
     inputs: list[str]
     outputs: list[str]
     initializers: dict[str, Initializer]

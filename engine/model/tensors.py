@@ -1,0 +1,304 @@
+"""A graph's tensors in columns (:class:`Tensors`), :class:`Tensor` the view of one, and the sizes of the element
+types."""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from splitscope.engine.dimexpr import eval_dim
+from splitscope.engine.model.rows import Rows
+
+Dim = int | str | None
+"""One dimension: a number, a symbolic name, or None when unknown."""
+
+# Bytes per element; sub-byte types count as fractions.
+DTYPE_SIZES: dict[str, float] = {
+    "FLOAT": 4,
+    "UINT8": 1,
+    "INT8": 1,
+    "UINT16": 2,
+    "INT16": 2,
+    "INT32": 4,
+    "INT64": 8,
+    "STRING": 0,
+    "BOOL": 1,
+    "FLOAT16": 2,
+    "DOUBLE": 8,
+    "UINT32": 4,
+    "UINT64": 8,
+    "COMPLEX64": 8,
+    "COMPLEX128": 16,
+    "BFLOAT16": 2,
+    "FLOAT8E4M3FN": 1,
+    "FLOAT8E4M3FNUZ": 1,
+    "FLOAT8E5M2": 1,
+    "FLOAT8E5M2FNUZ": 1,
+    "UINT4": 0.5,
+    "INT4": 0.5,
+    "FLOAT4E2M1": 0.5,
+    "FLOAT8E8M0": 1,
+    "UINT2": 0.25,
+    "INT2": 0.25,
+}
+
+
+def size_in_bytes(numel: int, dtype: str | None) -> int:
+    """Bytes of ``numel`` elements of ``dtype`` (sub-byte types packed, rounded up), in integers only:
+    element counts from damaged or symbolic shapes can exceed what a float holds."""
+    quarter_bytes = int(DTYPE_SIZES.get(dtype or "", 4) * 4)
+    return -(-numel * quarter_bytes // 4)
+
+
+_INPUT, _OUTPUT, _INITIALIZER = 1, 2, 4
+
+
+class Tensors(Mapping[str, "Tensor"]):
+    """Every tensor of one graph by name, in columns: names, dtypes and shapes one list each, producers one
+    ``array('i')``, the flags one ``bytearray``, consumers compressed rows (:class:`Rows`) once :meth:`freeze` has
+    run. Read as the mapping of :class:`Tensor` it replaces; each :class:`Tensor` it gives is a view of one row."""
+
+    __slots__ = ("_index", "_pairs", "at", "consumers", "dtype", "flags", "names", "producer", "shape")
+
+    def __init__(self) -> None:
+        self._index: dict[str, int] = {}
+        self.names: list[str] = []
+        self.dtype: list[str | None] = []
+        self.shape: list[tuple[Dim, ...] | None] = []
+        self.at: list[tuple[int, ...] | None] = []
+        self.producer = array("i")
+        """The producing node's index, -1 for none."""
+        self.flags = bytearray()
+        self.consumers = Rows(array("i", [0]), array("i"))
+        self._pairs: tuple[array[int], array[int]] | None = (array("i"), array("i"))  # (tensor, node) while built
+
+    def add(self, name: str) -> int:
+        """The row of ``name``, made (untyped, unused) if it has none."""
+        i = self._index.get(name)
+        if i is None:
+            i = self._index[name] = len(self.names)
+            self.names.append(name)
+            self.dtype.append(None)
+            self.shape.append(None)
+            self.at.append(None)
+            self.producer.append(-1)
+            self.flags.append(0)
+        return i
+
+    def tensor(self, name: str) -> Tensor:
+        """The tensor ``name``, made if there is none."""
+        return Tensor.of(self, self.add(name))
+
+    def add_consumer(self, name: str, node: int) -> None:
+        """``node`` reads ``name`` (while the graph is built, before :meth:`freeze`)."""
+        assert self._pairs is not None, "the tensors are frozen"
+        self._pairs[0].append(self.add(name))
+        self._pairs[1].append(node)
+
+    def freeze(self) -> None:
+        """Put the consumers added into rows (each tensor's in the order added)."""
+        if self._pairs is None:
+            return
+        t, n = self._pairs
+        rows = len(self.names)
+        tt = np.frombuffer(t, dtype=np.int32) if t else np.zeros(0, np.int32)
+        offsets = np.zeros(rows + 1, dtype=np.int32)
+        np.cumsum(np.bincount(tt, minlength=rows), out=offsets[1:])
+        by = np.argsort(tt, kind="stable")
+        nodes = np.frombuffer(n, dtype=np.int32)[by] if n else np.zeros(0, np.int32)
+        self.consumers = Rows(array("i", offsets.tobytes()), array("i", nodes.astype(np.int32).tobytes()))
+        self._pairs = None
+
+    def producer_of(self, name: str) -> int | None:
+        """The node that makes ``name``, None for none (or no such tensor)."""
+        i = self._index.get(name)
+        if i is None:
+            return None
+        p = self.producer[i]
+        return None if p < 0 else p
+
+    def __getitem__(self, name: str) -> Tensor:
+        return Tensor.of(self, self._index[name])
+
+    def get(self, name: str, default: Any = None) -> Any:  # a view, or ``default``
+        i = self._index.get(name)
+        return default if i is None else Tensor.of(self, i)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._index
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._index)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+
+class Tensor:
+    """A value in a graph: its type, shape and who makes and uses it; a view of one row of its graph's
+    :class:`Tensors` (``Tensor(name, ...)`` alone makes a table of one)."""
+
+    __slots__ = ("_i", "_t")
+
+    def __init__(
+        self,
+        name: str,
+        dtype: str | None = None,
+        shape: tuple[Dim, ...] | None = None,
+        producer: int | None = None,
+        consumers: Sequence[int] = (),
+        is_input: bool = False,
+        is_output: bool = False,
+        is_initializer: bool = False,
+        at: tuple[int, ...] | None = None,
+    ) -> None:
+        t = Tensors()
+        self._t, self._i = t, t.add(name)
+        self.dtype, self.shape, self.producer, self.at = dtype, shape, producer, at
+        self.is_input, self.is_output, self.is_initializer = is_input, is_output, is_initializer
+        t.consumers, t._pairs = Rows(array("i", [0, len(consumers)]), array("i", consumers)), None
+
+    @classmethod
+    def of(cls, table: Tensors, i: int) -> Tensor:
+        """The view of row ``i`` of ``table``."""
+        v = object.__new__(cls)
+        v._t, v._i = table, i
+        return v
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Tensor) and other._t is self._t and other._i == self._i
+
+    def __hash__(self) -> int:
+        return hash((id(self._t), self._i))
+
+    def __repr__(self) -> str:
+        return f"Tensor({self.name!r}, {self.dtype}, {self.shape})"
+
+    @property
+    def name(self) -> str:
+        return self._t.names[self._i]
+
+    @property
+    def dtype(self) -> str | None:
+        return self._t.dtype[self._i]
+
+    @dtype.setter
+    def dtype(self, value: str | None) -> None:
+        self._t.dtype[self._i] = value
+
+    @property
+    def shape(self) -> tuple[Dim, ...] | None:
+        return self._t.shape[self._i]
+
+    @shape.setter
+    def shape(self, value: tuple[Dim, ...] | None) -> None:
+        self._t.shape[self._i] = value
+
+    @property
+    def at(self) -> tuple[int, ...] | None:
+        """The concrete shape at the dims in force (:mod:`splitscope.engine.onnxio.concrete`), where inference at
+        those values could type it; None otherwise."""
+        return self._t.at[self._i]
+
+    @at.setter
+    def at(self, value: tuple[int, ...] | None) -> None:
+        self._t.at[self._i] = value
+
+    @property
+    def producer(self) -> int | None:
+        p = self._t.producer[self._i]
+        return None if p < 0 else p
+
+    @producer.setter
+    def producer(self, value: int | None) -> None:
+        self._t.producer[self._i] = -1 if value is None else value
+
+    @property
+    def consumers(self) -> Sequence[int]:
+        """The nodes that read it, in node order (once the graph is built)."""
+        return self._t.consumers[self._i]
+
+    def _flag(self, bit: int) -> bool:
+        return bool(self._t.flags[self._i] & bit)
+
+    def _set(self, bit: int, on: bool) -> None:
+        f = self._t.flags
+        f[self._i] = f[self._i] | bit if on else f[self._i] & ~bit
+
+    @property
+    def is_input(self) -> bool:
+        return self._flag(_INPUT)
+
+    @is_input.setter
+    def is_input(self, on: bool) -> None:
+        self._set(_INPUT, on)
+
+    @property
+    def is_output(self) -> bool:
+        return self._flag(_OUTPUT)
+
+    @is_output.setter
+    def is_output(self, on: bool) -> None:
+        self._set(_OUTPUT, on)
+
+    @property
+    def is_initializer(self) -> bool:
+        return self._flag(_INITIALIZER)
+
+    @is_initializer.setter
+    def is_initializer(self, on: bool) -> None:
+        self._set(_INITIALIZER, on)
+
+    def numel(self, dims: dict[str, int] | None = None) -> int | None:
+        """Element count at the dims in force: the concrete shape where known, else the symbolic shape with each
+        dim looked up in ``dims`` (or, for an exporter's expression, evaluated there).
+
+        Returns None when the shape is unknown or a dim has no value: a dim without a value is never taken as 1.
+        """
+        if self.at is not None:
+            return math.prod(self.at)
+        if self.shape is None:
+            return None
+        n = 1
+        for d in self.shape:
+            if isinstance(d, int):
+                if d < 0:
+                    return None
+                n *= d
+            elif isinstance(d, str):
+                v = eval_dim(d, dims or {})
+                if v is None:
+                    return None
+                n *= v
+            else:
+                return None
+        return n
+
+    def resolved(self, dims: dict[str, int] | None = None) -> tuple[int, ...] | None:
+        """The shape at the dims in force (see :meth:`numel`), None when a dim is unknown."""
+        if self.at is not None:
+            return self.at
+        if self.shape is None:
+            return None
+        out = []
+        for d in self.shape:
+            v = d if isinstance(d, int) and d >= 0 else eval_dim(d, dims or {}) if isinstance(d, str) else None
+            if v is None:
+                return None
+            out.append(v)
+        return tuple(out)
+
+    def nbytes(self, dims: dict[str, int] | None = None) -> int | None:
+        """Size in bytes (see :meth:`numel`), None when unknown."""
+        n = self.numel(dims)
+        if n is None or self.dtype is None:
+            return None
+        return size_in_bytes(n, self.dtype)
+
+    @property
+    def symbolic(self) -> bool:
+        """Whether the shape has symbolic or unknown dimensions."""
+        return self.shape is None or any(not isinstance(d, int) for d in self.shape)
