@@ -7,58 +7,31 @@ built by :func:`splitscope.engine.onnxio.graph.graph_from_onnx` and filled in by
 from __future__ import annotations
 
 from array import array
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import Enum
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any
 
+from splitscope.engine.model.nodes import NO_BODIES, Node, Nodes, Role, Source, Status
 from splitscope.engine.model.rows import Edges, Rows, kahn_order, link_nodes
 from splitscope.engine.model.tensors import DTYPE_SIZES, Dim, Tensor, Tensors, size_in_bytes
 
-__all__ = [  # re-exported: the arrays and the tensors live in modules of their own
+__all__ = [  # re-exported: the nodes, the tensors and the arrays live in modules of their own
     "DTYPE_SIZES",
+    "NO_BODIES",
     "Dim",
     "Edges",
+    "Node",
+    "Nodes",
+    "Role",
     "Rows",
+    "Source",
+    "Status",
     "Tensor",
     "Tensors",
     "kahn_order",
     "link_nodes",
     "size_in_bytes",
 ]
-
-
-class Status(str, Enum):
-    """Where a node runs: inside a TensorRT engine, or outside it."""
-
-    DELEGATE = "delegate"
-    """TensorRT takes it (fusion, precision, autotuning)."""
-    PLUGIN = "plugin"
-    """TensorRT rejects it: it needs a TensorRT plugin or custom CUDA."""
-
-
-class Role(str, Enum):
-    """What a node does in the inference path."""
-
-    COMPUTE = "compute"
-    DATA_MOVEMENT = "data-movement"
-    SHAPE = "shape"
-    PRE_PROCESSING = "pre-processing"
-    POST_PROCESSING = "post-processing"
-    CONTROL_FLOW = "control-flow"
-
-
-class Source(str, Enum):
-    """Where a node's status came from."""
-
-    PARSER = "parser"
-    """The real TensorRT (or TensorRT-RTX) ONNX parser said so for this model."""
-    TABLE = "table"
-    """Predicted from the operator support table and static checks."""
-    BUILDER = "builder"
-    """A real build at the shapes in force rejected it, though the parser imports it (``runtime.verify``)."""
 
 
 @dataclass(slots=True)
@@ -70,60 +43,6 @@ class Initializer:
     dims: tuple[int, ...]
     nbytes: int
     external: bool = False
-
-
-NO_BODIES: Mapping[str, Graph] = MappingProxyType({})
-"""The bodies of a node that has none (read-only, shared)."""
-
-
-@dataclass(slots=True)
-class Node:
-    """One ONNX node with its split verdict."""
-
-    index: int
-    name: str
-    op_type: str
-    domain: str
-    inputs: list[str]
-    outputs: list[str]
-    attributes: dict[str, Any] = field(default_factory=dict)
-    scope: tuple[str, ...] = ()
-    subgraphs: Mapping[str, Graph] = field(default_factory=lambda: NO_BODIES)
-    """Its bodies (If/Loop/Scan), by attribute; one shared empty mapping for the many nodes without."""
-    function: Graph | None = None
-    flops: int | None = None
-    bytes: int | None = None
-    status: Status = Status.DELEGATE
-    role: Role = Role.COMPUTE
-    reason: str = ""
-    source: Source = Source.TABLE
-    implicit_inputs: Sequence[str] = ()
-    """Outer-scope tensors its bodies read (If/Loop/Scan): inputs in all but name (a list where there are any)."""
-    table_status: Status | None = None
-    """What the support table predicted, kept to measure agreement with the parser."""
-    parser_status: Status | None = None
-    """What the parser said (None when it was not asked or could not verify the node)."""
-    defect: str = ""
-    """Why the node is malformed ONNX (:mod:`splitscope.engine.onnxio.validate`), '' when it is not."""
-    cause: str = ""
-    """For a plugin node: why it needs custom work, in a few words (:mod:`splitscope.engine.split.remedies`)."""
-    remedy: str = ""
-    """For a plugin node: the fix that removes most such nodes."""
-
-    @property
-    def all_inputs(self) -> list[str]:
-        """Explicit inputs, then the outer-scope tensors its bodies read."""
-        return [*self.inputs, *self.implicit_inputs] if self.implicit_inputs else self.inputs
-
-    @property
-    def label(self) -> str:
-        """Name to show and report: the node's name, or ``#N`` when it has none."""
-        return self.name or f"#{self.index}"
-
-    @property
-    def is_custom_domain(self) -> bool:
-        """Whether the op lives outside the standard ONNX domains."""
-        return self.domain not in ("", "ai.onnx", "ai.onnx.ml")
 
 
 @dataclass(slots=True)
@@ -146,8 +65,8 @@ class Graph:
     """A graph (the main one, an If/Loop/Scan body or a function body)."""
 
     name: str
-    nodes: list[Node]
-    tensors: Mapping[str, Tensor]
+    nodes: Nodes
+    tensors: Tensors
     inputs: list[str]
     outputs: list[str]
     initializers: dict[str, Initializer]
@@ -262,7 +181,7 @@ class GraphModel:
     """A sweep over this model (:mod:`splitscope.engine.sweep`: its JSON), for the report."""
 
     @property
-    def nodes(self) -> list[Node]:
+    def nodes(self) -> Nodes:
         """Nodes of the main graph."""
         return self.graph.nodes
 

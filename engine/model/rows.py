@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from splitscope.engine.model import Node
+    from splitscope.engine.model.nodes import Nodes
 
 
 class Rows:
@@ -65,22 +65,26 @@ class Edges:
 
 
 def link_nodes(
-    nodes: list[Node], producer_of: Callable[[str], int | None], all_inputs: bool = True
+    nodes: Nodes, producer_of: Callable[[str], int | None], all_inputs: bool = True
 ) -> tuple[Rows, Rows, Edges, int | None]:
     """Predecessors, successors and the tensors of each edge of ``nodes`` (their inputs' producers by
     ``producer_of``; with ``all_inputs``, the outer tensors their bodies read too), and the first node that reads its
-    own output (a cycle of one), or None."""
+    own output (a cycle of one), or None. Reads the nodes' columns, not a view a node."""
+    n = len(nodes)
     p_off, p_tgt = array("i", [0]), array("i")
     src, dst, e_off, names = array("i"), array("i"), array("i", [0]), []
-    for node in nodes:
-        v = node.index
+    in_off, in_names = nodes.in_off, nodes.in_names
+    implicit = nodes.implicit if all_inputs else {}
+    for v in range(n):
         mine: dict[int, list[str]] = {}  # this node's producers, first seen first, and what each gives it
-        for name in node.all_inputs if all_inputs else node.inputs:
+        reads = in_names[in_off[v] : in_off[v + 1]]
+        extra = implicit.get(v)
+        for name in (*reads, *extra) if extra else reads:
             u = producer_of(name)
             if u is None:
                 continue
             if u == v:
-                return _no_rows(len(nodes)), _no_rows(len(nodes)), Edges(src, dst, e_off, names), v
+                return _no_rows(n), _no_rows(n), Edges(src, dst, e_off, names), v
             got = mine.get(u)
             if got is None:
                 mine[u] = [name]
@@ -93,7 +97,7 @@ def link_nodes(
             names.extend(given)
             e_off.append(len(names))
         p_off.append(len(p_tgt))
-    succs = _successors(src, dst, len(nodes))
+    succs = _successors(src, dst, n)
     return Rows(p_off, p_tgt), succs, Edges(src, dst, e_off, names), None
 
 

@@ -53,7 +53,30 @@ def size_in_bytes(numel: int, dtype: str | None) -> int:
     return -(-numel * quarter_bytes // 4)
 
 
+def _numel(at: tuple[int, ...] | None, shape: tuple[Dim, ...] | None, dims: dict[str, int]) -> int | None:
+    """Element count from a concrete shape, else a symbolic one at ``dims`` (see :meth:`Tensor.numel`)."""
+    if at is not None:
+        return math.prod(at)
+    if shape is None:
+        return None
+    n = 1
+    for d in shape:
+        if isinstance(d, int):
+            if d < 0:
+                return None
+            n *= d
+        elif isinstance(d, str):
+            v = eval_dim(d, dims)
+            if v is None:
+                return None
+            n *= v
+        else:
+            return None
+    return n
+
+
 _INPUT, _OUTPUT, _INITIALIZER = 1, 2, 4
+_new = object.__new__
 
 
 class Tensors(Mapping[str, "Tensor"]):
@@ -86,7 +109,19 @@ class Tensors(Mapping[str, "Tensor"]):
             self.at.append(None)
             self.producer.append(-1)
             self.flags.append(0)
+            if self._pairs is None:  # frozen: the new row reads as used by no node
+                self.consumers.offsets.append(self.consumers.offsets[-1])
         return i
+
+    def copy(self) -> Tensors:
+        """A table of the same rows, its own to change."""
+        c = Tensors()
+        c._index = dict(self._index)
+        c.names, c.dtype, c.shape, c.at = list(self.names), list(self.dtype), list(self.shape), list(self.at)
+        c.producer, c.flags = array("i", self.producer), bytearray(self.flags)
+        c.consumers = Rows(array("i", self.consumers.offsets), array("i", self.consumers.targets))
+        c._pairs = None if self._pairs is None else (array("i", self._pairs[0]), array("i", self._pairs[1]))
+        return c
 
     def tensor(self, name: str) -> Tensor:
         """The tensor ``name``, made if there is none."""
@@ -98,19 +133,43 @@ class Tensors(Mapping[str, "Tensor"]):
         self._pairs[0].append(self.add(name))
         self._pairs[1].append(node)
 
-    def freeze(self) -> None:
-        """Put the consumers added into rows (each tensor's in the order added)."""
+    def freeze(self, rows: array[int] | None = None, nodes: array[int] | None = None) -> None:
+        """Put the consumers added into rows (each tensor's in the order added); ``rows`` and ``nodes``: more
+        (tensor row, node) pairs, collected by the caller."""
         if self._pairs is None:
             return
         t, n = self._pairs
-        rows = len(self.names)
+        if rows is not None and nodes is not None:
+            t.extend(rows)
+            n.extend(nodes)
+        count = len(self.names)
         tt = np.frombuffer(t, dtype=np.int32) if t else np.zeros(0, np.int32)
-        offsets = np.zeros(rows + 1, dtype=np.int32)
-        np.cumsum(np.bincount(tt, minlength=rows), out=offsets[1:])
+        offsets = np.zeros(count + 1, dtype=np.int32)
+        np.cumsum(np.bincount(tt, minlength=count), out=offsets[1:])
         by = np.argsort(tt, kind="stable")
-        nodes = np.frombuffer(n, dtype=np.int32)[by] if n else np.zeros(0, np.int32)
-        self.consumers = Rows(array("i", offsets.tobytes()), array("i", nodes.astype(np.int32).tobytes()))
+        readers = np.frombuffer(n, dtype=np.int32)[by] if n else np.zeros(0, np.int32)
+        self.consumers = Rows(array("i", offsets.tobytes()), array("i", readers.astype(np.int32).tobytes()))
         self._pairs = None
+
+    def sizes(self, dims: dict[str, int] | None = None) -> list[int | None]:
+        """Every row's bytes at the dims in force (None where unknown), in one pass."""
+        dims = dims or {}
+        return [
+            None if dt is None or (n := _numel(at, shape, dims)) is None else size_in_bytes(n, dt)
+            for dt, at, shape in zip(self.dtype, self.at, self.shape, strict=True)
+        ]
+
+    def is_initializer_row(self, r: int) -> bool:
+        """Whether row ``r`` is a weight."""
+        return bool(self.flags[r] & _INITIALIZER)
+
+    def is_input_row(self, r: int) -> bool:
+        """Whether row ``r`` is a graph input."""
+        return bool(self.flags[r] & _INPUT)
+
+    def row_of(self, name: str) -> int | None:
+        """The row of ``name``, None for none."""
+        return self._index.get(name)
 
     def producer_of(self, name: str) -> int | None:
         """The node that makes ``name``, None for none (or no such tensor)."""
@@ -121,11 +180,17 @@ class Tensors(Mapping[str, "Tensor"]):
         return None if p < 0 else p
 
     def __getitem__(self, name: str) -> Tensor:
-        return Tensor.of(self, self._index[name])
+        v = _new(Tensor)
+        v._t, v._i = self, self._index[name]
+        return v
 
     def get(self, name: str, default: Any = None) -> Any:  # a view, or ``default``
         i = self._index.get(name)
-        return default if i is None else Tensor.of(self, i)
+        if i is None:
+            return default
+        v = _new(Tensor)
+        v._t, v._i = self, i
+        return v
 
     def __contains__(self, name: object) -> bool:
         return name in self._index
@@ -258,24 +323,8 @@ class Tensor:
 
         Returns None when the shape is unknown or a dim has no value: a dim without a value is never taken as 1.
         """
-        if self.at is not None:
-            return math.prod(self.at)
-        if self.shape is None:
-            return None
-        n = 1
-        for d in self.shape:
-            if isinstance(d, int):
-                if d < 0:
-                    return None
-                n *= d
-            elif isinstance(d, str):
-                v = eval_dim(d, dims or {})
-                if v is None:
-                    return None
-                n *= v
-            else:
-                return None
-        return n
+        t, i = self._t, self._i
+        return _numel(t.at[i], t.shape[i], dims or {})
 
     def resolved(self, dims: dict[str, int] | None = None) -> tuple[int, ...] | None:
         """The shape at the dims in force (see :meth:`numel`), None when a dim is unknown."""
@@ -293,10 +342,10 @@ class Tensor:
 
     def nbytes(self, dims: dict[str, int] | None = None) -> int | None:
         """Size in bytes (see :meth:`numel`), None when unknown."""
-        n = self.numel(dims)
-        if n is None or self.dtype is None:
-            return None
-        return size_in_bytes(n, self.dtype)
+        t, i = self._t, self._i
+        dtype = t.dtype[i]
+        n = _numel(t.at[i], t.shape[i], dims or {}) if dtype is not None else None
+        return None if n is None or dtype is None else size_in_bytes(n, dtype)
 
     @property
     def symbolic(self) -> bool:

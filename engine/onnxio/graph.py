@@ -3,20 +3,21 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Mapping, Sequence
+from array import array
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import onnx
 from onnx import AttributeProto
 from splitscope.engine.errors import CyclicGraphError, ModelDecodeError
 from splitscope.engine.model import (
-    NO_BODIES,
     Adjacency,
     Dim,
     Graph,
     GraphModel,
     Initializer,
     Node,
+    Nodes,
     Tensor,
     Tensors,
     kahn_order,
@@ -103,19 +104,10 @@ def scope_of(node: onnx.NodeProto) -> tuple[str, ...]:
     return scope_from(name, meta)
 
 
-def _producer_in(tensors: Mapping[str, Tensor]) -> Callable[[str], int | None]:
-    def producer_of(name: str) -> int | None:
-        t = tensors.get(name)  # "" (an omitted optional input) is never a key
-        return None if t is None else t.producer
-
-    return producer_of
-
-
-def adjacency_of(nodes: list[Node], tensors: Mapping[str, Tensor], label: str) -> Adjacency:
+def adjacency_of(nodes: Nodes, tensors: Tensors, label: str) -> Adjacency:
     """Predecessors, successors, edges and a topological order; raises :class:`CyclicGraphError` on a cycle."""
 
-    producer_of = tensors.producer_of if isinstance(tensors, Tensors) else _producer_in(tensors)
-    preds, succs, edges, self_reader = link_nodes(nodes, producer_of)
+    preds, succs, edges, self_reader = link_nodes(nodes, tensors.producer_of)
     if self_reader is not None:
         node = nodes[self_reader]
         raise CyclicGraphError(
@@ -148,7 +140,7 @@ def outer_references(g: Graph) -> set[str]:
     return refs
 
 
-def _find_cycle(stuck: list[Node], nodes: list[Node], tensors: Mapping[str, Tensor]) -> list[int]:
+def _find_cycle(stuck: list[Node], nodes: Nodes, tensors: Mapping[str, Tensor]) -> list[int]:
     alive = {n.index for n in stuck}
     start = stuck[0].index
     path: list[int] = []
@@ -188,15 +180,16 @@ def build_graph(
     tensor = tensors.tensor
     label = f"'{path}'" if path else "(main graph)"
 
+    add, dtypes, shapes = tensors.add, tensors.dtype, tensors.shape
     for vi in (*g.input, *g.value_info, *g.output):
         if type(vi.name) is bytes:
             raise ModelTextError(f"{label}: value name {vi.name!r}")
-        t = tensor(vi.name)
+        r = add(vi.name)
         dt, shp = _shape_of(vi.type)
         if dt is not None:
-            t.dtype = dt
+            dtypes[r] = dt
         if shp is not None:
-            t.shape = shp
+            shapes[r] = shp
     init_names: set[str] = set()
     constants: dict[str, list[Any]] = {}
     for init in g.initializer:
@@ -224,7 +217,9 @@ def build_graph(
     for vi in g.output:
         tensors[vi.name].is_output = True
 
-    nodes: list[Node] = []
+    nodes = Nodes()
+    producer = tensors.producer
+    consumed, readers = array("i"), array("i")  # (tensor row, node) of every read, in node order
     for idx, pn in enumerate(g.node):
         attrs: dict[str, Any] = {}
         subgraphs: dict[str, Graph] = {}
@@ -245,44 +240,38 @@ def build_graph(
             scope = scope_of(pn)
         except BadText as e:
             raise ModelTextError(f"{label}: node #{idx} {e}") from None
-        node = Node(
-            idx,
-            pn.name,
-            pn.op_type,
-            pn.domain,
-            list(pn.input),
-            list(pn.output),
-            attrs,
-            scope,
-            subgraphs or NO_BODIES,
-            functions.get((pn.domain, pn.op_type)),
-        )
+        ins, outs = list(pn.input), list(pn.output)
         if (
-            bytes in (type(node.name), type(node.op_type), type(node.domain))
-            or bytes in map(type, node.inputs)
-            or bytes in map(type, node.outputs)
+            bytes in (type(pn.name), type(pn.op_type), type(pn.domain))
+            or bytes in map(type, ins)
+            or bytes in map(type, outs)
         ):
-            raise ModelTextError(f"{label}: node #{idx} ({node.name!r}, {node.op_type!r})")
+            raise ModelTextError(f"{label}: node #{idx} ({pn.name!r}, {pn.op_type!r})")
+        node = nodes.add(
+            pn.name, pn.op_type, pn.domain, ins, outs, attrs, scope, subgraphs, functions.get((pn.domain, pn.op_type))
+        )
         if opsets is not None:
-            node.defect = node_defect(pn, opsets, tensors, constants, protos, node)
-        if node.op_type == "Constant" and len(node.outputs) == 1 and node.outputs[0]:
+            nodes.defect[idx] = node_defect(pn, opsets, tensors, constants, protos, node)
+        if pn.op_type == "Constant" and len(outs) == 1 and outs[0]:
             value = next((a for a in protos if a.name == "value" and a.type == AttributeProto.TENSOR), None)
             if value is not None:  # its output's type is the attribute's: known before shape inference
                 out = tensor(pn.output[0])
                 out.dtype = out.dtype or dtype_name(value.t.data_type)
                 out.shape = out.shape if out.shape is not None else tuple(value.t.dims)
+        reads = ins
         if subgraphs:
-            node.implicit_inputs = sorted(
-                {r for sub in subgraphs.values() for r in outer_references(sub)} - set(node.inputs)
+            node.implicit_inputs = implicit = sorted(
+                {r for sub in subgraphs.values() for r in outer_references(sub)} - set(ins)
             )
-        nodes.append(node)
-        for i in node.all_inputs:
+            reads = [*ins, *implicit]
+        for i in reads:
             if i:
-                tensors.add_consumer(i, idx)
-        for o in node.outputs:
+                consumed.append(add(i))
+                readers.append(idx)
+        for o in outs:
             if o:
-                tensors.producer[tensors.add(o)] = idx
-    tensors.freeze()
+                producer[add(o)] = idx
+    tensors.freeze(consumed, readers)
     graph = Graph(
         g.name,
         nodes,
@@ -299,11 +288,11 @@ def build_graph(
 
 def is_topologically_sorted(graph: Graph) -> bool:
     """Whether every node comes after the producers of its inputs, as ONNX requires."""
-    tensors = graph.tensors
-    for n in graph.nodes:
-        for i in n.all_inputs:
-            t = tensors.get(i) if i else None
-            if t is not None and t.producer is not None and t.producer >= n.index:
+    nodes, producer_of = graph.nodes, graph.tensors.producer_of
+    for v in range(len(nodes)):
+        for i in nodes.reads(v):
+            p = producer_of(i) if i else None
+            if p is not None and p >= v:
                 return False
     return True
 

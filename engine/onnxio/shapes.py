@@ -141,8 +141,7 @@ def apply_concrete_shapes(
     many tensors got one. ``in_subprocess``: run the inference in the shapes child (a GUI's thread); ``child``:
     that child, started already at ``dims`` (its answer is used only if they are the same dims)."""
     for graph in (gm.graph, *(sub for _, n in gm.graph.walk() for sub in n.subgraphs.values())):
-        for t in graph.tensors.values():
-            t.at = None
+        graph.tensors.at[:] = [None] * len(graph.tensors)
     said: list[str] = []
     if child is not None and child.dims != dims:
         child.kill()
@@ -195,14 +194,16 @@ def _apply_at(graph: Graph, g: onnx.GraphProto, body_nodes: dict[int, onnx.NodeP
     """Write the concrete shapes inference at the dims in force found in ``g`` into ``graph``'s tensors (``at``),
     and into its bodies'; returns how many tensors got one."""
     count = 0
+    tensors = graph.tensors
+    row, shapes, at = tensors.row_of, tensors.shape, tensors.at
     for name, shape in concrete_shapes(g).items():
-        t = graph.tensors.get(name)
-        if t is not None and (t.shape is None or len(t.shape) == len(shape)):
-            t.at = shape
+        r = row(name)
+        if r is not None and (shapes[r] is None or len(shapes[r] or ()) == len(shape)):
+            at[r] = shape
             count += 1
-    for t in graph.tensors.values():  # weights and constants: their own shape is concrete
-        if t.at is None and t.shape is not None and all(isinstance(d, int) and d >= 0 for d in t.shape):
-            t.at = tuple(int(d) for d in t.shape)  # type: ignore[arg-type]
+    for r, shp in enumerate(shapes):  # weights and constants: their own shape is concrete
+        if at[r] is None and shp is not None and all(isinstance(d, int) and d >= 0 for d in shp):
+            at[r] = tuple(int(d) for d in shp)  # type: ignore[arg-type]
     return count + sum(_apply_at(body, sg) for body, sg in _bodies(graph, g, body_nodes))
 
 
@@ -213,15 +214,16 @@ def _apply_types(graph: Graph, g: onnx.GraphProto, body_nodes: dict[int, onnx.No
     built a second time). ``body_nodes``: the inferred proto of each node that has bodies.
     """
     tensors = graph.tensors
+    row, dtypes, shapes = tensors.row_of, tensors.dtype, tensors.shape
     for vi in (*g.input, *g.value_info, *g.output):
-        t = tensors.get(vi.name)
-        if t is None:
+        r = row(vi.name)
+        if r is None:
             continue
         dt, shp = _shape_of(vi.type)
         if dt is not None:
-            t.dtype = dt
+            dtypes[r] = dt
         if shp is not None:
-            t.shape = shp
+            shapes[r] = shp
     for sub, sg in _bodies(graph, g, body_nodes):
         _apply_types(sub, sg)
 

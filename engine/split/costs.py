@@ -290,15 +290,22 @@ def einsum_flops(equation: str, shapes: list[list[int]]) -> int | None:
     return flops
 
 
-def node_bytes(graph: Graph, node: Node, dims: dict[str, int] | None = None) -> int | None:
-    """Bytes read plus bytes written by one inference of ``node``; None when nothing is known."""
+def node_bytes(
+    graph: Graph, node: Node, dims: dict[str, int] | None = None, sizes: list[int | None] | None = None
+) -> int | None:
+    """Bytes read plus bytes written by one inference of ``node``; None when nothing is known. ``sizes``: every
+    tensor's bytes (:meth:`Tensors.sizes`) when the graph's tensors are a table, computed once for all nodes."""
     total = 0
     known = False
+    tensors = graph.tensors
+    row = tensors.row_of if sizes is not None else None
     for name in (*node.all_inputs, *node.outputs):
-        t = _t(graph, name)
-        if t is None:
-            continue
-        b = t.nbytes(dims)
+        if row is not None and sizes is not None:
+            r = row(name) if name else None
+            b = sizes[r] if r is not None else None
+        else:
+            t = _t(graph, name)
+            b = t.nbytes(dims) if t is not None else None
         if b is not None:
             total += b
             known = True
@@ -311,18 +318,18 @@ def fill_costs(graph: Graph, dims: dict[str, int] | None = None) -> None:
     A node with bodies (If, Loop, Scan, a function call) counts what its bodies
     count (both If branches: an upper bound).
     """
-    for node in graph.nodes:
-        for sub in node.subgraphs.values():
+    nodes = graph.nodes
+    sizes = graph.tensors.sizes(dims)
+    for bodies in nodes.subgraphs.values():
+        for sub in bodies.values():
             fill_costs(sub, dims)
-        if (
-            node.function is not None
-            and node.function.nodes
-            and node.function.nodes[0].bytes is None
-            and node.function.nodes[0].flops is None
-        ):
-            fill_costs(node.function, dims)
-        node.flops = node_flops(graph, node, dims)
-        node.bytes = node_bytes(graph, node, dims)
-        bodies = [*node.subgraphs.values(), *([node.function] if node.function else [])]
+    for f in {id(f): f for f in nodes.function.values()}.values():
+        if f.nodes and f.nodes[0].bytes is None and f.nodes[0].flops is None:
+            fill_costs(f, dims)
+    for node in nodes:
+        i = node.index
+        nodes.put("flops", i, node_flops(graph, node, dims))
+        nodes.put("bytes", i, node_bytes(graph, node, dims, sizes))
+        bodies = [*nodes.subgraphs.get(i, {}).values(), *([f] if (f := nodes.function.get(i)) else [])]
         if bodies:
-            node.flops = (node.flops or 0) + sum(n.flops or 0 for b in bodies for n in b.nodes)
+            nodes.put("flops", i, (node.flops or 0) + sum(n.flops or 0 for b in bodies for n in b.nodes))

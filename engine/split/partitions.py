@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from splitscope.engine.model import BoundaryTensor, Graph, Partition, Status
+from splitscope.engine.model import BoundaryTensor, Graph, Partition
 
 
 def constant_nodes(graph: Graph, order: Sequence[int]) -> list[bool]:
@@ -26,21 +26,28 @@ def constant_nodes(graph: Graph, order: Sequence[int]) -> list[bool]:
     TensorRT computes at run time)."""
     nodes = graph.nodes
     tensors = graph.tensors
+    ops, domains, bodies = nodes.op_type, nodes.domain, nodes.subgraphs
+    row, flags, producer = tensors.row_of, tensors.flags, tensors.producer
+    weight = 4  # the initializer flag (engine.model.tensors)
     const = [False] * len(nodes)
     for idx in order:
-        nd = nodes[idx]
-        if nd.subgraphs or nd.op_type.startswith("Random") or nd.is_custom_domain:
+        op = ops[idx]
+        if idx in bodies or op.startswith("Random") or domains[idx] not in ("", "ai.onnx", "ai.onnx.ml"):
             continue
-        if nd.op_type == "Constant":
+        if op == "Constant":
             const[idx] = True
             continue
-        ins = [i for i in nd.all_inputs if i]
+        ins = [i for i in nodes.reads(idx) if i]
         if not ins:
             continue
         ok = True
         for name in ins:
-            t = tensors.get(name)
-            if t is None or not (t.is_initializer or (t.producer is not None and const[t.producer])):
+            r = row(name)
+            if r is None:
+                ok = False
+                break
+            p = producer[r]
+            if not (flags[r] & weight or (p >= 0 and const[p])):
                 ok = False
                 break
         const[idx] = ok
@@ -81,7 +88,7 @@ def find_partitions(
     n = len(nodes)
     preds = graph.adj.preds
 
-    delegate = list(inside) if inside is not None else [nd.status is Status.DELEGATE for nd in nodes]
+    delegate = list(inside) if inside is not None else nodes.delegates()
     if not constants:
         const = [False] * n
     elif const is None:
@@ -133,32 +140,33 @@ def find_partitions(
             groups.setdefault(find(idx), []).append(idx)
     part_of = [-1] * n
     parts: list[Partition] = []
+    flops = nodes.flops  # the column: -1 unknown (0 here), -2 past 64 bits (read from the node)
     for k, members in enumerate(groups.values()):
         for m in members:
             part_of[m] = k
-        parts.append(Partition(k, sorted(members), [], sum(nodes[m].flops or 0 for m in members)))
+        total = sum(flops[m] if flops[m] >= 0 else nodes[m].flops or 0 for m in members)
+        parts.append(Partition(k, sorted(members), [], total))
 
+    row, producer, consumers = tensors.row_of, tensors.producer, tensors.consumers
     for p in parts:
         seen: set[str] = set()
         for m in p.nodes:
-            nd = nodes[m]
-            for name in nd.all_inputs:
-                t = tensors.get(name) if name else None
-                if (
-                    t is None
-                    or name in seen
-                    or t.producer is None
-                    or part_of[t.producer] == p.index
-                    or const[t.producer]
-                ):
+            for name in nodes.reads(m):
+                r = row(name) if name else None
+                if r is None or name in seen:
+                    continue
+                u = producer[r]
+                if u < 0 or part_of[u] == p.index or const[u]:
                     continue
                 seen.add(name)
+                t = tensors[name]
                 p.boundary_tensors.append(BoundaryTensor(name, t.nbytes(dims), "in", t.symbolic))
-            for name in nd.outputs:
-                t = tensors.get(name) if name else None
-                if t is None or name in seen:
+            for name in nodes.outputs_of(m):
+                r = row(name) if name else None
+                if r is None or name in seen:
                     continue
-                if any(part_of[c] != p.index for c in t.consumers):
+                if any(part_of[c] != p.index for c in consumers[r]):
                     seen.add(name)
+                    t = tensors[name]
                     p.boundary_tensors.append(BoundaryTensor(name, t.nbytes(dims), "out", t.symbolic))
     return parts

@@ -12,7 +12,7 @@ from collections.abc import Generator, Sequence
 from pathlib import Path
 
 from splitscope.engine.jobs import JobEvent, Partial, Progress, gc_paused
-from splitscope.engine.model import Adjacency, Graph, GraphModel, Node, Source, Status, Tensors, kahn_order, link_nodes
+from splitscope.engine.model import Adjacency, Graph, GraphModel, Nodes, Source, Status, Tensors, kahn_order, link_nodes
 from splitscope.engine.onnxio.light import read_light
 from splitscope.engine.onnxio.scopes import scope_from
 from splitscope.engine.split.parser import resolve_backend
@@ -22,7 +22,7 @@ PREVIEW_MIN_BYTES = 4_000_000
 """Files smaller than this are loaded whole before the first view (the full load takes well under a second)."""
 
 
-def _adjacency(nodes: list[Node], producer: dict[str, int]) -> Adjacency | None:
+def _adjacency(nodes: Nodes, producer: dict[str, int]) -> Adjacency | None:
     """The preview's adjacency, or None on a cycle (the full load names it)."""
     preds, succs, edges, self_reader = link_nodes(nodes, producer.get, all_inputs=False)
     if self_reader is not None:
@@ -38,7 +38,7 @@ def preview_model(path: str | os.PathLike[str], target: str) -> tuple[GraphModel
         return None
     tensors = Tensors()
     producer: dict[str, int] = {}
-    nodes: list[Node] = []
+    nodes = Nodes()
     meta = light.meta
     verdicts: dict[tuple[str, str], tuple[Status, str]] = {}
     scopes: dict[str, tuple[str, ...]] = {}  # by the name's path: most nodes share theirs with others
@@ -57,20 +57,18 @@ def preview_model(path: str | os.PathLike[str], target: str) -> tuple[GraphModel
         if verdict is None:
             verdict = verdicts[(op, domain)] = predict_op(op, domain, target)
         status = verdict[0]
-        nodes.append(
-            Node(
-                i,
-                name,
-                op,
-                domain,
-                ins,
-                outs,
-                scope=scope,
-                status=status,
-                reason=verdict[1],
-                source=table,
-                table_status=status,
-            )
+        nodes.add(
+            name,
+            op,
+            domain,
+            ins,
+            outs,
+            None,
+            scope,
+            status=status,
+            reason=verdict[1],
+            source=table,
+            table_status=status,
         )
         for o in outs:
             producer[o] = i

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from splitscope.engine.model import Graph, Role
+from splitscope.engine.model.nodes import ROLE_CODE
 
 HEAVY_OPS = frozenset(
     {
@@ -170,27 +171,30 @@ def assign_roles(graph: Graph, order: Sequence[int]) -> None:
     tensors = graph.tensors
     n = len(nodes)
     preds, succs = graph.adj.preds, graph.adj.succs
+    ops, domains = nodes.op_type, nodes.domain
+    row, flags, producer, shapes = tensors.row_of, tensors.flags, tensors.producer, tensors.shape
+    graph_input, weight = 1, 4  # the tensors' flags (engine.model.tensors)
 
     # Shape role: Shape/Size and what computes only on their results and constants.
     is_shape = [False] * n
     from_input = [False] * n
     for idx in order:
-        node = nodes[idx]
-        op = node.op_type
-        ins = [tensors.get(i) for i in node.inputs if i]
-        from_input[idx] = any(t is not None and t.is_input for t in ins) or any(from_input[p] for p in preds[idx])
+        op = ops[idx]
+        ins = [r for i in nodes.inputs_of(idx) if i and (r := row(i)) is not None]
+        from_input[idx] = any(flags[r] & graph_input for r in ins) or any(from_input[p] for p in preds[idx])
         if op in SHAPE_SOURCES:
             is_shape[idx] = True
-        elif op in SHAPE_FOLLOWERS and node.domain in ("", "ai.onnx"):
-            dyn = [p for p in preds[idx]]
+        elif op in SHAPE_FOLLOWERS and domains[idx] in ("", "ai.onnx"):
+            dyn = preds[idx]
             if op == "Constant":
-                is_shape[idx] = all(len(t.shape or ()) <= 1 for o in node.outputs if (t := tensors.get(o)))
+                outs = [r for o in nodes.outputs_of(idx) if (r := row(o)) is not None]
+                is_shape[idx] = all(len(shapes[r] or ()) <= 1 for r in outs)
                 continue
-            non_const = [t for t in ins if t is not None and not t.is_initializer and t.producer is None]
-            if not non_const and dyn and all(is_shape[p] or nodes[p].op_type == "Constant" for p in dyn):
+            non_const = [r for r in ins if not flags[r] & weight and producer[r] < 0]
+            if not non_const and dyn and all(is_shape[p] or ops[p] == "Constant" for p in dyn):
                 is_shape[idx] = any(is_shape[p] for p in dyn)
 
-    heavy = [nodes[i].op_type in HEAVY_OPS for i in range(n)]
+    heavy = [op in HEAVY_OPS for op in ops]
     heavy_anc = [False] * n
     for idx in order:
         heavy_anc[idx] = any(heavy[p] or heavy_anc[p] for p in preds[idx])
@@ -199,24 +203,26 @@ def assign_roles(graph: Graph, order: Sequence[int]) -> None:
         heavy_desc[idx] = any(heavy[s] or heavy_desc[s] for s in succs[idx])
 
     tail = [heavy_anc[i] and not heavy_desc[i] and not heavy[i] for i in range(n)]
-    tail_is_post = any(tail[i] and nodes[i].op_type in POST_MARKERS for i in range(n))
+    tail_is_post = any(tail[i] and ops[i] in POST_MARKERS for i in range(n))
     any_heavy = any(heavy)
+    for sub in (b for bodies in nodes.subgraphs.values() for b in bodies.values()):
+        assign_roles(sub, sub.adj.order)
+    code = ROLE_CODE
+    roles = nodes.role
     for idx in range(n):
-        node = nodes[idx]
-        op = node.op_type
-        for sub in node.subgraphs.values():
-            assign_roles(sub, sub.adj.order)
+        op = ops[idx]
         if op in CONTROL_OPS:
-            node.role = Role.CONTROL_FLOW
+            role = Role.CONTROL_FLOW
         elif is_shape[idx]:
-            node.role = Role.SHAPE
+            role = Role.SHAPE
         elif heavy[idx]:
-            node.role = Role.COMPUTE
+            role = Role.COMPUTE
         elif any_heavy and from_input[idx] and not heavy_anc[idx] and heavy_desc[idx] and op in PRE_OPS:
-            node.role = Role.PRE_PROCESSING
+            role = Role.PRE_PROCESSING
         elif tail[idx] and tail_is_post:
-            node.role = Role.POST_PROCESSING
+            role = Role.POST_PROCESSING
         elif op in DATA_MOVEMENT_OPS:
-            node.role = Role.DATA_MOVEMENT
+            role = Role.DATA_MOVEMENT
         else:
-            node.role = Role.COMPUTE
+            role = Role.COMPUTE
+        roles[idx] = code[role]

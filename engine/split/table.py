@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from splitscope.engine.model import Graph, Node, Source, Status
+from splitscope.engine.model.nodes import SOURCE_CODE, STATUS_CODE
 from splitscope.engine.sample import resource
 from splitscope.engine.text import plural
 
@@ -315,10 +316,12 @@ def predict_node(graph: Graph, node: Node, target: str = TARGET_TENSORRT) -> tup
             f"custom op {node.domain}::{node.op_type}: no built-in importer; it needs a TensorRT plugin "
             f"named '{node.op_type}' (the parser falls back to a plugin of that name)",
         )
+    row, dtypes = graph.tensors.row_of, graph.tensors.dtype
     for name in (*node.inputs, *node.outputs):
-        t = graph.tensors.get(name) if name else None
-        if t is not None and t.dtype is not None and t.dtype not in TRT_DTYPES:
-            return Status.PLUGIN, f"tensor '{name}' is {t.dtype}, a type TensorRT does not have"
+        r = row(name) if name else None
+        dt = dtypes[r] if r is not None else None
+        if dt is not None and dt not in TRT_DTYPES:
+            return Status.PLUGIN, f"tensor '{name}' is {dt}, a type TensorRT does not have"
     entry = table.get(node.op_type)
     if entry is None:
         return Status.PLUGIN, f"{node.op_type} is not in the {src}: no importer"
@@ -359,11 +362,15 @@ def predict_op(op_type: str, domain: str, target: str = TARGET_TENSORRT) -> tupl
 
 def predict_graph(graph: Graph, target: str = TARGET_TENSORRT) -> None:
     """Set status, reason and source on every node of ``graph`` and its bodies from the table."""
-    for node in graph.nodes:
-        for sub in node.subgraphs.values():
+    nodes = graph.nodes
+    for bodies in nodes.subgraphs.values():
+        for sub in bodies.values():
             predict_graph(sub, target)
-        if node.function is not None:
-            predict_graph(node.function, target)
-        node.status, node.reason = predict_node(graph, node, target)
-        node.source = Source.TABLE
-        node.table_status = node.status
+    for body in nodes.function.values():
+        predict_graph(body, target)
+    code, table = STATUS_CODE, SOURCE_CODE[Source.TABLE]
+    for node in nodes:
+        i = node.index
+        status, nodes.reason[i] = predict_node(graph, node, target)
+        nodes.status[i] = nodes.table_status[i] = code[status]
+        nodes.source[i] = table

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from splitscope.engine.model import Graph, GraphModel, Node, Source, Status, Tensor
+from splitscope.engine.model import Graph, GraphModel, Node, Source, Status
 from splitscope.engine.onnxio.graph import outer_references
 from splitscope.engine.split.partitions import find_partitions
 
@@ -22,15 +22,14 @@ def body_model(gm: GraphModel, node: Node, body: str) -> GraphModel:
     """The body ``body`` of ``node`` (a node of ``gm``'s graph) as a :class:`GraphModel` the canvas can lay out."""
     g = node.subgraphs[body]
     outer = gm.graph.tensors
-    tensors: dict[str, Tensor] = dict(g.tensors)
+    tensors = g.tensors.copy()
     captured = sorted(outer_references(g))
     for name in captured:
-        inner = tensors.get(name)
+        t = tensors.tensor(name)  # read by the body's nodes already, or by none
+        t.is_input = True
         src = outer.get(name)
-        t = Tensor(name, is_input=True, consumers=list(inner.consumers) if inner is not None else [])
         if src is not None:
             t.dtype, t.shape, t.at = src.dtype, src.shape, src.at
-        tensors[name] = t
     graph = Graph(
         f"{node.label} › {body}",
         g.nodes,

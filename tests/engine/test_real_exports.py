@@ -39,7 +39,7 @@ def test_torch_detector_nonzero_in_if_body():
     branch = next(n for n in gm.nodes if n.op_type == "If")
     assert branch.status is Status.PLUGIN and branch.source is Source.PARSER
     assert "NonZero" in branch.reason and branch.role is Role.CONTROL_FLOW
-    assert all(n.status is Status.DELEGATE for n in gm.nodes if n is not branch)
+    assert all(n.status is Status.DELEGATE for n in gm.nodes if n != branch)
     # The If reads the boxes from the outer scope: they cross the partition boundary.
     crossing = {t.name: t.bytes for p in gm.partitions for t in p.boundary_tensors}
     assert "/Gather_output_0" in branch.implicit_inputs

@@ -1,0 +1,431 @@
+"""A graph's nodes in columns (:class:`Nodes`) and :class:`Node`, the view of one; what a node's status, role and
+source can be.
+
+A 200k-node model was 200k node objects, each with its lists of inputs and outputs: millions of small objects that
+took the interpreter a fifth of a second to free. Here the names, ops, inputs and outputs, costs and verdicts are a
+few lists and arrays per graph, whatever its size; a :class:`Node` is made when one is read and holds nothing."""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterator, Mapping, Sequence
+from enum import Enum
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, overload
+
+if TYPE_CHECKING:
+    from splitscope.engine.model import Graph
+
+
+class Status(str, Enum):
+    """Where a node runs: inside a TensorRT engine, or outside it."""
+
+    DELEGATE = "delegate"
+    """TensorRT takes it (fusion, precision, autotuning)."""
+    PLUGIN = "plugin"
+    """TensorRT rejects it: it needs a TensorRT plugin or custom CUDA."""
+
+
+class Role(str, Enum):
+    """What a node does in the inference path."""
+
+    COMPUTE = "compute"
+    DATA_MOVEMENT = "data-movement"
+    SHAPE = "shape"
+    PRE_PROCESSING = "pre-processing"
+    POST_PROCESSING = "post-processing"
+    CONTROL_FLOW = "control-flow"
+
+
+class Source(str, Enum):
+    """Where a node's status came from."""
+
+    PARSER = "parser"
+    """The real TensorRT (or TensorRT-RTX) ONNX parser said so for this model."""
+    TABLE = "table"
+    """Predicted from the operator support table and static checks."""
+    BUILDER = "builder"
+    """A real build at the shapes in force rejected it, though the parser imports it (``runtime.verify``)."""
+
+
+_STATUS, _ROLE, _SOURCE = list(Status), list(Role), list(Source)
+STATUS_CODE = {s: k for k, s in enumerate(_STATUS)}
+"""The byte each status is kept as in :attr:`Nodes.status` (and the table's and parser's)."""
+ROLE_CODE = {s: k for k, s in enumerate(_ROLE)}
+"""The byte each role is kept as in :attr:`Nodes.role`."""
+SOURCE_CODE = {s: k for k, s in enumerate(_SOURCE)}
+"""The byte each source is kept as in :attr:`Nodes.source`."""
+_NO_ATTRIBUTES: dict[str, Any] = {}
+"""The attributes of every node added without any (shared: a node's attributes are read, never written)."""
+_HUGE = 2**63
+_new = object.__new__
+_DELEGATE = STATUS_CODE[Status.DELEGATE]
+_NONE = 255
+"""The code of a status not given (table_status, parser_status)."""
+
+NO_BODIES: Mapping[str, Graph] = MappingProxyType({})
+"""The bodies of a node that has none (read-only, shared)."""
+
+
+class Nodes(Sequence["Node"]):
+    """Every node of one graph in columns: names, ops and domains one list each, inputs and outputs flat lists of
+    names with offsets, FLOPs and bytes ``array('q')`` (-1: unknown; -2: past 64 bits, kept in ``huge``), status,
+    role and source one byte each; bodies, functions and outer reads only for the nodes that have them. Read as the
+    list of :class:`Node` it replaces."""
+
+    __slots__ = (
+        "attributes",
+        "bytes",
+        "cause",
+        "defect",
+        "domain",
+        "flops",
+        "function",
+        "huge",
+        "implicit",
+        "in_names",
+        "in_off",
+        "name",
+        "op_type",
+        "out_names",
+        "out_off",
+        "parser_status",
+        "reason",
+        "remedy",
+        "role",
+        "scope",
+        "source",
+        "status",
+        "subgraphs",
+        "table_status",
+    )
+
+    def __init__(self) -> None:
+        self.name: list[str] = []
+        self.op_type: list[str] = []
+        self.domain: list[str] = []
+        self.in_off, self.in_names = array("i", [0]), list[str]()
+        self.out_off, self.out_names = array("i", [0]), list[str]()
+        self.attributes: list[dict[str, Any]] = []
+        self.scope: list[tuple[str, ...]] = []
+        self.subgraphs: dict[int, Mapping[str, Graph]] = {}
+        self.function: dict[int, Graph] = {}
+        self.implicit: dict[int, Sequence[str]] = {}
+        self.flops, self.bytes = array("q"), array("q")
+        self.huge: dict[tuple[str, int], int] = {}
+        """FLOPs or bytes past 64 bits (an absurd dim), by column and node; -2 in the column."""
+        self.status, self.role, self.source = bytearray(), bytearray(), bytearray()
+        self.table_status, self.parser_status = bytearray(), bytearray()
+        self.reason: list[str] = []
+        self.defect: list[str] = []
+        self.cause: list[str] = []
+        self.remedy: list[str] = []
+
+    def add(
+        self,
+        name: str,
+        op_type: str,
+        domain: str,
+        inputs: Sequence[str],
+        outputs: Sequence[str],
+        attributes: dict[str, Any] | None = None,
+        scope: tuple[str, ...] = (),
+        subgraphs: Mapping[str, Graph] | None = None,
+        function: Graph | None = None,
+        *,
+        status: Status = Status.DELEGATE,
+        reason: str = "",
+        source: Source = Source.TABLE,
+        table_status: Status | None = None,
+    ) -> Node:
+        """Append a node; returns its view."""
+        i = len(self.name)
+        self.name.append(name)
+        self.op_type.append(op_type)
+        self.domain.append(domain)
+        self.in_names.extend(inputs)
+        self.in_off.append(len(self.in_names))
+        self.out_names.extend(outputs)
+        self.out_off.append(len(self.out_names))
+        self.attributes.append(_NO_ATTRIBUTES if attributes is None else attributes)
+        self.scope.append(scope)
+        if subgraphs:
+            self.subgraphs[i] = subgraphs
+        if function is not None:
+            self.function[i] = function
+        self.flops.append(-1)
+        self.bytes.append(-1)
+        self.status.append(STATUS_CODE[status])
+        self.role.append(0)
+        self.source.append(SOURCE_CODE[source])
+        self.table_status.append(_NONE if table_status is None else STATUS_CODE[table_status])
+        self.parser_status.append(_NONE)
+        self.reason.append(reason)
+        self.defect.append("")
+        self.cause.append("")
+        self.remedy.append("")
+        return Node.of(self, i)
+
+    def reads(self, i: int) -> list[str]:
+        """Node ``i``'s inputs, then the outer tensors its bodies read (:attr:`Node.all_inputs`)."""
+        names = self.in_names[self.in_off[i] : self.in_off[i + 1]]
+        extra = self.implicit.get(i)
+        return [*names, *extra] if extra else names
+
+    def inputs_of(self, i: int) -> list[str]:
+        """Node ``i``'s inputs."""
+        return self.in_names[self.in_off[i] : self.in_off[i + 1]]
+
+    def outputs_of(self, i: int) -> list[str]:
+        """Node ``i``'s outputs."""
+        return self.out_names[self.out_off[i] : self.out_off[i + 1]]
+
+    def delegates(self) -> list[bool]:
+        """Per node, whether its status is delegate."""
+        return [c == _DELEGATE for c in self.status]
+
+    def put(self, column: str, i: int, value: int | None) -> None:
+        """Set node ``i``'s FLOPs or bytes (``column``); None: unknown."""
+        arr: array[int] = self.flops if column == "flops" else self.bytes
+        if not self.huge and (value is None or 0 <= value < _HUGE):
+            arr[i] = -1 if value is None else value
+        elif value is not None and value >= _HUGE:
+            self.huge[(column, i)] = value
+            arr[i] = -2
+        else:
+            self.huge.pop((column, i), None)
+            arr[i] = -1 if value is None else value
+
+    @overload
+    def __getitem__(self, i: int) -> Node: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Node]: ...
+    def __getitem__(self, i: int | slice) -> Node | list[Node]:
+        if isinstance(i, slice):
+            return [Node.of(self, k) for k in range(*i.indices(len(self.name)))]
+        n = len(self.name)
+        if i < 0 or i >= n:
+            if not -n <= i < n:
+                raise IndexError(f"node {i} of {n}")
+            i += n
+        v = _new(Node)
+        v._t, v._i = self, i
+        return v
+
+    def __len__(self) -> int:
+        return len(self.name)
+
+    def __iter__(self) -> Iterator[Node]:
+        new = _new
+        for i in range(len(self.name)):
+            v = new(Node)
+            v._t, v._i = self, i
+            yield v
+
+
+class Node:
+    """One ONNX node with its split verdict: a view of one row of its graph's :class:`Nodes`."""
+
+    __slots__ = ("_i", "_t")
+
+    @classmethod
+    def of(cls, table: Nodes, i: int) -> Node:
+        """The view of row ``i`` of ``table``."""
+        v = object.__new__(cls)
+        v._t, v._i = table, i
+        return v
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Node) and other._t is self._t and other._i == self._i
+
+    def __hash__(self) -> int:
+        return hash((id(self._t), self._i))
+
+    def __repr__(self) -> str:
+        return f"Node({self._i}, {self.name!r}, {self.op_type!r}, {self.status.value})"
+
+    @property
+    def index(self) -> int:
+        """Its position in its graph's nodes (the file's order)."""
+        return self._i
+
+    @property
+    def name(self) -> str:
+        return self._t.name[self._i]
+
+    @property
+    def op_type(self) -> str:
+        return self._t.op_type[self._i]
+
+    @property
+    def domain(self) -> str:
+        return self._t.domain[self._i]
+
+    @property
+    def inputs(self) -> list[str]:
+        """Its inputs' names ('' for an omitted optional input), a new list each time."""
+        t, i = self._t, self._i
+        return t.in_names[t.in_off[i] : t.in_off[i + 1]]
+
+    @property
+    def outputs(self) -> list[str]:
+        """Its outputs' names, a new list each time."""
+        t, i = self._t, self._i
+        return t.out_names[t.out_off[i] : t.out_off[i + 1]]
+
+    @property
+    def attributes(self) -> dict[str, Any]:
+        """Its attributes by name (read them; nodes without share one empty dict)."""
+        return self._t.attributes[self._i]
+
+    @property
+    def scope(self) -> tuple[str, ...]:
+        return self._t.scope[self._i]
+
+    @property
+    def subgraphs(self) -> Mapping[str, Graph]:
+        """Its bodies (If/Loop/Scan), by attribute; one shared empty mapping for the many nodes without."""
+        return self._t.subgraphs.get(self._i, NO_BODIES)
+
+    @property
+    def function(self) -> Graph | None:
+        """The body of the model-local function it calls, None for an operator."""
+        return self._t.function.get(self._i)
+
+    @function.setter
+    def function(self, value: Graph | None) -> None:
+        if value is None:
+            self._t.function.pop(self._i, None)
+        else:
+            self._t.function[self._i] = value
+
+    @property
+    def implicit_inputs(self) -> Sequence[str]:
+        """Outer-scope tensors its bodies read (If/Loop/Scan): inputs in all but name."""
+        return self._t.implicit.get(self._i, ())
+
+    @implicit_inputs.setter
+    def implicit_inputs(self, value: Sequence[str]) -> None:
+        if value:
+            self._t.implicit[self._i] = value
+        else:
+            self._t.implicit.pop(self._i, None)
+
+    @property
+    def reason(self) -> str:
+        """Why it has its status, in a sentence."""
+        return self._t.reason[self._i]
+
+    @reason.setter
+    def reason(self, value: str) -> None:
+        self._t.reason[self._i] = value
+
+    @property
+    def defect(self) -> str:
+        """Why the node is malformed ONNX (:mod:`splitscope.engine.onnxio.validate`), '' when it is not."""
+        return self._t.defect[self._i]
+
+    @defect.setter
+    def defect(self, value: str) -> None:
+        self._t.defect[self._i] = value
+
+    @property
+    def cause(self) -> str:
+        """For a plugin node: why it needs custom work, in a few words (:mod:`splitscope.engine.split.remedies`)."""
+        return self._t.cause[self._i]
+
+    @cause.setter
+    def cause(self, value: str) -> None:
+        self._t.cause[self._i] = value
+
+    @property
+    def remedy(self) -> str:
+        """For a plugin node: the fix that removes most such nodes."""
+        return self._t.remedy[self._i]
+
+    @remedy.setter
+    def remedy(self, value: str) -> None:
+        self._t.remedy[self._i] = value
+
+    @property
+    def status(self) -> Status:
+        """Where it runs: in an engine (delegate) or outside (plugin)."""
+        return _STATUS[self._t.status[self._i]]
+
+    @status.setter
+    def status(self, value: Status) -> None:
+        self._t.status[self._i] = STATUS_CODE[value]
+
+    @property
+    def role(self) -> Role:
+        """What it does in the inference path."""
+        return _ROLE[self._t.role[self._i]]
+
+    @role.setter
+    def role(self, value: Role) -> None:
+        self._t.role[self._i] = ROLE_CODE[value]
+
+    @property
+    def source(self) -> Source:
+        """Where its status came from."""
+        return _SOURCE[self._t.source[self._i]]
+
+    @source.setter
+    def source(self, value: Source) -> None:
+        self._t.source[self._i] = SOURCE_CODE[value]
+
+    @property
+    def table_status(self) -> Status | None:
+        """What the support table predicted, kept to measure agreement with the parser."""
+        c = self._t.table_status[self._i]
+        return None if c == _NONE else _STATUS[c]
+
+    @table_status.setter
+    def table_status(self, value: Status | None) -> None:
+        self._t.table_status[self._i] = _NONE if value is None else STATUS_CODE[value]
+
+    @property
+    def parser_status(self) -> Status | None:
+        """What the parser said (None when it was not asked or could not verify the node)."""
+        c = self._t.parser_status[self._i]
+        return None if c == _NONE else _STATUS[c]
+
+    @parser_status.setter
+    def parser_status(self, value: Status | None) -> None:
+        self._t.parser_status[self._i] = _NONE if value is None else STATUS_CODE[value]
+
+    @property
+    def flops(self) -> int | None:
+        """Its FLOPs at the dims in force, None when unknown."""
+        v = self._t.flops[self._i]
+        return v if v >= 0 else None if v == -1 else self._t.huge[("flops", self._i)]
+
+    @flops.setter
+    def flops(self, value: int | None) -> None:
+        self._t.put("flops", self._i, value)
+
+    @property
+    def bytes(self) -> int | None:
+        """The bytes it reads and writes at the dims in force, None when unknown."""
+        v = self._t.bytes[self._i]
+        return v if v >= 0 else None if v == -1 else self._t.huge[("bytes", self._i)]
+
+    @bytes.setter
+    def bytes(self, value: int | None) -> None:
+        self._t.put("bytes", self._i, value)
+
+    @property
+    def all_inputs(self) -> list[str]:
+        """Explicit inputs, then the outer-scope tensors its bodies read."""
+        extra = self._t.implicit.get(self._i)
+        return [*self.inputs, *extra] if extra else self.inputs
+
+    @property
+    def label(self) -> str:
+        """Name to show and report: the node's name, or ``#N`` when it has none."""
+        return self.name or f"#{self._i}"
+
+    @property
+    def is_custom_domain(self) -> bool:
+        """Whether the op lives outside the standard ONNX domains."""
+        return self.domain not in ("", "ai.onnx", "ai.onnx.ml")
