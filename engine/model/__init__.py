@@ -14,12 +14,15 @@ from typing import Any
 from splitscope.engine.model.nodes import NO_BODIES, Node, Nodes, Role, Source, Status
 from splitscope.engine.model.rows import Edges, Rows, kahn_order, link_nodes
 from splitscope.engine.model.tensors import DTYPE_SIZES, Dim, Tensor, Tensors, size_in_bytes
+from splitscope.engine.model.weights import Initializer, Initializers
 
 __all__ = [  # re-exported: the nodes, the tensors and the arrays live in modules of their own
     "DTYPE_SIZES",
     "NO_BODIES",
     "Dim",
     "Edges",
+    "Initializer",
+    "Initializers",
     "Node",
     "Nodes",
     "Role",
@@ -32,17 +35,6 @@ __all__ = [  # re-exported: the nodes, the tensors and the arrays live in module
     "link_nodes",
     "size_in_bytes",
 ]
-
-
-@dataclass(slots=True)
-class Initializer:
-    """A weight: shape and size only; the data stays on disk until a job needs it."""
-
-    name: str
-    dtype: str
-    dims: tuple[int, ...]
-    nbytes: int
-    external: bool = False
 
 
 @dataclass(slots=True)
@@ -69,7 +61,7 @@ class Graph:
     tensors: Tensors
     inputs: list[str]
     outputs: list[str]
-    initializers: dict[str, Initializer]
+    initializers: Initializers
     constants: dict[str, list[Any]] = field(default_factory=dict)
     """Values of tiny initializers (shape vectors, axes, K, zero points), flattened."""
     path: str = ""

@@ -15,7 +15,7 @@ from splitscope.engine.model import (
     Dim,
     Graph,
     GraphModel,
-    Initializer,
+    Initializers,
     Node,
     Nodes,
     Tensor,
@@ -166,7 +166,7 @@ def _find_cycle(stuck: list[Node], nodes: Nodes, tensors: Mapping[str, Tensor]) 
 def build_graph(
     g: onnx.GraphProto,
     path: str,
-    initializers: dict[str, Initializer] | None,
+    initializers: Initializers | None,
     functions: dict[tuple[str, str], Graph],
     outer: set[str] | None = None,
     opsets: dict[str, int] | None = None,
@@ -180,7 +180,7 @@ def build_graph(
     tensor = tensors.tensor
     label = f"'{path}'" if path else "(main graph)"
 
-    add, dtypes, shapes = tensors.add, tensors.dtype, tensors.shape
+    add, dtypes, shapes, names = tensors.add, tensors.dtype, tensors.shape, tensors.names
     for vi in (*g.input, *g.value_info, *g.output):
         if type(vi.name) is bytes:
             raise ModelTextError(f"{label}: value name {vi.name!r}")
@@ -247,6 +247,9 @@ def build_graph(
             or bytes in map(type, outs)
         ):
             raise ModelTextError(f"{label}: node #{idx} ({pn.name!r}, {pn.op_type!r})")
+        # the table's own string of each name: protobuf gives a new one at every read
+        ins = [names[add(i)] if i else i for i in ins]
+        outs = [names[add(o)] if o else o for o in outs]
         node = nodes.add(
             pn.name, pn.op_type, pn.domain, ins, outs, attrs, scope, subgraphs, functions.get((pn.domain, pn.op_type))
         )
@@ -278,7 +281,7 @@ def build_graph(
         tensors,
         [i.name for i in g.input if i.name not in init_names],
         [o.name for o in g.output],
-        initializers if initializers is not None else {},
+        initializers if initializers is not None else Initializers(),
         constants,
         path,
     )

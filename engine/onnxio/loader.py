@@ -30,7 +30,7 @@ from splitscope.engine.errors import (
     ModelNotFoundError,
     UnsupportedOpsetError,
 )
-from splitscope.engine.model import DTYPE_SIZES, Initializer, size_in_bytes
+from splitscope.engine.model import DTYPE_SIZES, Initializers, size_in_bytes
 from splitscope.engine.onnxio.wire import CHUNK_BYTES, WireError, node_chunks, read_structure
 
 # Initializers at most this many elements keep their values: shape vectors,
@@ -56,7 +56,7 @@ class LoadedModel:
 
     proto: onnx.ModelProto
     path: Path | None
-    initializers: dict[str, Initializer]
+    initializers: Initializers
     """Main-graph initializers (shape and size only)."""
     file_bytes: int
     warnings: list[str] = field(default_factory=list)
@@ -242,7 +242,7 @@ def _numel(dims: Iterable[int]) -> int:
     return n
 
 
-def _strip_graph(g: onnx.GraphProto, base: Path | None, record: dict[str, Initializer] | None, where: str) -> None:
+def _strip_graph(g: onnx.GraphProto, base: Path | None, record: Initializers | None, where: str) -> None:
     """Check external data and replace large initializers of ``g`` (and nested graphs) by inputs.
 
     Sparse initializers always become typed inputs (analysis needs their dense shape only).
@@ -260,7 +260,7 @@ def _strip_graph(g: onnx.GraphProto, base: Path | None, record: dict[str, Initia
         n = _numel(t.dims)
         dt = dtype_name(t.data_type) or "FLOAT"
         if record is not None:
-            record[t.name] = Initializer(t.name, dt, tuple(t.dims), size_in_bytes(n, dt), external)
+            record.add(t.name, dt, tuple(t.dims), size_in_bytes(n, dt), external)
         if external or n > SMALL_INITIALIZER_ELEMENTS:
             as_inputs.append(helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
         else:
@@ -275,7 +275,7 @@ def _strip_graph(g: onnx.GraphProto, base: Path | None, record: dict[str, Initia
         dt = dtype_name(sp.values.data_type) or "FLOAT"
         if record is not None and name:
             stored = size_in_bytes(_numel(sp.values.dims), dt) + _numel(sp.indices.dims) * 8
-            record[name] = Initializer(name, dt, tuple(sp.dims), stored, False)
+            record.add(name, dt, tuple(sp.dims), stored, False)
         if name:
             as_inputs.append(helper.make_tensor_value_info(name, sp.values.data_type, list(sp.dims)))
     if as_inputs:
@@ -500,7 +500,7 @@ def prepare_model(m: onnx.ModelProto, path: Path | None, file_bytes: int = 0) ->
     _check_text(m, source)
     _check_structure(m, source)
     _check_value_dims(m.graph, source)
-    inits: dict[str, Initializer] = {}
+    inits = Initializers()
     _strip_graph(m.graph, path.parent if path else None, inits, "")
     for f in m.functions:
         _strip_nodes(f.node, path.parent if path else None, f" in function {_safe(f.name)}")

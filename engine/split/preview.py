@@ -12,7 +12,18 @@ from collections.abc import Generator, Sequence
 from pathlib import Path
 
 from splitscope.engine.jobs import JobEvent, Partial, Progress, gc_paused
-from splitscope.engine.model import Adjacency, Graph, GraphModel, Nodes, Source, Status, Tensors, kahn_order, link_nodes
+from splitscope.engine.model import (
+    Adjacency,
+    Graph,
+    GraphModel,
+    Initializers,
+    Nodes,
+    Source,
+    Status,
+    Tensors,
+    kahn_order,
+    link_nodes,
+)
 from splitscope.engine.onnxio.light import read_light
 from splitscope.engine.onnxio.scopes import scope_from
 from splitscope.engine.split.parser import resolve_backend
@@ -92,7 +103,7 @@ def preview_model(path: str | os.PathLike[str], target: str) -> tuple[GraphModel
         tensors,
         [i for i in light.graph_inputs if i not in light.weights],
         light.graph_outputs,
-        {},
+        Initializers(),
         {},
         "",
         adjacency,

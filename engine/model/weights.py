@@ -1,0 +1,94 @@
+"""A graph's weights in columns (:class:`Initializers`) and :class:`Initializer`, the view of one: shape and size
+only; the data stays on disk until a job needs it. A model of 100k weights was 100k objects; here, six lists."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+_new = object.__new__
+
+
+class Initializers(Mapping[str, "Initializer"]):
+    """Every weight of one graph by name: dtype, dims, bytes and whether the bytes live in an external file."""
+
+    __slots__ = ("_index", "dims", "dtype", "external", "names", "nbytes")
+
+    def __init__(self) -> None:
+        self._index: dict[str, int] = {}
+        self.names: list[str] = []
+        self.dtype: list[str] = []
+        self.dims: list[tuple[int, ...]] = []
+        self.nbytes: list[int] = []
+        self.external = bytearray()
+
+    def add(self, name: str, dtype: str, dims: tuple[int, ...], nbytes: int, external: bool = False) -> None:
+        """Record the weight ``name`` (again: the last record stands)."""
+        i = self._index.get(name)
+        if i is None:
+            self._index[name] = len(self.names)
+            self.names.append(name)
+            self.dtype.append(dtype)
+            self.dims.append(dims)
+            self.nbytes.append(nbytes)
+            self.external.append(external)
+        else:
+            self.dtype[i], self.dims[i], self.nbytes[i], self.external[i] = dtype, dims, nbytes, external
+
+    def __getitem__(self, name: str) -> Initializer:
+        v = _new(Initializer)
+        v._t, v._i = self, self._index[name]
+        return v
+
+    def get(self, name: str, default: Any = None) -> Any:  # a view, or ``default``
+        i = self._index.get(name)
+        if i is None:
+            return default
+        v = _new(Initializer)
+        v._t, v._i = self, i
+        return v
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._index
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._index)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+
+class Initializer:
+    """A weight: shape and size only (a view of one row of its graph's :class:`Initializers`)."""
+
+    __slots__ = ("_i", "_t")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Initializer) and other._t is self._t and other._i == self._i
+
+    def __hash__(self) -> int:
+        return hash((id(self._t), self._i))
+
+    def __repr__(self) -> str:
+        return f"Initializer({self.name!r}, {self.dtype}, {self.dims})"
+
+    @property
+    def name(self) -> str:
+        return self._t.names[self._i]
+
+    @property
+    def dtype(self) -> str:
+        return self._t.dtype[self._i]
+
+    @property
+    def dims(self) -> tuple[int, ...]:
+        return self._t.dims[self._i]
+
+    @property
+    def nbytes(self) -> int:
+        return self._t.nbytes[self._i]
+
+    @property
+    def external(self) -> bool:
+        """Whether its bytes live in an external data file."""
+        return bool(self._t.external[self._i])
