@@ -33,8 +33,7 @@ MODELS = [
 
 
 def _shoot(tag: str, model: Path, tmp: Path, w, pump) -> None:
-    pump(timeout=1.0)
-    w.grab().save(str(DOCS / f"real-{tag}.png"))
+    pump(timeout=1.0)  # the first views themselves: docs/window_shots.py, at each screen size
     owner = next((n for n in w.graph_model.nodes if n.subgraphs), None)
     if owner is not None:
         w.canvas.body_requested.emit(owner.index)
