@@ -36,6 +36,9 @@ def _fmt(n: int | None) -> str:
 class Inspector(QTextBrowser):
     """What one node (or group) is, and why it has its status."""
 
+    showing = Signal()
+    """A node or a group is shown (from the canvas, a panel, a search): its dock comes to the front."""
+
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setOpenLinks(False)
@@ -79,6 +82,7 @@ class Inspector(QTextBrowser):
         if self.gm is None or index < 0:
             self.clear()
             return
+        self.showing.emit()
         n: Node = self.gm.nodes[index]
         status_color = self._status_color(n.status)
         rows = [
@@ -149,6 +153,7 @@ class Inspector(QTextBrowser):
         if self.hier is None or self.gm is None or gid < 0:
             self.clear()
             return
+        self.showing.emit()
         g = self.hier.groups[gid]
         ops: dict[str, list[int]] = defaultdict(lambda: [0, 0])
         stack = [gid]

@@ -156,7 +156,26 @@ def _sizes(window: MainWindow) -> dict[str, Any]:
         "canvas_px": [window.canvas.width(), window.canvas.height()],
         "screen_px": [area.width(), area.height()],
         "scale": screen.devicePixelRatio() if screen is not None else 1.0,
+        "side_docks": _side_docks(window),
     }
+
+
+def _side_docks(window: MainWindow) -> list[dict[str, Any]]:
+    """Each side dock's title, height and whether it is tabbed with another (and on top)."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QDockWidget
+
+    sides = (Qt.DockWidgetArea.LeftDockWidgetArea, Qt.DockWidgetArea.RightDockWidgetArea)
+    return [
+        {
+            "title": d.windowTitle(),
+            "height": d.height(),
+            "tabbed": bool(window.tabifiedDockWidgets(d)),
+            "shown": not d.visibleRegion().isEmpty(),
+        }
+        for d in window.findChildren(QDockWidget)
+        if not d.isFloating() and window.dockWidgetArea(d) in sides
+    ]
 
 
 def _report_startup(app: QApplication, window: MainWindow, t0: float, until_ready: bool = False) -> None:

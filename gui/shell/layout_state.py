@@ -83,11 +83,23 @@ def _default_size(w: QMainWindow) -> None:
     w.setGeometry(area.x() + (area.width() - width) // 2, area.y() + (area.height() - height) // 2, width, height)
 
 
+STACK_MIN_HEIGHT = 280
+"""A side dock shorter than this (the Split summary's charts at PLOT_MIN_HEIGHT and their captions) is tabbed
+with the one above it rather than squashed under it."""
+
+
 def default_docks(w: QMainWindow) -> None:
-    """The first start's dock sizes, as shares of the window (see ``RIGHT_SHARE``)."""
+    """The first start's dock sizes, as shares of the window (see ``RIGHT_SHARE``); side docks that would be
+    squashed stacked one over another are tabbed instead, the last raised."""
     docks = [d for d in w.findChildren(QDockWidget) if not d.isFloating()]
     side = [d for d in docks if w.dockWidgetArea(d) in _SIDES]
     ends = [d for d in docks if w.dockWidgetArea(d) in _ENDS]
+    stacked = [d for d in side if not w.tabifiedDockWidgets(d)]
+    room = int(w.height() * (1 - BOTTOM_SHARE)) - 80  # the menu, toolbar and status bar take about 80 px
+    if len(stacked) > 1 and room < STACK_MIN_HEIGHT * len(stacked):
+        for d in stacked[1:]:
+            w.tabifyDockWidget(stacked[0], d)
+        stacked[-1].raise_()
     if side:
         w.resizeDocks(side, [max(300, int(RIGHT_SHARE * w.width()))] * len(side), Qt.Orientation.Horizontal)
     if ends:

@@ -140,6 +140,7 @@ class MainWindow(QMainWindow):
         self._apply_theme()
 
         self.canvas.node_selected.connect(self._on_node_selected)
+        self.inspector.showing.connect(self._raise_inspector)
         self.canvas.group_selected.connect(self._on_group_selected)
         self.canvas.group_toggle_requested.connect(self.toggle_group)
         self.canvas.context_requested.connect(
@@ -485,6 +486,12 @@ class MainWindow(QMainWindow):
             self.ops.select_op_of(view.gm.nodes[index])
         else:
             self.ops.table.clearSelection()  # nothing selected on the canvas: nothing in the table either
+
+    def _raise_inspector(self) -> None:
+        """A selection shows the inspector, where it is tabbed behind the Split summary (a small screen)."""
+        dock = self.inspector.parentWidget()
+        if isinstance(dock, QDockWidget) and self.tabifiedDockWidgets(dock):
+            dock.raise_()
 
     def _on_group_selected(self, gid: int) -> None:
         self.inspector.show_group(gid)

@@ -308,6 +308,14 @@ def test_the_first_start_takes_most_of_the_screen(tmp_path, width, height, dpr):
     else:
         assert abs(d["window_px"][0] - 0.85 * width) <= 2 and abs(d["window_px"][1] - 0.85 * height) <= 2
     assert d["canvas_px"][0] >= 0.5 * d["window_px"][0] and d["canvas_px"][1] >= 0.5 * d["window_px"][1]
+    # The Inspector and the Split summary: stacked where both fit, else tabbed (the summary on top), never squashed.
+    shown = [s for s in d["side_docks"] if s["shown"]]
+    least = {"Split summary": 280, "Inspector": 200}  # the summary's charts at 160 px and more; the inspector's text
+    assert shown and all(s["height"] >= least[s["title"]] for s in shown), d["side_docks"]
+    tabbed = all(s["tabbed"] for s in d["side_docks"])
+    assert tabbed == (height < 1440), d["side_docks"]
+    if tabbed:
+        assert [s["title"] for s in shown] == ["Split summary"]
 
 
 @pytest.fixture(scope="module")
@@ -687,3 +695,17 @@ def test_the_model_before_is_let_go_of_when_another_is_opened(qtbot, window, tmp
     while left() and time.monotonic() < end:  # the retiring thread lets go within a poll of the last holder
         qtbot.wait(100)
     assert left() == 0, (holders(first), [t.name for t in threading.enumerate()], list(WorkerBase._worker_set))
+
+
+def test_showing_a_node_brings_the_tabbed_inspector_to_the_front(qtbot, window):
+    from PySide6.QtWidgets import QDockWidget
+
+    window.open_model(SAMPLE_MODEL)
+    wait_idle(qtbot, window)
+    docks = {d.windowTitle(): d for d in window.findChildren(QDockWidget)}
+    inspector, summary = docks["Inspector"], docks["Split summary"]
+    window.tabifyDockWidget(inspector, summary)  # as on a small screen
+    summary.raise_()
+    qtbot.waitUntil(lambda: inspector.visibleRegion().isEmpty(), timeout=10000)
+    window.inspector.show_node(0)  # from a panel, a search or the canvas alike
+    qtbot.waitUntil(lambda: not inspector.visibleRegion().isEmpty(), timeout=10000)
