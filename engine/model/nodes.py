@@ -189,12 +189,15 @@ class Nodes(Sequence["Node"]):
         arr: array[int] = self.flops if column == "flops" else self.bytes
         if not self.huge and (value is None or 0 <= value < _HUGE):
             arr[i] = -1 if value is None else value
+        elif value is not None and value < 0:
+            self.huge.pop((column, i), None)
+            arr[i] = -1
         elif value is not None and value >= _HUGE:
             self.huge[(column, i)] = value
             arr[i] = -2
         else:
             self.huge.pop((column, i), None)
-            arr[i] = -1 if value is None else value
+            arr[i] = -1 if value is None or value < 0 else value  # a negative count means nothing: unknown
 
     @overload
     def __getitem__(self, i: int) -> Node: ...
@@ -398,7 +401,7 @@ class Node:
     def flops(self) -> int | None:
         """Its FLOPs at the dims in force, None when unknown."""
         v = self._t.flops[self._i]
-        return v if v >= 0 else None if v == -1 else self._t.huge[("flops", self._i)]
+        return v if v >= 0 else self._t.huge.get(("flops", self._i)) if v == -2 else None
 
     @flops.setter
     def flops(self, value: int | None) -> None:
@@ -408,7 +411,7 @@ class Node:
     def bytes(self) -> int | None:
         """The bytes it reads and writes at the dims in force, None when unknown."""
         v = self._t.bytes[self._i]
-        return v if v >= 0 else None if v == -1 else self._t.huge[("bytes", self._i)]
+        return v if v >= 0 else self._t.huge.get(("bytes", self._i)) if v == -2 else None
 
     @bytes.setter
     def bytes(self, value: int | None) -> None:
