@@ -253,6 +253,11 @@ class Node:
         return self._i
 
     @property
+    def table(self) -> Nodes:
+        """The table it is a row of (its columns, for a pass that reads many fields)."""
+        return self._t
+
+    @property
     def name(self) -> str:
         return self._t.name[self._i]
 

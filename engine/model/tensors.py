@@ -75,6 +75,23 @@ def _numel(at: tuple[int, ...] | None, shape: tuple[Dim, ...] | None, dims: dict
     return n
 
 
+def _resolved(
+    at: tuple[int, ...] | None, shape: tuple[Dim, ...] | None, dims: dict[str, int]
+) -> tuple[int, ...] | None:
+    """A concrete shape, else a symbolic one at ``dims`` (see :meth:`Tensor.resolved`)."""
+    if at is not None:
+        return at
+    if shape is None:
+        return None
+    out = []
+    for d in shape:
+        v = d if isinstance(d, int) and d >= 0 else eval_dim(d, dims) if isinstance(d, str) else None
+        if v is None:
+            return None
+        out.append(v)
+    return tuple(out)
+
+
 _INPUT, _OUTPUT, _INITIALIZER = 1, 2, 4
 _new = object.__new__
 
@@ -167,9 +184,24 @@ class Tensors(Mapping[str, "Tensor"]):
         """Whether row ``r`` is a graph input."""
         return bool(self.flags[r] & _INPUT)
 
+    def numel_of(self, name: str, dims: dict[str, int]) -> int | None:
+        """:meth:`Tensor.numel` of ``name`` (None for no such tensor), without a view."""
+        r = self._index.get(name)
+        return None if r is None else _numel(self.at[r], self.shape[r], dims)
+
+    def resolved_of(self, name: str, dims: dict[str, int]) -> tuple[int, ...] | None:
+        """:meth:`Tensor.resolved` of ``name`` (None for no such tensor), without a view."""
+        r = self._index.get(name)
+        return None if r is None else _resolved(self.at[r], self.shape[r], dims)
+
     def row_of(self, name: str) -> int | None:
         """The row of ``name``, None for none."""
         return self._index.get(name)
+
+    @property
+    def rows(self) -> Mapping[str, int]:
+        """Each name's row (read it: ``rows.get`` is the fast :meth:`row_of` of a loop over every node)."""
+        return self._index
 
     def producer_of(self, name: str) -> int | None:
         """The node that makes ``name``, None for none (or no such tensor)."""
@@ -328,17 +360,8 @@ class Tensor:
 
     def resolved(self, dims: dict[str, int] | None = None) -> tuple[int, ...] | None:
         """The shape at the dims in force (see :meth:`numel`), None when a dim is unknown."""
-        if self.at is not None:
-            return self.at
-        if self.shape is None:
-            return None
-        out = []
-        for d in self.shape:
-            v = d if isinstance(d, int) and d >= 0 else eval_dim(d, dims or {}) if isinstance(d, str) else None
-            if v is None:
-                return None
-            out.append(v)
-        return tuple(out)
+        t, i = self._t, self._i
+        return _resolved(t.at[i], t.shape[i], dims or {})
 
     def nbytes(self, dims: dict[str, int] | None = None) -> int | None:
         """Size in bytes (see :meth:`numel`), None when unknown."""

@@ -180,7 +180,7 @@ def build_graph(
     tensor = tensors.tensor
     label = f"'{path}'" if path else "(main graph)"
 
-    add, dtypes, shapes, names = tensors.add, tensors.dtype, tensors.shape, tensors.names
+    add, dtypes, shapes, names, index = tensors.add, tensors.dtype, tensors.shape, tensors.names, tensors.rows
     for vi in (*g.input, *g.value_info, *g.output):
         if type(vi.name) is bytes:
             raise ModelTextError(f"{label}: value name {vi.name!r}")
@@ -248,8 +248,8 @@ def build_graph(
         ):
             raise ModelTextError(f"{label}: node #{idx} ({pn.name!r}, {pn.op_type!r})")
         # the table's own string of each name: protobuf gives a new one at every read
-        ins = [names[add(i)] if i else i for i in ins]
-        outs = [names[add(o)] if o else o for o in outs]
+        ins = [names[r if (r := index.get(i)) is not None else add(i)] if i else i for i in ins]
+        outs = [names[r if (r := index.get(o)) is not None else add(o)] if o else o for o in outs]
         node = nodes.add(
             pn.name, pn.op_type, pn.domain, ins, outs, attrs, scope, subgraphs, functions.get((pn.domain, pn.op_type))
         )
@@ -269,11 +269,11 @@ def build_graph(
             reads = [*ins, *implicit]
         for i in reads:
             if i:
-                consumed.append(add(i))
+                consumed.append(index[i] if i in index else add(i))
                 readers.append(idx)
         for o in outs:
             if o:
-                producer[add(o)] = idx
+                producer[index[o]] = idx  # made a row above
     tensors.freeze(consumed, readers)
     graph = Graph(
         g.name,

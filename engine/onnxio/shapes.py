@@ -195,7 +195,7 @@ def _apply_at(graph: Graph, g: onnx.GraphProto, body_nodes: dict[int, onnx.NodeP
     and into its bodies'; returns how many tensors got one."""
     count = 0
     tensors = graph.tensors
-    row, shapes, at = tensors.row_of, tensors.shape, tensors.at
+    row, shapes, at = tensors.rows.get, tensors.shape, tensors.at
     for name, shape in concrete_shapes(g).items():
         r = row(name)
         if r is not None and (shapes[r] is None or len(shapes[r] or ()) == len(shape)):
@@ -214,7 +214,7 @@ def _apply_types(graph: Graph, g: onnx.GraphProto, body_nodes: dict[int, onnx.No
     built a second time). ``body_nodes``: the inferred proto of each node that has bodies.
     """
     tensors = graph.tensors
-    row, dtypes, shapes = tensors.row_of, tensors.dtype, tensors.shape
+    row, dtypes, shapes = tensors.rows.get, tensors.dtype, tensors.shape
     for vi in (*g.input, *g.value_info, *g.output):
         r = row(vi.name)
         if r is None:

@@ -278,15 +278,18 @@ def set_partitions(gm: GraphModel) -> None:
 def defective_nodes(gm: GraphModel) -> dict[int, str]:
     """Main-graph nodes that are malformed ONNX themselves or hold such a node in a body (index: why)."""
     out: dict[int, str] = {}
-    for node in gm.nodes:
-        if node.defect:
-            out[node.index] = "malformed ONNX, which can crash the parser"
+    nodes = gm.nodes
+    for i, defect in enumerate(nodes.defect):
+        if defect:
+            out[i] = "malformed ONNX, which can crash the parser"
+    for i, bodies in nodes.subgraphs.items():
+        if i in out:
             continue
-        inner = [n for sub in node.subgraphs.values() for _, n in sub.walk() if n.defect]
+        inner = [n for sub in bodies.values() for _, n in sub.walk() if n.defect]
         if inner:
-            out[node.index] = f"its body holds malformed ONNX ({inner[0].label}: {inner[0].defect})"
+            out[i] = f"its body holds malformed ONNX ({inner[0].label}: {inner[0].defect})"
             inner[0].reason = inner[0].reason or f"malformed ONNX: {inner[0].defect}"
-    return out
+    return dict(sorted(out.items()))  # in node order
 
 
 def apply_parser_answer(gm: GraphModel, answer: ParserAnswer) -> None:

@@ -135,13 +135,11 @@ def _t(graph: Graph, name: str) -> Tensor | None:
 
 
 def _numel(graph: Graph, name: str, dims: dict[str, int]) -> int | None:
-    t = _t(graph, name)
-    return t.numel(dims) if t is not None else None
+    return graph.tensors.numel_of(name, dims) if name else None
 
 
 def _shape(graph: Graph, name: str, dims: dict[str, int]) -> list[int] | None:
-    t = _t(graph, name)
-    shape = t.resolved(dims) if t is not None else None
+    shape = graph.tensors.resolved_of(name, dims) if name else None
     return list(shape) if shape is not None else None
 
 
@@ -298,7 +296,7 @@ def node_bytes(
     total = 0
     known = False
     tensors = graph.tensors
-    row = tensors.row_of if sizes is not None else None
+    row = tensors.rows.get if sizes is not None else None
     for name in (*node.all_inputs, *node.outputs):
         if row is not None and sizes is not None:
             r = row(name) if name else None

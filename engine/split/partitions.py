@@ -27,7 +27,7 @@ def constant_nodes(graph: Graph, order: Sequence[int]) -> list[bool]:
     nodes = graph.nodes
     tensors = graph.tensors
     ops, domains, bodies = nodes.op_type, nodes.domain, nodes.subgraphs
-    row, flags, producer = tensors.row_of, tensors.flags, tensors.producer
+    row, flags, producer = tensors.rows.get, tensors.flags, tensors.producer
     weight = 4  # the initializer flag (engine.model.tensors)
     const = [False] * len(nodes)
     for idx in order:
@@ -147,7 +147,7 @@ def find_partitions(
         total = sum(flops[m] if flops[m] >= 0 else nodes[m].flops or 0 for m in members)
         parts.append(Partition(k, sorted(members), [], total))
 
-    row, producer, consumers = tensors.row_of, tensors.producer, tensors.consumers
+    row, producer, consumers = tensors.rows.get, tensors.producer, tensors.consumers
     for p in parts:
         seen: set[str] = set()
         for m in p.nodes:

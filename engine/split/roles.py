@@ -172,7 +172,7 @@ def assign_roles(graph: Graph, order: Sequence[int]) -> None:
     n = len(nodes)
     preds, succs = graph.adj.preds, graph.adj.succs
     ops, domains = nodes.op_type, nodes.domain
-    row, flags, producer, shapes = tensors.row_of, tensors.flags, tensors.producer, tensors.shape
+    row, flags, producer, shapes = tensors.rows.get, tensors.flags, tensors.producer, tensors.shape
     graph_input, weight = 1, 4  # the tensors' flags (engine.model.tensors)
 
     # Shape role: Shape/Size and what computes only on their results and constants.

@@ -300,48 +300,52 @@ def predict_node(graph: Graph, node: Node, target: str = TARGET_TENSORRT) -> tup
     """Predict one node's status and the reason for it."""
     version, table = load_table()
     src = f"TensorRT {version} operator table"
-    if node.defect:
-        return Status.PLUGIN, f"malformed ONNX: {node.defect}; fix the export (ONNX itself rejects this node)"
-    if node.function is not None:
-        bad = [n for n in node.function.nodes if n.status is Status.PLUGIN]
+    cols, i = node.table, node.index  # the columns: this runs once a node
+    defect = cols.defect[i]
+    if defect:
+        return Status.PLUGIN, f"malformed ONNX: {defect}; fix the export (ONNX itself rejects this node)"
+    op, domain = cols.op_type[i], cols.domain[i]
+    function = cols.function.get(i)
+    if function is not None:
+        bad = [n for n in function.nodes if n.status is Status.PLUGIN]
         if bad:
             return Status.PLUGIN, (
                 f"its function body has {plural(len(bad), 'node')} TensorRT rejects, first "
                 f"{bad[0].label} ({bad[0].op_type})"
             )
-        return Status.DELEGATE, f"model-local function {node.op_type}: every node of its body is supported ({src})"
-    if node.is_custom_domain:
+        return Status.DELEGATE, f"model-local function {op}: every node of its body is supported ({src})"
+    if domain not in ("", "ai.onnx", "ai.onnx.ml"):
         return (
             Status.PLUGIN,
-            f"custom op {node.domain}::{node.op_type}: no built-in importer; it needs a TensorRT plugin "
-            f"named '{node.op_type}' (the parser falls back to a plugin of that name)",
+            f"custom op {domain}::{op}: no built-in importer; it needs a TensorRT plugin "
+            f"named '{op}' (the parser falls back to a plugin of that name)",
         )
-    row, dtypes = graph.tensors.row_of, graph.tensors.dtype
-    for name in (*node.inputs, *node.outputs):
+    row, dtypes = graph.tensors.rows.get, graph.tensors.dtype
+    for name in (*cols.inputs_of(i), *cols.outputs_of(i)):
         r = row(name) if name else None
         dt = dtypes[r] if r is not None else None
         if dt is not None and dt not in TRT_DTYPES:
             return Status.PLUGIN, f"tensor '{name}' is {dt}, a type TensorRT does not have"
-    entry = table.get(node.op_type)
+    entry = table.get(op)
     if entry is None:
-        return Status.PLUGIN, f"{node.op_type} is not in the {src}: no importer"
+        return Status.PLUGIN, f"{op} is not in the {src}: no importer"
     if not entry.supported:
-        return Status.PLUGIN, f"{node.op_type} is not supported ({src})"
-    if target == TARGET_RTX and node.op_type in RTX_REJECTS:
-        return Status.PLUGIN, RTX_REJECTS[node.op_type]
-    check = CHECKS.get(node.op_type)
+        return Status.PLUGIN, f"{op} is not supported ({src})"
+    if target == TARGET_RTX and op in RTX_REJECTS:
+        return Status.PLUGIN, RTX_REJECTS[op]
+    check = CHECKS.get(op)
     if check is not None:
         why = check(graph, node)
         if why:
-            return Status.PLUGIN, f"{node.op_type}: {why} ({src} restriction)"
-    for sub in node.subgraphs.values():
+            return Status.PLUGIN, f"{op}: {why} ({src} restriction)"
+    for sub in cols.subgraphs.get(i, {}).values():
         bad = [n for n in sub.nodes if n.status is Status.PLUGIN]
         if bad:
             return Status.PLUGIN, (
                 f"its body '{sub.path}' has {plural(len(bad), 'node')} TensorRT rejects, first "
                 f"{bad[0].label} ({bad[0].op_type})"
             )
-    return Status.DELEGATE, f"{node.op_type} is supported ({src})"
+    return Status.DELEGATE, f"{op} is supported ({src})"
 
 
 def predict_op(op_type: str, domain: str, target: str = TARGET_TENSORRT) -> tuple[Status, str]:
