@@ -137,7 +137,7 @@ def retire(obj: Any, wait_s: float = 120.0, chunk: int = 4000) -> None:
 
     Dropping a 200k-node model freed millions of objects in one C loop that held the interpreter for about 0.4 s:
     on the UI thread, or on a worker while the UI thread waits for it, a stall. The graph itself is now a few tables
-    (``engine/model``: 83 ms to free at 200k nodes on this machine, ``bench/bench_free.py``), but its names, shapes
+    (``engine/model``: 79 ms to free at 200k nodes on this machine, ``bench/bench_free.py``), but its names, shapes
     and attributes and a view's hierarchy and layout are still objects per node: this stays until that is
     milliseconds. Here a thread keeps a reference,
     waits until it holds the last one (the caller's and the window's have gone), then empties the large lists and
