@@ -13,6 +13,8 @@ from enum import Enum
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, overload
 
+from splitscope.engine.model.table import RowView
+
 if TYPE_CHECKING:
     from splitscope.engine.model import Graph
 
@@ -226,23 +228,11 @@ class Nodes(Sequence["Node"]):
             yield v
 
 
-class Node:
+class Node(RowView):
     """One ONNX node with its split verdict: a view of one row of its graph's :class:`Nodes`."""
 
-    __slots__ = ("_i", "_t")
-
-    @classmethod
-    def of(cls, table: Nodes, i: int) -> Node:
-        """The view of row ``i`` of ``table``."""
-        v = object.__new__(cls)
-        v._t, v._i = table, i
-        return v
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Node) and other._t is self._t and other._i == self._i
-
-    def __hash__(self) -> int:
-        return hash((id(self._t), self._i))
+    __slots__ = ()
+    _t: Nodes
 
     def __repr__(self) -> str:
         return f"Node({self._i}, {self.name!r}, {self.op_type!r}, {self.status.value})"

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 from splitscope.engine.dimexpr import eval_dim
 from splitscope.engine.model.rows import Rows
+from splitscope.engine.model.table import NamedRows, RowView
 
 Dim = int | str | None
 """One dimension: a number, a symbolic name, or None when unknown."""
@@ -96,7 +96,7 @@ _INPUT, _OUTPUT, _INITIALIZER = 1, 2, 4
 _new = object.__new__
 
 
-class Tensors(Mapping[str, "Tensor"]):
+class Tensors(NamedRows["Tensor"]):
     """Every tensor of one graph by name, in columns: names, dtypes and shapes one list each, producers one
     ``array('i')``, the flags one ``bytearray``, consumers compressed rows (:class:`Rows`) once :meth:`freeze` has
     run. Read as the mapping of :class:`Tensor` it replaces; each :class:`Tensor` it gives is a view of one row."""
@@ -211,34 +211,12 @@ class Tensors(Mapping[str, "Tensor"]):
         p = self.producer[i]
         return None if p < 0 else p
 
-    def __getitem__(self, name: str) -> Tensor:
-        v = _new(Tensor)
-        v._t, v._i = self, self._index[name]
-        return v
 
-    def get(self, name: str, default: Any = None) -> Any:  # a view, or ``default``
-        i = self._index.get(name)
-        if i is None:
-            return default
-        v = _new(Tensor)
-        v._t, v._i = self, i
-        return v
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._index
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._index)
-
-    def __len__(self) -> int:
-        return len(self.names)
-
-
-class Tensor:
+class Tensor(RowView):
     """A value in a graph: its type, shape and who makes and uses it; a view of one row of its graph's
     :class:`Tensors` (``Tensor(name, ...)`` alone makes a table of one)."""
 
-    __slots__ = ("_i", "_t")
+    __slots__ = ()
 
     def __init__(
         self,
@@ -257,19 +235,6 @@ class Tensor:
         self.dtype, self.shape, self.producer, self.at = dtype, shape, producer, at
         self.is_input, self.is_output, self.is_initializer = is_input, is_output, is_initializer
         t.consumers, t._pairs = Rows(array("i", [0, len(consumers)]), array("i", consumers)), None
-
-    @classmethod
-    def of(cls, table: Tensors, i: int) -> Tensor:
-        """The view of row ``i`` of ``table``."""
-        v = object.__new__(cls)
-        v._t, v._i = table, i
-        return v
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Tensor) and other._t is self._t and other._i == self._i
-
-    def __hash__(self) -> int:
-        return hash((id(self._t), self._i))
 
     def __repr__(self) -> str:
         return f"Tensor({self.name!r}, {self.dtype}, {self.shape})"
@@ -374,3 +339,6 @@ class Tensor:
     def symbolic(self) -> bool:
         """Whether the shape has symbolic or unknown dimensions."""
         return self.shape is None or any(not isinstance(d, int) for d in self.shape)
+
+
+Tensors.view = Tensor

@@ -3,13 +3,10 @@ only; the data stays on disk until a job needs it. A model of 100k weights was 1
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from typing import Any
-
-_new = object.__new__
+from splitscope.engine.model.table import NamedRows, RowView
 
 
-class Initializers(Mapping[str, "Initializer"]):
+class Initializers(NamedRows["Initializer"]):
     """Every weight of one graph by name: dtype, dims, bytes and whether the bytes live in an external file."""
 
     __slots__ = ("_index", "dims", "dtype", "external", "names", "nbytes")
@@ -35,39 +32,11 @@ class Initializers(Mapping[str, "Initializer"]):
         else:
             self.dtype[i], self.dims[i], self.nbytes[i], self.external[i] = dtype, dims, nbytes, external
 
-    def __getitem__(self, name: str) -> Initializer:
-        v = _new(Initializer)
-        v._t, v._i = self, self._index[name]
-        return v
 
-    def get(self, name: str, default: Any = None) -> Any:  # a view, or ``default``
-        i = self._index.get(name)
-        if i is None:
-            return default
-        v = _new(Initializer)
-        v._t, v._i = self, i
-        return v
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._index
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._index)
-
-    def __len__(self) -> int:
-        return len(self.names)
-
-
-class Initializer:
+class Initializer(RowView):
     """A weight: shape and size only (a view of one row of its graph's :class:`Initializers`)."""
 
-    __slots__ = ("_i", "_t")
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Initializer) and other._t is self._t and other._i == self._i
-
-    def __hash__(self) -> int:
-        return hash((id(self._t), self._i))
+    __slots__ = ()
 
     def __repr__(self) -> str:
         return f"Initializer({self.name!r}, {self.dtype}, {self.dims})"
@@ -92,3 +61,6 @@ class Initializer:
     def external(self) -> bool:
         """Whether its bytes live in an external data file."""
         return bool(self._t.external[self._i])
+
+
+Initializers.view = Initializer
