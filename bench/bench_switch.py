@@ -83,25 +83,34 @@ def main() -> None:
         "next", type=Path, nargs="?", default=Path(__file__).resolve().parents[1] / "resources" / "sample.onnx"
     )
     ap.add_argument("--repeat", type=int, default=4)
+    ap.add_argument("--rev", action="append", default=[], help="a folder holding another revision's splitscope")
     args = ap.parse_args()
     for _ in range(args.repeat):
-        with tempfile.TemporaryDirectory() as home:
-            env = {
-                **os.environ,
-                "QT_QPA_PLATFORM": os.environ.get("QT_QPA_PLATFORM", "offscreen"),
-                "SPLITSCOPE_DATA_DIR": f"{home}/d",
-                "SPLITSCOPE_CACHE_DIR": f"{home}/c",
-                "XDG_CONFIG_HOME": f"{home}/x",
-            }
-            out = subprocess.run(
-                [sys.executable, "-c", PROBE, str(args.model.resolve()), str(args.next.resolve())],
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=900,
-            )
-        line = next((x for x in reversed(out.stdout.splitlines()) if x.startswith("{")), None)
-        print(line or json.dumps({"error": out.stderr[-300:], "rc": out.returncode}), flush=True)
+        for rev in ["this", *args.rev]:
+            print(json.dumps({"rev": rev, **switch(args.model, args.next, rev)}), flush=True)
+
+
+def switch(model: Path, after: Path, rev: str) -> dict[str, object]:
+    """One run in a fresh process, ``rev``'s code first on the path (``this``: the code installed here)."""
+    with tempfile.TemporaryDirectory() as home:
+        env = {
+            **os.environ,
+            "QT_QPA_PLATFORM": os.environ.get("QT_QPA_PLATFORM", "offscreen"),
+            "SPLITSCOPE_DATA_DIR": f"{home}/d",
+            "SPLITSCOPE_CACHE_DIR": f"{home}/c",
+            "XDG_CONFIG_HOME": f"{home}/x",
+        }
+        if rev != "this":
+            env["PYTHONPATH"] = rev
+        out = subprocess.run(
+            [sys.executable, "-c", PROBE, str(model.resolve()), str(after.resolve())],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+    line = next((x for x in reversed(out.stdout.splitlines()) if x.startswith("{")), None)
+    return json.loads(line) if line else {"error": out.stderr[-300:], "rc": out.returncode}
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from splitscope.engine.errors import JobCancelledError
+from splitscope.engine.heap import give_back_free_memory
 
 T = TypeVar("T")
 
@@ -139,7 +140,8 @@ def retire(obj: Any, wait_s: float = 120.0, chunk: int = 4000) -> None:
     on the UI thread, or on a worker while the UI thread waits for it, a stall. The graph itself is now a few tables
     (``engine/model``: 79 ms to free at 200k nodes on this machine, ``bench/bench_free.py``), but its names, shapes
     and attributes and a view's hierarchy and layout are still objects per node: this stays until that is
-    milliseconds. Here a thread keeps a reference,
+    milliseconds. Once it is freed, the C heap's free pages go back to the system (:mod:`splitscope.engine.heap`).
+    Here a thread keeps a reference,
     waits until it holds the last one (the caller's and the window's have gone), then empties the large lists and
     dicts inside it a ``chunk`` at a time, yielding the interpreter between steps; it only ever empties a container
     nothing else refers to, so an object still in use elsewhere is never touched, and it walks only the engine's own
@@ -182,7 +184,9 @@ def retire(obj: Any, wait_s: float = 120.0, chunk: int = 4000) -> None:
             with _gc_lock:
                 if root is None:
                     _retiring.pop(key, None)
-            del root
+            drained, root = root is not None, None
+        if drained:
+            give_back_free_memory()
 
     threading.Thread(target=work, name="splitscope-retire", daemon=True).start()
 

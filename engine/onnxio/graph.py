@@ -92,16 +92,16 @@ def attribute_value(a: onnx.AttributeProto) -> Any:
     return str(onnx.helper.get_attribute_value(a))
 
 
-def scope_of(node: onnx.NodeProto) -> tuple[str, ...]:
+def scope_of(node: onnx.NodeProto, paths: dict[str, tuple[str, ...]] | None = None) -> tuple[str, ...]:
     """The module scope of a node (``/encoder/layer.3/attn/MatMul`` -> encoder, layer.3, attn): see
-    :func:`splitscope.engine.onnxio.scopes.scope_from`."""
+    :func:`splitscope.engine.onnxio.scopes.scope_from` (``paths`` too)."""
     meta = {p.key: p.value for p in node.metadata_props} if len(node.metadata_props) else None
     if meta and any(type(k) is bytes or type(v) is bytes for k, v in meta.items()):
         raise BadText("metadata_props")
     name = node.name
     if type(name) is bytes:
         raise BadText("name")
-    return scope_from(name, meta)
+    return scope_from(name, meta, paths)
 
 
 def adjacency_of(nodes: Nodes, tensors: Tensors, label: str) -> Adjacency:
@@ -220,6 +220,7 @@ def build_graph(
     nodes = Nodes()
     producer = tensors.producer
     consumed, readers = array("i"), array("i")  # (tensor row, node) of every read, in node order
+    paths: dict[str, tuple[str, ...]] = {}  # scopes by a name's path: a layer's nodes share one
     for idx, pn in enumerate(g.node):
         attrs: dict[str, Any] = {}
         subgraphs: dict[str, Graph] = {}
@@ -237,7 +238,7 @@ def build_graph(
             else:
                 attrs[a.name] = attribute_value(a)
         try:
-            scope = scope_of(pn)
+            scope = scope_of(pn, paths)
         except BadText as e:
             raise ModelTextError(f"{label}: node #{idx} {e}") from None
         ins, outs = list(pn.input), list(pn.output)

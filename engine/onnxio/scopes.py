@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import ast
-import functools
 
 
-def scope_from(name: str, meta: dict[str, str] | None) -> tuple[str, ...]:
-    """The module scope of a node from its name and its metadata_props.
+def scope_from(
+    name: str, meta: dict[str, str] | None, paths: dict[str, tuple[str, ...]] | None = None
+) -> tuple[str, ...]:
+    """The module scope of a node from its name and its metadata_props; ``paths``: the scopes found so far in this
+    model by the name's path (most nodes share theirs with others: one tuple each, kept with the model, not here).
 
     PyTorch's dynamo exporter records scopes in metadata: ``pkg.torch.onnx.name_scopes`` lists
     cumulative dotted paths ending with the op call (``['', 'encoder', 'encoder.layers.0',
@@ -40,10 +42,10 @@ def scope_from(name: str, meta: dict[str, str] | None) -> tuple[str, ...]:
         return tuple(out)
     if "/" not in name:
         return ()
-    return _scope_of_path(name.rpartition("/")[0])
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _scope_of_path(head: str) -> tuple[str, ...]:
-    """The scope of the names under ``head`` (``/model/layers.3/self_attn``): a layer's nodes share one."""
-    return tuple(s for s in head.split("/") if s)
+    head = name.rpartition("/")[0]
+    if paths is None:
+        return tuple(s for s in head.split("/") if s)
+    scope = paths.get(head)
+    if scope is None:
+        scope = paths[head] = tuple(s for s in head.split("/") if s)
+    return scope

@@ -7,6 +7,7 @@ from collections.abc import Generator
 from pathlib import Path
 
 import onnx
+from splitscope.engine.heap import give_back_free_memory
 from splitscope.engine.jobs import CancelToken, JobEvent, Partial, Progress, gc_paused, run_to_end
 from splitscope.engine.model import GraphModel, ParserInfo, Source, Status
 from splitscope.engine.onnxio.concrete import DimPlan, classify_dims, input_dim_name, input_dims
@@ -73,8 +74,11 @@ def analyze(
         When cancelled.
     """
     cancel = cancel or CancelToken()
-    with gc_paused():
-        return (yield from _analyze(path, parser, dims, cancel, responsive, require_dims, known_dims_only))
+    try:
+        with gc_paused():
+            return (yield from _analyze(path, parser, dims, cancel, responsive, require_dims, known_dims_only))
+    finally:  # the decoded structure and shape inference's C++ blocks are freed by now
+        give_back_free_memory()
 
 
 def _analyze(

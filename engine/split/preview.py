@@ -57,13 +57,7 @@ def preview_model(path: str | os.PathLike[str], target: str) -> tuple[GraphModel
     for i, (name, op, domain, ins, outs) in enumerate(
         zip(light.names, light.ops, light.domains, light.inputs, light.outputs, strict=True)
     ):
-        if meta and i in meta:
-            scope = scope_from(name, meta[i])
-        else:
-            head = name.rpartition("/")[0]
-            scope = scopes.get(head)
-            if scope is None:
-                scope = scopes[head] = scope_from(name, None)
+        scope = scope_from(name, meta[i] if meta and i in meta else None, scopes)
         verdict = verdicts.get((op, domain))
         if verdict is None:
             verdict = verdicts[(op, domain)] = predict_op(op, domain, target)

@@ -188,3 +188,15 @@ def test_einsum_flops_follow_the_equation(save_model):
     assert ein.flops == 2 * 8 * 16 * 4 and bad.flops is None
     assert uncounted_flops(gm) == (0, 1)
     assert flops_text(gm).startswith("at least ") and "1 node not countable at these shapes" in flops_text(gm)
+
+
+def test_a_layers_nodes_share_one_scope_kept_with_the_model_and_nothing_is_kept_between_models():
+    from splitscope.engine.onnxio import scopes
+
+    paths: dict[str, tuple[str, ...]] = {}
+    a = scopes.scope_from("/model/layers.3/attn/MatMul", None, paths)
+    b = scopes.scope_from("/model/layers.3/attn/Softmax", None, paths)
+    assert a == ("model", "layers.3", "attn") and a is b  # one tuple for the layer, in the model's own table
+    assert list(paths) == ["/model/layers.3/attn"]
+    assert scopes.scope_from("/model/layers.3/attn/Add", None) == a  # without a table: computed, not cached
+    assert not [v for v in vars(scopes).values() if hasattr(v, "cache_info")]  # no cache outliving a model

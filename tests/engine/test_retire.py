@@ -108,3 +108,18 @@ def test_retiring_again_gives_its_thread_more_time():
     assert _mine()
     del m
     _wait_retired()
+
+
+def test_memory_goes_back_to_the_system_once_a_model_is_freed_not_when_others_still_hold_it(monkeypatch):
+    asked: list[int] = []
+    monkeypatch.setattr(jobs, "give_back_free_memory", lambda: asked.append(1))
+    m = _model(5_000)
+    other = m
+    retire(m, wait_s=0.2)
+    del m
+    _wait_retired(5)
+    assert asked == []  # let go, not freed: nothing to give back
+    retire(other)
+    del other
+    _wait_retired()
+    assert asked == [1]
