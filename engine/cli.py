@@ -15,38 +15,22 @@ import os
 import sys
 from collections.abc import Sequence
 
-from splitscope.engine.cli_analyze import _cmd_analyze, _dims, _run_with_bar, _write_json
+from splitscope.engine.cli_analyze import _cmd_analyze, _dims, _write_json, progress_bar
 from splitscope.engine.cli_remote import remote_calibrate, remote_profile
 from splitscope.engine.errors import SplitscopeError
-from splitscope.engine.jobs import run_to_end
 from splitscope.engine.remote.target import TARGET_HELP, target_of
 from splitscope.engine.text import plural
-
-
-def _file_dims(model: str | None, input_file: str) -> dict[str, int]:
-    """The symbolic dims an ``--input`` file's arrays give (a bad file is named by the profile itself)."""
-    from pathlib import Path
-
-    import onnx
-    from splitscope.engine.runtime.inputs import dims_from_feeds, file_feeds, input_specs
-
-    if not model:
-        return {}
-    try:
-        specs = input_specs(onnx.load(model, load_external_data=False))
-        return dims_from_feeds(specs, file_feeds(Path(input_file), specs))
-    except (SplitscopeError, OSError, ValueError):
-        return {}
 
 
 def _cmd_optimize(args: argparse.Namespace) -> int:
     import json
 
+    from splitscope.engine import api
     from splitscope.engine.report.files import write_text_atomic
-    from splitscope.engine.rewrite.optimize import optimize_export
     from splitscope.engine.text import format_bytes
 
-    res = run_to_end(optimize_export(args.model, args.out, parser=args.parser, dims=_dims(args.dim)))
+    with progress_bar() as bar:
+        res = api.optimize(args.model, args.out, parser=args.parser, dims=_dims(args.dim), progress=bar)
     if not args.quiet:
         b, a = res.before, res.after
         print(f"{res.source.name} -> {res.output} ({res.optimizer}, {res.optimizer_seconds:.2f} s)")
@@ -71,10 +55,9 @@ def _cmd_optimize(args: argparse.Namespace) -> int:
 
 
 def _cmd_profile(args: argparse.Namespace) -> int:
-
+    from splitscope.engine import api
     from splitscope.engine.runtime.ort import check_backend
-    from splitscope.engine.runtime.profile import UNVERIFIED, profile
-    from splitscope.engine.split.analyze import analyze
+    from splitscope.engine.runtime.profile import UNVERIFIED
 
     if args.iterations < 1 or args.warmup < 0:
         raise SplitscopeError("--iterations must be 1 or more and --warmup 0 or more.")
@@ -87,31 +70,24 @@ def _cmd_profile(args: argparse.Namespace) -> int:
         return profile_generation(args)  # before the analysis: say at once that the backend cannot run here
     target = target_of(args)
     if target is not None:
-        if args.generate is not None:
-            raise SplitscopeError("--generate runs here only for now: drop --target, or run it on the target.")
         j = remote_profile(args, target)
         where = f"{j.get('model', args.model)} on {target.label}"
     else:
-        dims = _dims(args.dim)
-        if args.input:  # the shapes of the user's arrays give the dims they do not name
-            dims = {**_file_dims(args.model, args.input), **dims}
-        gm = run_to_end(analyze(args.model, parser=args.parser, dims=dims, require_dims=True))
-        assert gm.path is not None  # the analysis of a file names it
-        res = _run_with_bar(
-            profile(
-                gm.path,
-                gm,
+        with progress_bar() as bar:
+            res = api.profile(
+                args.model,
                 backend=args.backend,
                 iterations=args.iterations,
                 warmup=args.warmup,
                 profiled=args.profiled,
-                dims=dims,
-                input_file=args.input,
+                dims=_dims(args.dim),
+                inputs=args.input,
+                parser=args.parser,
                 custom_ops=args.custom_op_library,
+                progress=bar,
             )
-        )
         j = res.to_json()
-        where = str(gm.path)
+        where = res.model
     if not args.quiet:
         lat, v = j["latency_ms"], j["verdict"]
         print(
@@ -151,16 +127,16 @@ def _cmd_profile(args: argparse.Namespace) -> int:
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
+    from splitscope.engine import api
     from splitscope.engine.calib.accuracy import accuracy_line, weights_text
-    from splitscope.engine.calib.calibrate import calibrate
     from splitscope.engine.sample import SAMPLE_MODEL
 
     target = target_of(args)
-    res = (
-        remote_calibrate(args, target)
-        if target is not None
-        else _run_with_bar(
-            calibrate(
+    if target is not None:
+        res = remote_calibrate(args, target)
+    else:
+        with progress_bar() as bar:
+            res = api.calibrate(
                 args.model or SAMPLE_MODEL,
                 args.out,
                 data=args.data,
@@ -178,9 +154,8 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
                 half_precision="bf16" if args.bf16 else "fp16",
                 labels=args.labels,
                 metric=args.metric,
-            )
-        )
-    )
+                progress=bar,
+            ).to_json()
     if not args.quiet:
         cached = (
             f" (statistics from the cache, which matched {res['stats_cache_matched']})" if res["stats_cached"] else ""
@@ -236,7 +211,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from splitscope.engine.present.report import make_report
+    from splitscope.engine import api
 
     if not args.out and not args.node_data:
         raise SplitscopeError("Give --out report.html|report.pdf, or --node-data DIR, or both.")
@@ -244,13 +219,12 @@ def _cmd_report(args: argparse.Namespace) -> int:
     build = None
     if args.out and args.verify == "build":  # the partitions built first, at the shapes in force
         from splitscope.engine.cli_analyze import _verify_by_building
-        from splitscope.engine.split.analyze import analyze
 
-        gm = run_to_end(analyze(args.model, parser=args.parser, dims=_dims(args.dim), require_dims=True))
+        gm = api.analyze(args.model, parser=args.parser, dims=_dims(args.dim)).model
         build = _verify_by_building(gm, args.verify_budget, args.dim_range)
     if args.out:
-        res = _run_with_bar(
-            make_report(
+        with progress_bar() as bar:
+            res = api.report(
                 args.model,
                 args.out,
                 profiles=args.profile,
@@ -263,16 +237,15 @@ def _cmd_report(args: argparse.Namespace) -> int:
                 kernels=args.kernel,
                 generation=args.generation,
                 sweep=args.sweep,
-            )
-        )
+                progress=bar,
+            ).json
         if not args.quiet:
             print(f"wrote {res['out']} ({res['bytes'] / 1e6:.2f} MB): {res['headline']}")
     if args.node_data:
         from splitscope.engine.present.node_data import write_node_data
         from splitscope.engine.present.report import check_same_model, load_doc
-        from splitscope.engine.split.analyze import analyze
 
-        gm = run_to_end(analyze(args.model, parser=args.parser, dims=_dims(args.dim)))
+        gm = api.analyze(args.model, parser=args.parser, dims=_dims(args.dim), require_dims=False).model
         docs = {
             k: load_doc(v, k) if v else None
             for k, v in (

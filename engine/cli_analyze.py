@@ -4,12 +4,13 @@ TensorRT-RTX in a child process). Split out of :mod:`splitscope.engine.cli`, whi
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from collections import Counter
+from collections.abc import Iterator
 from typing import Any
 
 from splitscope.engine.errors import SplitscopeError
-from splitscope.engine.jobs import run_to_end
 from splitscope.engine.text import plural
 
 
@@ -75,6 +76,16 @@ def _write_json(args: argparse.Namespace, doc: Any) -> None:
         write_text_atomic(args.json, json.dumps(doc, indent=1))
         if not args.quiet:
             print(f"wrote {args.json}")
+
+
+@contextlib.contextmanager
+def progress_bar() -> Iterator[_Bar]:
+    """A progress callback for the API's functions, drawn on a terminal and cleared at the end."""
+    bar = _Bar()
+    try:
+        yield bar
+    finally:
+        bar.end()  # an interrupted job writes nothing: its files are written atomically at its end
 
 
 def _run_with_bar(job: Any) -> Any:
@@ -191,11 +202,12 @@ def _print_summary(gm: object, summary: dict[str, dict[str, float | int]]) -> No
 
 
 def _cmd_analyze(args: argparse.Namespace) -> int:
+    from splitscope.engine import api
     from splitscope.engine.report.files import write_json
     from splitscope.engine.report.stats import split_summary
-    from splitscope.engine.split.analyze import analyze
 
-    gm = run_to_end(analyze(args.model, parser=args.parser, dims=_dims(args.dim), require_dims=True))
+    with progress_bar() as bar:
+        gm = api.analyze(args.model, parser=args.parser, dims=_dims(args.dim), progress=bar).model
     if args.verify == "build":
         _verify_by_building(gm, args.verify_budget, args.dim_range)
     summary = split_summary(gm)  # once: the printed summary and the JSON share it

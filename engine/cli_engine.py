@@ -8,8 +8,6 @@ import argparse
 from typing import Any
 
 from splitscope.engine.cli_analyze import _dims, _write_json
-from splitscope.engine.errors import SplitscopeError
-from splitscope.engine.jobs import run_to_end
 from splitscope.engine.text import plural
 
 
@@ -40,38 +38,21 @@ def add_parser(sub: Any) -> None:
 
 def cmd_engine(args: argparse.Namespace) -> int:
 
-    from splitscope.engine.trtdata.compare import compare
-    from splitscope.engine.trtdata.importer import import_files
-    from splitscope.engine.trtdata.lint import lint
+    from splitscope.engine import api
 
-    files = [f for f in (args.layers, args.profile, args.times) if f]
-    if not files and not args.build:
-        raise SplitscopeError(
-            "Give at least one of --layers, --profile or --times (the files trtexec wrote with "
-            "--exportLayerInfo, --exportProfile, --exportTimes), or --build rtx with a model."
-        )
-    if args.build and not args.model:
-        raise SplitscopeError("--build needs the ONNX model to build.")
-    gm = None
-    if args.model:
-        from splitscope.engine.split.analyze import analyze
-
-        gm = run_to_end(analyze(args.model, parser=args.parser, dims=_dims(args.dim), require_dims=bool(args.build)))
-    if args.build:
-        from splitscope.engine.runtime.trt import from_build
-
-        data = from_build(args.model, gm, args.build, dict(gm.dims) if gm is not None else _dims(args.dim))
-    else:
-        data = import_files(files, gm)
-    doc = data.to_json()
-    if gm is not None and gm.path is not None:  # mapped onto this model: the report checks it is the same content
-        from splitscope.engine.runtime.store import content_key
-
-        doc["model"], doc["model_key"] = str(gm.path), content_key(gm.path)
-    doc["lint"] = lint(data)
-    if args.compare or args.compare_profile:
-        other = import_files([f for f in (args.compare, args.compare_profile) if f], gm)
-        doc["comparison"] = compare(data, other)
+    res = api.engine_report(
+        args.model,
+        layers=args.layers,
+        profile=args.profile,
+        times=args.times,
+        build=args.build,
+        compare=args.compare,
+        compare_profile=args.compare_profile,
+        parser=args.parser,
+        dims=_dims(args.dim),
+    )
+    doc, data = res.json, res.data
+    gm = res.model
     if not args.quiet:
         n = len(doc["layers"])
         layout = {"bindings": "TensorRT 8.2-10 layout", "io_tensors": "TensorRT 11 layout"}.get(

@@ -9,7 +9,7 @@ import argparse
 import sys
 from typing import Any
 
-from splitscope.engine.cli_analyze import _dims, _run_with_bar
+from splitscope.engine.cli_analyze import _dims, _run_with_bar, progress_bar
 from splitscope.engine.text import plural
 
 
@@ -49,36 +49,35 @@ def _cmd_kernel(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
+    from splitscope.engine import api
     from splitscope.engine.jobs import CancelToken
-    from splitscope.engine.process import JobProcess
+    from splitscope.engine.remote.target import target_of
     from splitscope.engine.report.files import write_text_atomic
 
-    job_args = {
-        "model": str(Path(args.model).resolve()),
-        "nodes": list(args.nodes),
+    options: dict[str, Any] = {
+        "source": args.source,
+        "reference": args.reference,
+        "compare_default": bool(args.compare_default),
         "dims": _dims(args.dim),
         "data": args.data,
         "recipe": args.recipe,
-        "source": str(Path(args.source).resolve()) if args.source else None,
-        "reference": str(Path(args.reference).resolve()) if args.reference else None,
-        "compare_default": bool(args.compare_default),
-        "out": str(Path(args.out).resolve()) if args.out else None,
         "parser": args.parser,
-        "iters": int(args.iterations),
+        "iterations": int(args.iterations),
         "atol": args.atol,
         "rtol": args.rtol,
+        "out": args.out,
     }
-    from splitscope.engine.remote.target import target_of
-
     target = target_of(args)
     if target is not None:  # the same job on the target; its plugin project comes back to --out
         from splitscope.engine.remote.job import RemoteJob
 
         push = ("model", "source", "reference") + (("data",) if args.data and Path(args.data).exists() else ())
-        job: Any = RemoteJob(target, "kernel", job_args, push=push, fetch=("out",))
+        job_args = api.kernel_args(args.model, list(args.nodes), **options)
+        job = RemoteJob(target, "kernel", job_args, push=push, fetch=("out",))
+        doc = _run_with_bar(job.events(CancelToken()))
     else:
-        job = JobProcess("kernel", job_args)
-    doc = _run_with_bar(job.events(CancelToken()))
+        with progress_bar() as bar:
+            doc = api.kernel(args.model, list(args.nodes), **options, progress=bar).json
     if args.json:
         write_text_atomic(args.json, json.dumps(doc, indent=1))
     if not args.quiet:

@@ -5,7 +5,10 @@ the window reads these attributes, not string keys."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,3 +142,9 @@ class CalibrationDoc:
     def to_json(self) -> dict[str, Any]:
         """The document it was read from, unchanged."""
         return self.json
+
+    def to_pandas(self) -> pandas.DataFrame:
+        """One row per model output: its accuracy against FP32 on the held-out samples (pandas needed)."""
+        from splitscope.engine.frames import frame
+
+        return frame({"output": name, **(self.json.get("accuracy") or {}).get(name, {})} for name in self.accuracy)

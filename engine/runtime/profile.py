@@ -19,7 +19,7 @@ import time
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import onnx
@@ -36,6 +36,9 @@ from splitscope.engine.runtime.roofline import classify, verdict
 from splitscope.engine.runtime.stats import latency_stats, throughput
 from splitscope.engine.runtime.telemetry import NvmlSampler
 from splitscope.engine.text import plural
+
+if TYPE_CHECKING:
+    import pandas
 
 UNVERIFIED = "not yet run against a real engine"
 """What the TensorRT backends say of themselves until a real engine has confirmed their figures."""
@@ -88,6 +91,12 @@ class ProfileResult:
         doc = {k: getattr(self, k) for k in self.__slots__}  # type: ignore[attr-defined]
         doc["model_key"] = content_key(self.model)
         return doc
+
+    def to_pandas(self) -> pandas.DataFrame:
+        """One row per timed node: name, op type, time, share of the latency, roofline class (pandas needed)."""
+        from splitscope.engine.frames import frame
+
+        return frame(self.per_node)
 
 
 def _dtype_of(gm: GraphModel, i: int) -> str | None:
