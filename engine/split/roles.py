@@ -157,20 +157,13 @@ POST_MARKERS = frozenset(
 )
 
 
-def assign_roles(graph: Graph, order: Sequence[int]) -> None:
-    """Set ``role`` on every node of ``graph`` (and, recursively, of its bodies).
-
-    Parameters
-    ----------
-    graph
-        The graph; its nodes are updated in place.
-    order
-        A topological order of ``graph.nodes``.
-    """
+def _shape_roles(graph: Graph, order: Sequence[int]) -> tuple[list[bool], list[bool]]:
+    """Per node: whether it computes a shape (Shape/Size, and what computes only on their results and constants),
+    and whether it reads a graph input, directly or through its predecessors."""
     nodes = graph.nodes
     tensors = graph.tensors
     n = len(nodes)
-    preds, succs = graph.adj.preds, graph.adj.succs
+    preds = graph.adj.preds
     ops, domains = nodes.op_type, nodes.domain
     row, flags, producer, shapes = tensors.rows.get, tensors.flags, tensors.producer, tensors.shape
     graph_input, weight = 1, 4  # the tensors' flags (engine.model.tensors)
@@ -193,6 +186,24 @@ def assign_roles(graph: Graph, order: Sequence[int]) -> None:
             non_const = [r for r in ins if not flags[r] & weight and producer[r] < 0]
             if not non_const and dyn and all(is_shape[p] or ops[p] == "Constant" for p in dyn):
                 is_shape[idx] = any(is_shape[p] for p in dyn)
+    return is_shape, from_input
+
+
+def assign_roles(graph: Graph, order: Sequence[int]) -> None:
+    """Set ``role`` on every node of ``graph`` (and, recursively, of its bodies).
+
+    Parameters
+    ----------
+    graph
+        The graph; its nodes are updated in place.
+    order
+        A topological order of ``graph.nodes``.
+    """
+    nodes = graph.nodes
+    n = len(nodes)
+    preds, succs = graph.adj.preds, graph.adj.succs
+    ops = nodes.op_type
+    is_shape, from_input = _shape_roles(graph, order)
 
     heavy = [op in HEAVY_OPS for op in ops]
     heavy_anc = [False] * n
