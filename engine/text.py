@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from splitscope.engine.dimexpr import readable_dim
+from splitscope.engine.dims.expr import readable_dim
 from splitscope.engine.model import GraphModel, Node, ParserInfo, Tensor
 
 

@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 from PySide6.QtCore import QSettings
-from splitscope.engine.model import GraphModel
 
 
 def saved_dims(key: str) -> dict[str, int]:
@@ -33,14 +32,3 @@ def remembered_dims(path: str | Path) -> dict[str, int]:
 def remember_dims(key: str, dims: dict[str, int]) -> None:
     """Remember the dims given for the model of content key ``key``."""
     QSettings().setValue(f"profile/dims/{key}", json.dumps(dims))
-
-
-def symbolic_inputs(gm: GraphModel) -> list[str]:
-    """Names of the symbolic dims of the model's inputs, in order (from the analysed graph: no file read)."""
-    seen: dict[str, None] = {}
-    for name in gm.graph.inputs:
-        t = gm.graph.tensors.get(name)
-        for d in (t.shape or ()) if t is not None else ():
-            if isinstance(d, str) and d:
-                seen.setdefault(d)
-    return list(seen)

@@ -8,7 +8,7 @@ from array import array
 from collections.abc import Mapping, Sequence
 
 import numpy as np
-from splitscope.engine.dimexpr import eval_dim
+from splitscope.engine.dims.expr import eval_dim
 from splitscope.engine.model.rows import Rows
 from splitscope.engine.model.table import NamedRows, RowView
 

@@ -5,7 +5,7 @@ ONNX shape inference on a model with symbolic inputs loses most spatial dims: a 
 dims are fixed to their values and chains of constants folded (:func:`fixed_model`), then inference runs
 again (:mod:`splitscope.engine.onnxio.shapes`), so every tensor it can type gets its real shape. Where it
 cannot (past an op it does not know), the expressions exporters write as dim names
-(``floor(height/2 - 1/2) + 1``) are evaluated (:func:`splitscope.engine.dimexpr.eval_dim`).
+(``floor(height/2 - 1/2) + 1``) are evaluated (:func:`splitscope.engine.dims.expr.eval_dim`).
 
 A dim with no value is never taken as 1 silently: :func:`classify_dims` sorts the inputs' dims into
 batch-like ones (1 by default, said in a note), ones a hint the model carries gives (exporter metadata),
@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING
 
 import onnx
 from onnx import AttributeProto
-from splitscope.engine.dimexpr import eval_dim
-from splitscope.engine.dimnames import ANONYMOUS, batch_like, input_dim_name, suggest_value  # noqa: F401
+from splitscope.engine.dims.expr import eval_dim
+from splitscope.engine.dims.names import ANONYMOUS, batch_like, input_dim_name, suggest_value  # noqa: F401
 from splitscope.engine.onnxio.fold_ops import FOLD_ELEMENTS
 
 if TYPE_CHECKING:

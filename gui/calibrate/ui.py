@@ -119,9 +119,10 @@ class CalibDialog(QDialog):
         )
         form.addRow("Accuracy budget", self.budget)
         assert gm.path is not None
+        from splitscope.engine.dims import symbolic_dims
         from splitscope.engine.runtime.store import model_key
         from splitscope.gui.shell.shapes import start_value
-        from splitscope.profiler.dims import saved_dims, symbolic_inputs
+        from splitscope.profiler.dims import saved_dims
 
         try:
             self.dim_key = model_key(gm.path)
@@ -129,7 +130,7 @@ class CalibDialog(QDialog):
             self.dim_key = ""
         saved = saved_dims(self.dim_key) if self.dim_key else {}  # what Profile was given: the same shapes
         self.dims: dict[str, QSpinBox] = {}
-        for d in symbolic_inputs(gm):
+        for d in symbolic_dims(gm):
             box = QSpinBox()
             box.setRange(1, 1 << 20)
             box.setValue(start_value(gm, d, saved))  # the shapes in force first

@@ -20,9 +20,10 @@ from PySide6.QtWidgets import (
     QSpinBox,
     QWidget,
 )
+from splitscope.engine.dims import symbolic_dims
 from splitscope.engine.model import GraphModel
 from splitscope.gui.shell.shapes import start_value
-from splitscope.profiler.dims import remember_dims, saved_dims, symbolic_inputs
+from splitscope.profiler.dims import remember_dims, saved_dims
 from splitscope.profiler.profiling import ProfileRequest
 
 BACKENDS = (
@@ -77,7 +78,7 @@ class ProfileDialog(QDialog):
         form.addRow("Profiled iterations (per-node times)", self.profiled)
         saved = self._saved_dims()
         self.dims: dict[str, QSpinBox] = {}
-        for d in symbolic_inputs(gm):
+        for d in symbolic_dims(gm):
             box = self._spin(start_value(gm, d, saved), 1, 1 << 20)  # the shapes in force first
             self.dims[d] = box
             form.addRow(f"Dim '{d}'", box)

@@ -20,9 +20,10 @@ from PySide6.QtWidgets import (
     QSpinBox,
     QWidget,
 )
-from splitscope.engine.dimnames import suggest_value
+from splitscope.engine.dims import symbolic_dims
+from splitscope.engine.dims.names import suggest_value
 from splitscope.engine.model import GraphModel
-from splitscope.profiler.dims import remember_dims, saved_dims, symbolic_inputs
+from splitscope.profiler.dims import remember_dims, saved_dims
 
 if TYPE_CHECKING:
     from splitscope.gui.shell.host import Shell
@@ -61,7 +62,7 @@ class InputShapesDialog(QDialog):
         intro.setTextFormat(Qt.TextFormat.RichText)
         form.addRow(intro)
         self.boxes: dict[str, QSpinBox] = {}
-        for d in symbolic_inputs(gm):
+        for d in symbolic_dims(gm):
             box = QSpinBox()
             box.setRange(1, 1 << 20)
             box.setAccelerated(True)

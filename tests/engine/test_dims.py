@@ -12,7 +12,7 @@ import pytest
 from onnx import TensorProto as T
 from onnx import helper as h
 from splitscope.engine.cli import main
-from splitscope.engine.dimexpr import eval_dim, readable_dim
+from splitscope.engine.dims.expr import eval_dim, readable_dim
 from splitscope.engine.model import Status
 from splitscope.engine.split.analyze import analyze_model
 from splitscope.engine.split.partitions import constant_nodes

@@ -1,11 +1,16 @@
-"""Values given for a model's symbolic dims, checked against the dims the model has: a name it lacks (a typo,
-``H`` for ``height``) is refused with the model's own dims named, never silently ignored."""
+"""A model's symbolic dims: the values given for them, checked against the dims the model has (a name it lacks, a
+typo or ``H`` for ``height``, is refused with the model's own dims named, never silently ignored); their names and
+typical values (:mod:`.names`, string rules only); the expressions exporters write for derived dims (:mod:`.expr`)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from splitscope.engine.errors import SplitscopeError
+
+if TYPE_CHECKING:
+    from splitscope.engine.model import GraphModel
 
 
 class UnknownDimError(SplitscopeError):
@@ -30,3 +35,14 @@ def check_dim_names(model: str, known: Iterable[str], dims: Mapping[str, int] | 
 
 class MissingDimsError(SplitscopeError):
     """A dim that FLOPs and bytes depend on (height, width, sequence, ...) has no value and is not batch-like."""
+
+
+def symbolic_dims(gm: GraphModel) -> list[str]:
+    """Names of the symbolic dims of the analysed model's inputs, in order (from the graph: no file read)."""
+    seen: dict[str, None] = {}
+    for name in gm.graph.inputs:
+        t = gm.graph.tensors.get(name)
+        for d in (t.shape or ()) if t is not None else ():
+            if isinstance(d, str) and d:
+                seen.setdefault(d)
+    return list(seen)
