@@ -342,34 +342,56 @@ class AppController(QObject):
         if not isinstance(rec.result, dict):
             return
         rec.meta["shown"] = True
-        if rec.kind == "engine":
-            res = rec.result
-            if res["kind"] != "compare":
-                mine = self._for(res["model"]) if res.get("model") else self._current
-                mine.engine, mine.engine_doc = res["data"], res["doc"]
-            if res.get("model") is None or self._is_open(res["model"]):
-                self.engine_ready.emit(jid, res)
-        elif rec.kind == "calibrate":
-            self._for(rec.meta.get("model")).calibration = rec.result
-            if self._is_open(rec.meta.get("model")):
-                self.calibration_ready.emit(jid, rec.result)
-        elif rec.kind == "report":
-            self.report_ready.emit(jid, rec.result)
-        elif rec.kind == "generate":
-            self._for(rec.meta.get("model")).generation = rec.result
-            if self._is_open(rec.meta.get("model")):
-                if self.graph_model is not None:
-                    self.graph_model.generation = {**rec.result["generation"], "backend": rec.result["backend"]}
-                self.generation_ready.emit(jid, rec.result)
-        elif rec.kind == "kernel":
-            self._for(rec.meta.get("model")).kernels.append(rec.result)
-            if self._is_open(rec.meta.get("model")):
-                self._apply_kernel(rec.result)
-                self.kernel_ready.emit(jid, rec.result)
-        elif rec.kind == "sweep":
-            self._for(rec.meta.get("model")).sweep = rec.result
-            if self._is_open(rec.meta.get("model")) and self.graph_model is not None:
-                self.graph_model.sweep = rec.result  # the report's Sweep section
-            self.sweep_ready.emit(jid, rec.result)
-        elif rec.kind == "verify" and self._is_open(rec.meta.get("model")):
-            self.session.apply_build(rec.result)  # the model comes back with what the builder rejects
+        done = _FINISHED.get(rec.kind)
+        if done is not None:
+            done(self, jid, rec.result, rec.meta.get("model"))
+
+    def _engine_done(self, jid: int, res: dict[str, Any], _model: str | None) -> None:
+        if res["kind"] != "compare":
+            mine = self._for(res["model"]) if res.get("model") else self._current
+            mine.engine, mine.engine_doc = res["data"], res["doc"]
+        if res.get("model") is None or self._is_open(res["model"]):
+            self.engine_ready.emit(jid, res)
+
+    def _calibration_done(self, jid: int, res: dict[str, Any], model: str | None) -> None:
+        self._for(model).calibration = res
+        if self._is_open(model):
+            self.calibration_ready.emit(jid, res)
+
+    def _report_done(self, jid: int, res: dict[str, Any], _model: str | None) -> None:
+        self.report_ready.emit(jid, res)
+
+    def _generation_done(self, jid: int, res: dict[str, Any], model: str | None) -> None:
+        self._for(model).generation = res
+        if self._is_open(model):
+            if self.graph_model is not None:
+                self.graph_model.generation = {**res["generation"], "backend": res["backend"]}
+            self.generation_ready.emit(jid, res)
+
+    def _kernel_done(self, jid: int, res: dict[str, Any], model: str | None) -> None:
+        self._for(model).kernels.append(res)
+        if self._is_open(model):
+            self._apply_kernel(res)
+            self.kernel_ready.emit(jid, res)
+
+    def _sweep_done(self, jid: int, res: dict[str, Any], model: str | None) -> None:
+        self._for(model).sweep = res
+        if self._is_open(model) and self.graph_model is not None:
+            self.graph_model.sweep = res  # the report's Sweep section
+        self.sweep_ready.emit(jid, res)
+
+    def _verify_done(self, _jid: int, res: dict[str, Any], model: str | None) -> None:
+        if self._is_open(model):
+            self.session.apply_build(res)  # the model comes back with what the builder rejects
+
+
+_FINISHED: dict[str, Callable[[AppController, int, dict[str, Any], str | None], None]] = {
+    "engine": AppController._engine_done,
+    "calibrate": AppController._calibration_done,
+    "report": AppController._report_done,
+    "generate": AppController._generation_done,
+    "kernel": AppController._kernel_done,
+    "sweep": AppController._sweep_done,
+    "verify": AppController._verify_done,
+}
+"""What a finished job of each kind does with its result: kept per model, shown where its model is open."""
