@@ -376,20 +376,11 @@ def _bad_text(msg: Any, path: str) -> str | None:
     from every node anyway (a walk here costs a quarter of a second at 50k nodes).
     """
     if type(msg) is TensorProto:  # the many initializers, fast: a tensor's only strings
-        if type(msg.name) is bytes or type(msg.doc_string) is bytes:
-            return f"{path}.name"
-        for e in (*msg.external_data, *msg.metadata_props) if len(msg.external_data) or len(msg.metadata_props) else ():
-            if type(e.key) is bytes or type(e.value) is bytes:
-                return f"{path}.external_data"
-        return None
+        return _bad_tensor_text(msg, path)
     strings, messages = _text_fields(msg.DESCRIPTOR)
     for name, repeated in strings:
         value = getattr(msg, name)
-        if repeated:
-            for v in value:
-                if isinstance(v, bytes):
-                    return f"{path}.{name}"
-        elif isinstance(value, bytes):
+        if any(isinstance(v, bytes) for v in value) if repeated else isinstance(value, bytes):
             return f"{path}.{name}"
     for name, repeated in messages:
         if name == "node":
@@ -403,6 +394,15 @@ def _bad_text(msg: Any, path: str) -> str | None:
             where = _bad_text(getattr(msg, name), f"{path}.{name}")
             if where:
                 return where
+    return None
+
+
+def _bad_tensor_text(t: TensorProto, path: str) -> str | None:
+    if type(t.name) is bytes or type(t.doc_string) is bytes:
+        return f"{path}.name"
+    for e in (*t.external_data, *t.metadata_props) if len(t.external_data) or len(t.metadata_props) else ():
+        if type(e.key) is bytes or type(e.value) is bytes:
+            return f"{path}.external_data"
     return None
 
 
