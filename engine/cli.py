@@ -14,8 +14,17 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
-from splitscope.engine.cli_analyze import _cmd_analyze, _dims, _write_json, progress_bar
+from splitscope.engine.cli_analyze import (
+    _cmd_analyze,
+    _dims,
+    _write_json,
+    add_dims,
+    add_output,
+    add_parser_choice,
+    progress_bar,
+)
 from splitscope.engine.cli_remote import remote_calibrate, remote_profile
 from splitscope.engine.errors import SplitscopeError
 from splitscope.engine.remote.target import TARGET_HELP, target_of
@@ -271,17 +280,24 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for tests and docs)."""
+    from splitscope.engine.cli_engine import add_parser as add_engine
+    from splitscope.engine.cli_kernel import add_parser as add_kernel
+    from splitscope.engine.cli_remote import add_parser as add_targets
+    from splitscope.engine.cli_sweep import add_parser as add_sweep
+
     ap = argparse.ArgumentParser(prog="splitscope", description="What TensorRT takes, and what needs custom CUDA.")
     sub = ap.add_subparsers(dest="command", required=True)
+    for add in (_add_analyze, _add_optimize, _add_profile, add_engine, _add_calibrate):
+        add(sub)
+    for add in (add_kernel, add_targets, add_sweep, _add_report):
+        add(sub)
+    return ap
+
+
+def _add_analyze(sub: Any) -> None:
     a = sub.add_parser("analyze", help="split a model between TensorRT and custom CUDA")
     a.add_argument("model", nargs="?", help="ONNX model (default: the bundled sample)")
-    a.add_argument("--json", metavar="PATH", help="write the analysis as JSON")
-    a.add_argument(
-        "--parser",
-        choices=["auto", "tensorrt", "rtx", "table"],
-        default="auto",
-        help="auto: TensorRT if installed, else TensorRT-RTX, else the support table",
-    )
+    add_parser_choice(a, "auto: TensorRT if installed, else TensorRT-RTX, else the support table")
     a.add_argument(
         "--verify",
         choices=["none", "build"],
@@ -298,29 +314,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --verify build: build over this range of a dim (an optimisation profile: min, the --dim value "
         "as opt, max) instead of at its value alone",
     )
-    a.add_argument(
-        "--dim",
-        action="append",
-        default=[],
-        metavar="NAME=INT",
-        help="value of a symbolic dimension for FLOPs and bytes (a batch-like dim not given is 1)",
-    )
-    a.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
+    add_dims(a, "value of a symbolic dimension for FLOPs and bytes (a batch-like dim not given is 1)")
+    add_output(a, "write the analysis as JSON")
     a.set_defaults(func=_cmd_analyze)
+
+
+def _add_optimize(sub: Any) -> None:
     o = sub.add_parser("optimize", help="run an ONNX optimizer on a copy, check it, show the split before and after")
     o.add_argument("model", help="ONNX model (never changed)")
     o.add_argument("--out", required=True, metavar="OUT.onnx", help="where the optimized model goes")
-    o.add_argument("--json", metavar="PATH", help="write the before/after figures as JSON")
-    o.add_argument("--parser", choices=["auto", "tensorrt", "rtx", "table"], default="auto")
-    o.add_argument(
-        "--dim",
-        action="append",
-        default=[],
-        metavar="NAME=INT",
-        help="value of a symbolic dimension (test inputs, FLOPs and bytes; a batch-like dim not given is 1)",
-    )
-    o.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
+    add_parser_choice(o)
+    add_dims(o, "value of a symbolic dimension (test inputs, FLOPs and bytes; a batch-like dim not given is 1)")
+    add_output(o, "write the before/after figures as JSON")
     o.set_defaults(func=_cmd_optimize)
+
+
+def _add_profile(sub: Any) -> None:
     p = sub.add_parser("profile", help="time the model on this machine: latency, per-node time, copies, verdict")
     p.add_argument("model", nargs="?", help="ONNX model (default: the bundled sample)")
     p.add_argument(
@@ -332,13 +341,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--iterations", type=int, default=100, help="timed iterations (no profiler attached)")
     p.add_argument("--warmup", type=int, default=10, help="warm-up iterations, reported apart")
     p.add_argument("--profiled", type=int, default=20, help="profiled iterations for per-node times")
-    p.add_argument(
-        "--dim",
-        action="append",
-        default=[],
-        metavar="NAME=INT",
-        help="value of a symbolic dimension of the inputs (a batch-like dim not given is 1)",
-    )
+    add_dims(p, "value of a symbolic dimension of the inputs (a batch-like dim not given is 1)")
     p.add_argument("--input", metavar="FILE.npz", help="inputs from a .npz (one array per input) or .npy")
     p.add_argument(
         "--custom-op-library",
@@ -347,12 +350,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="LIB.so",
         help="an ONNX Runtime custom-op library for the model's custom ops",
     )
-    p.add_argument(
-        "--parser",
-        choices=["auto", "tensorrt", "rtx", "table"],
-        default="auto",
-        help="who decides the split (plugin nodes, partitions) the costs are put against",
-    )
+    add_parser_choice(p, "who decides the split (plugin nodes, partitions) the costs are put against")
     p.add_argument(
         "--generate",
         type=int,
@@ -362,12 +360,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--prompt-len", type=int, default=128, metavar="L", help="the prefill's length (--generate)")
     p.add_argument("--target", metavar="TARGET", help=TARGET_HELP)
-    p.add_argument("--json", metavar="PATH", help="write the profile as JSON")
-    p.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
+    add_output(p, "write the profile as JSON")
     p.set_defaults(func=_cmd_profile)
-    from splitscope.engine.cli_engine import add_parser as add_engine
 
-    add_engine(sub)
+
+def _add_calibrate(sub: Any) -> None:
     c = sub.add_parser(
         "calibrate", help="calibrate and write a Q/DQ (INT8/FP8) or Cast (FP16/BF16) model as TensorRT 11 wants it"
     )
@@ -420,19 +417,14 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument(
         "--backend", choices=["ort-cpu", "ort-cuda"], default="ort-cpu", help="what runs the FP32 statistics pass"
     )
-    c.add_argument("--dim", action="append", default=[], metavar="NAME=INT")
+    add_dims(c)
     c.add_argument("--out", required=True, metavar="OUT.onnx")
     c.add_argument("--target", metavar="TARGET", help=TARGET_HELP)
-    c.add_argument("--json", metavar="PATH")
-    c.add_argument("-q", "--quiet", action="store_true")
+    add_output(c)
     c.set_defaults(func=_cmd_calibrate)
-    from splitscope.engine.cli_kernel import add_parser as add_kernel
-    from splitscope.engine.cli_remote import add_parser as add_targets
-    from splitscope.engine.cli_sweep import add_parser as add_sweep
 
-    add_kernel(sub)
-    add_targets(sub)
-    add_sweep(sub)
+
+def _add_report(sub: Any) -> None:
     r = sub.add_parser(
         "report", help="write the stakeholder report (self-contained HTML, or PDF) and Model Explorer node data"
     )
@@ -450,8 +442,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument(
         "--node-data", metavar="DIR", help="also write Model Explorer node data (split, time, precision) into DIR"
     )
-    r.add_argument("--parser", choices=["auto", "tensorrt", "rtx", "table"], default="auto")
-    r.add_argument("--dim", action="append", default=[], metavar="NAME=INT")
+    add_parser_choice(r)
+    add_dims(r)
     r.add_argument(
         "--verify", choices=["none", "build"], default="none", help="build: verify the split by building first"
     )
@@ -462,10 +454,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     r.add_argument("--generation", metavar="G.json", help="a 'splitscope profile --generate N --json' result")
     r.add_argument("--sweep", metavar="S.json", help="a 'splitscope sweep --json' result (its cells of this model)")
-    r.add_argument("--json", metavar="PATH", help="write every figure of the report as JSON")
-    r.add_argument("-q", "--quiet", action="store_true")
+    add_output(r, "write every figure of the report as JSON")
     r.set_defaults(func=_cmd_report)
-    return ap
 
 
 PATH_ARGS = (

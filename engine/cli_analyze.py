@@ -66,6 +66,34 @@ class _Bar:
             sys.stderr.flush()
 
 
+PARSERS = ["auto", "tensorrt", "rtx", "table"]
+"""Who splits the model: ``auto`` (TensorRT if installed, else TensorRT-RTX, else the support table), or one of them."""
+
+
+def add_dims(p: argparse.ArgumentParser, help: str | None = None) -> None:
+    """``--dim NAME=INT``, repeatable: a value for one of the model's symbolic dims."""
+    p.add_argument(
+        "--dim",
+        action="append",
+        default=[],
+        metavar="NAME=INT",
+        help=help or "value of a symbolic dim of the inputs (repeat; a batch-like dim not given is 1)",
+    )
+
+
+def add_parser_choice(p: argparse.ArgumentParser, help: str | None = None) -> None:
+    """``--parser``: who decides the split."""
+    p.add_argument(
+        "--parser", choices=PARSERS, default="auto", help=help or "who splits the model (auto: the best installed here)"
+    )
+
+
+def add_output(p: argparse.ArgumentParser, json_help: str = "write the result as JSON") -> None:
+    """``--json PATH`` and ``-q``, which every verb has."""
+    p.add_argument("--json", metavar="PATH", help=json_help)
+    p.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
+
+
 def _write_json(args: argparse.Namespace, doc: Any) -> None:
     """``--json PATH``: the document, written atomically."""
     import json

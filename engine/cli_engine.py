@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from splitscope.engine.cli_analyze import _dims, _write_json
+from splitscope.engine.cli_analyze import _dims, _write_json, add_dims, add_output, add_parser_choice
 from splitscope.engine.text import plural
 
 
@@ -22,17 +22,11 @@ def add_parser(sub: Any) -> None:
         choices=["rtx", "tensorrt"],
         help="build the model here and read the layers its builder lists (TensorRT-RTX builds without a GPU)",
     )
-    e.add_argument("--dim", action="append", default=[], metavar="NAME=INT", help="value of a symbolic dim")
+    add_dims(e, "value of a symbolic dim")
     e.add_argument("--compare", metavar="L2.json", help="another engine's layer info, to compare")
     e.add_argument("--compare-profile", metavar="P2.json", help="another engine's profile, to compare")
-    e.add_argument(
-        "--parser",
-        choices=["auto", "tensorrt", "rtx", "table"],
-        default="auto",
-        help="who splits the model, when one is given",
-    )
-    e.add_argument("--json", metavar="PATH", help="write layers, mapping, lint and comparison as JSON")
-    e.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
+    add_parser_choice(e, "who splits the model, when one is given")
+    add_output(e, "write layers, mapping, lint and comparison as JSON")
     e.set_defaults(func=cmd_engine)
 
 

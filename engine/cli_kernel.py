@@ -9,7 +9,7 @@ import argparse
 import sys
 from typing import Any
 
-from splitscope.engine.cli_analyze import _dims, _run_with_bar, progress_bar
+from splitscope.engine.cli_analyze import _dims, _run_with_bar, add_dims, add_output, add_parser_choice, progress_bar
 from splitscope.engine.text import plural
 
 
@@ -29,10 +29,10 @@ def add_parser(sub: Any) -> None:
         default=True,
         help="time ONNX Runtime CUDA on the same nodes (the runtime default)",
     )
-    k.add_argument("--dim", action="append", default=[], metavar="NAME=INT")
+    add_dims(k)
     k.add_argument("--data", default="random", help="random, or a folder of .npy/.npz samples or images")
     k.add_argument("--recipe", default="", help="pre-processing for images (as calibrate's)")
-    k.add_argument("--parser", choices=["auto", "tensorrt", "rtx", "table"], default="auto")
+    add_parser_choice(k)
     k.add_argument("--iterations", type=int, default=100)
     k.add_argument("--atol", type=float, default=1e-4)
     k.add_argument("--rtol", type=float, default=1e-3)
@@ -40,8 +40,7 @@ def add_parser(sub: Any) -> None:
     from splitscope.engine.remote.target import TARGET_HELP
 
     k.add_argument("--target", metavar="TARGET", help=TARGET_HELP)
-    k.add_argument("--json", metavar="PATH")
-    k.add_argument("-q", "--quiet", action="store_true")
+    add_output(k)
     k.set_defaults(func=_cmd_kernel)
 
 

@@ -11,7 +11,7 @@ import json
 import sys
 from typing import Any
 
-from splitscope.engine.cli_analyze import _run_with_bar
+from splitscope.engine.cli_analyze import _run_with_bar, add_output
 
 
 def _split(values: list[str]) -> list[str]:
@@ -109,7 +109,6 @@ def add_parser(sub: Any) -> None:
     s.add_argument("--warmup", type=int, default=5)
     s.add_argument("--samples", type=int, default=8, help="calibration samples for reduced precisions")
     s.add_argument("--timeout", type=float, default=900.0, metavar="S", help="seconds a cell may take")
-    s.add_argument("--json", metavar="PATH")
     s.add_argument("--csv", metavar="PATH")
-    s.add_argument("-q", "--quiet", action="store_true")
+    add_output(s)
     s.set_defaults(func=_cmd_sweep)
