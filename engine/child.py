@@ -14,7 +14,7 @@ import signal
 import sys
 import time
 import traceback
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any
 
@@ -39,102 +39,149 @@ def _plain(o: object) -> object:
     return str(o)
 
 
-def _run(kind: str, args: dict[str, Any]) -> Generator[JobEvent, None, Any]:
-    if kind == "profile":
-        from splitscope.engine.runtime.profile import profile
-        from splitscope.engine.split.analyze import analyze
+def _profile(args: dict[str, Any]) -> Generator[JobEvent, None, Any]:
+    from splitscope.engine.runtime.profile import profile
+    from splitscope.engine.split.analyze import analyze
 
-        dims = {k: int(v) for k, v in (args.get("dims") or {}).items()}
-        gm = yield from analyze(args["model"], parser=args.get("parser", "table"), dims=dims)
-        res = yield from profile(
+    dims = {k: int(v) for k, v in (args.get("dims") or {}).items()}
+    gm = yield from analyze(args["model"], parser=args.get("parser", "table"), dims=dims)
+    res = yield from profile(
+        args["model"],
+        gm,
+        backend=args.get("backend", "ort-cpu"),
+        iterations=int(args.get("iterations", 100)),
+        warmup=int(args.get("warmup", 10)),
+        profiled=int(args.get("profiled", 20)),
+        dims=dims,
+        input_file=args.get("input"),
+        custom_ops=args.get("custom_ops"),
+    )
+    return res.to_json()
+
+
+def _calibrate(args: dict[str, Any]) -> Generator[JobEvent, None, Any]:
+    from splitscope.engine.calib.calibrate import calibrate
+
+    return (
+        yield from calibrate(
             args["model"],
-            gm,
+            args["out"],
+            data=args.get("data", "random"),
+            method=args.get("method", "entropy"),
+            precision=args.get("precision", "int8"),
+            samples=int(args.get("samples", 32)),
+            keep=list(args.get("keep") or []),
+            dims={k: int(v) for k, v in (args.get("dims") or {}).items()},
+            details=True,
+            budget=args.get("budget"),
+            half=list(args.get("half") or []),
+            half_precision=args.get("half_precision", "fp16"),
+            labels=args.get("labels"),
+            recipe=args.get("recipe"),
+            metric=args.get("metric", "auto"),
+            percentile=float(args.get("percentile", 99.99)),
+            sensitivity=bool(args.get("sensitivity", False)),
             backend=args.get("backend", "ort-cpu"),
-            iterations=int(args.get("iterations", 100)),
-            warmup=int(args.get("warmup", 10)),
-            profiled=int(args.get("profiled", 20)),
-            dims=dims,
-            input_file=args.get("input"),
-            custom_ops=args.get("custom_ops"),
         )
-        return res.to_json()
-    if kind == "calibrate":
-        from splitscope.engine.calib.calibrate import calibrate
+    )
 
-        return (
-            yield from calibrate(
-                args["model"],
-                args["out"],
-                data=args.get("data", "random"),
-                method=args.get("method", "entropy"),
-                precision=args.get("precision", "int8"),
-                samples=int(args.get("samples", 32)),
-                keep=list(args.get("keep") or []),
-                dims={k: int(v) for k, v in (args.get("dims") or {}).items()},
-                details=True,
-                budget=args.get("budget"),
-                half=list(args.get("half") or []),
-                half_precision=args.get("half_precision", "fp16"),
-                labels=args.get("labels"),
-                recipe=args.get("recipe"),
-                metric=args.get("metric", "auto"),
-                percentile=float(args.get("percentile", 99.99)),
-                sensitivity=bool(args.get("sensitivity", False)),
-                backend=args.get("backend", "ort-cpu"),
-            )
-        )
-    if kind == "generate":  # a generation profile: prefill, then decode steps feeding the cache back
-        from splitscope.engine.runtime.generate import generate
 
-        res = yield from generate(args["model"], args.get("backend", "ort-cpu"), args["prompt_len"], args["steps"])
-        return {"model": args["model"], "backend": args.get("backend", "ort-cpu"), "generation": res.to_json()}
-    if kind == "sweep-cell":  # one cell of a sweep: calibrate if its precision asks, then profile
-        from splitscope.engine.sweep.cell import run_cell
+def _generate(args: dict[str, Any]) -> Generator[JobEvent, None, Any]:
+    """A generation profile: prefill, then decode steps feeding the cache back."""
+    from splitscope.engine.runtime.generate import generate
 
-        return (yield from run_cell(**args))
-    if kind == "plugin-parse":  # the real parser with a generated plugin's creator registered (it may abort)
-        from splitscope.engine.kernel.plugin import registered_parse
+    res = yield from generate(args["model"], args.get("backend", "ort-cpu"), args["prompt_len"], args["steps"])
+    return {"model": args["model"], "backend": args.get("backend", "ort-cpu"), "generation": res.to_json()}
 
-        return (yield from registered_parse(args["model"], args["plugin"], args.get("backend", "rtx")))
-    if kind == "kernel":  # the kernel workbench: extract, capture, reference, project, parser, GPU run
-        from splitscope.engine.kernel.job import kernel_job
 
-        return (yield from kernel_job(**args))
-    if kind == "verify":  # build each partition at the dims in force; narrow down what fails
-        from splitscope.engine.model import Partition
-        from splitscope.engine.runtime.verify import verify
-        from splitscope.engine.split.analyze import analyze
+def _sweep_cell(args: dict[str, Any]) -> Generator[JobEvent, None, Any]:
+    """One cell of a sweep: calibrate if its precision asks, then profile."""
+    from splitscope.engine.sweep.cell import run_cell
 
-        dims = {k: int(v) for k, v in (args.get("dims") or {}).items()}
-        gm = yield from analyze(args["model"], parser="table", dims=dims)
-        gm.partitions = [Partition(k, list(nodes), []) for k, nodes in enumerate(args["parts"])]
-        ranges = {k: [int(x) for x in v] for k, v in (args.get("ranges") or {}).items()}
-        backend, budget = args.get("backend", "rtx"), float(args.get("budget", 300))
-        report = yield from verify(args["model"], gm, backend, budget, ranges=ranges)
-        return report.to_json()
-    if kind == "build":  # a TensorRT(-RTX) build: its builder's log, for the layers it lists
-        from splitscope.engine.runtime.trt import build_and_list_layers
+    return (yield from run_cell(**args))
 
-        def phase(name: str, step: int, total: int) -> None:  # the builder calls back from its own C++ loop
-            _emit({"event": "progress", "stage": "build", "done": step, "total": total, "message": f"Building: {name}"})
 
-        yield Progress("build", 0, 0, f"Building {Path(args['model']).name} with {args.get('backend', 'rtx')}")
-        t0 = time.perf_counter()
-        plan, lines = build_and_list_layers(
-            args["model"],
-            args.get("backend", "rtx"),
-            {k: int(v) for k, v in (args.get("dims") or {}).items()},
-            None,
-            phase,
-        )
-        return {"lines": lines, "engine_bytes": len(plan), "seconds": round(time.perf_counter() - t0, 3)}
-    if kind == "test-sleep":  # for the tests of the machinery: a child that hangs
-        yield Progress("sleep", 0, 0, "sleeping")
-        time.sleep(float(args.get("seconds", 60)))
-        return {}
-    if kind == "test-crash":  # a child that dies as a native library would
-        yield Progress("crash", 0, 0, "about to crash")
-        os.abort()
+def _plugin_parse(args: dict[str, Any]) -> Generator[JobEvent, None, Any]:
+    """The real parser with a generated plugin's creator registered (it may abort)."""
+    from splitscope.engine.kernel.plugin import registered_parse
+
+    return (yield from registered_parse(args["model"], args["plugin"], args.get("backend", "rtx")))
+
+
+def _kernel(args: dict[str, Any]) -> Generator[JobEvent, None, Any]:
+    """The kernel workbench: extract, capture, reference, project, parser, GPU run."""
+    from splitscope.engine.kernel.job import kernel_job
+
+    return (yield from kernel_job(**args))
+
+
+def _verify(args: dict[str, Any]) -> Generator[JobEvent, None, Any]:
+    """Build each partition at the dims in force; narrow down what fails."""
+    from splitscope.engine.model import Partition
+    from splitscope.engine.runtime.verify import verify
+    from splitscope.engine.split.analyze import analyze
+
+    dims = {k: int(v) for k, v in (args.get("dims") or {}).items()}
+    gm = yield from analyze(args["model"], parser="table", dims=dims)
+    gm.partitions = [Partition(k, list(nodes), []) for k, nodes in enumerate(args["parts"])]
+    ranges = {k: [int(x) for x in v] for k, v in (args.get("ranges") or {}).items()}
+    backend, budget = args.get("backend", "rtx"), float(args.get("budget", 300))
+    report = yield from verify(args["model"], gm, backend, budget, ranges=ranges)
+    return report.to_json()
+
+
+def _build(args: dict[str, Any]) -> Generator[JobEvent, None, Any]:
+    """A TensorRT(-RTX) build: its builder's log, for the layers it lists."""
+    from splitscope.engine.runtime.trt import build_and_list_layers
+
+    def phase(name: str, step: int, total: int) -> None:  # the builder calls back from its own C++ loop
+        _emit({"event": "progress", "stage": "build", "done": step, "total": total, "message": f"Building: {name}"})
+
+    yield Progress("build", 0, 0, f"Building {Path(args['model']).name} with {args.get('backend', 'rtx')}")
+    t0 = time.perf_counter()
+    plan, lines = build_and_list_layers(
+        args["model"],
+        args.get("backend", "rtx"),
+        {k: int(v) for k, v in (args.get("dims") or {}).items()},
+        None,
+        phase,
+    )
+    return {"lines": lines, "engine_bytes": len(plan), "seconds": round(time.perf_counter() - t0, 3)}
+
+
+KINDS: dict[str, Callable[[dict[str, Any]], Generator[JobEvent, None, Any]]] = {
+    "profile": _profile,
+    "calibrate": _calibrate,
+    "generate": _generate,
+    "sweep-cell": _sweep_cell,
+    "plugin-parse": _plugin_parse,
+    "kernel": _kernel,
+    "verify": _verify,
+    "build": _build,
+}
+"""Every job kind a child runs: its arguments (JSON) in, its events out, its result (JSON) at the end."""
+
+EXTRA_KINDS = "SPLITSCOPE_JOB_KINDS"
+"""More kinds, from the environment: ``NAME=FILE.py:FUNCTION`` entries separated by ``;`` (the tests' own kinds, a
+child that hangs or crashes, come this way, and stay out of the product)."""
+
+
+def job_kind(kind: str) -> Callable[[dict[str, Any]], Generator[JobEvent, None, Any]]:
+    """The function that runs jobs of ``kind``: one of :data:`KINDS`, or one named in :data:`EXTRA_KINDS`."""
+    if kind in KINDS:
+        return KINDS[kind]
+    for entry in os.environ.get(EXTRA_KINDS, "").split(";"):
+        name, _, target = entry.partition("=")
+        path, _, function = target.strip().rpartition(":")
+        if name.strip() == kind and path and function:
+            import importlib.util
+
+            spec = importlib.util.spec_from_file_location(f"splitscope_job_kind_{kind.replace('-', '_')}", path)
+            if spec is None or spec.loader is None:
+                break
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            return getattr(module, function)
     raise SplitscopeError(f"unknown job kind {kind!r}")
 
 
@@ -152,8 +199,8 @@ def main(argv: list[str] | None = None) -> int:
         # when it needs one (the measured latency is only touched while the window is busy).
         with contextlib.suppress(OSError):
             os.nice(4)
-    gen = _run(spec["kind"], spec.get("args", {}))
     try:
+        gen = job_kind(spec["kind"])(spec.get("args", {}))
         while True:
             try:
                 ev = next(gen)

@@ -108,3 +108,11 @@ def _isolated_user_dirs(_leaves_the_process_as_it_found_it, tmp_path_factory, mo
     """Each test: its own config, cache, data, state and log folders."""
     _point_user_dirs(tmp_path_factory.mktemp("user"), monkeypatch.setenv)
     yield
+
+
+@pytest.fixture
+def test_job_kinds(monkeypatch):
+    """Children of this test also run the tests' own job kinds (test-sleep, test-crash: tests/child_kinds.py)."""
+    from tests import child_kinds
+
+    monkeypatch.setenv("SPLITSCOPE_JOB_KINDS", child_kinds.entries())

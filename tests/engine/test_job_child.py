@@ -31,7 +31,7 @@ def test_a_profile_in_a_child_streams_samples_and_returns_the_result():
     assert res["backend"] == "ort-cpu" and len(res["samples_ms"]) == 6 and res["per_node"]
 
 
-def test_cancel_stops_a_hanging_child_within_a_second():
+def test_cancel_stops_a_hanging_child_within_a_second(test_job_kinds):
     token = CancelToken()
     job = JobProcess("test-sleep", {"seconds": 60})
     threading.Timer(0.5, token.cancel).start()
@@ -42,7 +42,7 @@ def test_cancel_stops_a_hanging_child_within_a_second():
     assert job.proc.poll() is not None  # the child is gone
 
 
-def test_a_crashing_child_ends_the_job_with_one_line():
+def test_a_crashing_child_ends_the_job_with_one_line(test_job_kinds):
     with pytest.raises(JobCrashedError) as e:
         run_to_end(JobProcess("test-crash", {}).events())
     assert "signal" in e.value.message and "\n" not in e.value.message
@@ -56,3 +56,16 @@ def test_a_failing_job_reports_its_one_line_error():
                 {"model": str(__import__("splitscope.engine.sample", fromlist=["x"]).SAMPLE_MODEL), "iterations": 2},
             ).events()
         )
+
+
+def test_an_unknown_kind_is_one_line_and_the_tests_kinds_come_only_from_the_environment(monkeypatch):
+    from splitscope.engine.child import KINDS, job_kind
+
+    assert not [k for k in KINDS if k.startswith("test")]  # none in the product
+    monkeypatch.delenv("SPLITSCOPE_JOB_KINDS", raising=False)
+    with pytest.raises(SplitscopeError, match="unknown job kind 'test-sleep'"):
+        run_to_end(JobProcess("test-sleep", {"seconds": 0}).events())
+    from tests import child_kinds
+
+    monkeypatch.setenv("SPLITSCOPE_JOB_KINDS", child_kinds.entries())
+    assert job_kind("test-sleep").__name__ == "sleep"

@@ -134,7 +134,7 @@ def test_cli_sweep_json_and_csv(tmp_path):
     assert cli(["sweep", str(model), "--dim", "batch=x"]) == 2
 
 
-def test_a_silent_cell_times_out_and_a_cancel_reaches_it(monkeypatch):
+def test_a_silent_cell_times_out_and_a_cancel_reaches_it(monkeypatch, test_job_kinds):
     """The deadline and Cancel hold while the cell's child says nothing at all (a hung build)."""
     import time
 

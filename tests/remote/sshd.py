@@ -17,6 +17,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests import child_kinds
+
 SSHD = shutil.which("sshd") or next((p for p in ("/usr/sbin/sshd", "/usr/local/sbin/sshd") if Path(p).exists()), None)
 
 
@@ -76,6 +78,7 @@ def start(folder: Path) -> Server:
     xdg = {v: folder / "remote-home" / v.lower() for v in ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME")}
     for d in xdg.values():
         d.mkdir(parents=True, exist_ok=True)
+    env = {**xdg, "SPLITSCOPE_JOB_KINDS": child_kinds.entries()}  # the tests' own job kinds run there too
     port = _free_port()
     cfg = folder / "sshd_config"
     cfg.write_text(
@@ -93,7 +96,7 @@ def start(folder: Path) -> Server:
                 "StrictModes no",
                 f"PidFile {folder / 'sshd.pid'}",
                 "Subsystem sftp internal-sftp",
-                "SetEnv " + " ".join(f"{k}={v}" for k, v in xdg.items()),
+                "SetEnv " + " ".join(f"{k}={v}" for k, v in env.items()),
                 "",
             ]
         )
