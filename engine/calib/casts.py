@@ -405,6 +405,19 @@ def _rename_outputs(g: onnx.GraphProto, names: set[str], suffix: str) -> dict[st
     return {v: k for k, v in inner.items()}
 
 
+def _store_low(g: onnx.GraphProto, inits: dict[str, TensorProto], names: list[str], precision: str) -> set[str]:
+    """Store the FP32 weights among ``names`` (used only in the reduced type) in ``precision``; those stored."""
+    stored: set[str] = set()
+    graph_inputs = {i.name: i for i in g.input}
+    for name in names:
+        if name in inits and inits[name].data_type == TensorProto.FLOAT:
+            inits[name].CopyFrom(_low_initializer(inits[name], precision))
+            if name in graph_inputs:  # IR < 4 lists initializers as graph inputs: their type follows
+                graph_inputs[name].type.tensor_type.elem_type = LOW[precision]
+            stored.add(name)
+    return stored
+
+
 def apply(m: onnx.ModelProto, cplan: CastPlan) -> tuple[onnx.ModelProto, dict[str, int]]:
     """The model with the plan's nodes in the reduced type and Casts at the borders (``m`` is changed)."""
     precision, low_t = cplan.precision, LOW[cplan.precision]
@@ -426,16 +439,8 @@ def apply(m: onnx.ModelProto, cplan: CastPlan) -> tuple[onnx.ModelProto, dict[st
                 wants_f32.setdefault(name)
             elif name:
                 read_f32.add(name)
-    converted = 0
-    stored_low: set[str] = set()
-    graph_inputs = {i.name: i for i in g.input}
-    for name in wants_low:  # weights used only in the reduced type are stored in it
-        if name in inits and name not in read_f32 and inits[name].data_type == TensorProto.FLOAT:
-            inits[name].CopyFrom(_low_initializer(inits[name], precision))
-            if name in graph_inputs:  # IR < 4 lists initializers as graph inputs: their type follows
-                graph_inputs[name].type.tensor_type.elem_type = low_t
-            stored_low.add(name)
-            converted += 1
+    stored_low = _store_low(g, inits, [n for n in wants_low if n not in read_f32], precision)
+    converted = len(stored_low)
     position = {o: k for k, n in enumerate(g.node) for o in n.output}
     casts: list[tuple[int, onnx.NodeProto]] = []
     to_low: dict[str, str] = {}
