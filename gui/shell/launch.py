@@ -116,35 +116,53 @@ def _stall_watch(beat: dict[str, float]) -> Any:
     """A watchdog thread that, while the heartbeat is more than 50 ms late, samples what the UI thread is doing; the
     returned callable gives the innermost Python frames at the last sample of the longest stall ('' when none;
     ``launch.py … main`` alone: inside Qt's own code, or waiting for the interpreter a worker holds; with
-    ``SPLITSCOPE_STALL_THREADS=1`` the other threads' innermost frames follow a ``|``)."""
+    ``SPLITSCOPE_STALL_THREADS=1`` the other threads' innermost frames follow a ``|``). ``beat["stop"]`` set ends
+    the thread."""
     import threading
-    import traceback
 
     main = threading.main_thread().ident
     worst = {"gap": 0.0, "where": ""}
 
+    def where(me: int) -> str | None:
+        """What the UI thread (and, asked, the others) is doing now; no frame outlives the call (a frame kept
+        would keep its locals alive: a retired model among them)."""
+        frames = sys._current_frames()
+        try:  # cleared at the end: the dict holds this very frame too (a cycle only the collector would break)
+            return _describe(frames, main or 0, me)
+        finally:
+            frames.clear()
+
     def watch() -> None:
         me = threading.get_ident()
-        while True:
+        while not beat.get("stop"):
             time.sleep(0.01)
             gap = time.perf_counter() - beat["last"]
             if gap > 0.05 and gap > worst["gap"]:
-                frames = sys._current_frames()
-                frame = frames.get(main or 0)
-                if frame is not None:
-                    full = traceback.extract_stack(frame)
-                    stack = [f for f in full if not f.filename.startswith("<frozen")][-4:]  # the import, not importlib
-                    worst["gap"] = gap
-                    worst["where"] = ("importing: " if full[-1].filename.startswith("<frozen") else "") + " < ".join(
-                        f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in reversed(stack)
-                    )
-                    if os.environ.get("SPLITSCOPE_STALL_THREADS"):  # the other threads' innermost frames too
-                        tops = [traceback.extract_stack(f)[-1] for t, f in frames.items() if t not in (main, me)]
-                        text = "; ".join(f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in tops)
-                        worst["where"] += f" | {text}"
+                text = where(me)
+                if text is not None:
+                    worst["gap"], worst["where"] = gap, text
 
     threading.Thread(target=watch, name="splitscope-stall-watch", daemon=True).start()
     return lambda: worst["where"]
+
+
+def _describe(frames: dict[int, Any], main: int, me: int) -> str | None:
+    """The innermost frames of thread ``main`` as ``file:line function < ...`` (with ``SPLITSCOPE_STALL_THREADS``,
+    the other threads' innermost frame too, ``me`` left out)."""
+    import traceback
+
+    frame = frames.get(main)
+    if frame is None:
+        return None
+    full = traceback.extract_stack(frame)
+    stack = [f for f in full if not f.filename.startswith("<frozen")][-4:]  # the import, not importlib
+    text = ("importing: " if full[-1].filename.startswith("<frozen") else "") + " < ".join(
+        f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in reversed(stack)
+    )
+    if os.environ.get("SPLITSCOPE_STALL_THREADS"):  # the other threads' innermost frames too
+        tops = [traceback.extract_stack(f)[-1] for t, f in frames.items() if t not in (main, me)]
+        text += " | " + "; ".join(f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in tops)
+    return text
 
 
 def _sizes(window: MainWindow) -> dict[str, Any]:

@@ -709,3 +709,42 @@ def test_showing_a_node_brings_the_tabbed_inspector_to_the_front(qtbot, window):
     qtbot.waitUntil(lambda: inspector.visibleRegion().isEmpty(), timeout=10000)
     window.inspector.show_node(0)  # from a panel, a search or the canvas alike
     qtbot.waitUntil(lambda: not inspector.visibleRegion().isEmpty(), timeout=10000)
+
+
+def test_the_stall_watch_keeps_no_frame_of_another_thread_alive():
+    """It samples every thread's frames during a stall; a frame it kept would keep a retired model alive."""
+    import threading
+    import time
+    import weakref
+
+    from splitscope.gui.shell.launch import _stall_watch
+
+    class Model:
+        pass
+
+    beat: dict[str, float] = {"last": time.perf_counter() - 1.0}  # the UI thread is late now
+    holding, done = threading.Event(), threading.Event()
+    refs: list[weakref.ref[Model]] = []
+
+    def worker() -> None:
+        model = Model()
+        refs.append(weakref.ref(model))
+        holding.set()
+        done.wait()
+
+    t = threading.Thread(target=worker)
+    t.start()
+    holding.wait()
+    where = _stall_watch(beat)
+    while not where():  # sampled while the worker held its model
+        time.sleep(0.01)
+    beat["last"] = time.perf_counter() + 3600  # no stall from now on: no new sample replaces the last
+    done.set()
+    t.join()
+    try:  # a sample may be under way still: wait for it (the old watch held its frames until the next stall)
+        deadline = time.monotonic() + 30
+        while refs[0]() is not None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert refs[0]() is None
+    finally:
+        beat["stop"] = 1.0
