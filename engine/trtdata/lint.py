@@ -31,6 +31,28 @@ def _is_conv(layer_type: str) -> bool:
     return "Convolution" in layer_type or "Gemm" in layer_type or "MatrixMultiply" in layer_type
 
 
+def _standalone_qdq(x: Any) -> bool:
+    """A Q/DQ layer of its own (not fused into a convolution, GEMM or pointwise op)."""
+    return (
+        not is_reformat(x)
+        and x.type != "Reformat"
+        and not _is_conv(x.type)
+        and any(tok in x.base for tok in ("QuantizeLinear", "DequantizeLinear"))
+        and " + " not in x.base
+    )
+
+
+def _asks_half(gm: Any, nodes: list[int]) -> bool:
+    """Whether the tensors out of ``nodes`` are all FP16/BF16 (what a layer holding them was asked to run in)."""
+    dtypes = set()
+    for i in nodes:
+        for o in gm.nodes[i].outputs:
+            tt = gm.graph.tensors.get(o)
+            if tt is not None and tt.dtype:
+                dtypes.add(tt.dtype)
+    return bool(dtypes) and dtypes <= {"float16", "bfloat16"}
+
+
 def lint(data: EngineData) -> list[dict[str, Any]]:
     """Findings: ``{kind, layers, nodes, ms, advice}``, the costliest first."""
     rows = data.rows
@@ -51,15 +73,7 @@ def lint(data: EngineData) -> list[dict[str, Any]]:
     int8_engine = any(p == "INT8" or p.startswith("mixed INT8") for p in prec) or any(x.origin == "QDQ" for x in rows)
     model_qdq = gm is not None and any(n.op_type in ("QuantizeLinear", "DequantizeLinear") for n in gm.nodes)
     # 1. Q/DQ left unfused: standalone Q/DQ compute, or convolutions of a quantized model in float.
-    standalone = [
-        k
-        for k, x in enumerate(rows)
-        if not is_reformat(x)
-        and x.type not in ("Reformat",)
-        and not _is_conv(x.type)
-        and any(tok in x.base for tok in ("QuantizeLinear", "DequantizeLinear"))
-        and " + " not in x.base
-    ]
+    standalone = [k for k, x in enumerate(rows) if _standalone_qdq(x)]
     float_convs = [k for k, x in enumerate(rows) if _is_conv(x.type) and prec[k] in ("FP32", "TF32", "FP16", "BF16")]
     if (int8_engine or model_qdq) and float_convs:
         out.append(
@@ -130,18 +144,7 @@ def lint(data: EngineData) -> list[dict[str, Any]]:
         )
     # 4. Precision that differs from what the model asks.
     if m is not None and gm is not None:
-        asked = []
-        for k in range(len(rows)):
-            if prec[k] != "FP32" or not m.layer_nodes[k]:
-                continue
-            dtypes = set()
-            for i in m.layer_nodes[k]:
-                for o in gm.nodes[i].outputs:
-                    tt = gm.graph.tensors.get(o)
-                    if tt is not None and tt.dtype:
-                        dtypes.add(tt.dtype)
-            if dtypes and dtypes <= {"float16", "bfloat16"}:
-                asked.append(k)
+        asked = [k for k in range(len(rows)) if prec[k] == "FP32" and _asks_half(gm, m.layer_nodes[k])]
         if asked:
             out.append(
                 {

@@ -296,3 +296,26 @@ def test_an_engine_alone_keeps_its_onnx_names_and_gets_no_split(tmp_path):
     gm = analyze_model(m, parser="table")
     assert [gm.graph.tensors[n.inputs[0]].producer for n in gm.nodes[1:]] == list(range(5))  # one chain, in order
     assert "names only" in headline(gm)
+
+
+def test_lint_names_standalone_qdq_and_precision_the_engine_ignored():
+    from types import SimpleNamespace as NS
+
+    from splitscope.engine.trtdata.lint import _asks_half, _standalone_qdq
+
+    def layer(type_: str, base: str, origin: str = "") -> NS:
+        return NS(type=type_, base=base, origin=origin, metadata="")
+
+    assert _standalone_qdq(layer("Scale", "QuantizeLinear_7"))
+    assert not _standalone_qdq(layer("Convolution", "QuantizeLinear_7 + Conv_8"))  # fused into the conv
+    assert not _standalone_qdq(layer("Scale", "DequantizeLinear_3 + Add_4"))  # fused into a pointwise op
+    assert not _standalone_qdq(layer("Reformat", "QuantizeLinear_7", "REFORMAT"))
+
+    def model(*dtypes: str | None) -> NS:
+        tensors = {f"t{k}": NS(dtype=d) for k, d in enumerate(dtypes)}
+        nodes = [NS(outputs=[f"t{k}"]) for k in range(len(dtypes))]
+        return NS(nodes=nodes, graph=NS(tensors=tensors))
+
+    assert _asks_half(model("float16", "bfloat16"), [0, 1])
+    assert not _asks_half(model("float16", "float"), [0, 1])  # one FP32 output: the layer may run in FP32
+    assert not _asks_half(model(None), [0]) and not _asks_half(model("float16"), [])  # nothing known, or no node
