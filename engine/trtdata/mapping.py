@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from splitscope.engine.model import GraphModel
 from splitscope.engine.trtdata.readers import Layer
@@ -101,6 +102,36 @@ def foldable(gm: GraphModel) -> set[int]:
     return out
 
 
+def _by_foreign(layer: Layer, by_name: dict[str, int]) -> list[int]:
+    """A Myelin region named by its first and last node (``{ForeignNode[A...B]}``): the nodes from A to B."""
+    fm = FOREIGN.search(layer.base)
+    if fm and fm.group(1) in by_name and fm.group(2) in by_name:
+        a, b = sorted((by_name[fm.group(1)], by_name[fm.group(2)]))
+        return list(range(a, b + 1))
+    return []
+
+
+def _by_names(layer: Layer, by_name: dict[str, int], weights: set[str]) -> tuple[list[int], list[str]]:
+    """The nodes the layer's name names, and the names in it that are neither a node nor a weight."""
+    found, missing = [], []
+    for tok in name_tokens(FOREIGN.sub("", layer.base)):
+        if tok in by_name:
+            found.append(by_name[tok])
+        elif tok not in weights and not tok.endswith((".weight", ".bias")):
+            missing.append(tok)
+    return found, missing
+
+
+def _by_outputs(layer: Layer, tensors: Any) -> list[int]:
+    """The nodes that produce the layer's output tensors (names the engine kept)."""
+    found = []
+    for t in layer.outputs:
+        tt = tensors.get(t.name)
+        if tt is not None and tt.producer is not None:
+            found.append(tt.producer)
+    return found
+
+
 def map_layers(layers: list[Layer], gm: GraphModel) -> Mapping:
     """Map ``layers`` onto ``gm``'s main graph (see the module docstring)."""
     nodes = gm.nodes
@@ -121,36 +152,23 @@ def map_layers(layers: list[Layer], gm: GraphModel) -> Mapping:
             m.how[k] = "sync"
             continue
         if not found:
-            fm = FOREIGN.search(layer.base)
-            if fm and fm.group(1) in by_name and fm.group(2) in by_name:
-                a, b = sorted((by_name[fm.group(1)], by_name[fm.group(2)]))
-                found = list(range(a, b + 1))
+            found = _by_foreign(layer, by_name)
+            if found:
                 m.how[k] = "foreign"
         if not found:
-            missing = []
-            for tok in name_tokens(FOREIGN.sub("", layer.base)):
-                if tok in by_name:
-                    found.append(by_name[tok])
-                elif tok not in weights and not tok.endswith((".weight", ".bias")):
-                    missing.append(tok)
+            found, missing = _by_names(layer, by_name, weights)
             if found:
                 m.how[k] = "name"
             if missing:
                 m.unknown_names[k] = missing
         if not found:
-            for t in layer.outputs:
-                tt = tensors.get(t.name)
-                if tt is not None and tt.producer is not None:
-                    found.append(tt.producer)
+            found = _by_outputs(layer, tensors)
             if found:
                 m.how[k] = "tensor"
         if not found:
             m.unmapped.append(k)
             continue
-        seen: set[int] = set()
-        for i in found:
-            if i not in seen:
-                seen.add(i)
-                m.layer_nodes[k].append(i)
-                m.node_layers.setdefault(i, []).append(k)
+        for i in dict.fromkeys(found):  # each node once, in the order found
+            m.layer_nodes[k].append(i)
+            m.node_layers.setdefault(i, []).append(k)
     return m
