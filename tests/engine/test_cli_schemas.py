@@ -1,4 +1,4 @@
-"""The JSON each CLI verb writes, against the keys README documents for it: a schema test per verb, on real
+"""The JSON each CLI verb writes, against the keys the user guide documents for it: a schema test per verb, on real
 models (the bundled sample, a model the onnx package ships, trtexec files from the engine explorer's
 samples). A key renamed or dropped in a result type fails here before a user's script does."""
 
