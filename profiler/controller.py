@@ -19,12 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QObject, Signal
+from splitscope.engine.calib.results import CalibrationDoc
 from splitscope.engine.jobs import CancelToken, JobEvent, Progress
 from splitscope.engine.model import GraphModel
 from splitscope.engine.process import JobProcess
 from splitscope.engine.view.layout import View
 from splitscope.profiler.profiling import ProfileRequest, Profiling, child_or_remote, dims_text
-from splitscope.profiler.queue import JobQueue
+from splitscope.profiler.queue import JobKind, JobQueue, Lane
 from splitscope.profiler.session import ModelSession
 
 
@@ -38,7 +39,8 @@ class ModelResults:
     engine: Any = None
     """The imported or built :class:`splitscope.engine.trtdata.importer.EngineData`."""
     engine_doc: dict[str, Any] | None = None
-    calibration: dict[str, Any] | None = None
+    calibration: CalibrationDoc | None = None
+    """The last calibration of this model, typed."""
     search: str = ""
     """The search field's text while this model was open: it comes back with the model."""
     colour_mode: str = "status"
@@ -73,7 +75,7 @@ class AppController(QObject):
     engine_ready = Signal(int, object)
     """An engine job finished: job id, ``{"kind", "data", "doc", "lint", "title", "extra"}``."""
     calibration_ready = Signal(int, object)
-    """A calibration finished: job id, result dict."""
+    """A calibration finished: job id, its :class:`CalibrationDoc`."""
     generation_ready = Signal(int, object)
     """A generation profile finished on the open model: its id, its JSON (``generation``)."""
     kernel_ready = Signal(int, object)
@@ -150,8 +152,8 @@ class AppController(QObject):
             + (f" at {dims_text(args['dims'])}" if args.get("dims") else "")
             + where,
             job,
-            lane="gpu",
-            kind="calibrate",
+            lane=Lane.GPU,
+            kind=JobKind.CALIBRATE,
             meta={"model": str(args["model"])},
         )
 
@@ -181,19 +183,19 @@ class AppController(QObject):
         return self.queue.submit(
             f"Sweep {len(cells)} cells of {Path(model).name}" + (f", a search over {search} nodes" if search else ""),
             job,
-            lane="gpu",
-            kind="sweep",
+            lane=Lane.GPU,
+            kind=JobKind.SWEEP,
             meta={"model": model},
         )
 
-    def _child_job(self, kind: str, args: dict[str, Any], title: str, model: str) -> int:
+    def _child_job(self, kind: JobKind, args: dict[str, Any], title: str, model: str) -> int:
         """Queue a job that runs in a child process (``splitscope.engine.child``, kind ``kind``) on the GPU lane:
         Cancel kills it; its result is kept with ``model``."""
 
         def job(token: CancelToken) -> Generator[JobEvent, None, Any]:
             return (yield from JobProcess(kind, args).events(token))
 
-        return self.queue.submit(title, job, lane="gpu", kind=kind, meta={"model": model})
+        return self.queue.submit(title, job, lane=Lane.GPU, kind=kind, meta={"model": model})
 
     def submit_verify(self, budget: float = 300.0, ranges: dict[str, tuple[int, int]] | None = None) -> int | None:
         """Queue a verifying build of the open model's partitions at the shapes in force (TensorRT-RTX, in a child
@@ -206,7 +208,7 @@ class AppController(QObject):
 
         args = child_args(gm, budget, ranges=check_ranges(gm, ranges or {}))
         title = f"Verify {gm.path.name} by building at {gm.shapes_label()}"
-        return self._child_job("verify", args, title, str(gm.path))
+        return self._child_job(JobKind.VERIFY, args, title, str(gm.path))
 
     def submit_generation(self, backend: str, prompt_len: int, steps: int) -> int | None:
         """Queue a generation profile of the open decoder (a child process on the GPU lane, Cancel kills it)."""
@@ -215,7 +217,7 @@ class AppController(QObject):
             return None
         args = {"model": str(gm.path), "backend": backend, "prompt_len": prompt_len, "steps": steps}
         title = f"Generate {steps} tokens after {prompt_len} with {gm.path.name} ({backend})"
-        return self._child_job("generate", args, title, str(gm.path))
+        return self._child_job(JobKind.GENERATE, args, title, str(gm.path))
 
     def submit_kernel(self, args: dict[str, Any]) -> int | None:
         """Queue a kernel workbench job on the open model (a child process on the GPU lane: extract, capture,
@@ -227,7 +229,9 @@ class AppController(QObject):
         args = {"model": str(gm.path), "dims": dict(gm.dims), "parser": self.session.parser, **args}  # the window's
 
         what = ", ".join(args.get("nodes") or []) or "the first plugin node"
-        return self._child_job("kernel", args, f"Kernel workbench: {what[:60]} at {gm.shapes_label()}", str(gm.path))
+        return self._child_job(
+            JobKind.KERNEL, args, f"Kernel workbench: {what[:60]} at {gm.shapes_label()}", str(gm.path)
+        )
 
     def submit_engine(self, req: EngineRequest, prepare: Callable[[Any], dict[str, Any]] | None = None) -> int:
         """Queue an engine job. A build runs TensorRT-RTX in a child process (it can crash) and maps its layers
@@ -261,7 +265,9 @@ class AppController(QObject):
                 "model": str(gm.path) if gm is not None and gm.path is not None else None,
             }
 
-        return self.queue.submit(req.title, job, lane="gpu" if req.kind == "build" else "engine", kind="engine")
+        return self.queue.submit(
+            req.title, job, lane=Lane.GPU if req.kind == "build" else Lane.ENGINE, kind=JobKind.ENGINE
+        )
 
     def submit_engine_graph(self, paths: list[str]) -> int:
         """Draw an engine's own graph from its layer info (written in a worker as an ONNX file to open)."""
@@ -275,14 +281,14 @@ class AppController(QObject):
         return self.queue.submit(
             f"Draw the engine of {Path(paths[0]).name}",
             job,
-            lane="engine",
-            kind="engine-graph",
+            lane=Lane.ENGINE,
+            kind=JobKind.ENGINE_GRAPH,
             meta={"paths": list(paths)},
         )
 
     def submit_report(self, title: str, job: Callable[[CancelToken], Generator[JobEvent, None, Any]]) -> int:
         """Queue a report job (a worker on the CPU lane)."""
-        return self.queue.submit(title, job, lane="cpu", kind="report")
+        return self.queue.submit(title, job, lane=Lane.CPU, kind=JobKind.REPORT)
 
     def cancel_all(self) -> None:
         """Cancel the analysis and every queued or running job (the window closes)."""
@@ -335,7 +341,7 @@ class AppController(QObject):
         rec = self.queue.jobs.get(jid)
         if rec is None or rec.meta.get("shown"):
             return
-        if rec.kind == "engine-graph" and rec.result is not None:
+        if rec.kind == JobKind.ENGINE_GRAPH and rec.result is not None:
             rec.meta["shown"] = True
             self.engine_graph_ready.emit(jid, rec.result, list(rec.meta["paths"]))
             return
@@ -354,9 +360,9 @@ class AppController(QObject):
             self.engine_ready.emit(jid, res)
 
     def _calibration_done(self, jid: int, res: dict[str, Any], model: str | None) -> None:
-        self._for(model).calibration = res
+        doc = self._for(model).calibration = CalibrationDoc.from_json(res)
         if self._is_open(model):
-            self.calibration_ready.emit(jid, res)
+            self.calibration_ready.emit(jid, doc)
 
     def _report_done(self, jid: int, res: dict[str, Any], _model: str | None) -> None:
         self.report_ready.emit(jid, res)
@@ -385,13 +391,13 @@ class AppController(QObject):
             self.session.apply_build(res)  # the model comes back with what the builder rejects
 
 
-_FINISHED: dict[str, Callable[[AppController, int, dict[str, Any], str | None], None]] = {
-    "engine": AppController._engine_done,
-    "calibrate": AppController._calibration_done,
-    "report": AppController._report_done,
-    "generate": AppController._generation_done,
-    "kernel": AppController._kernel_done,
-    "sweep": AppController._sweep_done,
-    "verify": AppController._verify_done,
+_FINISHED: dict[JobKind, Callable[[AppController, int, dict[str, Any], str | None], None]] = {
+    JobKind.ENGINE: AppController._engine_done,
+    JobKind.CALIBRATE: AppController._calibration_done,
+    JobKind.REPORT: AppController._report_done,
+    JobKind.GENERATE: AppController._generation_done,
+    JobKind.KERNEL: AppController._kernel_done,
+    JobKind.SWEEP: AppController._sweep_done,
+    JobKind.VERIFY: AppController._verify_done,
 }
 """What a finished job of each kind does with its result: kept per model, shown where its model is open."""

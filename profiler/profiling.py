@@ -12,7 +12,7 @@ from PySide6.QtCore import QObject, Signal
 from splitscope.engine.jobs import CancelToken, JobEvent, LogLine
 from splitscope.engine.process import JobProcess
 from splitscope.engine.runtime.store import load_results, save_result
-from splitscope.profiler.queue import JobQueue
+from splitscope.profiler.queue import JobKind, JobQueue, Lane
 
 
 @dataclass(slots=True)
@@ -98,8 +98,8 @@ class Profiling(QObject):
         return self.queue.submit(
             req.title(),
             lambda token: profile_job(req, token),
-            lane="gpu",
-            kind="profile",
+            lane=Lane.GPU,
+            kind=JobKind.PROFILE,
             meta={"model": str(req.model), "backend": req.backend},
         )
 
@@ -126,7 +126,7 @@ class Profiling(QObject):
             at = f" at {dims_text(dims)}" if dims else ""
             jid = self.queue.add_finished(
                 f"Profile {model.name} on {res.get('backend', '?')}{at} (saved {doc['saved']})",
-                "profile",
+                JobKind.PROFILE,
                 res,
                 {"model": str(model), "backend": res.get("backend")},
             )
@@ -136,5 +136,5 @@ class Profiling(QObject):
 
     def _finished(self, job_id: int) -> None:
         rec = self.queue.jobs.get(job_id)
-        if rec is not None and rec.kind == "profile" and isinstance(rec.result, dict):
+        if rec is not None and rec.kind == JobKind.PROFILE and isinstance(rec.result, dict):
             self.result_ready.emit(job_id, rec.result)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
 from PySide6.QtCore import QObject, Signal
@@ -17,7 +18,53 @@ from splitscope.engine.jobs import LogLine, Progress, Sample
 from splitscope.profiler.jobs import JobFactory, JobRunner
 from splitscope.profiler.outcome import outcome
 
-QUEUED, RUNNING, DONE, FAILED, CANCELLED = "queued", "running", "done", "failed", "cancelled"
+
+class _Named(str, Enum):
+    """A closed set of names that still reads, compares, formats and saves as its plain string."""
+
+    __str__ = str.__str__
+    __format__ = str.__format__
+
+
+class JobState(_Named):
+    """Where a job is in its life."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class Lane(_Named):
+    """Which queue a job waits in: each lane runs one job at a time."""
+
+    GPU = "gpu"
+    ENGINE = "engine"
+    CPU = "cpu"
+    REMOTE = "remote"
+    SAVED = "saved"
+    """Not a queue: a result reopened with its model."""
+
+
+class JobKind(_Named):
+    """What a job does, and so what its result is and who shows it (the controller's table of kinds)."""
+
+    PROFILE = "profile"
+    CALIBRATE = "calibrate"
+    SWEEP = "sweep"
+    ENGINE = "engine"
+    ENGINE_GRAPH = "engine-graph"
+    REPORT = "report"
+    GENERATE = "generate"
+    KERNEL = "kernel"
+    VERIFY = "verify"
+    TARGET_CHECK = "target-check"
+    TARGET_TRUST = "target-trust"
+    JOB = "job"
+
+
+QUEUED, RUNNING, DONE, FAILED, CANCELLED = JobState
 
 
 @dataclass(slots=True)
@@ -26,10 +73,10 @@ class JobRecord:
 
     id: int
     title: str
-    lane: str
-    kind: str
+    lane: Lane
+    kind: JobKind
     factory: JobFactory | None
-    state: str = QUEUED
+    state: JobState = QUEUED
     done: int = 0
     total: int = 0
     message: str = ""
@@ -74,19 +121,24 @@ class JobQueue(QObject):
         self._current: dict[str, int] = {}
 
     def submit(
-        self, title: str, factory: JobFactory, lane: str = "gpu", kind: str = "job", meta: dict[str, Any] | None = None
+        self,
+        title: str,
+        factory: JobFactory,
+        lane: Lane = Lane.GPU,
+        kind: JobKind = JobKind.JOB,
+        meta: dict[str, Any] | None = None,
     ) -> int:
         """Queue ``factory`` on ``lane``; returns the job's id. It starts when the lane is free."""
-        rec = JobRecord(self._next, title, lane, kind, factory, meta=dict(meta or {}))
+        rec = JobRecord(self._next, title, Lane(lane), JobKind(kind), factory, meta=dict(meta or {}))
         self._next += 1
         self.jobs[rec.id] = rec
         self.changed.emit(rec.id)
         self._pump(lane)
         return rec.id
 
-    def add_finished(self, title: str, kind: str, result: Any, meta: dict[str, Any] | None = None) -> int:
+    def add_finished(self, title: str, kind: JobKind, result: Any, meta: dict[str, Any] | None = None) -> int:
         """Record a result that did not run here (a saved one, reopened with its model)."""
-        rec = JobRecord(self._next, title, "saved", kind, None, DONE, result=result, meta=dict(meta or {}))
+        rec = JobRecord(self._next, title, Lane.SAVED, JobKind(kind), None, DONE, result=result, meta=dict(meta or {}))
         rec.started = rec.ended = time.monotonic()
         self._next += 1
         self.jobs[rec.id] = rec
@@ -113,7 +165,7 @@ class JobQueue(QObject):
         for lane in list(self._current):
             self.cancel(self._current[lane])
 
-    def running(self, lane: str | None = None) -> bool:
+    def running(self, lane: Lane | None = None) -> bool:
         """Whether a job runs (on ``lane``)."""
         return bool(self._current) if lane is None else lane in self._current
 
@@ -124,7 +176,7 @@ class JobQueue(QObject):
             self.changed.emit(jid)
 
     # ---------------------------------------------------------------- lanes
-    def _runner(self, lane: str) -> JobRunner:
+    def _runner(self, lane: Lane) -> JobRunner:
         r = self._runners.get(lane)
         if r is None:
             r = self._runners[lane] = JobRunner(self)
@@ -136,7 +188,7 @@ class JobQueue(QObject):
             r.job_cancelled.connect(lambda ln=lane: self._cancelled(ln))
         return r
 
-    def _pump(self, lane: str) -> None:
+    def _pump(self, lane: Lane) -> None:
         if lane in self._current:
             return
         nxt = next((r for r in self.jobs.values() if r.lane == lane and r.state == QUEUED), None)
@@ -147,17 +199,17 @@ class JobQueue(QObject):
         self.changed.emit(nxt.id)
         self._runner(lane).start(nxt.factory)
 
-    def _rec(self, lane: str) -> JobRecord | None:
+    def _rec(self, lane: Lane) -> JobRecord | None:
         jid = self._current.get(lane)
         return self.jobs.get(jid) if jid is not None else None
 
-    def _progress(self, lane: str, ev: Progress) -> None:
+    def _progress(self, lane: Lane, ev: Progress) -> None:
         rec = self._rec(lane)
         if rec is not None:
             rec.done, rec.total, rec.message = ev.done, ev.total, ev.message
             self.changed.emit(rec.id)
 
-    def _relay(self, lane: str, ev: Sample | LogLine) -> None:
+    def _relay(self, lane: Lane, ev: Sample | LogLine) -> None:
         rec = self._rec(lane)
         if rec is None:
             return
@@ -166,13 +218,13 @@ class JobQueue(QObject):
         else:
             self.log_line.emit(rec.id, ev)
 
-    def _end(self, rec: JobRecord, state: str) -> None:
+    def _end(self, rec: JobRecord, state: JobState) -> None:
         rec.state, rec.ended, rec.factory = state, time.monotonic(), None
         if self._current.get(rec.lane) == rec.id:
             del self._current[rec.lane]
         self.changed.emit(rec.id)
 
-    def _finished(self, lane: str, value: Any) -> None:
+    def _finished(self, lane: Lane, value: Any) -> None:
         rec = self._rec(lane)
         if rec is None:
             return
@@ -184,7 +236,7 @@ class JobQueue(QObject):
         self.finished.emit(rec.id)
         self._pump(lane)
 
-    def _failed(self, lane: str, message: str, details: str) -> None:
+    def _failed(self, lane: Lane, message: str, details: str) -> None:
         rec = self._rec(lane)
         if rec is None:
             return
@@ -193,7 +245,7 @@ class JobQueue(QObject):
         self.failed.emit(rec.id, message, details)
         self._pump(lane)
 
-    def _cancelled(self, lane: str) -> None:
+    def _cancelled(self, lane: Lane) -> None:
         rec = self._rec(lane)
         if rec is None:
             return

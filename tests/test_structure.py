@@ -133,3 +133,21 @@ def test_only_the_shell_names_the_main_window():
         m for m, ts in edges.items() if "splitscope.gui.shell.window" in ts and not m.startswith("splitscope.gui.shell")
     )
     assert not naming, f"outside the shell, these name the main window: {naming}"
+
+
+# Results the controller still keeps as JSON documents, each to become its typed record; the list only shrinks.
+UNTYPED_RESULTS = {"profiles", "engine_doc", "kernels", "generation", "sweep"}
+
+
+def test_the_controller_keeps_results_typed_and_the_untyped_list_only_shrinks():
+    tree = ast.parse((ROOT / "profiler" / "controller.py").read_text(encoding="utf-8"))
+    untyped = set()
+    for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
+        for f in cls.body:
+            typed = isinstance(f, ast.AnnAssign) and isinstance(f.target, ast.Name)
+            if typed and "dict[str, Any]" in ast.unparse(f.annotation):
+                untyped.add(f.target.id)
+            if isinstance(f, ast.Assign) and "Signal(" in ast.unparse(f.value):
+                assert "dict" not in ast.unparse(f.value), f"{cls.name}.{ast.unparse(f.targets[0])} carries a dict"
+    assert untyped <= UNTYPED_RESULTS, f"new untyped results in the controller: {untyped - UNTYPED_RESULTS}"
+    assert untyped == UNTYPED_RESULTS, f"typed now, take off UNTYPED_RESULTS: {UNTYPED_RESULTS - untyped}"

@@ -85,6 +85,22 @@ class CalibrationDoc:
         """An FP16/BF16 run (casts), not Q/DQ."""
         return self.casts is not None
 
+    @property
+    def estimated(self) -> bool:
+        """The accuracy came from an emulation, not from running the written model (older files: ``emulated``)."""
+        how = self.json.get("accuracy_measured") or {}
+        return how.get("how") == "estimated" or (not how and bool(self.json.get("emulated")))
+
+    @property
+    def runtime(self) -> str:
+        """What ran the written model to measure its accuracy."""
+        return str((self.json.get("accuracy_measured") or {}).get("runtime") or "ONNX Runtime")
+
+    @property
+    def model(self) -> str | None:
+        """The FP32 model it calibrated."""
+        return self.json.get("model")
+
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> CalibrationDoc:
         acc = {

@@ -38,6 +38,7 @@ from splitscope.gui.canvas.render import Heat
 from splitscope.gui.shell.layout_state import PLOT_MIN_HEIGHT
 from splitscope.gui.shell.lazy import LazyPanel
 from splitscope.gui.shell.palette import COLOURS
+from splitscope.profiler.queue import JobKind, JobState
 
 if TYPE_CHECKING:
     from splitscope.gui.shell.host import Shell
@@ -272,16 +273,15 @@ class CalibPanel(QWidget):
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 4, 4, 4)
         lay.addWidget(body, 1)
-        self.result: dict[str, Any] | None = None
         self.doc: CalibrationDoc | None = None
-        """The shown calibration, typed (the panel reads it, not the JSON's keys)."""
+        """The shown calibration."""
         self.ranges: dict[str, list[tuple[float, float]]] = {}
         self.sens: dict[str, float] = {}
         self.path: list[tuple[float, float]] = []
 
     def clear(self) -> None:
         """No calibration for this model (another model was opened)."""
-        self.result, self.doc = None, None
+        self.doc = None
         self.title.setText(
             "No calibration yet. Tools › Calibrate… writes Q/DQ (INT8/FP8) or Cast (FP16/BF16) "
             "models as TensorRT 11 wants them."
@@ -339,10 +339,9 @@ class CalibPanel(QWidget):
         else:
             self.search_curve.setData([], [])
 
-    def set_result(self, result: dict[str, Any]) -> None:
-        """A finished calibration: its accuracy, plan, histograms and search (read once into typed records)."""
-        res = CalibrationDoc.from_json(result)
-        self.result, self.doc = result, res
+    def set_result(self, res: CalibrationDoc) -> None:
+        """A finished calibration: its accuracy, plan, histograms and search."""
+        self.doc = res
         low = res.precision.upper()
         self.pin_low.setText(f"Pin Selection to {low}")
         self.pin_fp32.setEnabled(True)
@@ -355,25 +354,20 @@ class CalibPanel(QWidget):
         )
         from splitscope.engine.calib.accuracy import accuracy_line, weights_text
 
-        raw = result.get("accuracy") or {}
-        how = result.get("accuracy_measured") or {}
-        said = (
-            "<b>estimated</b> (an emulation)"
-            if how.get("how") == "estimated" or (not how and result.get("emulated"))
-            else f"measured in {html.escape(how.get('runtime', 'ONNX Runtime'))}"
-        )
+        raw = res.json.get("accuracy") or {}
+        said = "<b>estimated</b> (an emulation)" if res.estimated else f"measured in {html.escape(res.runtime)}"
         acc = f"Accuracy {said}: " + "; ".join(
             f"{html.escape(o)}: {html.escape(accuracy_line(a))}" for o, a in raw.items()
         )
         if res.uses_casts:
             what = (
                 f"<b>{low}</b> with casts: {res.quantized_nodes} nodes reduced, "
-                f"{res.casts} casts, {html.escape(weights_text(result))} stored reduced"
+                f"{res.casts} casts, {html.escape(weights_text(res.json))} stored reduced"
             )
         else:
             what = (
                 f"<b>{low} by {res.method}</b> on {res.samples} samples: {res.tensors} activations, "
-                f"{html.escape(weights_text(result))}"
+                f"{html.escape(weights_text(res.json))}"
             )
         from splitscope.engine.text import plural
 
@@ -490,7 +484,7 @@ class CalibUi(QObject):
             panel.set_result(self.result)
 
     @property
-    def result(self) -> dict[str, Any] | None:
+    def result(self) -> CalibrationDoc | None:
         """The open model's calibration."""
         return self.controller.results.calibration
 
@@ -506,12 +500,17 @@ class CalibUi(QObject):
 
     def _sample(self, jid: int, s: Any) -> None:
         rec = self.controller.queue.jobs.get(jid)
-        if rec is not None and rec.kind == "calibrate":
+        if rec is not None and rec.kind == JobKind.CALIBRATE:
             self.panel.add_sample(s)
 
     def _changed(self, jid: int) -> None:
         rec = self.controller.queue.jobs.get(jid)
-        if rec is not None and rec.kind == "calibrate" and rec.state == "running" and not rec.meta.get("started"):
+        if (
+            rec is not None
+            and rec.kind == JobKind.CALIBRATE
+            and rec.state == JobState.RUNNING
+            and not rec.meta.get("started")
+        ):
             rec.meta["started"] = True
             self.panel.start()
             self.dock.raise_()
@@ -561,7 +560,7 @@ class CalibUi(QObject):
             self.shell.show_message("Select a node or a block, or search an op type or scope, first.", 5000)
             return None
         args = dict(self.last_args)
-        kept = CalibrationDoc.from_json(self.result).excluded if self.result is not None else ()
+        kept = self.result.excluded if self.result is not None else ()
         keep = set(args.get("keep") or []) | set(kept)
         half = set(args.get("half") or [])
         chosen = set(names)
@@ -585,16 +584,15 @@ class CalibUi(QObject):
         self.last_args = dict(args)
         return self.controller.submit_calibration(args)
 
-    def _finished(self, jid: int, result: dict[str, Any]) -> None:
-        self.panel.set_result(result)
+    def _finished(self, jid: int, doc: CalibrationDoc) -> None:
+        self.panel.set_result(doc)
         self.dock.raise_()
         self.controller.set_colour_mode("plan")
         from splitscope.engine.calib.task import text
 
-        doc = CalibrationDoc.from_json(result)
-        first = next(iter((result.get("accuracy") or {}).values()), None)
+        first = next(iter((doc.json.get("accuracy") or {}).values()), None)
         lead = (text(first.get("task")) or f"SNR {first['snr_db']:.1f} dB") if first else ""
-        how = " (estimated)" if (result.get("accuracy_measured") or {}).get("how") == "estimated" else ""
+        how = " (estimated)" if doc.estimated else ""
         self.shell.show_message(f"Calibrated: wrote {Path(doc.out).name}" + (f", {lead}{how}" if lead else ""), 10000)
 
     def plan_heat(self, view: View) -> Heat | None:
@@ -602,7 +600,7 @@ class CalibUi(QObject):
         if self.result is None:
             return None
         gm = view.gm
-        doc = CalibrationDoc.from_json(self.result)
+        doc = self.result
         prec = doc.precision.upper()
         by = {n.name: n.index for n in gm.nodes if n.name}
         keys = list(PLAN_COLOURS)

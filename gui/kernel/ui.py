@@ -17,6 +17,7 @@ from splitscope.engine.view.rollup import values_up
 from splitscope.gui.canvas.render import Heat
 from splitscope.gui.kernel.panel import KernelPanel
 from splitscope.gui.shell.lazy import LazyPanel
+from splitscope.profiler.queue import JobKind, JobState
 
 if TYPE_CHECKING:
     from splitscope.gui.shell.host import Shell
@@ -213,14 +214,14 @@ class KernelUi(QObject):
 
     def _changed(self, jid: int) -> None:
         rec = self.controller.queue.jobs.get(jid)
-        if rec is None or rec.kind != "kernel" or not self._is_mine(jid):
+        if rec is None or rec.kind != JobKind.KERNEL or not self._is_mine(jid):
             return
-        if rec.state == "running" and not rec.meta.get("started"):
+        if rec.state == JobState.RUNNING and not rec.meta.get("started"):
             rec.meta["started"] = True
             self.panel.start()
         elif rec.state in ("failed", "cancelled"):
             self.panel.stopped()
-            if rec.state == "cancelled":
+            if rec.state == JobState.CANCELLED:
                 self.panel.verdict.setText("Cancelled.")
 
     def _finished(self, jid: int, doc: dict[str, Any]) -> None:

@@ -22,6 +22,7 @@ from splitscope.gui.profile.panel import ProfilePanel
 from splitscope.gui.shell.exports import add_csv_menu
 from splitscope.gui.shell.lazy import LazyPanel
 from splitscope.profiler.profiling import ProfileRequest
+from splitscope.profiler.queue import JobKind, JobState
 
 if TYPE_CHECKING:
     from splitscope.gui.shell.host import Shell
@@ -146,7 +147,7 @@ class ProfilingUi(QObject):
 
     def _sample(self, jid: int, s: Any) -> None:
         rec = self.controller.queue.jobs.get(jid)
-        if self._panel.built or (rec is not None and rec.kind == "profile"):
+        if self._panel.built or (rec is not None and rec.kind == JobKind.PROFILE):
             self.panel.add_sample(jid, s)
 
     @property
@@ -269,12 +270,17 @@ class ProfilingUi(QObject):
     # ------------------------------------------------------------ events
     def _job_changed(self, jid: int) -> None:
         rec = self.controller.queue.jobs.get(jid)
-        if rec is not None and rec.kind == "profile" and rec.state == "running" and self.panel.live_id != jid:
+        if (
+            rec is not None
+            and rec.kind == JobKind.PROFILE
+            and rec.state == JobState.RUNNING
+            and self.panel.live_id != jid
+        ):
             self.panel.start_live(jid, rec.title)
 
     def _result(self, jid: int, result: dict[str, Any]) -> None:
         rec = self.controller.queue.jobs.get(jid)
-        if rec is not None and rec.kind != "profile" and not self._panel.built:
+        if rec is not None and rec.kind != JobKind.PROFILE and not self._panel.built:
             return  # a saved profile coming back with its model: shown when the panel is first built
         if not self._of_open_model(result):
             return  # a profile of a model no longer open: it stays in the Jobs panel, not in this model's panel

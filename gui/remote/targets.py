@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 )
 from splitscope.engine.errors import SplitscopeError
 from splitscope.engine.remote.target import Target, parse_target
+from splitscope.profiler.queue import JobKind, Lane
 from splitscope.profiler.targets import check_job, current_target, save_targets, saved_targets, set_current_target
 
 if TYPE_CHECKING:
@@ -130,7 +131,7 @@ class TargetsDialog(QDialog):
     def check(self, t: Target) -> int:
         """Check ``t`` in a job; its answer lands in the list and the message line."""
         jid = self.controller.queue.submit(
-            f"Check {t.label}", lambda token: check_job(t, token), lane="remote", kind="target-check"
+            f"Check {t.label}", lambda token: check_job(t, token), lane=Lane.REMOTE, kind=JobKind.TARGET_CHECK
         )
         self._checks[jid] = t
         self.status[t.label] = "checking…"
@@ -215,7 +216,9 @@ class TargetsDialog(QDialog):
             yield from ()
             return {"trusted": str(trust(t, fingerprint))}
 
-        jid = self.controller.queue.submit(f"Trust {t.label}'s host key", job, lane="remote", kind="target-trust")
+        jid = self.controller.queue.submit(
+            f"Trust {t.label}'s host key", job, lane=Lane.REMOTE, kind=JobKind.TARGET_TRUST
+        )
         self._trusts[jid] = t
         return jid
 

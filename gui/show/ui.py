@@ -128,7 +128,7 @@ class ShowUi(QObject):
         return {
             "profiles": [p for p in profiles if mine(p, "profile")],
             "engine": res.engine_doc if mine(res.engine_doc, "engine") else None,
-            "calibration": res.calibration if mine(res.calibration, "calibration") else None,
+            "calibration": cal.json if (cal := res.calibration) and mine(cal.json, "calibration") else None,
             "scenarios": list(self.planner.scenarios),
             "chosen": cur.name if cur else None,
         }

@@ -36,11 +36,11 @@ def test_calibrate_from_the_window(qtbot, window, tmp_path):
     )
     q = window.controller.queue
     qtbot.waitUntil(lambda: q.jobs[jid].state == DONE and ui.result is not None, timeout=90000)
-    assert out.exists() and "fc" in ui.result["excluded"]
+    assert out.exists() and "fc" in ui.result.excluded
     # The sensitivity bars and the search path, live and then from the result.
-    search = ui.result["search"]
+    search = ui.result.search
     assert ui.panel.ranges and all(len(p) == 4 for p in ui.panel.ranges.values())  # one point a sample
-    assert ui.panel.sens_bars.opts["width"] is not None and len(ui.panel.path) == len(search["path"])
+    assert ui.panel.sens_bars.opts["width"] is not None and len(ui.panel.path) == len(search.path)
     assert ui.panel.tensors.count() >= 3 and "SNR" in ui.panel.title.text()
     lines = [i for i in ui.panel.plot.getPlotItem().items if type(i).__name__ == "InfiniteLine"]
     assert len(lines) == 4  # max, percentile, entropy, MSE thresholds on the selected tensor's histogram
@@ -139,14 +139,14 @@ def test_pinning_nodes_measures_again_with_the_cached_statistics(qtbot, window, 
     first = ui.result
     jid = ui.pin(True)
     qtbot.waitUntil(lambda: q.jobs[jid].state == DONE and ui.result is not first, timeout=90000)
-    assert "conv2" in ui.result["excluded"] and ui.result["stats_cached"]  # seconds: no second pass
+    assert "conv2" in ui.result.excluded and ui.result.json["stats_cached"]  # seconds: no second pass
     assert "1 nodes in FP32" in ui.panel.pins.text() or "1 node" in ui.panel.pins.text()
     heat = window.canvas.heat
     assert heat.nodes[by["conv2"]] != heat.nodes[by["conv1"]]
     second = ui.result
     jid = ui.pin(False)
     qtbot.waitUntil(lambda: q.jobs[jid].state == DONE and ui.result is not second, timeout=90000)
-    assert "conv2" not in ui.result["excluded"] and "conv2" in ui.result["quantized"]
+    assert "conv2" not in ui.result.excluded and "conv2" in ui.result.quantized
 
 
 def test_pinning_a_node_to_fp16_inside_an_int8_model(qtbot, window, tmp_path):
@@ -176,7 +176,7 @@ def test_pinning_a_node_to_fp16_inside_an_int8_model(qtbot, window, tmp_path):
     first = ui.result
     jid = ui.pin("half")
     qtbot.waitUntil(lambda: q.jobs[jid].state == DONE and ui.result is not first, timeout=90000)
-    assert ui.result["half"]["nodes"] == ["conv2"] and "1 in FP16" in ui.panel.pins.text()
+    assert ui.result.half.nodes == ("conv2",) and "1 in FP16" in ui.panel.pins.text()
     heat = window.canvas.heat
     assert list(heat.palette)[int(heat.nodes[by["conv2"]])] == PRECISION_COLOURS["FP16"]
 

@@ -157,3 +157,21 @@ def test_a_cancelled_job_lets_go_of_the_collectors_pause_and_cleans_up(qtbot):
     runner.cancel()
     qtbot.waitUntil(cleaned.is_set, timeout=10000)
     qtbot.waitUntil(lambda: not gc_held(), timeout=60000)
+
+
+def test_a_job_record_speaks_in_closed_names_that_still_read_as_text(qtbot):
+    from splitscope.profiler.queue import JobKind, JobQueue, JobState, Lane
+
+    def job(token):
+        yield from ()
+        return {"ok": True}
+
+    q = JobQueue()
+    jid = q.submit("a job", job, lane="cpu", kind="report")  # plain strings are taken, and become the names
+    rec = q.jobs[jid]
+    assert rec.lane is Lane.CPU and rec.kind is JobKind.REPORT
+    qtbot.waitUntil(lambda: rec.state is JobState.DONE, timeout=60_000)
+    assert rec.result == {"ok": True}
+    assert f"{rec.kind}/{rec.state}" == "report/done" and rec.kind == "report"
+    with pytest.raises(ValueError):
+        q.submit("unknown", job, lane="cpu", kind="no such kind")
