@@ -99,7 +99,7 @@ def main() -> None:
         model_dims = {k: v for k, v in dims.items() if any(k in s.dims for s in specs)}
         feeds = random_feeds(specs, model_dims)
         gm = analyze_model(path, parser="table", dims=model_dims)
-        plain, ours, cover = [], [], []
+        plain, ours, cover, node_sum = [], [], [], []
         for _ in range(args.repeat):
             plain.append(plain_loop(path, args.backend, feeds, args.iterations, args.warmup))
             res = run_to_end(
@@ -116,12 +116,14 @@ def main() -> None:
             )
             ours.append(res.latency_ms["mean"])
             cover.append(res.node_cover)
+            node_sum.append(sum(r["ms"] for r in res.per_node) / res.latency_ms["mean"])
         row = {
             "model": path.name,
             "backend": args.backend,
             "plain_ms": round(statistics.median(plain), 4),
             "ours_ms": round(statistics.median(ours), 4),
             "cover": round(statistics.median(cover), 4),
+            "node_sum_over_latency": [round(x, 3) for x in node_sum],
             "verdict": res.verdict["verdict"],
             "profiled_run_ms": res.profiled_run_ms,
         }

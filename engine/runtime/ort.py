@@ -2,8 +2,9 @@
 
 Latency runs use a session at full graph optimisation with no profiler attached; on CUDA the inputs
 and outputs stay on the device (I/O binding), so the figure is the model's own time and the copies are
-measured apart. Per-node times come from separate sessions with ONNX Runtime's profiler on and only
-basic optimisations, so that its node names are the model's own.
+measured apart. Per-node times come from separate sessions with ONNX Runtime's profiler on at the same
+full optimisation, so that the nodes profiled are the ones timed; what it fused or rewrote is given back to the model
+node it came from (:func:`model_node_name`), and what it made up (the CPU's layout reorders) keeps a row of its own.
 """
 
 from __future__ import annotations
@@ -137,11 +138,9 @@ class OrtBackend:
         if profile:
             so.enable_profiling = True
             so.profile_file_prefix = str(self._tmp / "ort-profile")
-            # On CUDA the timed session's own level, so that the profiled kernels are the ones timed (a fused node
-            # keeps its first node's name: to_model_nodes); on the CPU basic, whose nodes keep the model's names
-            # (the CPU's full level renames them into its blocked layout).
-            level = "ORT_ENABLE_ALL" if self.cuda else "ORT_ENABLE_BASIC"
-            so.graph_optimization_level = getattr(self.ort.GraphOptimizationLevel, level)
+            # The timed session's own level, so that the profiled nodes are the ones timed (a fused node keeps its
+            # first node's name, the CPU's blocked-layout node its output's: to_model_nodes).
+            so.graph_optimization_level = self.ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         elif plain:  # every node runs as written (Q/DQ pairs too: accuracy of what TensorRT will see)
             so.graph_optimization_level = self.ort.GraphOptimizationLevel.ORT_DISABLE_ALL
         else:
@@ -231,15 +230,19 @@ def parse_ort_profile(
     return per, ops, len(kept), float(sum(b - a for a, b in kept))
 
 
-def model_node_name(name: str, index_of: Mapping[str, int]) -> str | None:
+def model_node_name(name: str, index_of: Mapping[str, int], producer_of: Mapping[str, str] | None = None) -> str | None:
     """The model's node an ONNX Runtime profiler name stands for: the name itself, or, for a node ONNX Runtime made
     from it, which keeps its name followed by the fusion's or the rewrite's (``/blocks.0/attn/MatMul/MatMulAddFusion``,
     ``.../MatMul_1/MatMulScaleFusion//MatmulTransposeFusion/``, ``.../Reshape_5_new_reshape``), the longest leading
     part of it, ending before a ``/`` or a ``_``, that is a model node's name; None for a node the runtime made up
     (``gemm_input_reshape``, ``Gelu_token_12``). What follows a ``_`` must not be a number (``MatMul_10`` is another
-    node than ``MatMul``'s) nor ``token_N`` (the runtime's generated names)."""
+    node than ``MatMul``'s) nor ``token_N`` (the runtime's generated names). The CPU's blocked-layout node is
+    named after its output tensor (``conv1_out_nchwc``): with ``producer_of`` (tensor -> node), the node that
+    writes that tensor."""
     if name in index_of:
         return name
+    if producer_of is not None and name.endswith(_NCHWC) and name[: -len(_NCHWC)] in producer_of:
+        return producer_of[name[: -len(_NCHWC)]]
     for k in range(len(name) - 1, 0, -1):
         if name[k] in "/_" and name[:k] in index_of and not _GENERATED.fullmatch(name[k:]):
             return name[:k]
@@ -247,15 +250,50 @@ def model_node_name(name: str, index_of: Mapping[str, int]) -> str | None:
 
 
 _GENERATED = re.compile(r"_(token_)?\d+")
+_NCHWC = "_nchwc"
 
 
-def to_model_nodes(us: Mapping[str, float], index_of: Mapping[str, int]) -> tuple[dict[str, float], int]:
+_FUSED_INTO_CONV = frozenset({"Relu", "Clip", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "Add", "Sum"})
+"""What ONNX Runtime's CPU folds into the convolution before it (FusedConv, NCHWc's sum and activation)."""
+
+
+def blocked_owners(nodes: Any, tensors: Any, index_of: Mapping[str, int]) -> dict[str, str]:
+    """Tensor -> the model node a blocked-layout node writing it holds at heart: its producer, or, where that is
+    an activation or a sum the CPU folds into the convolution before it (``Conv -> Relu`` runs as one node named
+    after the Relu's output), that convolution, so that the time goes to the node that does the work."""
+    name_of = {i: name for name, i in index_of.items()}
+
+    def owner(i: int) -> int:
+        j = i
+        for _ in range(3):
+            if nodes[j].op_type not in _FUSED_INTO_CONV:
+                break
+            feeds = [k for t in nodes.inputs_of(j) if (k := tensors.producer_of(t)) is not None]
+            conv = next((k for k in feeds if nodes[k].op_type == "Conv"), None)
+            if conv is not None:
+                return conv
+            if not feeds:
+                break
+            j = feeds[0]
+        return i
+
+    out: dict[str, str] = {}
+    for name, i in index_of.items():
+        if i < len(nodes):
+            heart = name_of.get(owner(i), name)
+            out.update(dict.fromkeys(nodes.outputs_of(i), heart))
+    return out
+
+
+def to_model_nodes(
+    us: Mapping[str, float], index_of: Mapping[str, int], producer_of: Mapping[str, str] | None = None
+) -> tuple[dict[str, float], int]:
     """Per-node times keyed by the model's node names (:func:`model_node_name`; a runtime-inserted node keeps its
     own name), and how many of the runtime's names were given to a model node."""
     out: dict[str, float] = {}
     moved = 0
     for name, v in us.items():
-        key = model_node_name(name, index_of)
+        key = model_node_name(name, index_of, producer_of)
         moved += key is not None and key != name
         key = key or name
         out[key] = out.get(key, 0.0) + v

@@ -7,7 +7,7 @@ iterations arrive (series ``nodes``), and returns a :class:`ProfileResult`. Orde
 1. the model's split (the analysis, for FLOPs, bytes, plugin nodes and partition boundaries);
 2. the feeds (:mod:`.inputs`), checked before anything runs;
 3. warm-up iterations, reported apart; timed iterations with no profiler attached;
-4. profiled iterations in separate sessions, in chunks, for per-node times;
+4. profiled iterations in separate sessions at the timed level, in chunks, for per-node times;
 5. on a GPU: copies of the real inputs and outputs and of every partition-boundary tensor, pinned and
    pageable; the roofline of each node against the device's peaks; NVML telemetry throughout;
 6. the verdict (:func:`.roofline.verdict`).
@@ -31,7 +31,7 @@ from splitscope.engine.runtime.cupti_times import KernelTrace, attribute, ort_in
 from splitscope.engine.runtime.device import NoGpu, copy_ms, gpu_info, measure_copies, now
 from splitscope.engine.runtime.feeds import input_rules
 from splitscope.engine.runtime.inputs import dims_from_feeds, file_feeds, input_specs, random_feeds
-from splitscope.engine.runtime.ort import OrtBackend, parse_ort_profile, to_model_nodes
+from splitscope.engine.runtime.ort import OrtBackend, blocked_owners, parse_ort_profile, to_model_nodes
 from splitscope.engine.runtime.roofline import classify, verdict
 from splitscope.engine.runtime.stats import latency_stats, throughput
 from splitscope.engine.runtime.telemetry import NvmlSampler
@@ -225,6 +225,7 @@ def profile(
             del run, sess
         # Per-node times: separate sessions with the profiler on.
         model, index_of = _named(path)
+        producer_of = blocked_owners(gm.nodes, gm.graph.tensors, index_of)
         per_us: dict[str, float] = {}
         ops: dict[str, str] = {}
         kept = 0
@@ -262,7 +263,7 @@ def profile(
                 gaps_us += dev["gaps_us"]
             profiled_run_us += run_us
             Path(prof).unlink(missing_ok=True)
-            us, moved = to_model_nodes(us, index_of)  # fused nodes' times to the model node each starts from
+            us, moved = to_model_nodes(us, index_of, producer_of)  # fused or re-laid-out: to the model's node
             fused = max(fused, moved)
             for key, v in us.items():
                 per_us[key] = per_us.get(key, 0.0) + v
@@ -338,13 +339,9 @@ def profile(
     if not per_node:
         notes.append("ONNX Runtime's profiler reported no node times")
     elif mean > 0 and kept:
-        level = (
-            "the timed session's graph optimisation"
-            if be.cuda
-            else "basic graph optimisation (its nodes keep the model's names)"
-        )
         notes.append(
-            f"per-node times come from separate profiled sessions at {level}: a profiled run took "
+            "per-node times come from separate profiled sessions at the timed session's graph optimisation: a "
+            "profiled run took "
             f"{profiled_run_us / kept / 1000:.3f} ms, {profiled_run_us / kept / 1000 / mean:.2f}x the timed latency"
             + (
                 f"; {plural(fused, 'node')} ONNX Runtime fused counted at the model node each starts from"
