@@ -370,8 +370,6 @@ class AppController(QObject):
     def _generation_done(self, jid: int, res: dict[str, Any], model: str | None) -> None:
         self._for(model).generation = res
         if self._is_open(model):
-            if self.graph_model is not None:
-                self.graph_model.generation = {**res["generation"], "backend": res["backend"]}
             self.generation_ready.emit(jid, res)
 
     def _kernel_done(self, jid: int, res: dict[str, Any], model: str | None) -> None:
@@ -382,8 +380,6 @@ class AppController(QObject):
 
     def _sweep_done(self, jid: int, res: dict[str, Any], model: str | None) -> None:
         self._for(model).sweep = res
-        if self._is_open(model) and self.graph_model is not None:
-            self.graph_model.sweep = res  # the report's Sweep section
         self.sweep_ready.emit(jid, res)
 
     def _verify_done(self, _jid: int, res: dict[str, Any], model: str | None) -> None:

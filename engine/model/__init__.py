@@ -167,10 +167,6 @@ class GraphModel:
     :class:`splitscope.engine.kernel.plugin.ParserAnswer` as JSON. The planner uses it instead of its estimate."""
     kernels: list[dict[str, Any]] = field(default_factory=list)
     """The kernel workbench's results on this model (the report's "Custom work")."""
-    generation: dict[str, Any] | None = None
-    """A generation profile of this decoder (:mod:`splitscope.engine.runtime.generate`), for the report."""
-    sweep: dict[str, Any] | None = None
-    """A sweep over this model (:mod:`splitscope.engine.sweep`: its JSON), for the report."""
 
     @property
     def nodes(self) -> Nodes:

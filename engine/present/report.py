@@ -15,6 +15,7 @@ import json
 import os
 import time
 from collections.abc import Generator
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,20 @@ from splitscope.engine.present import figures
 from splitscope.engine.text import format_bytes as fmt_bytes
 
 TITLE = "Splitscope report"
+
+
+@dataclass(frozen=True, slots=True)
+class ReportExtras:
+    """What the report shows beside the analysis that the model does not hold: a generation profile's section
+    (:func:`generation_section`) and a sweep (its JSON)."""
+
+    generation: dict[str, Any] | None = None
+    sweep: dict[str, Any] | None = None
+
+
+def generation_section(doc: dict[str, Any]) -> dict[str, Any]:
+    """The report's generation section from a generation profile's JSON."""
+    return {**doc["generation"], "backend": doc.get("backend", "")}
 
 
 def load_doc(path: str | os.PathLike[str], what: str) -> dict[str, Any]:
@@ -120,6 +135,7 @@ def report_data(
     calibration: dict[str, Any] | None = None,
     scenarios: list[Scenario] | None = None,
     chosen: str | None = None,
+    extras: ReportExtras | None = None,
 ) -> dict[str, Any]:
     """Every figure of the report, with its source (JSON-ready)."""
     from splitscope.engine.report.stats import headline, split_summary
@@ -155,8 +171,8 @@ def report_data(
         "headline": headline(gm, summary),
         "build": gm.build,
         "kernels": [kernel_row(k) for k in gm.kernels],
-        "generation": gm.generation,
-        "sweep": sweep_section(gm.sweep, gm.path.name if gm.path else "") if gm.sweep else None,
+        "generation": extras.generation if extras else None,
+        "sweep": sweep_section(extras.sweep, gm.path.name if gm.path else "") if extras and extras.sweep else None,
         "decision": decision(its, evaluated[0], pick),
         "numbers": {
             "delegated_flops_share": dele.get("flops_share"),
@@ -556,19 +572,20 @@ def make_report(
         check_same_model(gm, docs["engine"], "engine", engine)  # type: ignore[arg-type]
     if calibration:
         check_same_model(gm, docs["calibration"], "calibration", calibration)  # type: ignore[arg-type]
+    extras = ReportExtras()
     if generation:
         gdoc = load_doc(generation, "generation")
         if Path(str(gdoc.get("model", ""))).name != (gm.path.name if gm.path else ""):
             raise SplitscopeError(
                 f"--generation {Path(generation).name} is of another model ({Path(str(gdoc.get('model'))).name})."
             )
-        gm.generation = {**gdoc["generation"], "backend": gdoc.get("backend", "")}
+        extras = replace(extras, generation=generation_section(gdoc))
     if sweep:
         sdoc = load_doc(sweep, "sweep")
         mine = gm.path.name if gm.path else ""
         if not any(Path(str(c.get("params", {}).get("model", ""))).name == mine for c in sdoc["cells"]):
             raise SplitscopeError(f"--sweep {Path(sweep).name} has no cell of {mine}: it is a sweep of other models.")
-        gm.sweep = sdoc
+        extras = replace(extras, sweep=sdoc)
     for k in kernels or []:
         doc = load_doc(k, "kernel")
         check_same_model(gm, doc, "kernel", k)
@@ -578,7 +595,9 @@ def make_report(
             gm.plugin_parser.update({label: answer for label in doc["nodes"]})
     saved = load_scenarios(gm.path) if gm.path else []
     return (
-        yield from report_job(gm, out, docs["profile"], docs["engine"], docs["calibration"], saved, scenario, cancel)
+        yield from report_job(
+            gm, out, docs["profile"], docs["engine"], docs["calibration"], saved, scenario, cancel, extras
+        )
     )
 
 
@@ -591,6 +610,7 @@ def report_job(
     scenarios: list[Scenario] | None = None,
     chosen: str | None = None,
     cancel: CancelToken | None = None,
+    extras: ReportExtras | None = None,
 ) -> Generator[JobEvent, None, dict[str, Any]]:
     """Lay out the overview of an analysed model and write the report of the documents given to ``out``
     (the window's File › Export Report…, with what it has open)."""
@@ -600,7 +620,7 @@ def report_job(
     out = _checked_out(out)
     view = yield from prepare_view(gm, viewport=(1600, 1000), cancel=cancel)
     yield Progress("report", 0, 0, "Writing the report")
-    data = report_data(gm, view, profiles, engine, calibration, scenarios, chosen)
+    data = report_data(gm, view, profiles, engine, calibration, scenarios, chosen, extras)
     cancel.raise_if_cancelled()
     write_report(data, out)
     data["out"] = str(out)

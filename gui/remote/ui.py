@@ -131,8 +131,6 @@ class RemoteUi(QObject):
         self._show_sweep(gm, results)
 
     def _show_sweep(self, gm: Any, results: Any) -> None:
-        if results.sweep is not None:
-            gm.sweep = results.sweep  # the report's Sweep section
         if self._panel.built and self.pending is None:
             if results.sweep is not None:
                 self.panel.set_result(results.sweep)

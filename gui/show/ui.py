@@ -111,7 +111,7 @@ class ShowUi(QObject):
             if r is not shown and r.get("backend") not in {p.get("backend") for p in profiles}:
                 profiles.append(r)
         from splitscope.engine.errors import SplitscopeError
-        from splitscope.engine.present.report import check_same_model
+        from splitscope.engine.present.report import ReportExtras, check_same_model, generation_section
 
         gm = self.controller.graph_model
 
@@ -131,6 +131,10 @@ class ShowUi(QObject):
             "calibration": cal.json if (cal := res.calibration) and mine(cal.json, "calibration") else None,
             "scenarios": list(self.planner.scenarios),
             "chosen": cur.name if cur else None,
+            "extras": ReportExtras(
+                generation_section(res.generation) if res.generation else None,
+                res.sweep,
+            ),
         }
 
     def export_report(self) -> None:
@@ -165,6 +169,7 @@ class ShowUi(QObject):
                     docs["scenarios"],
                     docs["chosen"],
                     token,
+                    docs["extras"],
                 )
             )
 
