@@ -40,9 +40,11 @@ os._exit(0)
 """
 
 
-def run(src: Path, model: Path) -> float:
-    """One fresh process: seconds from Qt's import to the window shown with the model being opened."""
-    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "PYTHONPATH": str(src)}
+def run(src: Path, model: Path) -> dict[str, float]:
+    """One fresh process: seconds from Qt's import to the window shown with the model being opened, and Qt's import.
+    Bytecode is written and read as an installed app's is (the first run of each revision writes it)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.update(QT_QPA_PLATFORM="offscreen", PYTHONPATH=str(src))
     with tempfile.TemporaryDirectory() as home:  # never the user's settings or data
         env.update(SPLITSCOPE_DATA_DIR=f"{home}/d", SPLITSCOPE_CACHE_DIR=f"{home}/c", XDG_CONFIG_HOME=f"{home}/x")
         code = PROBE.format(root=str(src), model=str(model))
@@ -50,7 +52,7 @@ def run(src: Path, model: Path) -> float:
     line = next((x for x in out.stdout.splitlines() if x.startswith("{")), None)
     if line is None:
         raise SystemExit(f"no result from {src}: {out.stderr[-800:]}")
-    return float(json.loads(line)["after_qt_s"])
+    return json.loads(line)
 
 
 def main() -> None:
@@ -74,17 +76,23 @@ def main() -> None:
             else:
                 models[n] = tmp / f"t{n}.onnx"
                 onnx.save(make_transformer(n, break_every=8), str(models[n]))
+        for s in (ours_site, peer_site):  # bytecode written, as an installed app has it
+            run(s, models[args.sizes[0]])
         rows = []
         for n, model in models.items():
-            ours, theirs = [], []
+            ours, theirs, qt = [], [], []
             for _ in range(args.repeat):  # interleaved: the machine's noise falls on both alike
-                ours.append(run(ours_site, model))
-                theirs.append(run(peer_site, model))
+                a, b = run(ours_site, model), run(peer_site, model)
+                ours.append(a["after_qt_s"])
+                theirs.append(b["after_qt_s"])
+                qt += [a["qt_import_s"], b["qt_import_s"]]
             ratios = sorted(t / o for o, t in zip(ours, theirs, strict=True))
             row = {
                 "nodes": n or "sample",
                 "ours_s": round(statistics.median(ours), 3),
                 "peer_s": round(statistics.median(theirs), 3),
+                "qt_import_s": round(statistics.median(qt), 3),
+                "ours_range": [round(min(ours), 3), round(max(ours), 3)],
                 "peer_over_ours": round(statistics.median(ratios), 2),
                 "range": [round(ratios[0], 2), round(ratios[-1], 2)],
             }

@@ -2,7 +2,7 @@
 
 The engine's jobs are plain generators that yield :mod:`splitscope.engine.jobs` events
 (:class:`Progress`, :class:`Partial`, :class:`Sample`, :class:`LogLine`) and take a
-:class:`CancelToken`. superqt's ``GeneratorWorker`` (:mod:`.workers`) runs them off the UI thread; this
+:class:`CancelToken`. a generator worker (:mod:`.workers`) runs them off the UI thread; this
 module routes each event type to its own signal. Progress is coalesced to the frame rate
 (a job may report thousands of steps a second; the bar needs sixty); partial results,
 samples and log lines are never dropped.
@@ -11,15 +11,12 @@ samples and log lines are never dropped.
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from PySide6.QtCore import QObject, QTimer, Signal
 from splitscope.engine.errors import JobCancelledError, SplitscopeError
 from splitscope.engine.jobs import CancelToken, JobEvent, LogLine, Partial, Progress, Sample
-from splitscope.profiler.workers import generator_worker
-
-if TYPE_CHECKING:
-    from superqt.utils import GeneratorWorker  # imported at the first job: the window shows before it
+from splitscope.profiler.workers import Worker, generator_worker
 
 JobFactory = Callable[[CancelToken], Generator[JobEvent, None, Any]]
 
@@ -47,11 +44,11 @@ class JobRunner(QObject):
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
-        self._worker: GeneratorWorker | None = None
+        self._worker: Worker | None = None
         self._token: CancelToken | None = None
         # Cancelled workers finish on their own; keep them referenced until they do,
         # or their signals' owner is deleted under the running thread.
-        self._retired: set[GeneratorWorker] = set()
+        self._retired: set[Worker] = set()
         self._pending: Progress | None = None
         self._throttle = QTimer(self)
         self._throttle.setSingleShot(True)
@@ -97,7 +94,7 @@ class JobRunner(QObject):
 
         return QThreadPool.globalInstance().waitForDone(msecs)
 
-    def _event(self, worker: GeneratorWorker, ev: object) -> None:
+    def _event(self, worker: Worker, ev: object) -> None:
         if self._worker is not worker:
             return  # a cancelled job's late events
         if isinstance(ev, Progress):
@@ -118,19 +115,19 @@ class JobRunner(QObject):
             ev, self._pending = self._pending, None
             self.progress_changed.emit(ev)
 
-    def _release(self, worker: GeneratorWorker) -> None:
+    def _release(self, worker: Worker) -> None:
         if self._worker is worker:
             self._worker, self._token = None, None
             self._pending = None
             self.running_changed.emit(False)
 
-    def _done(self, worker: GeneratorWorker, value: object) -> None:
+    def _done(self, worker: Worker, value: object) -> None:
         if self._worker is worker:
             self._flush_progress()
             self._release(worker)
             self.job_finished.emit(value)
 
-    def _error(self, worker: GeneratorWorker, exc: BaseException) -> None:
+    def _error(self, worker: Worker, exc: BaseException) -> None:
         if self._worker is not worker:
             return
         self._release(worker)

@@ -1,19 +1,18 @@
-"""Work off the UI thread through superqt's workers, made safe to run several at once and to let go of what they ran.
+"""Work off the UI thread: a function or a generator run on Qt's global thread pool, its results as queued signals.
 
-superqt's ``WorkerBase.run`` (0.9) wraps the work in ``warnings.catch_warnings()`` and sets
-``warnings.showwarning`` to a lambda that holds the worker. ``catch_warnings`` saves and restores module-wide
-state and is not thread-safe: when two workers overlap, the one that ends last puts back what it found on entry,
-the other's lambda. That lambda then stays in the ``warnings`` module for good, and with it the worker, the function
-it ran and all that function captured (a whole model, seen when one model replaced another in the window), and
-every later warning of the process goes to a worker nobody listens to. How often it happens depends on how the
-threads interleave, so on what ran before and how busy the machine is.
+The window used superqt's workers; this module replaces them for two reasons, both measured:
 
-The workers made here run the same way without touching ``warnings`` at all (a warning inside one goes where any
-other warning of the process goes), and drop their function, its arguments and their generator once their work is
-done. Once their last signal has been delivered on the UI thread they also let go of every slot connected to them
-(the callbacks, and what those captured): a worker kept by anything, for however long, holds nothing large.
+- superqt's ``WorkerBase.run`` (0.9) wraps the work in ``warnings.catch_warnings()`` and sets
+  ``warnings.showwarning`` to a lambda that holds the worker. ``catch_warnings`` is not thread-safe: when two workers
+  overlap, the one that ends last puts back the other's lambda, which then stays in the ``warnings`` module for good
+  with the worker, its function and all that function captured (a whole model, seen when one model replaced another).
+  We had overridden ``run`` and reached into superqt's private fields to avoid it.
+- Importing superqt's worker imports the whole package (every widget, and ``importlib.metadata`` for its version):
+  0.18 s on the UI thread at the first job, more than half of what the window took to show after Qt's import.
 
-superqt is imported at the first worker (the window shows before it).
+A worker here leaves ``warnings`` alone, drops its function, arguments and generator once the work is done (the
+generator closed on its own thread, whatever ended it), and once its last signal has been delivered on the UI thread
+lets go of every slot connected to it: a worker kept by anything, for however long, holds nothing large.
 """
 
 from __future__ import annotations
@@ -21,107 +20,144 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-_CLASSES: dict[str, type] = {}
+from PySide6.QtCore import QMetaMethod, QObject, QRunnable, QThreadPool, Signal, SignalInstance
+
+_LIVE: set[Worker] = set()
+"""Workers started whose last signal has not yet been delivered on the UI thread (kept alive until then)."""
 
 
-def _run(worker: Any) -> None:
-    """superqt's ``WorkerBase.run`` less its ``warnings`` handling: the signals in the same order."""
-    worker.started.emit()
-    worker._running = True
-    try:
-        result = worker.work()
-        if isinstance(result, RuntimeError):  # superqt's sign that the worker's Qt object was deleted meanwhile
-            return
-        if isinstance(result, Exception):
-            raise result
-        if not worker.abort_requested:
-            worker.returned.emit(result)
-    except Exception as exc:  # noqa: BLE001 - any error of the work goes to errored, as in superqt
-        worker.errored.emit(exc)
-    worker._running = False
-    worker.finished.emit()
-    worker._finished.emit(worker)
+class _Signals(QObject):
+    """A worker's signals (a QRunnable is no QObject); made on the thread that makes the worker, the UI thread, so
+    that what the pool thread emits is queued there, in the order emitted."""
+
+    started = Signal()
+    yielded = Signal(object)
+    """Each value a generator yields."""
+    returned = Signal(object)
+    """The return value; not emitted after an error or a :meth:`Worker.quit`."""
+    errored = Signal(object)
+    """The exception the work raised (never raised again on the UI thread)."""
+    finished = Signal()
+    """Always, last of the above."""
+    done = Signal(object)
+    """The worker itself, after ``finished``: lets go of the slots and of the worker (module-private)."""
 
 
-def _classes() -> dict[str, type]:
-    if not _CLASSES:
-        from superqt.utils import FunctionWorker, GeneratorWorker
+class Worker(QRunnable):
+    """``fn(*args, **kwargs)`` run on the global thread pool; a generator function's yields come as ``yielded``.
+    Connect to the signals (``worker.returned`` and so on), then :meth:`start`."""
 
-        class Function(FunctionWorker):
-            """A :class:`FunctionWorker` that leaves ``warnings`` alone and forgets its function when done."""
+    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], generator: bool) -> None:
+        super().__init__()
+        self.signals = _Signals()
+        self._call: tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]] | None = (fn, args, kwargs)
+        self._generator = generator
+        self._quit = False
 
-            def run(self) -> None:
-                _run(self)
+    @property
+    def started(self) -> SignalInstance:
+        return self.signals.started
 
-            def work(self) -> Any:
+    @property
+    def yielded(self) -> SignalInstance:
+        return self.signals.yielded
+
+    @property
+    def returned(self) -> SignalInstance:
+        return self.signals.returned
+
+    @property
+    def errored(self) -> SignalInstance:
+        return self.signals.errored
+
+    @property
+    def finished(self) -> SignalInstance:
+        return self.signals.finished
+
+    @property
+    def abort_requested(self) -> bool:
+        """Whether :meth:`quit` was called."""
+        return self._quit
+
+    def quit(self) -> None:
+        """Ask the work to stop: a generator stops at its next yield (closed there); a function runs to its end.
+        Either way ``returned`` is not emitted; ``finished`` is."""
+        self._quit = True
+
+    def start(self) -> None:
+        """Queue the work on Qt's global thread pool."""
+        if self in _LIVE:
+            raise RuntimeError("this worker was already started")
+        _LIVE.add(self)
+        self.signals.done.connect(_let_go)
+        QThreadPool.globalInstance().start(self)
+
+    def run(self) -> None:
+        """Called by the pool on its thread."""
+        signals = self.signals
+        signals.started.emit()
+        try:
+            result = self._work()
+        except Exception as exc:  # noqa: BLE001 - any error of the work goes to errored, never raised on the UI thread
+            signals.errored.emit(exc)
+        else:
+            if not self._quit:
+                signals.returned.emit(result)
+        signals.finished.emit()
+        signals.done.emit(self)
+
+    def _work(self) -> Any:
+        assert self._call is not None, "a worker runs once"
+        fn, args, kwargs = self._call
+        self._call = None
+        if not self._generator:
+            return fn(*args, **kwargs)
+        gen = fn(*args, **kwargs)
+        del fn, args, kwargs
+        try:
+            while not self._quit:
                 try:
-                    return super().work()
-                finally:
-                    self._func, self._args, self._kwargs = _nothing, (), {}
-
-        class Generator(GeneratorWorker):
-            """A :class:`GeneratorWorker` that leaves ``warnings`` alone, and closes its generator in its own thread
-            when its loop ends, whatever ended it (the end, an error, a cancel), then forgets it. A job cancelled at
-            a yield is otherwise suspended there, inside what it holds (child processes, open files), until a
-            garbage collection happens to close it."""
-
-            def run(self) -> None:
-                _run(self)
-
-            def work(self) -> Any:
-                try:
-                    return super().work()
-                finally:
-                    gen = getattr(self, "_gen", None)  # superqt's: the generator of the function it was given
-                    if gen is not None:
-                        gen.close()
-                        self._gen = None
-
-        _CLASSES.update(function=Function, generator=Generator)
-    return _CLASSES
+                    value = next(gen)
+                except StopIteration as stop:
+                    return stop.value
+                self.signals.yielded.emit(value)
+            return None
+        finally:
+            gen.close()  # a job stopped at a yield lets go of what it holds (child processes, open files) now
 
 
-def _nothing(*_: Any, **__: Any) -> None:
-    return None
-
-
-def _let_go(worker: Any) -> None:
-    """Disconnect every slot of ``worker``'s signals but superqt's own ``_finished``. Connected to ``_finished`` before
-    the worker starts, so it runs on the UI thread after ``returned``, ``yielded``, ``errored`` and ``finished``
-    have been delivered there (queued in the order emitted) and before superqt forgets the worker."""
-    from PySide6.QtCore import QMetaMethod, QObject
-
+def _let_go(worker: Worker) -> None:
+    """On the UI thread, after every other signal of ``worker`` was delivered: disconnect all but ``done``'s own slot,
+    and forget the worker."""
     signals = worker.signals
     meta = signals.metaObject()
     base = QObject.staticMetaObject.methodCount()  # pyright: ignore[reportAttributeAccessIssue] - not in the stubs
-    for i in range(base, meta.methodCount()):  # superqt's signals, of each class
+    for i in range(base, meta.methodCount()):
         method = meta.method(i)
         name = bytes(method.name().data()).decode()
         signal = method.methodType() == QMetaMethod.MethodType.Signal
-        if signal and name != "_finished" and signals.isSignalConnected(method):
+        if signal and name != "done" and signals.isSignalConnected(method):
             getattr(signals, name).disconnect()
+    _LIVE.discard(worker)
 
 
-def _made(kind: str, fn: Callable[..., Any], args: Any, kwargs: Any) -> Any:
-    worker = _classes()[kind](fn, *args, **kwargs)
-    worker._finished.connect(_let_go)
-    return worker
-
-
-def function_worker(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+def function_worker(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Worker:
     """A worker (not started: connect its ``returned``/``errored``, then ``start()``) running ``fn(*args, **kwargs)``.
     An error is given to ``errored`` only, never raised again on the UI thread."""
-    return _made("function", fn, args, kwargs)
+    return Worker(fn, args, kwargs, generator=False)
 
 
-def generator_worker(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+def generator_worker(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Worker:
     """A worker (not started) running the generator function ``fn``: its yields come as ``yielded``."""
-    return _made("generator", fn, args, kwargs)
+    return Worker(fn, args, kwargs, generator=True)
 
 
 def settled() -> bool:
-    """Whether every worker started (here or through superqt anywhere in the process) has ended and had its last
-    signal delivered on the UI thread: what a test, or a window closing, waits on instead of a fixed time."""
-    from superqt.utils import WorkerBase
+    """Whether every worker started here has ended and had its last signal delivered on the UI thread: what a test,
+    or a window closing, waits on instead of a fixed time."""
+    return not _LIVE
 
-    return not WorkerBase._worker_set
+
+def live() -> list[Worker]:
+    """The workers not yet settled (for a test's message when something stays)."""
+    return list(_LIVE)

@@ -47,8 +47,8 @@ def pytest_sessionfinish(session, exitstatus):  # type: ignore[no-untyped-def]
 
 
 def _import_what_changes_the_process_on_import() -> None:
-    """Libraries that change the process when first imported, whichever test imports them first: qtpy (under
-    superqt and pyqtgraph) sets ``QT_API``; Ray puts its ``thirdparty_files`` on ``sys.path``. Imported once here,
+    """Libraries that change the process when first imported, whichever test imports them first: qtpy (where a
+    library brings it) sets ``QT_API``; Ray puts its ``thirdparty_files`` on ``sys.path``. Imported once here,
     so that the check below sees what tests change, not what imports do."""
     import importlib
     import importlib.util

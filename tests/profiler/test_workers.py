@@ -1,7 +1,8 @@
 """profiler/workers: two workers that overlap leave ``warnings`` as they found it and hold nothing they ran.
 
-superqt's own workers do not: the last to end puts back the other's ``showwarning``, a lambda that keeps that worker
-and the function it ran (with a whole model in its closure) for the life of the process."""
+Workers built on ``warnings.catch_warnings()`` (superqt's, which the window used before) do not: the last to end puts
+back the other's ``showwarning``, a lambda that keeps that worker and the function it ran (with a whole model in its
+closure) for the life of the process."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ class Big:
 
 
 def _overlapping(make, qtbot):
-    """A starts, B starts, A ends, B ends: the order that leaves A's lambda behind in superqt."""
+    """A starts, B starts, A ends, B ends: the order that leaves A's lambda behind with ``catch_warnings``."""
     a_in, b_in, a_out = threading.Event(), threading.Event(), threading.Event()
     held = Big()
     ref = weakref.ref(held)
@@ -100,15 +101,43 @@ def test_a_worker_kept_after_it_ended_holds_none_of_its_callbacks(qtbot, kind):
     assert worker is not None  # kept to the end
 
 
-def test_superqt_alone_leaves_a_worker_behind(qtbot):
-    """Why the module exists: the same overlap through superqt's ``create_worker`` (skipped once superqt mends it)."""
-    from superqt.utils import create_worker
+def test_a_generator_asked_to_quit_stops_at_its_next_yield_and_is_closed_on_its_thread(qtbot):
+    """Cancel: the generator stops at the yield it was at (its ``finally`` runs on the worker's thread, so a job lets
+    go of child processes and files at once), ``returned`` is not emitted, ``finished`` is."""
+    at_yield, release, closed_on = threading.Event(), threading.Event(), []
+    got: list[str] = []
 
-    before = warnings.showwarning
-    try:
-        _overlapping(lambda fn: create_worker(fn, _start_thread=False, _ignore_errors=True), qtbot)
-        if warnings.showwarning is before:
-            pytest.skip("this superqt puts warnings.showwarning back after overlapping workers")
-        assert "WorkerBase.run" in getattr(warnings.showwarning, "__qualname__", "")
-    finally:
-        warnings.showwarning = before
+    def gen():
+        try:
+            at_yield.set()
+            yield 1
+            assert release.wait(20)
+            yield 2
+            yield 3  # never reached: the worker stops at the yield before
+        finally:
+            closed_on.append(threading.current_thread())
+
+    worker = generator_worker(gen)
+    worker.returned.connect(lambda v: got.append("returned"))
+    worker.finished.connect(lambda: got.append("finished"))
+    worker.start()
+    assert at_yield.wait(20)
+    worker.quit()
+    release.set()
+    qtbot.waitUntil(settled, timeout=60000)
+    assert got == ["finished"]
+    assert closed_on and closed_on[0] is not threading.main_thread()
+
+
+def test_an_error_of_the_work_goes_to_errored_only(qtbot):
+    got: list[object] = []
+
+    def work():
+        raise ValueError("bad input")
+
+    worker = function_worker(work)
+    worker.errored.connect(got.append)
+    worker.returned.connect(lambda v: got.append("returned"))
+    worker.start()
+    qtbot.waitUntil(settled, timeout=60000)
+    assert len(got) == 1 and isinstance(got[0], ValueError) and str(got[0]) == "bad input"
