@@ -88,9 +88,15 @@ def _calibrate(args: dict[str, Any]) -> Generator[JobEvent, None, Any]:
 
 def _generate(args: dict[str, Any]) -> Generator[JobEvent, None, Any]:
     """A generation profile: prefill, then decode steps feeding the cache back."""
-    from splitscope.engine.runtime.generate import generate
+    from splitscope.engine.runtime.generate import GENERATIONS, generate
 
-    res = yield from generate(args["model"], args.get("backend", "ort-cpu"), args["prompt_len"], args["steps"])
+    res = yield from generate(
+        args["model"],
+        args.get("backend", "ort-cpu"),
+        args["prompt_len"],
+        args["steps"],
+        generations=args.get("generations", GENERATIONS),
+    )
     return {"model": args["model"], "backend": args.get("backend", "ort-cpu"), "generation": res.to_json()}
 
 

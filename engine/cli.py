@@ -359,6 +359,13 @@ def _add_profile(sub: Any) -> None:
         help="a decoder with a key/value cache: a prefill, then N decode steps feeding present back as past",
     )
     p.add_argument("--prompt-len", type=int, default=128, metavar="L", help="the prefill's length (--generate)")
+    p.add_argument(
+        "--generations",
+        type=int,
+        default=3,
+        metavar="G",
+        help="timed generations after a whole untimed one; each figure is their median, with its spread (--generate)",
+    )
     p.add_argument("--target", metavar="TARGET", help=TARGET_HELP)
     add_output(p, "write the profile as JSON")
     p.set_defaults(func=_cmd_profile)

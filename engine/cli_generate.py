@@ -16,12 +16,15 @@ def profile_generation(args: argparse.Namespace) -> int:
     from splitscope.engine.sample import SAMPLE_MODEL
 
     model = Path(args.model or SAMPLE_MODEL)
-    g = _run_with_bar(generate(model, args.backend, args.prompt_len, args.generate)).to_json()
+    job = generate(model, args.backend, args.prompt_len, args.generate, generations=args.generations)
+    g = _run_with_bar(job).to_json()
     doc = {"model": str(model), "backend": args.backend, "generation": g}
     if not args.quiet:
         print(f"{model}: {args.backend}, prefill of {g['prompt_len']} tokens, then {g['steps']} decode steps")
+        (t0, t1), (p0, p1) = g["ttft_range_ms"], g["tpot_range_ms"]
         print(
-            f"  time to first token {g['ttft_ms']:.3f} ms; per output token {g['tpot_ms']:.3f} ms (median), "
+            f"  median of {g['generations']} timed generations after a warm one: time to first token "
+            f"{g['ttft_ms']:.3f} ms ({t0:.3f}-{t1:.3f}); per output token {g['tpot_ms']:.3f} ms ({p0:.3f}-{p1:.3f}), "
             f"{g['tokens_per_s']:.1f} tokens/s; steps {min(g['step_ms']):.3f}-{max(g['step_ms']):.3f} ms"
         )
         print(f"  KV cache {g['kv_bytes_per_token']:,} bytes a token, {g['kv_bytes_final'] / 1e6:.2f} MB at the end")

@@ -7,7 +7,9 @@ batch. ``attention_mask`` (ones over the whole sequence so far) and ``position_i
 fed) are given when the model has them. The next token is the argmax of the last logits (random weights decode
 something; what is timed is the model's work per token). Per-node time comes from ONNX Runtime's profiler, in a
 second run of the same generation (the timed one runs without it: it costs microseconds a node), split into the
-prefill's and the decode steps' (runs told apart by their order). On CUDA the cache stays on the device:
+prefill's and the decode steps' (runs told apart by their order). Times are steady-state: a whole generation runs
+untimed first (every cache length seen once), then several timed ones give each figure as a median with its spread.
+On CUDA the cache stays on the device:
 each step's outputs are bound there and fed back without copies.
 """
 
@@ -60,12 +62,19 @@ class Generation:
     prompt_len: int
     steps: int
     ttft_ms: float = 0.0
-    """The prefill: the time to the first token."""
+    """The prefill: the time to the first token (the median of the timed generations')."""
     tpot_ms: float = 0.0
-    """The median decode step: the time per output token."""
+    """The time per output token: the median of every decode step of the timed generations."""
     tokens_per_s: float = 0.0
     step_ms: list[float] = field(default_factory=list)
-    """Each decode step, in order (the cache grows by one token a step)."""
+    """Each decode step, in order (the cache grows by one token a step): its median across the timed generations."""
+    generations: int = 1
+    """Timed generations, after a whole untimed one (files written before there was a warm generation: 1, timed
+    after a one-step warm-up)."""
+    ttft_range_ms: list[float] = field(default_factory=list)
+    """The lowest and highest prefill of the timed generations."""
+    tpot_range_ms: list[float] = field(default_factory=list)
+    """The lowest and highest of each timed generation's own median step."""
     kv_bytes_per_token: int = 0
     kv_bytes_final: int = 0
     per_node: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
@@ -90,6 +99,10 @@ def _empty_past(shape: list[Any]) -> list[int]:
     ]
 
 
+GENERATIONS = 3
+"""Timed generations after the warm one: each step's time is their median, its spread their range."""
+
+
 def generate(
     path: str | Path,
     backend: str = "ort-cpu",
@@ -97,81 +110,42 @@ def generate(
     steps: int = 32,
     seed: int = 0,
     cancel: CancelToken | None = None,
+    generations: int = GENERATIONS,
 ) -> Generator[JobEvent, None, Generation]:
-    """Prefill ``prompt_len`` tokens, then ``steps`` decode steps (live samples: ``step``, ms per step)."""
+    """Prefill ``prompt_len`` tokens, then ``steps`` decode steps, timed in steady state: one whole generation first
+    (untimed: every cache length is seen once, every buffer allocated), then ``generations`` timed ones (live
+    samples of the first: ``step``, ms per step); then a profiled generation for the per-node times."""
     from splitscope.engine.runtime.ort import OrtBackend, parse_ort_profile
 
     cancel = cancel or CancelToken()
-    if prompt_len < 1 or steps < 1:
-        raise SplitscopeError("--prompt-len and --generate must be 1 or more.")
+    if prompt_len < 1 or steps < 1 or generations < 1:
+        raise SplitscopeError("--prompt-len, --generate and --generations must be 1 or more.")
     ob = OrtBackend(Path(path), backend)
     try:
         session = ob.session()  # the timed one; the profiled one is made after it
-        ins, outs = session.get_inputs(), session.get_outputs()
-        pairs = cache_pairs(ins, outs)
-        names = {i.name for i in ins}
-        if not pairs or "input_ids" not in names:
-            raise SplitscopeError(
-                f"{Path(path).name} has no key/value cache to generate with (inputs named past_key_values.N.key or "
-                "past.N and outputs present...., and input_ids): profile it without --generate."
-            )
-        logits = next((o.name for o in outs if "logit" in o.name.lower()), outs[0].name)
-        vocab = next((d for d in reversed(next(o.shape for o in outs if o.name == logits)) if isinstance(d, int)), 2)
-        rng = np.random.default_rng(seed)
-        spec = {i.name: i for i in ins}
-        past: dict[str, np.ndarray] = {}
-        for p, _ in pairs:
-            dims = _empty_past(list(spec[p].shape))
-            dtype = np.float16 if "float16" in spec[p].type else np.float32
-            past[p] = np.zeros(dims, dtype)
-        res = Generation(backend, prompt_len, steps)
-        out_names = [logits] + [q for _, q in pairs]
+        dec = _Decoder.of(session, prompt_len, seed, Path(path).name)
         if ob.cuda:  # the cache lives on the device from the start
-            past = {p: ob.ort.OrtValue.ortvalue_from_numpy(a, "cuda", 0) for p, a in past.items()}
-        empty = dict(past)
-        plan = ((False, 2, False), (False, steps + 1, True), (True, 2, False), (True, steps + 1, False))
-        for profiled, count, live in plan:
-            # each session: a warm-up prefill and step first (WARM runs: they allocate); the timed one without the
-            # profiler (it costs microseconds a node), the profiled one after it (one session's weights at a time)
-            if profiled and not live and count == 2:
-                del session
-                yield Progress("generate", steps, steps, "Per-node times (a profiled run)")
-                session = ob.session(profile=True)
-            step_run = _runner(ob, session, pairs, out_names)
-            past = dict(empty)
-            tokens = rng.integers(0, vocab, (1, prompt_len), dtype=np.int64)
-            total = 0
-            run_ms: list[float] = []
-            for step in range(count):
-                cancel.raise_if_cancelled()
-                n = tokens.shape[1]
-                feeds: dict[str, np.ndarray] = {"input_ids": tokens}
-                if "attention_mask" in names:
-                    feeds["attention_mask"] = np.ones((1, total + n), np.int64)
-                if "position_ids" in names:
-                    feeds["position_ids"] = np.arange(total, total + n, dtype=np.int64)[None]
-                t0 = time.perf_counter()
-                last, past = step_run(feeds, past)
-                ms = 1e3 * (time.perf_counter() - t0)
-                run_ms.append(ms)
-                total += n
-                tokens = last.argmax(-1).astype(np.int64)
-                if not live:
-                    continue
-                if step == 0:
-                    yield Progress("generate", 0, steps, f"Prefill of {prompt_len} tokens: {ms:.2f} ms")
-                else:
-                    yield Sample("step", float(step), {"ms": ms, "cache_tokens": float(total)})
-                    if step % 8 == 0:
-                        yield Progress("generate", step, steps, f"Decode step {step} of {steps}")
-            if live:
-                res.ttft_ms = round(run_ms[0], 4)
-                res.step_ms = [round(x, 4) for x in run_ms[1:]]
+            dec.empty = {p: ob.ort.OrtValue.ortvalue_from_numpy(a, "cuda", 0) for p, a in dec.empty.items()}
+        res = Generation(backend, prompt_len, steps, generations=generations)
+        step_run = _runner(ob, session, dec.pairs, dec.out_names)
+        timed: list[list[float]] = []
+        for g in range(generations + 1):
+            if g:
+                yield Progress("generate", 0, steps, f"Generation {g} of {generations} (timed)")
+            run_ms, past, total = yield from dec.run(step_run, steps + 1, cancel, live=g == 1)
+            if g:
+                timed.append(run_ms)
+            else:
                 res.kv_bytes_final = int(sum(_nbytes(a) for a in past.values()))
                 res.kv_bytes_per_token = res.kv_bytes_final // max(total, 1)
+        _steady(res, timed)
+        del session, step_run
+        yield Progress("generate", steps, steps, "Per-node times (a profiled run)")
+        session = ob.session(profile=True)
+        step_run = _runner(ob, session, dec.pairs, dec.out_names)
+        yield from dec.run(step_run, WARM, cancel, live=False)
+        yield from dec.run(step_run, steps + 1, cancel, live=False)
         prof = session.end_profiling()
-        res.tpot_ms = round(statistics.median(res.step_ms), 4)
-        res.tokens_per_s = round(1e3 / res.tpot_ms, 2) if res.tpot_ms else 0.0
         prefill, _, _, _ = _runs(parse_ort_profile, prof, WARM, 1)
         decode, _, kept, _ = _runs(parse_ort_profile, prof, WARM + 1, steps)
         res.per_node = {"prefill": _top(prefill, 1), "decode": _top(decode, max(kept, 1))}
@@ -187,6 +161,82 @@ def generate(
         return res
     finally:
         ob.close()
+
+
+def _steady(res: Generation, timed: list[list[float]]) -> None:
+    """The timed generations' figures: the prefill's and each step's median across them, the time per token as the
+    median of every timed step, and the range of each generation's own figure as the spread."""
+    prefills = [r[0] for r in timed]
+    decodes = [r[1:] for r in timed]
+    res.ttft_ms = round(statistics.median(prefills), 4)
+    res.ttft_range_ms = [round(min(prefills), 4), round(max(prefills), 4)]
+    res.step_ms = [round(statistics.median(col), 4) for col in zip(*decodes, strict=True)]
+    res.tpot_ms = round(statistics.median([x for d in decodes for x in d]), 4)
+    per_gen = [statistics.median(d) for d in decodes]
+    res.tpot_range_ms = [round(min(per_gen), 4), round(max(per_gen), 4)]
+    res.tokens_per_s = round(1e3 / res.tpot_ms, 2) if res.tpot_ms else 0.0
+
+
+@dataclass
+class _Decoder:
+    """What feeding one generation needs: the cache's pairs, the logits' name, the vocabulary, the inputs' names, an
+    empty cache, and the prompt's random tokens (one seed: every generation decodes the same)."""
+
+    pairs: list[tuple[str, str]]
+    out_names: list[str]
+    names: set[str]
+    empty: dict[str, Any]
+    prompt: np.ndarray
+
+    @classmethod
+    def of(cls, session: Any, prompt_len: int, seed: int, name: str) -> _Decoder:
+        ins, outs = session.get_inputs(), session.get_outputs()
+        pairs = cache_pairs(ins, outs)
+        names = {i.name for i in ins}
+        if not pairs or "input_ids" not in names:
+            raise SplitscopeError(
+                f"{name} has no key/value cache to generate with (inputs named past_key_values.N.key or "
+                "past.N and outputs present...., and input_ids): profile it without --generate."
+            )
+        logits = next((o.name for o in outs if "logit" in o.name.lower()), outs[0].name)
+        vocab = next((d for d in reversed(next(o.shape for o in outs if o.name == logits)) if isinstance(d, int)), 2)
+        spec = {i.name: i for i in ins}
+        empty = {}
+        for p, _ in pairs:
+            dtype = np.float16 if "float16" in spec[p].type else np.float32
+            empty[p] = np.zeros(_empty_past(list(spec[p].shape)), dtype)
+        prompt = np.random.default_rng(seed).integers(0, vocab, (1, prompt_len), dtype=np.int64)
+        return cls(pairs, [logits] + [q for _, q in pairs], names, empty, prompt)
+
+    def run(
+        self, step_run: Any, count: int, cancel: CancelToken, live: bool
+    ) -> Generator[JobEvent, None, tuple[list[float], dict[str, Any], int]]:
+        """``count`` runs from an empty cache (the prefill, then decode steps): ms of each, the last cache, tokens."""
+        past, tokens, total = dict(self.empty), self.prompt, 0
+        run_ms: list[float] = []
+        for step in range(count):
+            cancel.raise_if_cancelled()
+            n = tokens.shape[1]
+            feeds: dict[str, np.ndarray] = {"input_ids": tokens}
+            if "attention_mask" in self.names:
+                feeds["attention_mask"] = np.ones((1, total + n), np.int64)
+            if "position_ids" in self.names:
+                feeds["position_ids"] = np.arange(total, total + n, dtype=np.int64)[None]
+            t0 = time.perf_counter()
+            last, past = step_run(feeds, past)
+            ms = 1e3 * (time.perf_counter() - t0)
+            run_ms.append(ms)
+            total += n
+            tokens = last.argmax(-1).astype(np.int64)
+            if not live:
+                continue
+            if step == 0:
+                yield Progress("generate", 0, count - 1, f"Prefill of {n} tokens: {ms:.2f} ms")
+            else:
+                yield Sample("step", float(step), {"ms": ms, "cache_tokens": float(total)})
+                if step % 8 == 0:
+                    yield Progress("generate", step, count - 1, f"Decode step {step} of {count - 1}")
+        return run_ms, past, total
 
 
 def _nbytes(a: Any) -> int:

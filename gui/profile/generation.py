@@ -76,12 +76,19 @@ class GenerationPanel(QWidget):
         self.curve.setData(np.asarray(self.xs), np.asarray(self.ys))
         self.median.setPos(g["tpot_ms"])
         self.median.show()
+        spread = ""
+        if g.get("tpot_range_ms"):  # files from before the warm generations have none
+            (t0, t1), (p0, p1) = g["ttft_range_ms"], g["tpot_range_ms"]
+            spread = (
+                f" Medians of {g['generations']} timed generations after an untimed one: prefill {t0:.3f}-{t1:.3f} "
+                f"ms, each generation's step {p0:.3f}-{p1:.3f} ms."
+            )
         self.summary.setText(
             f"<b>{html.escape(doc.get('backend', ''))}</b>: time to first token <b>{g['ttft_ms']:.3f} ms</b> "
             f"(prefill of {g['prompt_len']}); per output token <b>{g['tpot_ms']:.3f} ms</b> (median, dashed), "
             f"{g['tokens_per_s']:.1f} tokens/s; KV cache {g['kv_bytes_per_token']:,} bytes a token, "
-            f"{g['kv_bytes_final'] / 1e6:.2f} MB after {g['steps']} steps.<br><b>{html.escape(g['verdict'])}</b>: "
-            f"{html.escape(g['why'])}. Fix: {html.escape(g['fix'])}."
+            f"{g['kv_bytes_final'] / 1e6:.2f} MB after {g['steps']} steps.{spread}"
+            f"<br><b>{html.escape(g['verdict'])}</b>: {html.escape(g['why'])}. Fix: {html.escape(g['fix'])}."
         )
 
 

@@ -31,22 +31,45 @@ def test_the_cache_is_fed_back_step_by_step(tmp_path, capsys):
         assert isinstance(ev, Progress | Sample)
     assert steps == [17.0 + k for k in range(12)]  # the cache grows by one token a step, after the prefill
     assert len(res.step_ms) == 12 and res.ttft_ms > 0 and res.tpot_ms > 0
+    assert res.generations == 3  # timed, after a whole untimed one
+    assert res.ttft_range_ms[0] <= res.ttft_ms <= res.ttft_range_ms[1]
+    assert res.tpot_range_ms[0] <= res.tpot_ms <= res.tpot_range_ms[1]
     # 2 layers x (key + value) x 2 kv heads x head_dim 8 x 4 bytes = 256 bytes a token; 28 tokens at the end
     assert res.kv_bytes_per_token == 256 and res.kv_bytes_final == 256 * 28
     assert res.per_node["prefill"] and res.per_node["decode"]
     assert res.verdict == "decode not classified" and "bandwidth is not known" in res.why  # no GPU peaks on the CPU
 
 
+def test_steady_figures_are_medians_across_the_timed_generations():
+    """Each step's time is its median across generations, the time per token the median of every timed step, and
+    each generation's own median step gives the spread (checked against numbers worked out here)."""
+    import statistics
+
+    from splitscope.engine.runtime.generate import Generation, _steady
+
+    timed = [[9.0, 1.0, 2.0, 3.0], [7.0, 1.5, 1.0, 5.0], [8.0, 0.5, 4.0, 2.0]]
+    res = Generation("ort-cpu", 4, 3, generations=3)
+    _steady(res, timed)
+    assert res.ttft_ms == 8.0 and res.ttft_range_ms == [7.0, 9.0]
+    assert res.step_ms == [1.0, 2.0, 3.0]
+    assert res.tpot_ms == statistics.median([1.0, 2.0, 3.0, 1.5, 1.0, 5.0, 0.5, 4.0, 2.0]) == 2.0
+    assert res.tpot_range_ms == [1.5, 2.0]
+    assert res.tokens_per_s == 500.0
+
+
 def test_the_cli_and_the_report(tmp_path, capsys):
     out = tmp_path / "g.json"
-    assert main(["profile", str(DECODER), "--generate", "8", "--prompt-len", "32", "--json", str(out)]) == 0
+    args = ["profile", str(DECODER), "--generate", "8", "--prompt-len", "32", "--generations", "2"]
+    assert main([*args, "--json", str(out)]) == 0
     text = capsys.readouterr().out
     assert "time to first token" in text and "tokens/s" in text and "verdict:" in text
+    assert "median of 2 timed generations after a warm one" in text
     g = json.loads(out.read_text())["generation"]
     assert g["steps"] == 8 and g["prompt_len"] == 32 and len(g["step_ms"]) == 8
     page = tmp_path / "r.html"
     assert main(["report", str(DECODER), "--parser", "table", "--generation", str(out), "--out", str(page)]) == 0
     assert "Generation: prefill and decode" in page.read_text()
+    assert "timed over 2 generations after an untimed one" in page.read_text()
 
 
 def test_a_model_without_a_cache_is_refused_in_one_line(capsys):
@@ -83,6 +106,8 @@ def test_the_cache_pairs_and_layouts():
     assert _empty_past(["batch", 4, "past_seq", 8]) == [1, 4, 0, 8]
 
 
-@pytest.mark.parametrize("bad", [["--generate", "4", "--prompt-len", "0"], ["--generate", "0"]])
+@pytest.mark.parametrize(
+    "bad", [["--generate", "4", "--prompt-len", "0"], ["--generate", "0"], ["--generate", "4", "--generations", "0"]]
+)
 def test_bad_lengths_are_refused(bad):
     assert main(["profile", str(DECODER), *bad]) == 2
