@@ -113,7 +113,14 @@ def _cmd_profile(args: argparse.Namespace) -> int:
         )
         for row in j["per_node"][:8]:  # the roofline class needs the GPU's peaks: shown where known
             cls = row["class"] if row["class"] != "unknown" else ""
-            print(f"  {row['ms']:9.4f} ms {row['share']:6.1%}  {row['op_type']:<18} {row['name'][:60]}  {cls}".rstrip())
+            rank = f"{row.get('rank', '')}{'=' if row.get('tie') else ''}"
+            lo, hi = row.get("spread_ms") or (row["ms"], row["ms"])
+            print(
+                f"  {rank:>4} {row['ms']:9.4f} ms ({lo:.4f}-{hi:.4f}) {row['share']:6.1%}  {row['op_type']:<18} "
+                f"{row['name'][:60]}  {cls}".rstrip()
+            )
+        if any(row.get("tie") for row in j["per_node"][:8]):
+            print("  (n= : tied: their times across the profiled sessions overlap, so their order is not a finding)")
         sc = j["split_cost"]
         if sc["plugin_nodes"] and sc["boundary_copy_ms"] is not None:
             print(

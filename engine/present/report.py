@@ -293,9 +293,12 @@ def _time(prof: dict[str, Any]) -> dict[str, Any]:
                 "share": r.get("share"),
                 "status": r["status"],
                 "class": r.get("class"),
+                "rank": f"{r['rank']}{'=' if r.get('tie') else ''}" if r.get("rank") else "",
+                "spread": r.get("spread_ms"),
             }
             for r in top
         ],
+        "ties": any(r.get("tie") for r in top),
         "node_cover": prof.get("node_cover"),
     }
 

@@ -232,6 +232,7 @@ def profile(
         profiled_run_us = 0.0
         device_us = gaps_us = 0.0
         fused = 0
+        sessions_ms: list[dict[str, float]] = []  # each profiled session's ms a run, by node: the spread
         why_host = cupti_times.available() if be.cuda else "not on CUDA"
         use_cupti = be.cuda and not why_host
         chunk = max(1, -(-profiled // PROFILE_CHUNKS))
@@ -265,6 +266,8 @@ def profile(
             Path(prof).unlink(missing_ok=True)
             us, moved = to_model_nodes(us, index_of, producer_of)  # fused or re-laid-out: to the model's node
             fused = max(fused, moved)
+            if k:
+                sessions_ms.append({key: v / k / 1000 for key, v in us.items()})
             for key, v in us.items():
                 per_us[key] = per_us.get(key, 0.0) + v
             ops.update(op_names)
@@ -304,6 +307,7 @@ def profile(
             row["sol_ms"] = row["headroom_ms"] = None
         per_node.append(row)
     node_total = _rank(per_node)
+    _spread_and_ties(per_node, sessions_ms)
     per_op = _per_op(per_node)
     io_ms, boundary_ms = _copy_figures(gm, copies, on_device=be.cuda)
     split_cost, plugin_ms = _split_cost(gm, per_node, copies, mean, io_ms, boundary_ms)
@@ -498,6 +502,20 @@ def _rank(per_node: list[dict[str, Any]]) -> float:
         r["share"] = round(r["ms"] / node_total, 5)
     per_node.sort(key=lambda r: -r["ms"])
     return node_total
+
+
+def _spread_and_ties(rows: list[dict[str, Any]], sessions: list[dict[str, float]]) -> None:
+    """Each row's lowest and highest time a run across the profiled sessions (``spread_ms``; with two or more), and
+    its ``rank`` (rows slowest first): rows whose spreads overlap the row before share that row's rank and are marked
+    ``tie``, so an order that the next run could swap is not read as a finding."""
+    for i, r in enumerate(rows):
+        r["rank"], r["tie"] = i + 1, False
+        if len(sessions) >= 2:
+            seen = [s.get(r["name"], 0.0) for s in sessions]
+            r["spread_ms"] = [round(min(seen), 5), round(max(seen), 5)]
+        if i and "spread_ms" in r and "spread_ms" in rows[i - 1] and r["spread_ms"][1] >= rows[i - 1]["spread_ms"][0]:
+            r["rank"], r["tie"] = rows[i - 1]["rank"], True
+            rows[i - 1]["tie"] = True
 
 
 def _per_op(per_node: list[dict[str, Any]]) -> list[dict[str, Any]]:

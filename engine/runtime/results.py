@@ -52,6 +52,16 @@ class NodeTime:
     sol_ms: float | None = None
     headroom_ms: float | None = None
     onnx_nodes: tuple[str, ...] = ()
+    spread_ms: tuple[float, float] | None = None
+    """The lowest and highest ms a run across the profiled sessions (``None``: one session, or an older file)."""
+    rank: int | None = None
+    """1 for the slowest; rows tied with the one before (their spreads overlap) share its rank."""
+    tie: bool = False
+
+    @property
+    def rank_label(self) -> str:
+        """``3`` or, tied, ``3=``; '' where not ranked."""
+        return "" if self.rank is None else f"{self.rank}{'=' if self.tie else ''}"
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> NodeTime:
@@ -70,6 +80,9 @@ class NodeTime:
             _f(d.get("sol_ms")),
             _f(d.get("headroom_ms")),
             tuple(d.get("onnx_nodes") or ()),
+            tuple(d["spread_ms"]) if d.get("spread_ms") else None,  # type: ignore[arg-type]
+            d.get("rank"),
+            bool(d.get("tie")),
         )
 
 

@@ -175,6 +175,8 @@ class ProfilePanel(QWidget):
         self.tel_t = Ring()
         self.tel: dict[str, Ring] = {k: Ring() for k in self.tel_plots}
         self.nodes: dict[str, float] = {}
+        self.tied: set[str] = set()
+        """Nodes whose time ties with the one ranked before them (the profile's ``tie``)."""
         self.node_ops: dict[str, str] = {}
         """Op type by node name, for the bars' labels (set with the model)."""
         self.result: dict[str, Any] | None = None
@@ -199,7 +201,7 @@ class ProfilePanel(QWidget):
         self.tel_t.clear()
         for r in self.tel.values():
             r.clear()
-        self.nodes = {}
+        self.nodes, self.tied = {}, set()
         self.title.setText(f"<b>{html.escape(title)}</b> (running)")
         self.summary.setHtml("<p>Running…</p>")
         self.tel_note.setText("")
@@ -236,6 +238,7 @@ class ProfilePanel(QWidget):
                 for k, r in self.tel.items():
                     r.append(float(s.get(k, 0.0)))
         self.nodes = {r.name: r.ms for r in doc.per_node}
+        self.tied = {r.name for r in doc.per_node if r.tie}
         self.node_ops.update({r.name: r.op_type for r in doc.per_node if r.op_type})
         self.title.setText(f"<b>{html.escape(title)}</b> — {html.escape(doc.device)}")
         self.tel_note.setText(
@@ -254,7 +257,7 @@ class ProfilePanel(QWidget):
         self.tel_t.clear()
         for r in self.tel.values():
             r.clear()
-        self.nodes = {}
+        self.nodes, self.tied = {}, set()
         for sc in self.roof_scatter.values():
             sc.setData([])
         for item in self.roof_lines:
@@ -291,7 +294,8 @@ class ProfilePanel(QWidget):
         top = sorted(self.nodes.items(), key=lambda kv: -kv[1])[:TOP_N]
         top.reverse()
         self.node_bars.setOpts(x0=np.zeros(len(top)), y=np.arange(len(top)), width=[v for _, v in top])
-        self.node_plot.getAxis("left").setTicks([[(i, _short(self._node_label(n))) for i, (n, _) in enumerate(top)]])
+        ticks = [(i, ("= " if n in self.tied else "") + _short(self._node_label(n))) for i, (n, _) in enumerate(top)]
+        self.node_plot.getAxis("left").setTicks([ticks])
         t = self.tel_t.view()
         for k, (_, curve) in self.tel_plots.items():
             curve.setData(t, self.tel[k].view())
@@ -384,11 +388,12 @@ class ProfilePanel(QWidget):
             cols = [self.tel[k].view() for k in self.tel]
             w.writerows((f"{t:.4f}", *(f"{c[i]:.3f}" for c in cols)) for i, t in enumerate(self.tel_t.view()))
         else:
-            w.writerow(["node", "op_type", "ms", "class", "intensity", "achieved_flops", "sol_ms", "headroom_ms"])
+            head = ["rank", "node", "op_type", "ms", "ms_low", "ms_high", "class", "intensity", "achieved_flops"]
+            w.writerow([*head, "sol_ms", "headroom_ms"])
             for r in self.doc.per_node if self.doc is not None else ():
-                w.writerow(
-                    [r.name, r.op_type, r.ms, r.roofline_class, r.intensity, r.achieved_flops, r.sol_ms, r.headroom_ms]
-                )
+                lo, hi = r.spread_ms or ("", "")
+                row = [r.rank_label, r.name, r.op_type, r.ms, lo, hi, r.roofline_class, r.intensity, r.achieved_flops]
+                w.writerow([*row, r.sol_ms, r.headroom_ms])
         return out.getvalue()
 
 

@@ -62,7 +62,33 @@ def test_ort_cpu_profile_of_a_real_cnn():
     assert abs(sum(r["share"] for r in res.per_node) - 1) < 1e-3
     assert res.verdict["verdict"] in ("graph-bound", "kernel-bound", "transfer-bound")
     assert res.device == "CPU" and res.throughput["inferences_per_s"] > 0
+    # Profiled in 4 sessions of one run: each node's time lies within its spread across them (a mean of the
+    # sessions' own), and rows are ranked slowest first, a tie sharing the rank of the row before.
+    for r in res.per_node:
+        lo, hi = r["spread_ms"]
+        assert lo - 1e-5 <= r["ms"] <= hi + 1e-5
+    ranks = [r["rank"] for r in res.per_node]
+    assert ranks[0] == 1 and ranks == sorted(ranks)
+    assert all(r["rank"] == k + 1 or r["tie"] for k, r in enumerate(res.per_node))
     json.dumps(res.to_json())
+
+
+def test_ties_are_rows_whose_spreads_overlap_the_row_before():
+    from splitscope.engine.runtime.profile import _spread_and_ties
+
+    sessions = [{"a": 5.0, "b": 4.0, "c": 3.9, "d": 1.0}, {"a": 5.2, "b": 4.2, "c": 4.1, "d": 1.1}]
+    rows = [{"name": n, "ms": sum(s[n] for s in sessions) / 2} for n in "abcd"]
+    _spread_and_ties(rows, sessions)
+    got = [(r["name"], r["rank"], r["tie"], r["spread_ms"]) for r in rows]
+    assert got == [
+        ("a", 1, False, [5.0, 5.2]),
+        ("b", 2, True, [4.0, 4.2]),  # b's 4.0-4.2 and c's 3.9-4.1 overlap: a tie, ranked 2 both
+        ("c", 2, True, [3.9, 4.1]),
+        ("d", 4, False, [1.0, 1.1]),
+    ]
+    one = [{"name": "a", "ms": 1.0}, {"name": "b", "ms": 1.0}]
+    _spread_and_ties(one, sessions[:1])  # one session: no spread, so no tie is claimed
+    assert [(r["rank"], r["tie"], "spread_ms" in r) for r in one] == [(1, False, False), (2, False, False)]
 
 
 def test_symbolic_dims_and_a_run_that_fails_say_what_to_do():
