@@ -121,7 +121,18 @@ def _print(doc: dict[str, Any]) -> None:
         f"kernel on {k['gpu']}: {k['ms']:.4f} ms (p10-p90 {k['spread_ms'][0]:.4f}-{k['spread_ms'][1]:.4f}), "
         f"max abs err {k['max_abs_err']}, max ULP {k['max_ulp']}, beyond tolerance {k['beyond']}"
     )
-    print(f"default: {k['default_ms']:.4f} ms" if k.get("default_ms") is not None else f"default: {k['default_how']}")
+    if k.get("device_ms") is not None:
+        theirs = k.get("default_device_ms")
+        print(
+            f"device time (CUPTI): kernel {k['device_ms']:.4f} ms"
+            + (f", the runtime default's kernels {theirs:.4f} ms" if theirs is not None else "")
+        )
+    else:
+        print(f"device time: {k.get('device_how') or 'not measured'}")
+    host = f"host, launch included: kernel {k['host_ms']:.4f} ms, " if k.get("host_ms") is not None else ""
+    print(
+        f"{host}default {k['default_ms']:.4f} ms" if k.get("default_ms") is not None else f"default: {k['default_how']}"
+    )
     if k.get("sol_ms") is not None:
         print(f"bound: {k['sol_ms']:.4f} ms ({k['sol_how']})")
     print(f"verdict: {k['verdict']}")

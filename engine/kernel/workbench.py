@@ -1,6 +1,11 @@
 """The kernel workbench's GPU job: a kernel compiled with NVRTC, run on the op's real tensors, checked against the
-reference, timed by CUDA events, and set against the runtime default (ONNX Runtime CUDA on the same extract) and
-the speed of light of its FLOPs and bytes at this GPU's peaks; the verdict is one sentence with its numbers."""
+reference, timed, and set against the runtime default (ONNX Runtime CUDA on the same extract) and the speed of light
+of its FLOPs and bytes at this GPU's peaks; the verdict is one sentence with its numbers.
+
+Kernel against kernel: where CUPTI can be used, both sides' device times are the kernels' own records (the
+workbench kernel's launches, and every kernel ONNX Runtime launches for the extract), so a few microseconds of
+kernel are not hidden under 10-20 us of launch and synchronisation; the host times (launch included) stand beside
+them, and decide only where device times cannot be had."""
 
 from __future__ import annotations
 
@@ -30,7 +35,12 @@ class KernelResult:
     worst: dict[str, Any] | None = None
     numerics_ok: bool | None = None
     ms: float | None = None
-    """The median device time of a launch (CUDA events)."""
+    """The median time of a launch between two CUDA events (the events' own cost included)."""
+    device_ms: float | None = None
+    """The kernel's own device time a launch (CUPTI's records); None where CUPTI cannot be used (``device_how``)."""
+    default_device_ms: float | None = None
+    """The device time of the kernels ONNX Runtime launches for the extract, a run (CUPTI)."""
+    device_how: str = ""
     host_ms: float | None = None
     """The median of launch + synchronise timed on the host, as the runtime default is timed: the verdict's."""
     spread_ms: list[float] = field(default_factory=list)
@@ -107,6 +117,38 @@ def default_time(ex: Extract, inputs: dict[str, np.ndarray], iters: int = 50) ->
     return statistics.median(times), f"ONNX Runtime {ort.__version__} CUDA, median of {iters} (host-timed, I/O bound)"
 
 
+def default_device_time(ex: Extract, inputs: dict[str, np.ndarray], iters: int = 50) -> tuple[float | None, str]:
+    """The device time of ONNX Runtime CUDA's kernels for the extract, a run (CUPTI's records over ``iters`` runs
+    after a warm-up; inputs and outputs bound on the device); None and why when it cannot be had."""
+    from splitscope.engine.runtime import cupti_times
+
+    why = cupti_times.available()
+    if why:
+        return None, why
+    try:
+        import onnxruntime as ort
+
+        opts = ort.SessionOptions()
+        opts.log_severity_level = 3
+        sess = ort.InferenceSession(ex.model, opts, providers=["CUDAExecutionProvider"])
+        bind = sess.io_binding()
+        keep = []  # the device copies of the inputs, alive while the session runs on them
+        for i in sess.get_inputs():
+            keep.append(ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(inputs[i.name]), "cuda", 0))
+            bind.bind_ortvalue_input(i.name, keep[-1])
+        for o in sess.get_outputs():
+            bind.bind_output(o.name, "cuda", 0)
+        for _ in range(5):
+            sess.run_with_iobinding(bind)
+        with cupti_times.KernelTrace() as t:
+            for _ in range(iters):
+                sess.run_with_iobinding(bind)
+    except Exception as e:  # noqa: BLE001 - ORT's or CUPTI's own errors
+        return None, f"not measured: {' '.join(str(e).split())[:160]}"
+    ms = cupti_times.device_ms_per_run(t.trace, iters)
+    return ms, f"CUPTI: {len(t.trace.kernels) // max(iters, 1)} kernels a run"
+
+
 def verdict(r: KernelResult, nodes: int, delegated: bool) -> str:
     """One sentence with its numbers."""
     if not r.compiled:
@@ -114,7 +156,8 @@ def verdict(r: KernelResult, nodes: int, delegated: bool) -> str:
     if not r.ran or r.ms is None:
         return f"The kernel compiled but did not run: {r.error or 'no launch was timed'}"
     where = f"these {nodes} nodes" if nodes > 1 else "this node"
-    bound = f", at {r.sol_ms / r.ms:.0%} of the bound" if r.sol_ms and r.ms else ""
+    own = r.device_ms or r.ms  # the bound against the kernel's own device time where CUPTI gave it
+    bound = f", at {r.sol_ms / own:.0%} of the bound" if r.sol_ms and own else ""
     if r.numerics_ok is False:
         w = r.worst or {}
         return (
@@ -124,9 +167,14 @@ def verdict(r: KernelResult, nodes: int, delegated: bool) -> str:
     if r.default_ms is None or not r.ms:
         why = r.default_how.removeprefix("not measured: ")
         return f"Your kernel takes {r.ms:.4f} ms{bound}; the runtime default was not measured ({why})."
-    mine = r.host_ms or r.ms
-    ratio = r.default_ms / mine  # like with like: both timed on the host, the launch included
-    nums = f" ({mine:.4f} ms against {r.default_ms:.4f} ms)"
+    if r.device_ms and r.default_device_ms:  # kernel against kernel, on the device; the host's beside
+        ratio = r.default_device_ms / r.device_ms
+        host = f"; on the host, launch included, {r.host_ms:.4f} against {r.default_ms:.4f} ms" if r.host_ms else ""
+        nums = f" (device time {r.device_ms:.4f} ms against {r.default_device_ms:.4f} ms{host})"
+    else:
+        mine = r.host_ms or r.ms
+        ratio = r.default_ms / mine  # like with like: both timed on the host, the launch included
+        nums = f" ({mine:.4f} ms against {r.default_ms:.4f} ms, on the host: no device times here)"
     if 1 / 1.1 <= ratio <= 1.1:
         tail = ", which TensorRT fuses: keep them delegated" if delegated else ": no gain from writing it"
         return f"Your kernel is about as fast as the runtime default on {where}{nums}{bound}{tail}."
@@ -179,10 +227,12 @@ def run_kernel(
     yield Progress("compile", 0, iters, "Compiling the kernel")
     from splitscope.engine.kernel import pyfunc
 
-    if pyfunc.is_python(source):  # a CuPy function, or a Triton kernel on PyTorch tensors
-        gen = pyfunc.launches(source, ins, outs, iters=iters)
-    else:
-        gen = nvrtc.launches(source, ins, outs, attributes_for(ex), iters=iters)
+    def launches(n: int) -> Generator[tuple[int, float], None, Any]:
+        if pyfunc.is_python(source):  # a CuPy function, or a Triton kernel on PyTorch tensors
+            return pyfunc.launches(source, ins, outs, iters=n)
+        return nvrtc.launches(source, ins, outs, attributes_for(ex), iters=n)
+
+    gen = launches(iters)
     try:
         while True:
             try:
@@ -211,7 +261,27 @@ def run_kernel(
         r.error = "cuda-python is not installed (pip install 'splitscope[gpu]')"
         return r
     r.compiled = r.ran = True
-    r.iterations = len(timed.times_ms)
+    yield Progress("device", iters, iters, "The kernel's device time (CUPTI)")
+    r.device_ms, r.device_how = _own_device_time(launches, min(iters, 50))
+    _timed_and_checked(r, timed, ex, ref, atol, rtol)
+    r.sol_ms, r.sol_how = speed_of_light(ex, inputs, gpu)
+    if compare_default:
+        yield Progress("default", iters, iters, "Timing the runtime default (ONNX Runtime CUDA)")
+        r.default_ms, r.default_how = default_time(ex, inputs, min(iters, 50))
+        if r.default_ms is not None and r.device_ms is not None:
+            r.default_device_ms, why = default_device_time(ex, inputs, min(iters, 50))
+            if r.default_device_ms is None:
+                r.device_how += f"; the default's not measured ({why})"
+    else:
+        r.default_how = "not asked for"
+    r.verdict = verdict(r, len(ex.nodes), delegated)
+    return r
+
+
+def _timed_and_checked(r: KernelResult, timed: Any, ex: Extract, ref: Reference, atol: float, rtol: float) -> None:
+    """The event and host times of the timed launches, and the last launch's outputs against the reference."""
+    from splitscope.engine import nvrtc
+
     if timed.times_ms:
         r.ms = statistics.median(timed.times_ms)
         r.spread_ms = [float(np.percentile(timed.times_ms, 10)), float(np.percentile(timed.times_ms, 90))]
@@ -227,11 +297,21 @@ def run_kernel(
         r.max_abs_err, r.max_ulp = worst.get("max_abs_err"), worst.get("max_ulp")
         r.beyond, r.worst = worst.get("beyond"), worst.get("worst")
         r.histogram = _histogram(timed.outputs[0], ref.outputs[ex.outputs[0].name])
-    r.sol_ms, r.sol_how = speed_of_light(ex, inputs, gpu)
-    if compare_default:
-        yield Progress("default", iters, iters, "Timing the runtime default (ONNX Runtime CUDA)")
-        r.default_ms, r.default_how = default_time(ex, inputs, min(iters, 50))
-    else:
-        r.default_how = "not asked for"
-    r.verdict = verdict(r, len(ex.nodes), delegated)
-    return r
+
+
+def _own_device_time(launches: Any, n: int) -> tuple[float | None, str]:
+    """The kernel's own device time a launch: ``n`` launches more (after the timed ones, so that CUPTI's cost is in
+    none of the other figures) with CUPTI recording; None and why where it cannot."""
+    from splitscope.engine.runtime import cupti_times
+
+    why = cupti_times.available()
+    if why:
+        return None, why
+    try:
+        with cupti_times.KernelTrace() as t:
+            for _ in launches(n):
+                pass
+    except Exception as e:  # noqa: BLE001 - CUPTI's or the launch's own errors (the launch ran before)
+        return None, f"not measured: {' '.join(str(e).split())[:160]}"
+    ms = cupti_times.device_ms_per_run(t.trace)
+    return ms, "CUPTI: the kernel's own records" if ms is not None else "CUPTI recorded no kernel"

@@ -173,3 +173,22 @@ def ort_intervals(profile_json: str, start_ns: int, skip_runs: int = 0) -> tuple
         if s >= lo:
             nodes.append((name[: -len("_kernel_time")], s, s + int(e.get("dur", 0)) * 1000))
     return nodes, runs
+
+
+def device_ms_per_run(trace: Trace, runs: int | None = None) -> float | None:
+    """The device time of one run in ms, from the kernels recorded over several: each kernel name's median duration
+    times how often it ran a run, summed. ``runs`` is the number of runs traced; without it, each name is taken to
+    run once a run (a workbench kernel's launches). None when nothing ran."""
+    by: dict[str, list[float]] = {}
+    for k in trace.kernels:
+        by.setdefault(k.name, []).append((k.end - k.start) / 1e6)
+    if not by:
+        return None
+    n = runs or min(len(v) for v in by.values())
+    return sum(_median(v) * len(v) / n for v in by.values())
+
+
+def _median(xs: list[float]) -> float:
+    s = sorted(xs)
+    m = len(s) // 2
+    return s[m] if len(s) % 2 else (s[m - 1] + s[m]) / 2

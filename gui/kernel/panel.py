@@ -203,10 +203,16 @@ class KernelPanel(QWidget):
         if not k.get("ran"):
             return ""
         spread = k.get("spread_ms") or [None, None]
+        dev = k.get("device_ms")
         rows = [
+            ("kernel (device, CUPTI)", _ms(dev) if dev is not None else k.get("device_how") or "not measured"),
+            ("runtime default's kernels (device)", _ms(k.get("default_device_ms"))),
             ("kernel (CUDA events)", f"{_ms(k.get('ms'))} (p10–p90 {_ms(spread[0])}–{_ms(spread[1])})"),
-            ("kernel (host, as the default)", _ms(k.get("host_ms"))),
-            ("runtime default", _ms(k["default_ms"]) if k.get("default_ms") is not None else k.get("default_how")),
+            ("kernel (host, launch included)", _ms(k.get("host_ms"))),
+            (
+                "runtime default (host, launch included)",
+                _ms(k["default_ms"]) if k.get("default_ms") is not None else k.get("default_how"),
+            ),
             ("bound", f"{_ms(k.get('sol_ms'))} ({k.get('sol_how')})"),
             ("max abs error", f"{k.get('max_abs_err'):.3g}" if k.get("max_abs_err") is not None else "no reference"),
             ("max ULP", str(k.get("max_ulp")) if k.get("max_ulp") is not None else "—"),

@@ -216,8 +216,39 @@ def test_verdicts_say_their_numbers():
     assert "keep them delegated" in verdict(r, 6, True)
     r.host_ms, r.ms = 0.032, 0.029
     assert "2.3x faster" in verdict(r, 6, True) and "worth a plugin" in verdict(r, 6, True)
+    assert "on the host: no device times here" in verdict(r, 6, True)
     r.numerics_ok, r.beyond, r.max_abs_err, r.worst = False, 0.99, 846.0, {"index": [6, 325, 672]}
     assert verdict(r, 6, True).startswith("The kernel is wrong: 99.0% of the elements")
+
+
+def test_with_device_times_the_verdict_is_kernel_against_kernel():
+    """Where CUPTI gave both sides' device times, they decide (the host times, launch included, beside them) and the
+    bound is against the kernel's own device time: on the H200, LayerNorm's kernel 3.83 us against ONNX Runtime's
+    5.47 us is 1.43x faster, where host times (with 10-20 us of launch) said 1.2x."""
+    from splitscope.engine.kernel.workbench import KernelResult, verdict
+
+    r = KernelResult(compiled=True, ran=True, numerics_ok=True, ms=0.0112, host_ms=0.0221, default_ms=0.0265)
+    r.device_ms, r.default_device_ms, r.sol_ms = 0.00383, 0.00547, 0.0013
+    text = verdict(r, 1, False)
+    assert text.startswith("Your kernel is 1.4x faster than the runtime default on this node")
+    assert "device time 0.0038 ms against 0.0055 ms" in text and "launch included, 0.0221 against 0.0265" in text
+    assert "at 34% of the bound" in text  # 0.0013 / 0.00383, not against the events' 0.0112 (12%)
+
+
+def test_device_time_per_run_from_kernel_records():
+    """Each kernel name's median duration times how often it ran a run: a run of two kernels, one launched twice."""
+    from splitscope.engine.runtime.cupti_times import Kernel, Trace, device_ms_per_run
+
+    t = Trace()
+    for run in range(3):
+        base = run * 1_000_000
+        t.kernels += [Kernel("a", base, base + 2000, 0), Kernel("b", base, base + 500, 0)]
+        t.kernels += [Kernel("b", base, base + 700 if run else base + 9000, 0)]  # one outlier
+    # a: 2 us once a run; b: 0.5 and 0.7 us a run (an outlier of 9 us once): its median 0.6 us, twice a run
+    assert device_ms_per_run(t, runs=3) == pytest.approx(0.002 + 2 * 0.0006)
+    assert device_ms_per_run(Trace()) is None
+    one = Trace(kernels=[Kernel("k", 0, 3830, 0), Kernel("k", 0, 3900, 0), Kernel("k", 0, 3800, 0)])
+    assert device_ms_per_run(one) == pytest.approx(0.00383)  # a workbench kernel: once a launch
 
 
 def test_the_recorded_h200_run_holds_together():
