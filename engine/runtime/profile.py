@@ -337,7 +337,9 @@ def profile(
         )
     elif no_graph:
         notes.append(f"no CUDA graph time: {no_graph}")
-    v = verdict(mean, per_node, io_ms, boundary_ms, plugin_ms, cover)
+    # On CUDA with the device's own times, the rest of the latency is the device idle between kernels: launches.
+    launch_share = max(1.0 - cover, 0.0) if use_cupti and cover else None
+    v = verdict(mean, per_node, io_ms, boundary_ms, plugin_ms, cover, launch_share)
     if graph is not None:
         v["numbers"]["cuda_graph_ms"] = round(graph["p50"], 4)
     if not per_node:

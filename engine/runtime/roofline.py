@@ -65,6 +65,10 @@ def classify(
     return out
 
 
+LAUNCH_SHARE = 0.2
+"""Launch overhead (the device idle between kernels) above this share of the latency makes a model graph-bound."""
+
+
 def verdict(
     latency_ms: float,
     per_node: list[dict[str, Any]],
@@ -72,14 +76,16 @@ def verdict(
     boundary_copy_ms: float | None,
     plugin_ms: float,
     cover: float | None = None,
+    launch_share: float | None = None,
 ) -> dict[str, Any]:
     """Graph-, kernel- or transfer-bound, with the numbers that decide it and the fix that fits.
 
     - *transfer-bound*: the model's input/output copies plus the copies its partition boundaries force are
       30% or more of the end-to-end time;
-    - *graph-bound*: otherwise, when launch-bound nodes (many small kernels) take half the node time or
-      more, or the nodes' own times cover under half of a profiled run (``cover``: the rest is the runtime's
-      gaps between nodes);
+    - *graph-bound*: otherwise, when launches cost more than a fifth of the latency (``launch_share``: the device
+      idle between kernels, from CUPTI's records, on CUDA), when launch-bound nodes (many small kernels) take
+      half the node time or more, or when the nodes' own times cover under half of a profiled run (``cover``:
+      the rest is the runtime's gaps between nodes);
     - *kernel-bound*: the rest: a few heavy nodes hold the time.
 
     A copy figure of ``None`` was not measured: it stays ``None`` in the numbers (never a 0 that reads as
@@ -101,6 +107,8 @@ def verdict(
         "node_ms": round(node_ms, 4),
         "node_cover": round(cover, 3),
         "launch_bound_ms": round(small, 4),
+        "launch_share": r4(launch_share),
+        "launch_idle_ms": r4(launch_share * latency_ms) if launch_share is not None else None,
         "launch_bound_nodes": sum(1 for n in per_node if n.get("class") == "launch-bound"),
         "io_copy_ms": r4(io_copy_ms),
         "boundary_copy_ms": r4(boundary_copy_ms),
@@ -121,6 +129,16 @@ def verdict(
         fix = (
             "pin host memory and overlap copies with compute; move pre/post-processing onto the GPU; remove "
             "partition boundaries (a plugin for the op that splits the engine)"
+        )
+    elif launch_share is not None and launch_share > LAUNCH_SHARE:
+        kind = "graph-bound"
+        why = (
+            f"launches cost {launch_share:.0%} of the latency: the device idles between kernels "
+            f"{launch_share * latency_ms:.3f} ms a run while the host launches the next"
+        )
+        fix = (
+            "delegate to TensorRT: its layer fusion launches fewer, larger kernels; or run the model as a CUDA graph "
+            "(ONNX Runtime's enable_cuda_graph), which launches it all at once"
         )
     elif node_ms and (small / node_ms >= 0.5 or cover < 0.5):
         kind = "graph-bound"
@@ -144,15 +162,17 @@ def verdict(
 
 
 def time_split(prof: dict[str, Any]) -> list[tuple[str, float | None]]:
-    """Where a profile's time goes, the one split the report and the board show: graph (launch-bound nodes),
-    kernels and data movement, in ms; data movement is ``None`` when the copies were not measured."""
+    """Where a profile's time goes, the one split the report and the board show: graph (the device idle between
+    kernels where it was measured, and launch-bound nodes), kernels and data movement, in ms; data movement is
+    ``None`` when the copies were not measured."""
     num = (prof.get("verdict") or {}).get("numbers") or {}
     node = float(num.get("node_ms") or 0.0)
-    launch = float(num.get("launch_bound_ms") or 0.0)
+    small = float(num.get("launch_bound_ms") or 0.0)
+    launch = small + float(num.get("launch_idle_ms") or 0.0)
     io, boundary = num.get("io_copy_ms"), num.get("boundary_copy_ms")
     measured = num.get("copies_measured", io is not None and boundary is not None)
     copies = float(io or 0.0) + float(boundary or 0.0) if measured else None
-    return [("graph (launch-bound nodes)", launch), ("kernels", max(node - launch, 0.0)), ("data movement", copies)]
+    return [("graph (launches)", launch), ("kernels", max(node - small, 0.0)), ("data movement", copies)]
 
 
 def time_split_text(prof: dict[str, Any]) -> str:

@@ -153,6 +153,22 @@ def test_roofline_classes_and_verdicts():
     assert v["verdict"] == "transfer-bound" and v["numbers"]["transfer_share"] > 0.3 and "pin" in v["fix"]
 
 
+def test_launches_over_a_fifth_of_the_latency_make_a_model_graph_bound():
+    """BERT-base on the H200: CUPTI's kernels covered 72-73% of the latency, the rest the device idle between
+    kernels while the host launches; that quarter is what TensorRT's fusion or a CUDA graph removes, so the verdict
+    leads with it (it said kernel-bound), and the time split counts it as graph time."""
+    from splitscope.engine.runtime.roofline import time_split
+
+    heavy = [{"name": f"gemm{i}", "ms": 0.4, "class": "compute-bound"} for i in range(12)]  # 4.8 ms of kernels
+    v = verdict(6.6, heavy, 0.0, 0.0, 0.0, cover=0.727, launch_share=0.273)
+    assert v["verdict"] == "graph-bound" and "launches cost 27% of the latency" in v["why"]
+    assert "fusion" in v["fix"] and "CUDA graph" in v["fix"]
+    assert v["numbers"]["launch_idle_ms"] == pytest.approx(0.273 * 6.6, abs=1e-3)
+    graph, kernels, _ = time_split({"verdict": v})
+    assert graph[1] + kernels[1] == pytest.approx(6.6, rel=0.01)  # kernels and the idle between them: the latency
+    assert verdict(6.6, heavy, 0.0, 0.0, 0.0, cover=0.85, launch_share=0.15)["verdict"] == "kernel-bound"
+
+
 def test_without_a_gpu_the_gpu_parts_say_so_in_one_line():
     if shutil.which("nvidia-smi"):
         pytest.skip("this machine has an NVIDIA GPU: the no-GPU messages cannot be seen here")
