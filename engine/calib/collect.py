@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import onnx
 from onnx import helper
-from splitscope.engine.calib.data import CalibData, batches, prefetched
+from splitscope.engine.calib.data import CalibData, Prefetched, batches
 from splitscope.engine.calib.stats import TensorStats
 from splitscope.engine.jobs import CancelToken, JobEvent, LogLine, Progress, Sample
 from splitscope.engine.runtime.ort import InferenceError, OrtBackend
@@ -164,6 +164,7 @@ def collect(
 
     model, tmp = _with_outputs(path, tensors, proto)
     lap("model_s")
+    samples = Prefetched(batches(data))  # the first samples read and decoded while the session is made
     try:
         threads = fold_threads()
         ort_threads = max(1, _cores() - threads) if threads > 1 and backend == "ort-cpu" else 0
@@ -183,7 +184,7 @@ def collect(
         try:
             if device is not None:
                 yield LogLine("Calibration statistics folded on the GPU: only ranges and histograms are copied back")
-            with contextlib.closing(prefetched(batches(data))) as samples:  # the next sample made meanwhile
+            with contextlib.closing(samples):  # the next sample made meanwhile
                 for feeds in samples:
                     cancel.raise_if_cancelled()
                     r = time.perf_counter()
@@ -247,6 +248,7 @@ def collect(
             )
         be.close()
     finally:
+        samples.close()
         if tmp is not None:
             with contextlib.suppress(OSError):
                 tmp.unlink()

@@ -9,7 +9,7 @@ and skipped, never a crash.
 from __future__ import annotations
 
 import zipfile
-from collections.abc import Generator, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -321,48 +321,65 @@ def _fit(spec: InputSpec, a: np.ndarray, where: str) -> np.ndarray:
     return a
 
 
-def prefetched(items: Iterator[T], depth: int = 2) -> Generator[T, None, None]:
-    """``items`` made on a thread of their own, up to ``depth`` ahead of the caller: a sample is read, decoded and
-    resized (or drawn) while ONNX Runtime runs the one before. An exception in the thread is raised here, where the
-    item would have come; the thread stops when the caller stops taking (a cancel, an error, the end)."""
-    import queue
-    import threading
+class Prefetched(Iterator[T]):
+    """``items`` made on a thread of their own, up to ``depth`` ahead of the caller, from the moment this is made: a
+    sample is read, decoded and resized (or drawn) while ONNX Runtime makes its session or runs the one before. An
+    exception in the thread is raised here, where the item would have come; the thread stops when the caller stops
+    taking (:meth:`close`: a cancel, an error, the end)."""
 
-    q: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=max(depth, 1))
-    stop = threading.Event()
+    def __init__(self, items: Iterator[T], depth: int = 2) -> None:
+        import queue
+        import threading
 
-    def put(kind: str, value: Any) -> bool:
-        while not stop.is_set():
+        self._q: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=max(depth, 1))
+        self._stop = threading.Event()
+        self._done = False
+        self._thread = threading.Thread(target=self._work, args=(items,), name="splitscope-calib-data", daemon=True)
+        self._thread.start()
+
+    def _put(self, kind: str, value: Any) -> bool:
+        import queue
+
+        while not self._stop.is_set():
             try:
-                q.put((kind, value), timeout=0.1)
+                self._q.put((kind, value), timeout=0.1)
                 return True
             except queue.Full:
                 continue
         return False
 
-    def work() -> None:
+    def _work(self, items: Iterator[T]) -> None:
         try:
             for item in items:
-                if not put("item", item):
+                if not self._put("item", item):
                     return
         except BaseException as e:  # noqa: BLE001 - handed to the caller
-            put("error", e)
+            self._put("error", e)
             return
-        put("end", None)
+        self._put("end", None)
 
-    t = threading.Thread(target=work, name="splitscope-calib-data", daemon=True)
-    t.start()
-    try:
-        while True:
-            kind, value = q.get()
-            if kind == "end":
-                return
-            if kind == "error":
-                raise value
-            yield value
-    finally:
-        stop.set()
-        t.join(timeout=5)
+    def __iter__(self) -> Prefetched[T]:
+        return self
+
+    def __next__(self) -> T:
+        if self._done:
+            raise StopIteration
+        kind, value = self._q.get()
+        if kind == "item":
+            return value
+        self.close()
+        if kind == "error":
+            raise value
+        raise StopIteration
+
+    def close(self) -> None:
+        """Stop the thread (it ends within a tenth of a second) and take nothing more."""
+        self._done = True
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def __del__(self) -> None:
+        self._stop.set()
 
 
 def batches(data: CalibData) -> Iterator[dict[str, np.ndarray]]:

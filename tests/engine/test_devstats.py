@@ -126,3 +126,39 @@ def test_a_cpu_pass_says_the_host_folded_its_statistics(tmp_path):
     data = open_data("random", input_specs(onnx.load(str(p))), samples=3)
     stats = run_to_end(collect(p, ["r"], data, "ort-cpu", None, where))
     assert where == ["host"] and stats["r"].count == 12
+
+
+def test_the_first_samples_are_read_while_the_session_is_made(tmp_path, monkeypatch):
+    """A fixed cost paid once, in parallel: the thread that reads and decodes the samples is already working when
+    ONNX Runtime makes the session (on CUDA the session and the first sample each took about half a second)."""
+    import threading
+
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+    from splitscope.engine.calib.collect import collect
+    from splitscope.engine.calib.data import open_data
+    from splitscope.engine.jobs import run_to_end
+    from splitscope.engine.runtime import ort as ort_backend
+    from splitscope.engine.runtime.inputs import input_specs
+
+    g = h.make_graph(
+        [h.make_node("Relu", ["x"], ["r"], name="relu")],
+        "g",
+        [h.make_tensor_value_info("x", T.FLOAT, [1, 4])],
+        [h.make_tensor_value_info("r", T.FLOAT, [1, 4])],
+    )
+    p = tmp_path / "m.onnx"
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)], ir_version=9), str(p))
+    reading: list[bool] = []
+    made = ort_backend.OrtBackend.session
+
+    def session(self, *a, **k):  # type: ignore[no-untyped-def]
+        reading.append(any(t.name == "splitscope-calib-data" for t in threading.enumerate()))
+        return made(self, *a, **k)
+
+    monkeypatch.setattr(ort_backend.OrtBackend, "session", session)
+    data = open_data("random", input_specs(onnx.load(str(p))), samples=3)
+    stats = run_to_end(collect(p, ["r"], data, "ort-cpu"))
+    assert reading == [True] and stats["r"].count == 12
+    assert not any(t.name == "splitscope-calib-data" for t in threading.enumerate())  # and gone after

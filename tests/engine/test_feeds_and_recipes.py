@@ -303,9 +303,9 @@ def test_samples_are_made_ahead_on_a_thread_in_order_and_stop_with_the_caller():
     import contextlib
     import threading
 
-    from splitscope.engine.calib.data import prefetched
+    from splitscope.engine.calib.data import Prefetched
 
-    assert list(prefetched(iter(range(50)), depth=2)) == list(range(50))
+    assert list(Prefetched(iter(range(50)), depth=2)) == list(range(50))
 
     def broken():
         yield 1
@@ -314,7 +314,7 @@ def test_samples_are_made_ahead_on_a_thread_in_order_and_stop_with_the_caller():
 
     got = []
     with pytest.raises(ValueError, match="sample 3"):
-        for x in prefetched(broken()):
+        for x in Prefetched(broken()):
             got.append(x)
     assert got == [1, 2]
 
@@ -327,7 +327,7 @@ def test_samples_are_made_ahead_on_a_thread_in_order_and_stop_with_the_caller():
             yield k
             k += 1
 
-    with contextlib.closing(prefetched(endless(), depth=2)) as it:
+    with contextlib.closing(Prefetched(endless(), depth=2)) as it:
         assert [next(it) for _ in range(3)] == [0, 1, 2]
     assert not any(t.name == "splitscope-calib-data" for t in threading.enumerate())
     assert len(made) <= 3 + 2 + 1  # never more than the depth ahead
