@@ -23,6 +23,7 @@ from splitscope.engine.calib.results import CalibrationDoc
 from splitscope.engine.jobs import CancelToken, JobEvent, Progress
 from splitscope.engine.model import GraphModel
 from splitscope.engine.process import JobProcess
+from splitscope.engine.runtime.generate import GenerationDoc
 from splitscope.engine.view.layout import View
 from splitscope.profiler.profiling import ProfileRequest, Profiling, child_or_remote, dims_text
 from splitscope.profiler.queue import JobKind, JobQueue, Lane
@@ -47,8 +48,8 @@ class ModelResults:
     """The colour mode last asked for on this model."""
     kernels: list[dict[str, Any]] = field(default_factory=list)
     """The kernel workbench's results on this model, newest last."""
-    generation: dict[str, Any] | None = None
-    """The last generation profile of this model (its JSON)."""
+    generation: GenerationDoc | None = None
+    """The last generation profile of this model."""
     sweep: dict[str, Any] | None = None
     """The last sweep over this model (its JSON: cells with parameters, status and figures)."""
 
@@ -77,7 +78,7 @@ class AppController(QObject):
     calibration_ready = Signal(int, object)
     """A calibration finished: job id, its :class:`CalibrationDoc`."""
     generation_ready = Signal(int, object)
-    """A generation profile finished on the open model: its id, its JSON (``generation``)."""
+    """A generation profile finished on the open model: its id, its :class:`GenerationDoc`."""
     kernel_ready = Signal(int, object)
     sweep_ready = Signal(int, object)
     """A sweep finished: (job id, its JSON)."""
@@ -368,9 +369,10 @@ class AppController(QObject):
         self.report_ready.emit(jid, res)
 
     def _generation_done(self, jid: int, res: dict[str, Any], model: str | None) -> None:
-        self._for(model).generation = res
+        doc = GenerationDoc.from_json(res)
+        self._for(model).generation = doc
         if self._is_open(model):
-            self.generation_ready.emit(jid, res)
+            self.generation_ready.emit(jid, doc)
 
     def _kernel_done(self, jid: int, res: dict[str, Any], model: str | None) -> None:
         self._for(model).kernels.append(res)

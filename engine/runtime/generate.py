@@ -19,7 +19,7 @@ import re
 import statistics
 import time
 from collections.abc import Generator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +85,29 @@ class Generation:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Generation:
+        """A generation read back (a child's result, a saved file, one written before a field existed: its
+        default, and a file from before the warm generations counts 1 timed generation)."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in known})
+
+
+@dataclass(frozen=True)
+class GenerationDoc:
+    """A finished generation profile as the window keeps it: the model, the backend and the figures, typed;
+    :attr:`json` is the document it was read from (the report's section and the saved file)."""
+
+    model: str
+    backend: str
+    generation: Generation
+    json: dict[str, Any]
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> GenerationDoc:
+        g = Generation.from_json(doc.get("generation") or {})
+        return cls(str(doc.get("model", "")), str(doc.get("backend") or g.backend), g, doc)
 
 
 def _empty_past(shape: list[Any]) -> list[int]:

@@ -24,6 +24,7 @@ from splitscope.gui.shell.lazy import LazyPanel
 from splitscope.gui.shell.palette import COLOURS
 
 if TYPE_CHECKING:
+    from splitscope.engine.runtime.generate import GenerationDoc
     from splitscope.gui.shell.host import Shell
 
 
@@ -68,27 +69,27 @@ class GenerationPanel(QWidget):
         self.ys.append(ms)
         self.curve.setData(np.asarray(self.xs), np.asarray(self.ys))
 
-    def set_result(self, doc: dict[str, Any]) -> None:
-        g = doc["generation"]
-        start = g["prompt_len"] + 1
-        self.xs = [float(start + k) for k in range(len(g["step_ms"]))]
-        self.ys = list(g["step_ms"])
+    def set_result(self, doc: GenerationDoc) -> None:
+        g = doc.generation
+        start = g.prompt_len + 1
+        self.xs = [float(start + k) for k in range(len(g.step_ms))]
+        self.ys = list(g.step_ms)
         self.curve.setData(np.asarray(self.xs), np.asarray(self.ys))
-        self.median.setPos(g["tpot_ms"])
+        self.median.setPos(g.tpot_ms)
         self.median.show()
         spread = ""
-        if g.get("tpot_range_ms"):  # files from before the warm generations have none
-            (t0, t1), (p0, p1) = g["ttft_range_ms"], g["tpot_range_ms"]
+        if g.tpot_range_ms and g.ttft_range_ms:  # files from before the warm generations have none
+            (t0, t1), (p0, p1) = g.ttft_range_ms, g.tpot_range_ms
             spread = (
-                f" Medians of {g['generations']} timed generations after an untimed one: prefill {t0:.3f}-{t1:.3f} "
+                f" Medians of {g.generations} timed generations after an untimed one: prefill {t0:.3f}-{t1:.3f} "
                 f"ms, each generation's step {p0:.3f}-{p1:.3f} ms."
             )
         self.summary.setText(
-            f"<b>{html.escape(doc.get('backend', ''))}</b>: time to first token <b>{g['ttft_ms']:.3f} ms</b> "
-            f"(prefill of {g['prompt_len']}); per output token <b>{g['tpot_ms']:.3f} ms</b> (median, dashed), "
-            f"{g['tokens_per_s']:.1f} tokens/s; KV cache {g['kv_bytes_per_token']:,} bytes a token, "
-            f"{g['kv_bytes_final'] / 1e6:.2f} MB after {g['steps']} steps.{spread}"
-            f"<br><b>{html.escape(g['verdict'])}</b>: {html.escape(g['why'])}. Fix: {html.escape(g['fix'])}."
+            f"<b>{html.escape(doc.backend)}</b>: time to first token <b>{g.ttft_ms:.3f} ms</b> "
+            f"(prefill of {g.prompt_len}); per output token <b>{g.tpot_ms:.3f} ms</b> (median, dashed), "
+            f"{g.tokens_per_s:.1f} tokens/s; KV cache {g.kv_bytes_per_token:,} bytes a token, "
+            f"{g.kv_bytes_final / 1e6:.2f} MB after {g.steps} steps.{spread}"
+            f"<br><b>{html.escape(g.verdict)}</b>: {html.escape(g.why)}. Fix: {html.escape(g.fix)}."
         )
 
 
@@ -187,9 +188,6 @@ class GenerationUi(QObject):
         """Another model: its own last generation profile (kept for its report), or nothing."""
         self.pending = None
         doc = self.controller.results.generation
-        gm = self.controller.graph_model
-        if doc is not None and gm is not None:
-            gm.generation = {**doc["generation"], "backend": doc.get("backend", "")}
         if self._panel.built:
             if doc is not None:
                 self.panel.set_result(doc)
@@ -197,7 +195,7 @@ class GenerationUi(QObject):
                 self.panel.start()
                 self.panel.summary.setText("No generation profile of this model yet.")
 
-    def _finished(self, jid: int, doc: dict[str, Any]) -> None:
+    def _finished(self, jid: int, doc: GenerationDoc) -> None:
         self.pending = None
         self.panel.set_result(doc)
-        self.shell.show_message(f"Generation: {doc['generation']['tpot_ms']:.3f} ms a token", 10000)
+        self.shell.show_message(f"Generation: {doc.generation.tpot_ms:.3f} ms a token", 10000)

@@ -132,7 +132,7 @@ class ShowUi(QObject):
             "scenarios": list(self.planner.scenarios),
             "chosen": cur.name if cur else None,
             "extras": ReportExtras(
-                generation_section(res.generation) if res.generation else None,
+                generation_section(res.generation.json) if res.generation else None,
                 res.sweep,
             ),
         }

@@ -197,8 +197,15 @@ def test_a_generation_profile_from_the_window(qtbot, window):
     xs, ys = p.curve.getData()
     assert list(xs) == [17.0 + k for k in range(10)] and all(y > 0 for y in ys)
     assert "time to first token" in p.summary.text() and "decode" in p.summary.text()
-    assert window.controller.results.generation["generation"]["steps"] == 10
+    assert window.controller.results.generation.generation.steps == 10
     assert window.show_ui.documents()["extras"].generation["steps"] == 10  # the report's section, from the results
+    # Another model, then the decoder again: its profile comes back with it (nothing written onto the model).
+    window.open_model(SQUEEZENET)
+    wait_idle(qtbot, window)
+    assert "No generation profile of this model yet" in p.summary.text()
+    window.open_model(decoder)
+    wait_idle(qtbot, window)
+    assert "time to first token" in p.summary.text() and list(p.curve.getData()[0]) == list(xs)
 
 
 def test_saved_profiles_are_read_in_a_worker_and_a_stale_read_is_dropped(qtbot, window, tmp_path):
