@@ -21,6 +21,7 @@ from typing import Any
 from PySide6.QtCore import QObject, Signal
 from splitscope.engine.calib.results import CalibrationDoc
 from splitscope.engine.jobs import CancelToken, JobEvent, Progress
+from splitscope.engine.kernel.answers import parser_answers
 from splitscope.engine.model import GraphModel
 from splitscope.engine.process import JobProcess
 from splitscope.engine.runtime.generate import GenerationDoc
@@ -48,6 +49,12 @@ class ModelResults:
     """The colour mode last asked for on this model."""
     kernels: list[dict[str, Any]] = field(default_factory=list)
     """The kernel workbench's results on this model, newest last."""
+
+    def plugin_answers(self) -> dict[str, dict[str, Any]]:
+        """The real parser's answers with the generated plugins registered, by node label (from :attr:`kernels`):
+        what the planner counts and the canvas colours after."""
+        return parser_answers(self.kernels)
+
     generation: GenerationDoc | None = None
     """The last generation profile of this model."""
     sweep: dict[str, Any] | None = None
@@ -326,18 +333,6 @@ class AppController(QObject):
         if not model or self._is_open(model):
             self.profile_ready.emit(jid, result)
 
-    def _apply_kernel(self, doc: dict[str, Any]) -> None:
-        """Keep the workbench's answers on the open model: the planner reads the parser's answer, the report the
-        kernels."""
-        gm = self.graph_model
-        if gm is None:
-            return
-        gm.kernels.append(doc)
-        answer = (doc.get("plugin") or {}).get("parser")
-        if answer and answer.get("how") in ("taken", "mapped", "not-found"):
-            for label in doc.get("nodes", []):
-                gm.plugin_parser[label] = answer
-
     def _finished(self, jid: int) -> None:
         rec = self.queue.jobs.get(jid)
         if rec is None or rec.meta.get("shown"):
@@ -377,7 +372,6 @@ class AppController(QObject):
     def _kernel_done(self, jid: int, res: dict[str, Any], model: str | None) -> None:
         self._for(model).kernels.append(res)
         if self._is_open(model):
-            self._apply_kernel(res)
             self.kernel_ready.emit(jid, res)
 
     def _sweep_done(self, jid: int, res: dict[str, Any], model: str | None) -> None:

@@ -162,11 +162,6 @@ class GraphModel:
     preview: bool = False
     """A first view's model from the light pass (:mod:`splitscope.engine.split.preview`): structure and the
     table's answer per op only; the full model replaces it."""
-    plugin_parser: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """The real parser's answer with a generated plugin registered (the kernel workbench), by node label:
-    :class:`splitscope.engine.kernel.plugin.ParserAnswer` as JSON. The planner uses it instead of its estimate."""
-    kernels: list[dict[str, Any]] = field(default_factory=list)
-    """The kernel workbench's results on this model (the report's "Custom work")."""
 
     @property
     def nodes(self) -> Nodes:

@@ -21,6 +21,7 @@ overheads beyond the copies are not priced, and are said not to be.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -179,10 +180,17 @@ def _touches_ends(gm: GraphModel, run: set[int]) -> bool:
 
 
 def evaluate(
-    gm: GraphModel, scenario: Scenario, profile: dict[str, Any] | None = None, all_items: list[Item] | None = None
+    gm: GraphModel,
+    scenario: Scenario,
+    profile: dict[str, Any] | None = None,
+    all_items: list[Item] | None = None,
+    answers: Mapping[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The split and the cost under ``scenario``: partitions, boundary bytes, host copies and (with a profile,
-    the JSON of :class:`splitscope.engine.runtime.profile.ProfileResult`) the estimated latency range."""
+    the JSON of :class:`splitscope.engine.runtime.profile.ProfileResult`) the estimated latency range. ``answers``:
+    the real parser's answer with a generated plugin registered, by node label
+    (:func:`splitscope.engine.kernel.plugin.parser_answers`), counted instead of the estimate."""
+    answers = answers or {}
     its = all_items if all_items is not None else items(gm)
     nodes = gm.nodes
     inside = [n.status is Status.DELEGATE for n in nodes]
@@ -194,12 +202,12 @@ def evaluate(
         if plan not in it.options:
             plan = it.today
         chosen[it.key] = plan
-        answers = [gm.plugin_parser.get(nodes[i].label) for i in it.nodes]
-        if plan == "write-plugin" and all(answers):
-            basis[it.key] = "parser: " + "/".join(sorted({a["how"] for a in answers if a}))
+        said = [answers.get(nodes[i].label) for i in it.nodes]
+        if plan == "write-plugin" and all(said):
+            basis[it.key] = "parser: " + "/".join(sorted({a["how"] for a in said if a}))
         elif plan == "write-plugin":
             basis[it.key] = "estimate"
-        for i, answer in zip(it.nodes, answers, strict=True):
+        for i, answer in zip(it.nodes, said, strict=True):
             inside[i] = plan in IN_ENGINE
             if plan == "write-plugin" and answer is not None and answer.get("how") == "not-found":
                 inside[i] = False  # the real parser did not map the node to the plugin: it stays outside

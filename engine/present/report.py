@@ -21,6 +21,7 @@ from typing import Any
 
 from splitscope.engine.errors import SplitscopeError
 from splitscope.engine.jobs import CancelToken, JobEvent, Progress
+from splitscope.engine.kernel.answers import parser_answers
 from splitscope.engine.model import GraphModel, Status
 from splitscope.engine.palette import colour_table
 from splitscope.engine.plan.scenario import PLANS, Scenario, decision, evaluate, items, work_share
@@ -33,10 +34,12 @@ TITLE = "Splitscope report"
 @dataclass(frozen=True, slots=True)
 class ReportExtras:
     """What the report shows beside the analysis that the model does not hold: a generation profile's section
-    (:func:`generation_section`) and a sweep (its JSON)."""
+    (:func:`generation_section`), a sweep (its JSON) and the kernel workbench's results (each a kernel job's JSON:
+    the "Custom work" section, and the parser's answers the planner counts)."""
 
     generation: dict[str, Any] | None = None
     sweep: dict[str, Any] | None = None
+    kernels: tuple[dict[str, Any], ...] = ()
 
 
 def generation_section(doc: dict[str, Any]) -> dict[str, Any]:
@@ -145,7 +148,9 @@ def report_data(
     its = items(gm)
     prof = next((p for p in profiles if p.get("backend") in ("tensorrt", "rtx")), profiles[0] if profiles else None)
     scen = [Scenario("today"), *(scenarios or [])]
-    evaluated = [evaluate(gm, s, prof, its) for s in scen]
+    kernels = extras.kernels if extras else ()
+    answers = parser_answers(kernels)
+    evaluated = [evaluate(gm, s, prof, its, answers) for s in scen]
     if chosen is not None and chosen not in {s.name for s in scen}:
         raise SplitscopeError(
             f"--scenario {chosen!r}: no scenario of that name is saved for this model "
@@ -170,7 +175,7 @@ def report_data(
         "tensorrt": _trt_version(gm, engine),
         "headline": headline(gm, summary),
         "build": gm.build,
-        "kernels": [kernel_row(k) for k in gm.kernels],
+        "kernels": [kernel_row(k) for k in kernels],
         "generation": extras.generation if extras else None,
         "sweep": sweep_section(extras.sweep, gm.path.name if gm.path else "") if extras and extras.sweep else None,
         "decision": decision(its, evaluated[0], pick),
@@ -589,13 +594,12 @@ def make_report(
         if not any(Path(str(c.get("params", {}).get("model", ""))).name == mine for c in sdoc["cells"]):
             raise SplitscopeError(f"--sweep {Path(sweep).name} has no cell of {mine}: it is a sweep of other models.")
         extras = replace(extras, sweep=sdoc)
+    workbench = []
     for k in kernels or []:
-        doc = load_doc(k, "kernel")
-        check_same_model(gm, doc, "kernel", k)
-        gm.kernels.append(doc)
-        answer = (doc.get("plugin") or {}).get("parser")
-        if answer and answer.get("how") in ("taken", "mapped", "not-found"):
-            gm.plugin_parser.update({label: answer for label in doc["nodes"]})
+        workbench.append(load_doc(k, "kernel"))
+        check_same_model(gm, workbench[-1], "kernel", k)
+    if workbench:
+        extras = replace(extras, kernels=tuple(workbench))
     saved = load_scenarios(gm.path) if gm.path else []
     return (
         yield from report_job(

@@ -253,11 +253,12 @@ class KernelUi(QObject):
         a generated plugin (green) against those still outside the engine (vermillion). Before is the status
         colouring."""
         gm = self.controller.graph_model
-        if gm is None or not gm.plugin_parser or view.gm is not gm:
+        answers = self.controller.results.plugin_answers()
+        if gm is None or not answers or view.gm is not gm:
             return None
         nodes: dict[int, float] = {}
         for n in gm.nodes:
-            answer = gm.plugin_parser.get(n.label)
+            answer = answers.get(n.label)
             if answer is not None and answer.get("how") in ("taken", "mapped"):
                 nodes[n.index] = 1.0
             else:

@@ -331,9 +331,10 @@ class PlannerUi(QObject):
         self._generation += 1
         gen, gm, its, prof = self._generation, self.gm, list(self.items), self.profile()
         scen = [Scenario(TODAY)] + [Scenario(s.name, dict(s.plans)) for s in self.scenarios]
+        answers = self.shell.controller.results.plugin_answers()
 
         def work() -> tuple[int, list[dict[str, Any]]]:
-            return gen, [evaluate(gm, s, prof, its) for s in scen]
+            return gen, [evaluate(gm, s, prof, its, answers) for s in scen]
 
         self._start(work, self._evaluated)
 

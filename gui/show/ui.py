@@ -134,6 +134,7 @@ class ShowUi(QObject):
             "extras": ReportExtras(
                 generation_section(res.generation.json) if res.generation else None,
                 res.sweep,
+                tuple(k for k in res.kernels if mine(k, "kernel")),
             ),
         }
 

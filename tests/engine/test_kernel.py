@@ -139,13 +139,15 @@ def test_the_parser_maps_the_custom_op_to_the_generated_plugin(tmp_path):
     with np.load(tmp_path / "dcn" / "inputs.npz") as z:
         assert sorted(z[k].shape for k in z.files) == [(1, 64, 10, 10), (64, 64, 3, 3)]  # the features, the weight
     # The planner: writing the plugin is counted as the parser answered, not estimated.
+    from splitscope.engine.kernel.answers import parser_answers
     from splitscope.engine.plan.scenario import Scenario, evaluate, items
 
     gm = analyze_model(SAMPLE, parser="rtx")
-    gm.plugin_parser["/neck/dcn/DCNv4"] = answer
+    answers = parser_answers([doc])
+    assert answers == {"/neck/dcn/DCNv4": answer}
     its = items(gm)
     key = next(it.key for it in its if "/neck/dcn/DCNv4" in [gm.nodes[i].label for i in it.nodes])
-    res = evaluate(gm, Scenario("plugin", {key: "write-plugin"}), all_items=its)
+    res = evaluate(gm, Scenario("plugin", {key: "write-plugin"}), all_items=its, answers=answers)
     assert res["plugin_basis"][key] == "parser: mapped" and res["partitions"] == 1
 
 

@@ -36,7 +36,8 @@ def test_the_workbench_on_the_samples_custom_op(qtbot):
     assert "DCNv4" in p.title.text() and "mapped" in p.title.text() and "partitions 2 → 1" in p.title.text()
     assert 'extern "C" __global__ void kernel(' in p.editor.toPlainText()
     assert p.verdict.text().startswith("Not run: no GPU")  # said, not hidden
-    assert window.graph_model.plugin_parser["/neck/dcn/DCNv4"]["how"] == "mapped"
+    assert window.controller.results.plugin_answers()["/neck/dcn/DCNv4"]["how"] == "mapped"
+    assert not hasattr(window.graph_model, "plugin_parser")  # kept with the results, not written onto the model
     assert window.controller.results.kernels[-1]["nodes"] == ["/neck/dcn/DCNv4"]
     # The canvas after: coloured by the parser's answer (the status colours are before).
     assert window.controller.colour_mode == "plugin"
