@@ -25,6 +25,7 @@ from splitscope.engine.kernel.answers import parser_answers
 from splitscope.engine.model import GraphModel
 from splitscope.engine.process import JobProcess
 from splitscope.engine.runtime.generate import GenerationDoc
+from splitscope.engine.runtime.results import ProfileDoc
 from splitscope.engine.view.layout import View
 from splitscope.profiler.profiling import ProfileRequest, Profiling, child_or_remote, dims_text
 from splitscope.profiler.queue import JobKind, JobQueue, Lane
@@ -35,7 +36,7 @@ from splitscope.profiler.session import ModelSession
 class ModelResults:
     """What the window has for one model, besides its analysis."""
 
-    profiles: dict[int, dict[str, Any]] = field(default_factory=dict)
+    profiles: dict[int, ProfileDoc] = field(default_factory=dict)
     """Job id -> profile result, finished or reloaded."""
     shown_profile: int | None = None
     engine: Any = None
@@ -328,10 +329,11 @@ class AppController(QObject):
         rec = self.queue.jobs.get(jid)
         model = (rec.meta.get("model") if rec is not None else None) or result.get("model")
         mine = self._for(model) if model else self._current
-        mine.profiles[jid] = result
+        doc = ProfileDoc.from_json(result)
+        mine.profiles[jid] = doc
         mine.shown_profile = jid
         if not model or self._is_open(model):
-            self.profile_ready.emit(jid, result)
+            self.profile_ready.emit(jid, doc)
 
     def _finished(self, jid: int) -> None:
         rec = self.queue.jobs.get(jid)

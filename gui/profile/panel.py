@@ -221,10 +221,9 @@ class ProfilePanel(QWidget):
             self.nodes = dict(s.values)
         self._dirty = True
 
-    def show_result(self, job_id: int, result: dict[str, Any], title: str) -> None:
-        """A finished profile: every plot from its figures (read once into typed records)."""
-        doc = ProfileDoc.from_json(result)
-        self.live_id, self.result, self.doc = job_id, result, doc
+    def show_result(self, job_id: int, doc: ProfileDoc, title: str) -> None:
+        """A finished profile: every plot from its figures."""
+        self.live_id, self.result, self.doc = job_id, doc.json, doc
         self.lat.clear()
         self.lat.extend(np.asarray(doc.samples_ms, dtype=float))
         self.tel_t.clear()

@@ -32,9 +32,8 @@ def _node_ms(doc: ProfileDoc) -> dict[int, float]:
     return {r.index: r.ms for r in doc.per_node if r.index is not None}
 
 
-def time_share_heat(view: View, result: dict[str, Any]) -> Heat:
+def time_share_heat(view: View, doc: ProfileDoc) -> Heat:
     """Nodes by their share of the measured node time, blocks by the sum of theirs, scaled to the largest."""
-    doc = ProfileDoc.from_json(result)
     node_ms = _node_ms(doc)
     total = sum(node_ms.values()) or 1.0
     groups = sums_up(view.hier, node_ms)
@@ -50,9 +49,8 @@ def time_share_heat(view: View, result: dict[str, Any]) -> Heat:
     )
 
 
-def diff_heat(view: View, a: dict[str, Any], b: dict[str, Any]) -> Heat:
+def diff_heat(view: View, da: ProfileDoc, db: ProfileDoc) -> Heat:
     """Nodes and blocks by log2 of run B's time over run A's (blue: B faster, vermillion: B slower)."""
-    da, db = ProfileDoc.from_json(a), ProfileDoc.from_json(b)
     ma, mb = _node_ms(da), _node_ms(db)
     both = [i for i in ma.keys() & mb.keys() if ma[i] > 0 and mb[i] > 0 and i < len(view.hier.node_group)]
     nodes = {i: max(-1.0, min(1.0, math.log2(mb[i] / ma[i]) / 2)) for i in both}
@@ -61,12 +59,12 @@ def diff_heat(view: View, a: dict[str, Any], b: dict[str, Any]) -> Heat:
     return Heat(nodes, groups, f"{db.backend} vs {da.backend}", True, "B 4x faster", "B 4x slower")
 
 
-def compare_rows(a: dict[str, Any], b: dict[str, Any], key: str) -> list[tuple[str, float, float]]:
+def compare_rows(a: ProfileDoc, b: ProfileDoc, key: str) -> list[tuple[str, float, float]]:
     """(name, A ms, B ms) per op type (``key="op_type"``) or per node (``"name"``), largest first."""
 
-    def agg(r: dict[str, Any]) -> dict[str, float]:
+    def agg(r: ProfileDoc) -> dict[str, float]:
         out: dict[str, float] = {}
-        for row in ProfileDoc.from_json(r).per_node:
+        for row in r.per_node:
             k = row.op_type if key == "op_type" else row.name
             out[k] = out.get(k, 0.0) + row.ms
         return out
@@ -79,10 +77,10 @@ def compare_rows(a: dict[str, Any], b: dict[str, Any], key: str) -> list[tuple[s
 class CompareDialog(QDialog):
     """Two profiles side by side: per op type and per node, A, B and B/A."""
 
-    def __init__(self, a: dict[str, Any], b: dict[str, Any], parent: QWidget | None = None) -> None:
+    def __init__(self, a: ProfileDoc, b: ProfileDoc, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle(
-            f"Compare: A {a.get('backend')} ({a.get('started', '')}) · B {b.get('backend')} ({b.get('started', '')})"
+            f"Compare: A {a.backend} ({a.json.get('started', '')}) · B {b.backend} ({b.json.get('started', '')})"
         )
         self.resize(760, 520)
         tabs = QTabWidget()
@@ -91,7 +89,7 @@ class CompareDialog(QDialog):
             t = QTableWidget(len(rows) + 1, 4)
             t.setHorizontalHeaderLabels([label[3:], "A ms", "B ms", "B / A"])
             add_csv_menu(t, "profile-comparison")
-            la, lb = ProfileDoc.from_json(a).latency.mean, ProfileDoc.from_json(b).latency.mean
+            la, lb = a.latency.mean, b.latency.mean
             for r, (name, x, y) in enumerate([("latency (mean)", la, lb), *rows]):
                 t.setItem(r, 0, QTableWidgetItem(name))
                 for c, v in ((1, x), (2, y)):
@@ -151,7 +149,7 @@ class ProfilingUi(QObject):
             self.panel.add_sample(jid, s)
 
     @property
-    def results(self) -> dict[int, dict[str, Any]]:
+    def results(self) -> dict[int, ProfileDoc]:
         """The open model's profiles by job id."""
         return self.controller.results.profiles
 
@@ -278,14 +276,13 @@ class ProfilingUi(QObject):
         ):
             self.panel.start_live(jid, rec.title)
 
-    def _result(self, jid: int, result: dict[str, Any]) -> None:
+    def _result(self, jid: int, doc: ProfileDoc) -> None:
         rec = self.controller.queue.jobs.get(jid)
         if rec is not None and rec.kind != JobKind.PROFILE and not self._panel.built:
             return  # a saved profile coming back with its model: shown when the panel is first built
-        if not self._of_open_model(result):
+        if not self._of_open_model(doc.json):
             return  # a profile of a model no longer open: it stays in the Jobs panel, not in this model's panel
-        self.panel.show_result(jid, result, rec.title if rec else "Profile")
-        doc = ProfileDoc.from_json(result)
+        self.panel.show_result(jid, doc, rec.title if rec else "Profile")
         self.shell.show_message(
             f"Profile: {doc.latency.mean:.3f} ms mean on {doc.backend}; {doc.verdict.verdict}: {doc.verdict.why}"[:200],
             10000,
@@ -310,4 +307,4 @@ class ProfilingUi(QObject):
     def summary_text(self) -> str:
         """The shown profile's verdict in a line (tests, status)."""
         r = self.results.get(self.shown or -1)
-        return html.unescape(ProfileDoc.from_json(r).verdict.verdict) if r else ""
+        return html.unescape(r.verdict.verdict) if r else ""

@@ -201,9 +201,10 @@ class PlannerUi(QObject):
     def profile(self) -> dict[str, Any] | None:
         """The profile shown in the Profile panel, when it is of this model."""
         res = self.controller.results
-        doc = res.profiles.get(res.shown_profile) if res.shown_profile is not None else None
-        if doc is None or self.gm is None:
+        shown = res.profiles.get(res.shown_profile) if res.shown_profile is not None else None
+        if shown is None or self.gm is None:
             return None
+        doc = shown.json
         from splitscope.engine.errors import SplitscopeError
         from splitscope.engine.present.report import check_same_model
 

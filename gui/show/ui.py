@@ -106,10 +106,11 @@ class ShowUi(QObject):
         backend), the imported engine's document, the calibration result, the planner's scenarios."""
         res = self.controller.results
         shown = res.profiles.get(res.shown_profile) if res.shown_profile is not None else None
-        profiles = [shown] if shown else []
+        kept = [shown] if shown else []
         for r in res.profiles.values():
-            if r is not shown and r.get("backend") not in {p.get("backend") for p in profiles}:
-                profiles.append(r)
+            if r is not shown and r.backend not in {p.backend for p in kept}:
+                kept.append(r)
+        profiles = [p.json for p in kept]
         from splitscope.engine.errors import SplitscopeError
         from splitscope.engine.present.report import ReportExtras, check_same_model, generation_section
 
