@@ -63,7 +63,9 @@ def main() -> None:
         ui.dock.show()
         ui.dock.raise_()
         w.resizeDocks([ui.dock], [520], Qt.Orientation.Vertical)
-        ui.panel.set_result(data)
+        from splitscope.engine.kernel.results import KernelDoc
+
+        ui.panel.set_result(KernelDoc.from_json(data))
         pump(timeout=1.0)
         w.grab().save(str(DOCS / f"kernel-workbench-{tag}.png"))
         w.close()

@@ -22,6 +22,7 @@ from PySide6.QtCore import QObject, Signal
 from splitscope.engine.calib.results import CalibrationDoc
 from splitscope.engine.jobs import CancelToken, JobEvent, Progress
 from splitscope.engine.kernel.answers import parser_answers
+from splitscope.engine.kernel.results import KernelDoc, ParserAnswer
 from splitscope.engine.model import GraphModel
 from splitscope.engine.process import JobProcess
 from splitscope.engine.runtime.generate import GenerationDoc
@@ -48,10 +49,10 @@ class ModelResults:
     """The search field's text while this model was open: it comes back with the model."""
     colour_mode: str = "status"
     """The colour mode last asked for on this model."""
-    kernels: list[dict[str, Any]] = field(default_factory=list)
+    kernels: list[KernelDoc] = field(default_factory=list)
     """The kernel workbench's results on this model, newest last."""
 
-    def plugin_answers(self) -> dict[str, dict[str, Any]]:
+    def plugin_answers(self) -> dict[str, ParserAnswer]:
         """The real parser's answers with the generated plugins registered, by node label (from :attr:`kernels`):
         what the planner counts and the canvas colours after."""
         return parser_answers(self.kernels)
@@ -372,9 +373,10 @@ class AppController(QObject):
             self.generation_ready.emit(jid, doc)
 
     def _kernel_done(self, jid: int, res: dict[str, Any], model: str | None) -> None:
-        self._for(model).kernels.append(res)
+        doc = KernelDoc.from_json(res)
+        self._for(model).kernels.append(doc)
         if self._is_open(model):
-            self.kernel_ready.emit(jid, res)
+            self.kernel_ready.emit(jid, doc)
 
     def _sweep_done(self, jid: int, res: dict[str, Any], model: str | None) -> None:
         self._for(model).sweep = res

@@ -4,16 +4,16 @@ ONNX, no numpy), for the planner, the report and the window's colours."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+
+from splitscope.engine.kernel.results import KernelDoc, ParserAnswer
 
 
-def parser_answers(kernels: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """The real parser's answer with a generated plugin registered, by node label, from the workbench's results
-    (each a kernel job's JSON; a later one for the same node wins): what the planner counts instead of its
-    estimate, and what the canvas colours after."""
-    out: dict[str, dict[str, Any]] = {}
+def parser_answers(kernels: Iterable[KernelDoc]) -> dict[str, ParserAnswer]:
+    """The real parser's answer with a generated plugin registered, by node label, from the workbench's results (a
+    later one for the same node wins): what the planner counts instead of its estimate, and what the canvas colours
+    after."""
+    out: dict[str, ParserAnswer] = {}
     for doc in kernels:
-        answer = (doc.get("plugin") or {}).get("parser")
-        if answer and answer.get("how") in ("taken", "mapped", "not-found"):
-            out.update({label: answer for label in doc.get("nodes", [])})
+        if doc.answer is not None and doc.answer.counted:
+            out.update({label: doc.answer for label in doc.nodes})
     return out

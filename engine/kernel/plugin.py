@@ -20,7 +20,6 @@ import re
 import shutil
 import tempfile
 from collections.abc import Generator
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,7 @@ import numpy as np
 import onnx
 from splitscope.engine.jobs import JobEvent, LogLine, Progress
 from splitscope.engine.kernel.extract import Extract, Reference, TensorSig, _jsonable
+from splitscope.engine.kernel.results import ParserAnswer
 from splitscope.engine.model import GraphModel
 
 _TRT_TYPES = {"float32": "FLOAT", "float16": "HALF", "int32": "INT32", "int64": "INT64", "int8": "INT8", "bool": "BOOL"}
@@ -84,26 +84,6 @@ def _render(name: str, **ctx: Any) -> str:
     text = resources.files("splitscope.resources").joinpath(name).read_text("utf-8")
     env = jinja2.Environment(undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     return env.from_string(text).render(**ctx)
-
-
-@dataclass
-class ParserAnswer:
-    """The real parser with the plugin registered (the JSON's ``plugin.parser``)."""
-
-    how: str
-    """``taken`` (the parser imports the node), ``mapped`` (it found and created the plugin, then the process ended:
-    TensorRT-RTX), ``not-found`` (it did not find the creator) or ``not-run`` (no TensorRT here)."""
-    backend: str = ""
-    message: str = ""
-    partitions_before: int = 0
-    partitions_after: int = 0
-    boundary_bytes_before: int = 0
-    boundary_bytes_after: int = 0
-    nodes_after: list[str] = field(default_factory=list)
-    """The nodes counted as taken after (the plugin's)."""
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def write_project(

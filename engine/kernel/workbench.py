@@ -13,52 +13,12 @@ import contextlib
 import statistics
 import time
 from collections.abc import Generator
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 from splitscope.engine.jobs import CancelToken, JobEvent, Progress, Sample
 from splitscope.engine.kernel.extract import Extract, Reference
-
-
-@dataclass
-class KernelResult:
-    """What running a kernel found (the JSON's ``kernel``)."""
-
-    compiled: bool = False
-    error: str = ""
-    error_line: int | None = None
-    ran: bool = False
-    max_abs_err: float | None = None
-    max_ulp: int | None = None
-    beyond: float | None = None
-    worst: dict[str, Any] | None = None
-    numerics_ok: bool | None = None
-    ms: float | None = None
-    """The median time of a launch between two CUDA events (the events' own cost included)."""
-    device_ms: float | None = None
-    """The kernel's own device time a launch (CUPTI's records); None where CUPTI cannot be used (``device_how``)."""
-    default_device_ms: float | None = None
-    """The device time of the kernels ONNX Runtime launches for the extract, a run (CUPTI)."""
-    device_how: str = ""
-    host_ms: float | None = None
-    """The median of launch + synchronise timed on the host, as the runtime default is timed: the verdict's."""
-    spread_ms: list[float] = field(default_factory=list)
-    """The 10th and 90th percentiles of the timed launches."""
-    times_ms: list[float] = field(default_factory=list)
-    """Each timed launch (CUDA events), for the plot."""
-    iterations: int = 0
-    default_ms: float | None = None
-    default_how: str = ""
-    sol_ms: float | None = None
-    sol_how: str = ""
-    gpu: str = ""
-    verdict: str = ""
-    histogram: dict[str, list[float]] = field(default_factory=dict)
-    """log10 of the absolute errors: ``edges`` and ``counts``."""
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+from splitscope.engine.kernel.results import KernelResult
 
 
 def speed_of_light(ex: Extract, inputs: dict[str, np.ndarray], gpu: Any) -> tuple[float | None, str]:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from splitscope.engine.model import GraphModel, Role, Status
 from splitscope.engine.plan.catalog import match
@@ -179,12 +179,19 @@ def _touches_ends(gm: GraphModel, run: set[int]) -> bool:
     return any(t in ends for i in run for t in (*g.nodes[i].inputs, *g.nodes[i].outputs))
 
 
+class Answer(Protocol):
+    """The real parser's answer for a node with a generated plugin registered (the kernel workbench's
+    :class:`~splitscope.engine.kernel.results.ParserAnswer`): ``taken``, ``mapped``, ``not-found``."""
+
+    how: str
+
+
 def evaluate(
     gm: GraphModel,
     scenario: Scenario,
     profile: dict[str, Any] | None = None,
     all_items: list[Item] | None = None,
-    answers: Mapping[str, dict[str, Any]] | None = None,
+    answers: Mapping[str, Answer] | None = None,
 ) -> dict[str, Any]:
     """The split and the cost under ``scenario``: partitions, boundary bytes, host copies and (with a profile,
     the JSON of :class:`splitscope.engine.runtime.profile.ProfileResult`) the estimated latency range. ``answers``:
@@ -204,12 +211,12 @@ def evaluate(
         chosen[it.key] = plan
         said = [answers.get(nodes[i].label) for i in it.nodes]
         if plan == "write-plugin" and all(said):
-            basis[it.key] = "parser: " + "/".join(sorted({a["how"] for a in said if a}))
+            basis[it.key] = "parser: " + "/".join(sorted({a.how for a in said if a}))
         elif plan == "write-plugin":
             basis[it.key] = "estimate"
         for i, answer in zip(it.nodes, said, strict=True):
             inside[i] = plan in IN_ENGINE
-            if plan == "write-plugin" and answer is not None and answer.get("how") == "not-found":
+            if plan == "write-plugin" and answer is not None and answer.how == "not-found":
                 inside[i] = False  # the real parser did not map the node to the plugin: it stays outside
             if plan == "host":
                 host.add(i)

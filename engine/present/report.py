@@ -22,6 +22,7 @@ from typing import Any
 from splitscope.engine.errors import SplitscopeError
 from splitscope.engine.jobs import CancelToken, JobEvent, Progress
 from splitscope.engine.kernel.answers import parser_answers
+from splitscope.engine.kernel.results import KernelDoc
 from splitscope.engine.model import GraphModel, Status
 from splitscope.engine.palette import colour_table
 from splitscope.engine.plan.scenario import PLANS, Scenario, decision, evaluate, items, work_share
@@ -149,7 +150,7 @@ def report_data(
     prof = next((p for p in profiles if p.get("backend") in ("tensorrt", "rtx")), profiles[0] if profiles else None)
     scen = [Scenario("today"), *(scenarios or [])]
     kernels = extras.kernels if extras else ()
-    answers = parser_answers(kernels)
+    answers = parser_answers(KernelDoc.from_json(k) for k in kernels)
     evaluated = [evaluate(gm, s, prof, its, answers) for s in scen]
     if chosen is not None and chosen not in {s.name for s in scen}:
         raise SplitscopeError(

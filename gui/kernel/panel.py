@@ -5,7 +5,6 @@ runtime default and the bound, and the histogram of the errors against the refer
 from __future__ import annotations
 
 import html
-from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
@@ -22,6 +21,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+from splitscope.engine.kernel.results import KernelDoc, KernelResult
 from splitscope.gui.shell.palette import COLOURS
 
 
@@ -34,7 +34,7 @@ class KernelPanel(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.doc: dict[str, Any] | None = None
+        self.doc: KernelDoc | None = None
         self.times: list[float] = []
         split = QSplitter(Qt.Orientation.Horizontal, self)
         outer = QVBoxLayout(self)
@@ -151,47 +151,45 @@ class KernelPanel(QWidget):
         self.cancel.setEnabled(False)
 
     # ------------------------------------------------------------ result
-    def set_result(self, doc: dict[str, Any], keep_source: bool = False) -> None:
-        """Show one job's JSON; the source it ran replaces the editor's text unless ``keep_source``."""
+    def set_result(self, doc: KernelDoc, keep_source: bool = False) -> None:
+        """Show one job's result; the source it ran replaces the editor's text unless ``keep_source``."""
         self.doc = doc
         self.stopped()
-        ex, ref = doc["extract"], doc["reference"]
-        sig = ", ".join(f"{html.escape(t['name'])} {t['dtype']}{t['shape']}" for t in ex["inputs"][:4])
-        more = f" and {len(ex['inputs']) - 4} more" if len(ex["inputs"]) > 4 else ""
-        plug = (doc.get("plugin") or {}).get("parser") or {}
+        sig = ", ".join(f"{html.escape(t['name'])} {t['dtype']}{t['shape']}" for t in doc.inputs[:4])
+        more = f" and {len(doc.inputs) - 4} more" if len(doc.inputs) > 4 else ""
+        a = doc.answer
         parser = ""
-        if plug.get("how") and "partitions_before" in plug:
+        if a is not None and "partitions_before" in (doc.json.get("plugin") or {}).get("parser", {}):
             parser = (
-                f"<br>Parser with the plugin registered: <b>{plug['how']}</b>; partitions "
-                f"{plug['partitions_before']} → {plug['partitions_after']}, boundary bytes "
-                f"{plug['boundary_bytes_before']:,} → {plug['boundary_bytes_after']:,}"
+                f"<br>Parser with the plugin registered: <b>{a.how}</b>; partitions "
+                f"{a.partitions_before} → {a.partitions_after}, boundary bytes "
+                f"{a.boundary_bytes_before:,} → {a.boundary_bytes_after:,}"
             )
         self.title.setText(
-            f"<b>{html.escape(', '.join(doc['nodes'][:4]))}</b>{' …' if len(doc['nodes']) > 4 else ''} "
-            f"({html.escape(ex['op'])}, {'TensorRT takes it' if doc['delegated'] else 'needs custom CUDA'}) at "
-            f"{html.escape(doc['shapes'])}<br>inputs: {sig}{more}<br>reference: {html.escape(ref['how'])}"
-            + (f" ({html.escape(ref['note'][:160])})" if ref.get("note") else "")
+            f"<b>{html.escape(', '.join(doc.nodes[:4]))}</b>{' …' if len(doc.nodes) > 4 else ''} "
+            f"({html.escape(doc.op)}, {'TensorRT takes it' if doc.delegated else 'needs custom CUDA'}) at "
+            f"{html.escape(doc.shapes)}<br>inputs: {sig}{more}<br>reference: {html.escape(doc.reference_how)}"
+            + (f" ({html.escape(doc.reference_note[:160])})" if doc.reference_note else "")
             + parser
         )
         if not keep_source:
-            self.editor.setPlainText(doc["source"]["text"])
-        k = doc.get("kernel") or {}
+            self.editor.setPlainText(doc.source_text)
+        k = doc.kernel or KernelResult()
         self._error(k)
-        if k.get("verdict"):
-            self.verdict.setText(k["verdict"])
-        elif k.get("gpu") and not k.get("compiled"):
-            self.verdict.setText(f"The kernel does not compile: {k.get('error')}")
+        if k.verdict:
+            self.verdict.setText(k.verdict)
+        elif k.gpu and not k.compiled:
+            self.verdict.setText(f"The kernel does not compile: {k.error}")
         else:
-            self.verdict.setText(f"Not run: {k.get('error')}" if k.get("error") else "")
+            self.verdict.setText(f"Not run: {k.error}" if k.error else "")
         self.numbers.setText(self._numbers(k))
-        times = k.get("times_ms") or self.times
-        self.times = list(times)
+        self.times = list(k.times_ms or self.times)
         self.curve.setData(np.arange(len(self.times)), np.asarray(self.times, dtype=float))
-        for line, value in ((self.default_line, k.get("default_ms")), (self.bound_line, k.get("sol_ms"))):
+        for line, value in ((self.default_line, k.default_ms), (self.bound_line, k.sol_ms)):
             line.setVisible(value is not None)
             if value is not None:
                 line.setPos(value)
-        hist = k.get("histogram") or {}
+        hist = k.histogram
         if hist.get("counts"):
             edges = np.asarray(hist["edges"])
             self.bars.setOpts(x=(edges[:-1] + edges[1:]) / 2, height=np.asarray(hist["counts"]), width=0.45)
@@ -199,33 +197,33 @@ class KernelPanel(QWidget):
             self.bars.setOpts(x=[], height=[])
 
     @staticmethod
-    def _numbers(k: dict[str, Any]) -> str:
-        if not k.get("ran"):
+    def _numbers(k: KernelResult) -> str:
+        if not k.ran:
             return ""
-        spread = k.get("spread_ms") or [None, None]
-        dev = k.get("device_ms")
+        lo, hi = k.spread_ms or [None, None]
+        dev = k.device_ms
         rows = [
-            ("kernel (device, CUPTI)", _ms(dev) if dev is not None else k.get("device_how") or "not measured"),
-            ("runtime default's kernels (device)", _ms(k.get("default_device_ms"))),
-            ("kernel (CUDA events)", f"{_ms(k.get('ms'))} (p10–p90 {_ms(spread[0])}–{_ms(spread[1])})"),
-            ("kernel (host, launch included)", _ms(k.get("host_ms"))),
+            ("kernel (device, CUPTI)", _ms(dev) if dev is not None else k.device_how or "not measured"),
+            ("runtime default's kernels (device)", _ms(k.default_device_ms)),
+            ("kernel (CUDA events)", f"{_ms(k.ms)} (p10–p90 {_ms(lo)}–{_ms(hi)})"),
+            ("kernel (host, launch included)", _ms(k.host_ms)),
             (
                 "runtime default (host, launch included)",
-                _ms(k["default_ms"]) if k.get("default_ms") is not None else k.get("default_how"),
+                _ms(k.default_ms) if k.default_ms is not None else k.default_how,
             ),
-            ("bound", f"{_ms(k.get('sol_ms'))} ({k.get('sol_how')})"),
-            ("max abs error", f"{k.get('max_abs_err'):.3g}" if k.get("max_abs_err") is not None else "no reference"),
-            ("max ULP", str(k.get("max_ulp")) if k.get("max_ulp") is not None else "—"),
-            ("beyond tolerance", f"{k.get('beyond'):.2%}" if k.get("beyond") is not None else "—"),
+            ("bound", f"{_ms(k.sol_ms)} ({k.sol_how})"),
+            ("max abs error", f"{k.max_abs_err:.3g}" if k.max_abs_err is not None else "no reference"),
+            ("max ULP", str(k.max_ulp) if k.max_ulp is not None else "—"),
+            ("beyond tolerance", f"{k.beyond:.2%}" if k.beyond is not None else "—"),
         ]
         cells = "".join(f"<tr><td>{html.escape(a)}</td><td>&nbsp;{html.escape(str(b))}</td></tr>" for a, b in rows)
-        return f"<table>{cells}</table><i>{html.escape(k.get('gpu', ''))}</i>"
+        return f"<table>{cells}</table><i>{html.escape(k.gpu)}</i>"
 
-    def _error(self, k: dict[str, Any]) -> None:
+    def _error(self, k: KernelResult) -> None:
         """An NVRTC error: said under the editor, its line marked and the cursor put there."""
-        line = k.get("error_line")
-        if k.get("error") and k.get("gpu") and not k.get("compiled"):  # NVRTC's, not "no GPU here"
-            self.error.setText(k["error"])
+        line = k.error_line
+        if k.error and k.gpu and not k.compiled:  # NVRTC's, not "no GPU here"
+            self.error.setText(k.error)
             self.error.show()
         else:
             self.error.hide()

@@ -20,6 +20,7 @@ from splitscope.gui.shell.lazy import LazyPanel
 from splitscope.profiler.queue import JobKind, JobState
 
 if TYPE_CHECKING:
+    from splitscope.engine.kernel.results import KernelDoc
     from splitscope.gui.shell.host import Shell
 
 
@@ -96,7 +97,7 @@ class KernelUi(QObject):
         if self.panel.doc is None:
             return self.start()
         return self._submit(
-            {"nodes": self.panel.doc["nodes"], "source_text": self.panel.editor.toPlainText(), "ask_parser": False},
+            {"nodes": list(self.panel.doc.nodes), "source_text": self.panel.editor.toPlainText(), "ask_parser": False},
             keep=True,
         )
 
@@ -187,14 +188,14 @@ class KernelUi(QObject):
         )
         if not folder:
             return None
-        return self.export(Path(folder) / f"{self.panel.doc['extract']['op'].lower()}_plugin")
+        return self.export(Path(folder) / f"{self.panel.doc.op.lower()}_plugin")
 
     def export(self, folder: Path) -> int | None:
         """The plugin project, with the source in the editor, written whole into ``folder`` (or not at all)."""
         assert self.panel.doc is not None
         return self._submit(
             {
-                "nodes": self.panel.doc["nodes"],
+                "nodes": list(self.panel.doc.nodes),
                 "source_text": self.panel.editor.toPlainText(),
                 "out": str(folder),
                 "ask_parser": True,
@@ -224,23 +225,19 @@ class KernelUi(QObject):
             if rec.state == JobState.CANCELLED:
                 self.panel.verdict.setText("Cancelled.")
 
-    def _finished(self, jid: int, doc: dict[str, Any]) -> None:
-        folder = (doc.get("plugin") or {}).get("folder")
-        if folder and not self._is_mine(jid):  # an export: said, the panel keeps the run it shows
-            self.shell.show_message(f"Wrote the plugin project to {folder}", 10000)
+    def _finished(self, jid: int, doc: KernelDoc) -> None:
+        if doc.folder and not self._is_mine(jid):  # an export: said, the panel keeps the run it shows
+            self.shell.show_message(f"Wrote the plugin project to {doc.folder}", 10000)
             return
         if not self._is_mine(jid):
             return
-        kernel = doc.get("kernel") or {}
-        answer = (doc.get("plugin") or {}).get("parser") or {}
-        if answer.get("how") in ("taken", "mapped"):
+        if doc.answer is not None and doc.answer.taken:
             self.controller.set_colour_mode("plugin")  # the canvas after; the status colouring is before
         self.panel.set_result(doc, keep_source=self._keep_source)
-        folder = (doc.get("plugin") or {}).get("folder")
-        if folder:
-            self.shell.show_message(f"Wrote the plugin project to {folder}", 10000)
-        elif kernel.get("verdict"):
-            self.shell.show_message(kernel["verdict"], 10000)
+        if doc.folder:
+            self.shell.show_message(f"Wrote the plugin project to {doc.folder}", 10000)
+        elif doc.kernel is not None and doc.kernel.verdict:
+            self.shell.show_message(doc.kernel.verdict, 10000)
 
     AFTER = (
         ("TensorRT takes it", "#0072B2"),
@@ -259,7 +256,7 @@ class KernelUi(QObject):
         nodes: dict[int, float] = {}
         for n in gm.nodes:
             answer = answers.get(n.label)
-            if answer is not None and answer.get("how") in ("taken", "mapped"):
+            if answer is not None and answer.taken:
                 nodes[n.index] = 1.0
             else:
                 nodes[n.index] = 2.0 if n.status.value == "plugin" else 0.0

@@ -135,7 +135,7 @@ class ShowUi(QObject):
             "extras": ReportExtras(
                 generation_section(res.generation.json) if res.generation else None,
                 res.sweep,
-                tuple(k for k in res.kernels if mine(k, "kernel")),
+                tuple(k.json for k in res.kernels if mine(k.json, "kernel")),
             ),
         }
 

@@ -140,11 +140,12 @@ def test_the_parser_maps_the_custom_op_to_the_generated_plugin(tmp_path):
         assert sorted(z[k].shape for k in z.files) == [(1, 64, 10, 10), (64, 64, 3, 3)]  # the features, the weight
     # The planner: writing the plugin is counted as the parser answered, not estimated.
     from splitscope.engine.kernel.answers import parser_answers
+    from splitscope.engine.kernel.results import KernelDoc
     from splitscope.engine.plan.scenario import Scenario, evaluate, items
 
     gm = analyze_model(SAMPLE, parser="rtx")
-    answers = parser_answers([doc])
-    assert answers == {"/neck/dcn/DCNv4": answer}
+    answers = parser_answers([KernelDoc.from_json(doc)])
+    assert list(answers) == ["/neck/dcn/DCNv4"] and answers["/neck/dcn/DCNv4"].how == "mapped"
     its = items(gm)
     key = next(it.key for it in its if "/neck/dcn/DCNv4" in [gm.nodes[i].label for i in it.nodes])
     res = evaluate(gm, Scenario("plugin", {key: "write-plugin"}), all_items=its, answers=answers)
@@ -342,3 +343,19 @@ def test_a_data_dependent_output_takes_the_references_size(tmp_path):
     n = doc["reference"]["outputs"][0]["shape"][0]
     assert 1 <= n <= 10 and doc["extract"]["outputs"][0]["shape"] == [n, 3]
     assert doc["source"]["kind"] == "nms" and doc["source"]["complete"] and "shared=50" in doc["source"]["text"]
+
+
+def test_a_kernel_document_reads_back_typed_whatever_its_release():
+    """A kernel job's JSON as the window keeps it: the recorded H200 run (every field), and a CPU-only run with no
+    kernel and no parser answer; fields a release did not write read as their defaults, unknown ones are ignored."""
+    from splitscope.engine.kernel.results import KernelDoc, KernelResult, ParserAnswer
+
+    doc = json.loads((ROOT / "tests" / "data" / "kernel_fused_fast_h200.json").read_text())
+    k = KernelDoc.from_json(doc)
+    assert k.kernel is not None and k.kernel.gpu == "NVIDIA H200" and k.kernel.numerics_ok
+    assert k.kernel.default_ms == doc["kernel"]["default_ms"] and k.kernel.device_ms is None  # before CUPTI here
+    assert len(k.nodes) == 6 and k.op and k.json is doc
+    bare = KernelDoc.from_json({"nodes": ["/a"], "extract": {"op": "Gelu"}, "kernel": None, "plugin": None})
+    assert bare.kernel is None and bare.answer is None and bare.folder is None and bare.op == "Gelu"
+    assert KernelResult.from_json({"ms": 1.0, "from_a_later_release": 3}).ms == 1.0
+    assert ParserAnswer.from_json({"how": "mapped"}).taken and not ParserAnswer.from_json({}).counted

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from splitscope.engine.kernel.results import KernelDoc
 
 from tests.gui.conftest import wait_idle
 
@@ -36,9 +37,9 @@ def test_the_workbench_on_the_samples_custom_op(qtbot):
     assert "DCNv4" in p.title.text() and "mapped" in p.title.text() and "partitions 2 → 1" in p.title.text()
     assert 'extern "C" __global__ void kernel(' in p.editor.toPlainText()
     assert p.verdict.text().startswith("Not run: no GPU")  # said, not hidden
-    assert window.controller.results.plugin_answers()["/neck/dcn/DCNv4"]["how"] == "mapped"
+    assert window.controller.results.plugin_answers()["/neck/dcn/DCNv4"].how == "mapped"
     assert not hasattr(window.graph_model, "plugin_parser")  # kept with the results, not written onto the model
-    assert window.controller.results.kernels[-1]["nodes"] == ["/neck/dcn/DCNv4"]
+    assert window.controller.results.kernels[-1].nodes == ("/neck/dcn/DCNv4",)
     # The canvas after: coloured by the parser's answer (the status colours are before).
     assert window.controller.colour_mode == "plugin"
     heat = ui.after_heat(window.view)
@@ -54,7 +55,7 @@ def test_a_recorded_h200_run_and_a_compile_error(qtbot, window, tmp_path):
 
     doc = json.loads((ROOT / "tests" / "data" / "kernel_fused_fast_h200.json").read_text())
     p = window.kernel_ui.panel
-    p.set_result(doc)
+    p.set_result(KernelDoc.from_json(doc))
     k = doc["kernel"]
     assert p.verdict.text() == k["verdict"] and "NVIDIA H200" in p.numbers.text()
     xs, _ = p.curve.getData()
@@ -62,7 +63,7 @@ def test_a_recorded_h200_run_and_a_compile_error(qtbot, window, tmp_path):
     assert p.default_line.isVisible() and p.default_line.value() == pytest.approx(k["default_ms"])
     assert p.bars.opts["height"].sum() > 0 and p.error.isHidden()
     typo = json.loads((ROOT / "tests" / "data" / "kernel_typo_h200.json").read_text())  # NVRTC's real error
-    p.set_result(typo)
+    p.set_result(KernelDoc.from_json(typo))
     assert not p.error.isHidden() and 'identifier "offset0" is undefined' in p.error.text()
     assert p.verdict.text().startswith("The kernel does not compile: line 19")
     (sel,) = p.editor.extraSelections()
