@@ -8,7 +8,7 @@ optionally one custom-domain op and one op the TensorRT parser rejects every
 
 Usage::
 
-    python bench/make_models.py OUT_DIR --nodes 1000 10000 50000
+    python bench/make_models.py OUT_DIR --nodes 1000 10000 50000 [--bert]
 """
 
 from __future__ import annotations
@@ -26,7 +26,13 @@ SEQ = 128
 
 
 def _layer(
-    i: int, x: str, nodes: list[onnx.NodeProto], inits: list[onnx.TensorProto], rng: np.random.Generator, custom: bool
+    i: int,
+    x: str,
+    nodes: list[onnx.NodeProto],
+    inits: list[onnx.TensorProto],
+    rng: np.random.Generator,
+    custom: bool,
+    hidden: int = HIDDEN,
 ) -> str:
     p = f"/encoder/layer.{i}"
 
@@ -41,11 +47,11 @@ def _layer(
         nodes.append(helper.make_node(op, ins, outs, name=name, **attrs))
         return outs
 
-    (ln1,) = n("LayerNormalization", "ln1", [x, w("ln1.g", (HIDDEN,)), w("ln1.b", (HIDDEN,))], axis=-1)
+    (ln1,) = n("LayerNormalization", "ln1", [x, w("ln1.g", (hidden,)), w("ln1.b", (hidden,))], axis=-1)
     heads = []
     for t in ("q", "k", "v"):
-        (mm,) = n("MatMul", f"attn/{t}", [ln1, w(f"attn.{t}.w", (HIDDEN, HIDDEN))])
-        (ad,) = n("Add", f"attn/{t}", [mm, w(f"attn.{t}.b", (HIDDEN,))])
+        (mm,) = n("MatMul", f"attn/{t}", [ln1, w(f"attn.{t}.w", (hidden, hidden))])
+        (ad,) = n("Add", f"attn/{t}", [mm, w(f"attn.{t}.b", (hidden,))])
         (rs,) = n("Reshape", f"attn/{t}", [ad, "shape_bshd"])
         (tr,) = n("Transpose", f"attn/{t}", [rs], perm=[0, 2, 1, 3] if t != "k" else [0, 2, 3, 1])
         heads.append(tr)
@@ -55,12 +61,12 @@ def _layer(
     (av,) = n("MatMul", "attn/core", [sm, heads[2]])
     (tr,) = n("Transpose", "attn/core", [av], perm=[0, 2, 1, 3])
     (rs,) = n("Reshape", "attn/core", [tr, "shape_bsh"])
-    (o,) = n("MatMul", "attn/out", [rs, w("attn.o.w", (HIDDEN, HIDDEN))])
-    (ob,) = n("Add", "attn/out", [o, w("attn.o.b", (HIDDEN,))])
+    (o,) = n("MatMul", "attn/out", [rs, w("attn.o.w", (hidden, hidden))])
+    (ob,) = n("Add", "attn/out", [o, w("attn.o.b", (hidden,))])
     (r1,) = n("Add", "attn", [x, ob])
-    (ln2,) = n("LayerNormalization", "ln2", [r1, w("ln2.g", (HIDDEN,)), w("ln2.b", (HIDDEN,))], axis=-1)
-    (f1,) = n("MatMul", "mlp/fc1", [ln2, w("fc1.w", (HIDDEN, 4 * HIDDEN))])
-    (f1b,) = n("Add", "mlp/fc1", [f1, w("fc1.b", (4 * HIDDEN,))])
+    (ln2,) = n("LayerNormalization", "ln2", [r1, w("ln2.g", (hidden,)), w("ln2.b", (hidden,))], axis=-1)
+    (f1,) = n("MatMul", "mlp/fc1", [ln2, w("fc1.w", (hidden, 4 * hidden))])
+    (f1b,) = n("Add", "mlp/fc1", [f1, w("fc1.b", (4 * hidden,))])
     if custom:  # a fused GELU kernel the codebase ships: no TensorRT importer
         act = f"{p}/mlp/act/FastGelu_out0"
         nodes.append(
@@ -72,8 +78,8 @@ def _layer(
         (e,) = n("Add", "mlp/act", [e, "one"])
         (e,) = n("Mul", "mlp/act", [f1b, e])
         (act,) = n("Mul", "mlp/act", [e, "half"])
-    (f2,) = n("MatMul", "mlp/fc2", [act, w("fc2.w", (4 * HIDDEN, HIDDEN))])
-    (f2b,) = n("Add", "mlp/fc2", [f2, w("fc2.b", (HIDDEN,))])
+    (f2,) = n("MatMul", "mlp/fc2", [act, w("fc2.w", (4 * hidden, hidden))])
+    (f2b,) = n("Add", "mlp/fc2", [f2, w("fc2.b", (hidden,))])
     (r2,) = n("Add", "mlp", [r1, f2b])
     return r2
 
@@ -81,18 +87,21 @@ def _layer(
 NODES_PER_LAYER = 33
 
 
-def make_transformer(target_nodes: int, break_every: int = 0, seed: int = 0) -> onnx.ModelProto:
+def make_transformer(
+    target_nodes: int, break_every: int = 0, seed: int = 0, hidden: int = HIDDEN, heads: int = HEADS, seq: int = SEQ
+) -> onnx.ModelProto:
     """Return a transformer-like model with about ``target_nodes`` nodes.
 
     ``break_every`` > 0 replaces the GELU of every Nth layer by a custom-domain op
-    (no plugin registered), which splits the TensorRT engine there.
+    (no plugin registered), which splits the TensorRT engine there. ``hidden``, ``heads`` and ``seq``: a layer's
+    width, its attention heads and the sequence (BERT-base: 768, 12 and 128, 12 layers: :func:`make_bert`).
     """
     rng = np.random.default_rng(seed)
     nodes: list[onnx.NodeProto] = []
     inits: list[onnx.TensorProto] = [
-        numpy_helper.from_array(np.array([1, SEQ, HEADS, HIDDEN // HEADS], np.int64), "shape_bshd"),
-        numpy_helper.from_array(np.array([1, SEQ, HIDDEN], np.int64), "shape_bsh"),
-        numpy_helper.from_array(np.array(1.0 / np.sqrt(HIDDEN // HEADS), np.float32), "attn_scale"),
+        numpy_helper.from_array(np.array([1, seq, heads, hidden // heads], np.int64), "shape_bshd"),
+        numpy_helper.from_array(np.array([1, seq, hidden], np.int64), "shape_bsh"),
+        numpy_helper.from_array(np.array(1.0 / np.sqrt(hidden // heads), np.float32), "attn_scale"),
         numpy_helper.from_array(np.array(np.sqrt(2.0), np.float32), "sqrt2"),
         numpy_helper.from_array(np.array(1.0, np.float32), "one"),
         numpy_helper.from_array(np.array(0.5, np.float32), "half"),
@@ -101,13 +110,13 @@ def make_transformer(target_nodes: int, break_every: int = 0, seed: int = 0) -> 
     layers = max(1, round(target_nodes / NODES_PER_LAYER))
     for i in range(layers):
         custom = break_every > 0 and (i + 1) % break_every == 0
-        x = _layer(i, x, nodes, inits, rng, custom)
+        x = _layer(i, x, nodes, inits, rng, custom, hidden)
     nodes.append(helper.make_node("Identity", [x], ["last_hidden_state"], name="/output/Identity"))
     graph = helper.make_graph(
         nodes,
         "synthetic_transformer",
-        [helper.make_tensor_value_info("hidden_states", TensorProto.FLOAT, [1, SEQ, HIDDEN])],
-        [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, [1, SEQ, HIDDEN])],
+        [helper.make_tensor_value_info("hidden_states", TensorProto.FLOAT, [1, seq, hidden])],
+        [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, [1, seq, hidden])],
         inits,
     )
     opsets = [helper.make_opsetid("", 17)]
@@ -118,13 +127,24 @@ def make_transformer(target_nodes: int, break_every: int = 0, seed: int = 0) -> 
     return model
 
 
+def make_bert() -> onnx.ModelProto:
+    """A BERT-base-size encoder (12 layers, hidden 768, 12 heads, sequence 128, batch 1; random weights, 85M of
+    them): the transformer a CPU profile is checked on."""
+    return make_transformer(12 * NODES_PER_LAYER, hidden=768, heads=12, seq=128)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out", type=Path)
     ap.add_argument("--nodes", type=int, nargs="+", default=[1000, 10000, 50000])
     ap.add_argument("--break-every", type=int, default=0)
+    ap.add_argument("--bert", action="store_true", help="also a BERT-base-size encoder: bert_base.onnx")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.bert:
+        m = make_bert()
+        onnx.save(m, args.out / "bert_base.onnx")
+        print(args.out / "bert_base.onnx", len(m.graph.node), "nodes")
     for n in args.nodes:
         m = make_transformer(n, args.break_every)
         path = args.out / f"transformer_{n // 1000}k{'_split' if args.break_every else ''}.onnx"
