@@ -41,8 +41,7 @@ class ModelResults:
     """Job id -> profile result, finished or reloaded."""
     shown_profile: int | None = None
     engine: Any = None
-    """The imported or built :class:`splitscope.engine.trtdata.importer.EngineData`."""
-    engine_doc: dict[str, Any] | None = None
+    """The imported or built :class:`splitscope.engine.trtdata.importer.EngineData` (its JSON: ``engine.doc()``)."""
     calibration: CalibrationDoc | None = None
     """The last calibration of this model, typed."""
     search: str = ""
@@ -354,7 +353,7 @@ class AppController(QObject):
     def _engine_done(self, jid: int, res: dict[str, Any], _model: str | None) -> None:
         if res["kind"] != "compare":
             mine = self._for(res["model"]) if res.get("model") else self._current
-            mine.engine, mine.engine_doc = res["data"], res["doc"]
+            mine.engine = res["data"]
         if res.get("model") is None or self._is_open(res["model"]):
             self.engine_ready.emit(jid, res)
 

@@ -26,6 +26,7 @@ class EngineData:
     gm: GraphModel | None = None
     notes: list[str] = field(default_factory=list)
     _node_prec: dict[int, str] | None = None
+    _doc: dict[str, Any] | None = None
 
     @property
     def rows(self) -> list[Layer]:
@@ -73,6 +74,12 @@ class EngineData:
                 out[i] = p if prev in (None, p) else "mixed"
         self._node_prec = out
         return out
+
+    def doc(self) -> dict[str, Any]:
+        """:meth:`to_json`, made once (the window reads it at each node selected); for data no longer changed."""
+        if self._doc is None:
+            self._doc = self.to_json()
+        return self._doc
 
     def to_json(self) -> dict[str, Any]:
         """The document of ``splitscope engine --json`` (lint and comparison are added by the caller)."""

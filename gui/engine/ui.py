@@ -161,7 +161,8 @@ class EngineUi(QObject):
     @property
     def doc(self) -> dict[str, Any] | None:
         """Its JSON (the CLI's ``engine --json``)."""
-        return self.controller.results.engine_doc
+        data = self.controller.results.engine
+        return data.doc() if data is not None else None
 
     def add_file_actions(self, file_menu: Any) -> None:
         """File › Import Engine Data…, Compare With Engine Data…."""

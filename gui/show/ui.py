@@ -126,9 +126,10 @@ class ShowUi(QObject):
             return True
 
         cur = self.planner.current()
+        engine = res.engine.doc() if res.engine is not None else None
         return {
             "profiles": [p for p in profiles if mine(p, "profile")],
-            "engine": res.engine_doc if mine(res.engine_doc, "engine") else None,
+            "engine": engine if mine(engine, "engine") else None,
             "calibration": cal.json if (cal := res.calibration) and mine(cal.json, "calibration") else None,
             "scenarios": list(self.planner.scenarios),
             "chosen": cur.name if cur else None,
