@@ -27,6 +27,7 @@ from splitscope.engine.model import GraphModel
 from splitscope.engine.process import JobProcess
 from splitscope.engine.runtime.generate import GenerationDoc
 from splitscope.engine.runtime.results import ProfileDoc
+from splitscope.engine.sweep.results import SweepDoc
 from splitscope.engine.view.layout import View
 from splitscope.profiler.profiling import ProfileRequest, Profiling, child_or_remote, dims_text
 from splitscope.profiler.queue import JobKind, JobQueue, Lane
@@ -58,8 +59,8 @@ class ModelResults:
 
     generation: GenerationDoc | None = None
     """The last generation profile of this model."""
-    sweep: dict[str, Any] | None = None
-    """The last sweep over this model (its JSON: cells with parameters, status and figures)."""
+    sweep: SweepDoc | None = None
+    """The last sweep over this model."""
 
 
 @dataclass(slots=True)
@@ -89,7 +90,7 @@ class AppController(QObject):
     """A generation profile finished on the open model: its id, its :class:`GenerationDoc`."""
     kernel_ready = Signal(int, object)
     sweep_ready = Signal(int, object)
-    """A sweep finished: (job id, its JSON)."""
+    """A sweep finished: (job id, its :class:`SweepDoc`)."""
     """A kernel workbench job finished on the open model: its id, its JSON."""
     report_ready = Signal(int, object)
     """A report job finished: job id, result dict."""
@@ -378,8 +379,8 @@ class AppController(QObject):
             self.kernel_ready.emit(jid, doc)
 
     def _sweep_done(self, jid: int, res: dict[str, Any], model: str | None) -> None:
-        self._for(model).sweep = res
-        self.sweep_ready.emit(jid, res)
+        doc = self._for(model).sweep = SweepDoc.from_json(res)
+        self.sweep_ready.emit(jid, doc)
 
     def _verify_done(self, _jid: int, res: dict[str, Any], model: str | None) -> None:
         if self._is_open(model):

@@ -35,6 +35,7 @@ from splitscope.gui.shell.palette import COLOURS
 
 if TYPE_CHECKING:
     from splitscope.engine.model import GraphModel
+    from splitscope.engine.sweep.results import SweepDoc
 
 _PENS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
 
@@ -242,9 +243,9 @@ class SweepPanel(QWidget):
         cells[i] = doc
         self._redraw()
 
-    def set_result(self, doc: dict[str, Any]) -> None:
-        """The finished sweep."""
-        self.doc = doc
+    def set_result(self, doc: SweepDoc) -> None:
+        """The finished sweep (the table and the plots read its JSON, as the CSV and the report do)."""
+        self.doc = doc.json
         self.export.setEnabled(True)
         self._redraw()
 

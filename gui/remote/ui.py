@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QObject, Qt
 from PySide6.QtWidgets import QDialog, QMainWindow
 from splitscope.engine.errors import SplitscopeError
+from splitscope.engine.sweep.results import SweepDoc
 from splitscope.gui.remote.sweep import SweepDialog, SweepPanel
 from splitscope.gui.shell.lazy import LazyPanel
 
@@ -93,7 +94,7 @@ class RemoteUi(QObject):
         elif jid == self.pending and s.series == "sweep-plan":  # a search ranked its nodes: its cells
             self.panel.start(list(s.values["cells"]))
 
-    def _finished(self, jid: int, doc: dict[str, Any]) -> None:
+    def _finished(self, jid: int, doc: SweepDoc) -> None:
         if jid == self.pending:
             self.pending = None  # ended: the panel follows the open model again
             self.panel.set_result(doc)
@@ -127,7 +128,7 @@ class RemoteUi(QObject):
         if read is not self._read or results is not self.controller.results:
             return  # another model was opened while its sweep was read
         if saved and results.sweep is None:
-            results.sweep = saved[-1]["result"]
+            results.sweep = SweepDoc.from_json(saved[-1]["result"])
         self._show_sweep(gm, results)
 
     def _show_sweep(self, gm: Any, results: Any) -> None:

@@ -52,7 +52,7 @@ def test_a_profile_on_the_target_streams_into_the_profile_panel(qtbot, window, t
     )
     qtbot.waitUntil(lambda: window.controller.queue.jobs[jid].state == DONE, timeout=90000)
     qtbot.waitUntil(lambda: jid in ui.results, timeout=60000)
-    assert ui.results[jid]["target"] == target.label
+    assert ui.results[jid].json["target"] == target.label
     assert ui.panel.lat.n == 20, "every timed iteration streamed back from the target"
     assert "on ssh://" in window.controller.queue.jobs[jid].title
 
@@ -73,7 +73,9 @@ def test_a_sweep_fills_its_table_and_marks_the_pareto_front(qtbot, window, tmp_p
     assert "4 of 5 cells done" in panel.summary.text() and "1 failed" in panel.summary.text()
     assert len(panel.front.getPlotItem().items) >= 2 and panel.by_dim.getPlotItem().listDataItems()
     assert len(panel.by_precision.getPlotItem().listDataItems()) == 2  # a line a batch size: fp32, int8
-    assert window.controller.results.sweep is not None
+    kept = window.controller.results.sweep
+    assert kept is not None and len(kept.cells) == 5 and len(kept.done) == 4
+    assert sorted(c.status for c in kept.cells) == ["done"] * 4 + ["failed"]
     other = _mlp(tmp_path / "other.onnx", hidden=32)  # another model, never swept: nothing of this sweep shows
     window.open_model(other)
     wait_idle(qtbot, window)
