@@ -25,13 +25,12 @@ import numpy as np
 import onnx
 from splitscope.engine.jobs import CancelToken, JobEvent, LogLine, Progress, Sample
 from splitscope.engine.model import GraphModel, Status
-from splitscope.engine.runtime import cupti_times
 from splitscope.engine.runtime.cudagraph import graph_latency
-from splitscope.engine.runtime.cupti_times import KernelTrace, attribute, ort_intervals
 from splitscope.engine.runtime.device import NoGpu, copy_ms, gpu_info, measure_copies, now
 from splitscope.engine.runtime.feeds import input_rules
 from splitscope.engine.runtime.inputs import dims_from_feeds, file_feeds, input_specs, random_feeds
-from splitscope.engine.runtime.ort import OrtBackend, blocked_owners, parse_ort_profile, to_model_nodes
+from splitscope.engine.runtime.node_times import NodeTimes, node_times
+from splitscope.engine.runtime.ort import OrtBackend
 from splitscope.engine.runtime.roofline import classify, verdict
 from splitscope.engine.runtime.stats import latency_stats, throughput
 from splitscope.engine.runtime.telemetry import NvmlSampler
@@ -42,8 +41,6 @@ if TYPE_CHECKING:
 
 UNVERIFIED = "not yet run against a real engine"
 """What the TensorRT backends say of themselves until a real engine has confirmed their figures."""
-
-PROFILE_CHUNKS = 4
 
 
 @dataclass(slots=True)
@@ -188,96 +185,10 @@ def profile(
                 notes.append(f"no telemetry: {why}")
                 sampler = None
         t0 = now()
-        yield Progress("session", 0, 0, f"Creating the {backend} session")
-        sess = be.session()
-        run = be.runner(sess, feeds)
-        cancel.raise_if_cancelled()
-        warm: list[float] = []
-        for i in range(warmup):
-            cancel.raise_if_cancelled()
-            a = time.perf_counter()
-            run()
-            warm.append((time.perf_counter() - a) * 1000)
-            yield Progress("warmup", i + 1, warmup, f"Warm-up {i + 1}/{warmup}")
-        times: list[float] = []
-        for i in range(iterations):
-            cancel.raise_if_cancelled()
-            a = time.perf_counter()
-            run()
-            ms = (time.perf_counter() - a) * 1000
-            times.append(ms)
-            yield Sample("latency", float(i), {"ms": ms, "t": a - t0})
-            if sampler is not None:
-                for s in sampler.drain():
-                    yield Sample("telemetry", s["t"] - t0, s)
-            yield Progress("latency", i + 1, iterations, f"Iteration {i + 1}/{iterations}: {ms:.3f} ms")
-        graph_ms, no_graph = [], ""
-        if be.cuda:  # the same run as one CUDA graph: how much of the device's idle time is launch overhead
-            yield Progress("cuda-graph", 0, 0, "Timing the model as one CUDA graph")
-            try:  # the outputs' shapes and types, which the graph binds (a run that fails here is only said)
-                outs = list(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds), strict=True))
-            except Exception as e:  # noqa: BLE001 - ORT's own errors (out of host memory for the outputs)
-                outs, no_graph = [], f"its outputs could not be read to bind them ({str(e).splitlines()[0][:160]})"
-            del run, sess
-            if outs:
-                graph_ms, no_graph = graph_latency(be, feeds, outs, iterations, cancel=cancel)
-        else:
-            del run, sess
+        warm, times, graph_ms, no_graph = yield from _timed(be, feeds, warmup, iterations, cancel, sampler, t0)
         # Per-node times: separate sessions with the profiler on.
         model, index_of = _named(path)
-        producer_of = blocked_owners(gm.nodes, gm.graph.tensors, index_of)
-        per_us: dict[str, float] = {}
-        ops: dict[str, str] = {}
-        kept = 0
-        profiled_run_us = 0.0
-        device_us = gaps_us = 0.0
-        fused = 0
-        sessions_ms: list[dict[str, float]] = []  # each profiled session's ms a run, by node: the spread
-        why_host = cupti_times.available() if be.cuda else "not on CUDA"
-        use_cupti = be.cuda and not why_host
-        chunk = max(1, -(-profiled // PROFILE_CHUNKS))
-        done = 0
-        while done < profiled:
-            cancel.raise_if_cancelled()
-            n = min(chunk, profiled - done)
-            psess = be.session(profile=True, model=model)
-            prun = be.runner(psess, feeds)
-            prun()  # the first run of a session allocates: profiled, then skipped
-            trace = KernelTrace() if use_cupti else None
-            if trace is not None:
-                trace.__enter__()
-            try:
-                for _ in range(n):
-                    cancel.raise_if_cancelled()
-                    prun()
-            finally:
-                if trace is not None:
-                    trace.__exit__(None, None, None)
-            prof = psess.end_profiling()
-            start_ns = int(psess.get_profiling_start_time_ns()) if trace is not None else 0
-            del prun, psess
-            us, op_names, k, run_us = parse_ort_profile(prof, skip_runs=1)
-            if trace is not None:  # the device's own kernel times, attributed to the nodes that launched them
-                nodes_at, runs_at = ort_intervals(prof, start_ns, skip_runs=1)
-                us, dev = attribute(trace.trace, nodes_at, runs_at)
-                device_us += dev["device_us"]
-                gaps_us += dev["gaps_us"]
-            profiled_run_us += run_us
-            Path(prof).unlink(missing_ok=True)
-            us, moved = to_model_nodes(us, index_of, producer_of)  # fused or re-laid-out: to the model's node
-            fused = max(fused, moved)
-            if k:
-                sessions_ms.append({key: v / k / 1000 for key, v in us.items()})
-            for key, v in us.items():
-                per_us[key] = per_us.get(key, 0.0) + v
-            ops.update(op_names)
-            kept += k
-            done += n
-            yield Sample("nodes", float(done), {k_: v / kept / 1000 for k_, v in per_us.items()})
-            yield Progress("nodes", done, profiled, f"Profiled iteration {done}/{profiled}")
-            if sampler is not None:
-                for s in sampler.drain():
-                    yield Sample("telemetry", s["t"] - t0, s)
+        nt = yield from node_times(be, gm, model, index_of, feeds, profiled, cancel, sampler, t0)
         copies = yield from _copies(gm, feeds, be.cuda or telemetry, gpu)
     finally:
         if sampler is not None:
@@ -287,74 +198,19 @@ def profile(
     peaks = gpu.peak_flops if gpu is not None else {}
     bw = gpu.peak_bandwidth if gpu is not None else 0.0
     mean = float(np.mean(times)) if times else 0.0
-    per_node: list[dict[str, Any]] = []
-    for key, us in per_us.items():
-        ms = us / kept / 1000 if kept else 0.0
-        idx = index_of.get(key)
-        node = gm.nodes[idx] if idx is not None and idx < len(gm.nodes) else None
-        row: dict[str, Any] = {
-            "name": key,
-            "index": idx,
-            "op_type": node.op_type if node else ops.get(key, ""),
-            "ms": round(ms, 5),
-            "share": 0.0,
-            "status": node.status.value if node else "runtime",
-            "flops": node.flops if node else None,
-            "bytes": node.bytes if node else None,
-        }
-        row.update(classify(ms, row["flops"], row["bytes"], _dtype_of(gm, idx) if idx is not None else None, peaks, bw))
-        if not peaks:
-            row["sol_ms"] = row["headroom_ms"] = None
-        per_node.append(row)
-    node_total = _rank(per_node)
-    _spread_and_ties(per_node, sessions_ms)
+    per_node, node_total = _node_rows(gm, nt, index_of, peaks, bw)
     per_op = _per_op(per_node)
     io_ms, boundary_ms = _copy_figures(gm, copies, on_device=be.cuda)
     split_cost, plugin_ms = _split_cost(gm, per_node, copies, mean, io_ms, boundary_ms)
-    cover = node_total / (profiled_run_us / kept / 1000) if kept and profiled_run_us else 0.0
-    if use_cupti and profiled_run_us and kept and mean:
-        kernels_ms = device_us / kept / 1000
-        cover = min(kernels_ms / mean, 1.0)  # the device's busy time against the timed (unprofiled) latency
-        notes.append(
-            f"per-node times are the device's: CUPTI's kernel records, each given to the node that launched it; "
-            f"the kernels take {kernels_ms:.3f} ms a run, {cover:.1%} of the timed latency; the rest is the device "
-            f"idle between kernels (the graph-bound share; under the profiler {gaps_us / kept / 1000:.3f} ms a run)"
-        )
-    elif be.cuda:
-        notes.append(f"per-node times are ONNX Runtime's host times (CUPTI not used: {why_host})")
+    cover = _cover(nt, node_total, mean, be.cuda, notes)
     graph = latency_stats(graph_ms) if graph_ms else None
-    if graph is not None and times:
-        p50 = float(np.median(times))
-        gain = p50 - graph["p50"]
-        notes.append(
-            f"as one CUDA graph (ONNX Runtime's enable_cuda_graph: captured once, then replayed) a run takes "
-            f"{graph['p50']:.3f} ms against {p50:.3f} ms, "
-            + (
-                f"{gain:.3f} ms ({gain / p50:.0%}) less: the launch overhead a graph removes"
-                if gain > 0
-                else f"no less ({-gain:.3f} ms more): launches cost this model nothing measurable"
-            )
-        )
-    elif no_graph:
-        notes.append(f"no CUDA graph time: {no_graph}")
+    notes.extend(_graph_notes(graph, times, no_graph))
     # On CUDA with the device's own times, the rest of the latency is the device idle between kernels: launches.
-    launch_share = max(1.0 - cover, 0.0) if use_cupti and cover else None
+    launch_share = max(1.0 - cover, 0.0) if nt.use_cupti and cover else None
     v = verdict(mean, per_node, io_ms, boundary_ms, plugin_ms, cover, launch_share)
     if graph is not None:
         v["numbers"]["cuda_graph_ms"] = round(graph["p50"], 4)
-    if not per_node:
-        notes.append("ONNX Runtime's profiler reported no node times")
-    elif mean > 0 and kept:
-        notes.append(
-            "per-node times come from separate profiled sessions at the timed session's graph optimisation: a "
-            "profiled run took "
-            f"{profiled_run_us / kept / 1000:.3f} ms, {profiled_run_us / kept / 1000 / mean:.2f}x the timed latency"
-            + (
-                f"; {plural(fused, 'node')} ONNX Runtime fused counted at the model node each starts from"
-                if fused
-                else ""
-            )
-        )
+    notes.extend(n for n in (_profiled_note(per_node, nt, mean),) if n)
     device = (
         f"{gpu.name} (cc {gpu.compute_capability[0]}.{gpu.compute_capability[1]})"
         if gpu is not None
@@ -385,14 +241,135 @@ def profile(
         [{k: round(val, 3) for k, val in s.items()} for s in series[:: max(1, len(series) // 2000)]],
         notes,
         round(cover, 4),
-        round(profiled_run_us / kept / 1000, 4) if kept else 0.0,
+        round(nt.run_us / nt.kept / 1000, 4) if nt.kept else 0.0,
         started,
         round(time.perf_counter() - t_start, 3),
     )
     res.inputs = inputs
-    res.node_times = "device" if use_cupti else "host"
+    res.node_times = "device" if nt.use_cupti else "host"
     res.cuda_graph_ms = graph
     return res
+
+
+def _node_rows(
+    gm: GraphModel, nt: NodeTimes, index_of: dict[str, int], peaks: dict[str, float], bw: float
+) -> tuple[list[dict[str, Any]], float]:
+    """The per-node table (ms a run, the model's status, FLOPs and bytes, the roofline class), slowest first, ranked
+    with its spread across sessions; and the node time in all."""
+    per_node: list[dict[str, Any]] = []
+    for key, us in nt.per_us.items():
+        ms = us / nt.kept / 1000 if nt.kept else 0.0
+        idx = index_of.get(key)
+        node = gm.nodes[idx] if idx is not None and idx < len(gm.nodes) else None
+        row: dict[str, Any] = {
+            "name": key,
+            "index": idx,
+            "op_type": node.op_type if node else nt.ops.get(key, ""),
+            "ms": round(ms, 5),
+            "share": 0.0,
+            "status": node.status.value if node else "runtime",
+            "flops": node.flops if node else None,
+            "bytes": node.bytes if node else None,
+        }
+        row.update(classify(ms, row["flops"], row["bytes"], _dtype_of(gm, idx) if idx is not None else None, peaks, bw))
+        if not peaks:
+            row["sol_ms"] = row["headroom_ms"] = None
+        per_node.append(row)
+    node_total = _rank(per_node)
+    _spread_and_ties(per_node, nt.sessions_ms)
+    return per_node, node_total
+
+
+def _cover(nt: NodeTimes, node_total: float, mean: float, cuda: bool, notes: list[str]) -> float:
+    """How much of a run the nodes' times cover: of a profiled run (host times), or with CUPTI the kernels' device
+    time against the timed latency (the rest: the device idle between kernels); said in ``notes``."""
+    run_ms = nt.run_us / nt.kept / 1000 if nt.kept else 0.0
+    cover = node_total / run_ms if run_ms else 0.0
+    if nt.use_cupti and run_ms and mean:
+        kernels_ms = nt.device_us / nt.kept / 1000
+        cover = min(kernels_ms / mean, 1.0)  # the device's busy time against the timed (unprofiled) latency
+        notes.append(
+            f"per-node times are the device's: CUPTI's kernel records, each given to the node that launched it; "
+            f"the kernels take {kernels_ms:.3f} ms a run, {cover:.1%} of the timed latency; the rest is the device "
+            f"idle between kernels (the graph-bound share; under the profiler {nt.gaps_us / nt.kept / 1000:.3f} ms "
+            "a run)"
+        )
+    elif cuda:
+        notes.append(f"per-node times are ONNX Runtime's host times (CUPTI not used: {nt.why_host})")
+    return cover
+
+
+def _graph_notes(graph: dict[str, float] | None, times: list[float], no_graph: str) -> list[str]:
+    """What one CUDA graph of the same run gained, or why it was not timed."""
+    if graph is not None and times:
+        p50 = float(np.median(times))
+        gain = p50 - graph["p50"]
+        return [
+            f"as one CUDA graph (ONNX Runtime's enable_cuda_graph: captured once, then replayed) a run takes "
+            f"{graph['p50']:.3f} ms against {p50:.3f} ms, "
+            + (
+                f"{gain:.3f} ms ({gain / p50:.0%}) less: the launch overhead a graph removes"
+                if gain > 0
+                else f"no less ({-gain:.3f} ms more): launches cost this model nothing measurable"
+            )
+        ]
+    return [f"no CUDA graph time: {no_graph}"] if no_graph else []
+
+
+def _profiled_note(per_node: list[dict[str, Any]], nt: NodeTimes, mean: float) -> str:
+    """Where the per-node times come from, against the timed latency ('' with nothing timed)."""
+    if not per_node:
+        return "ONNX Runtime's profiler reported no node times"
+    if not (mean > 0 and nt.kept):
+        return ""
+    run_ms = nt.run_us / nt.kept / 1000
+    fused = f"; {plural(nt.fused, 'node')} ONNX Runtime fused counted at the model node each starts from"
+    return (
+        "per-node times come from separate profiled sessions at the timed session's graph optimisation: a profiled "
+        f"run took {run_ms:.3f} ms, {run_ms / mean:.2f}x the timed latency" + (fused if nt.fused else "")
+    )
+
+
+def _timed(
+    be: OrtBackend, feeds: dict[str, Any], warmup: int, iterations: int, cancel: CancelToken, sampler: Any, t0: float
+) -> Generator[JobEvent, None, tuple[list[float], list[float], list[float], str]]:
+    """The timed session (no profiler): the warm-up's and the iterations' ms (a ``latency`` sample each, with the
+    telemetry), then on CUDA the same run as one CUDA graph (its ms, or why there are none)."""
+    yield Progress("session", 0, 0, f"Creating the {'ort-cuda' if be.cuda else 'ort-cpu'} session")
+    sess = be.session()
+    run = be.runner(sess, feeds)
+    cancel.raise_if_cancelled()
+    warm: list[float] = []
+    for i in range(warmup):
+        cancel.raise_if_cancelled()
+        a = time.perf_counter()
+        run()
+        warm.append((time.perf_counter() - a) * 1000)
+        yield Progress("warmup", i + 1, warmup, f"Warm-up {i + 1}/{warmup}")
+    times: list[float] = []
+    for i in range(iterations):
+        cancel.raise_if_cancelled()
+        a = time.perf_counter()
+        run()
+        ms = (time.perf_counter() - a) * 1000
+        times.append(ms)
+        yield Sample("latency", float(i), {"ms": ms, "t": a - t0})
+        if sampler is not None:
+            for s in sampler.drain():
+                yield Sample("telemetry", s["t"] - t0, s)
+        yield Progress("latency", i + 1, iterations, f"Iteration {i + 1}/{iterations}: {ms:.3f} ms")
+    graph_ms: list[float] = []
+    no_graph = ""
+    if be.cuda:  # the same run as one CUDA graph: how much of the device's idle time is launch overhead
+        yield Progress("cuda-graph", 0, 0, "Timing the model as one CUDA graph")
+        try:  # the outputs' shapes and types, which the graph binds (a run that fails here is only said)
+            outs = list(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds), strict=True))
+        except Exception as e:  # noqa: BLE001 - ORT's own errors (out of host memory for the outputs)
+            outs, no_graph = [], f"its outputs could not be read to bind them ({str(e).splitlines()[0][:160]})"
+        del run, sess
+        if outs:
+            graph_ms, no_graph = graph_latency(be, feeds, outs, iterations, cancel=cancel)
+    return warm, times, graph_ms, no_graph
 
 
 def _profile_engine(
