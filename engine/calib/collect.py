@@ -136,6 +136,34 @@ class _HostFolder:
         self.pool.shutdown(wait=True, cancel_futures=True)
 
 
+def _run_sample(sess: Any, feeds: dict[str, np.ndarray], want: list[str], on_device: bool, done: int) -> Any:
+    """One calibration sample through the session: its outputs (and, on the device, the activations to fold there);
+    an error names the sample and what to do."""
+    try:
+        if on_device:
+            return _run_on_device(sess, feeds, want)
+        return sess.run(want, feeds), None
+    except Exception as e:  # noqa: BLE001 - ORT's own error types
+        from splitscope.engine.runtime.ort import _run_message
+
+        hint = _run_message(e).replace("give real inputs with --input FILE.npz", "give real samples with --data DIR")
+        raise InferenceError(f"Calibration sample {done + 1}: {hint}") from None
+
+
+def _fold_on_device(
+    device: Any, acts: Any, stats: dict[str, TensorStats], want: list[str], done: int
+) -> dict[str, float]:
+    """Fold one sample's activations on the GPU, in place; the first tensors' ranges so far, for the live plot."""
+    try:
+        live = device.fold(acts, stats)
+    except Exception as e:  # noqa: BLE001 - a CUDA error from the driver (a GPU gone, out of memory)
+        raise InferenceError(
+            f"Calibration sample {done + 1}: folding its statistics on the GPU failed ({e}); "
+            "calibrate with --backend ort-cpu"
+        ) from None
+    return {n: live.get(n, stats[n].absmax) for n in want[:8]}
+
+
 def collect(
     path: str | os.PathLike[str],
     tensors: list[str],
@@ -188,30 +216,11 @@ def collect(
                 for feeds in samples:
                     cancel.raise_if_cancelled()
                     r = time.perf_counter()
-                    try:
-                        if device is not None:
-                            outs, acts = _run_on_device(sess, feeds, want)
-                        else:
-                            outs = sess.run(want, feeds)
-                        phases["runs_s"] = round(phases.get("runs_s", 0.0) + time.perf_counter() - r, 4)
-                    except Exception as e:  # noqa: BLE001 - ORT's own error types
-                        from splitscope.engine.runtime.ort import _run_message
-
-                        hint = _run_message(e).replace(
-                            "give real inputs with --input FILE.npz", "give real samples with --data DIR"
-                        )
-                        raise InferenceError(f"Calibration sample {done + 1}: {hint}") from None
+                    outs, acts = _run_sample(sess, feeds, want, device is not None, done)
+                    phases["runs_s"] = round(phases.get("runs_s", 0.0) + time.perf_counter() - r, 4)
                     if device is not None:  # folded now, in place: this batch's ranges
-                        try:
-                            live = device.fold(acts, stats)
-                        except Exception as e:  # noqa: BLE001 - a CUDA error from the driver (a GPU gone, out of memory)
-                            raise InferenceError(
-                                f"Calibration sample {done + 1}: folding its statistics on the GPU failed ({e}); "
-                                "calibrate with --backend ort-cpu"
-                            ) from None
+                        folded, at = _fold_on_device(device, acts, stats, want, done), done + 1
                         del acts
-                        folded = {n: live.get(n, stats[n].absmax) for n in want[:8]}
-                        at = done + 1
                     else:  # folded on the host's threads while the next batch runs: the previous batch's ranges
                         w = time.perf_counter()
                         folded, at = host.wait(), done
