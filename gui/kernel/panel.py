@@ -41,6 +41,15 @@ class KernelPanel(QWidget):
         outer.setContentsMargins(4, 4, 4, 4)
         outer.addWidget(split)
 
+        split.addWidget(self._build_source())
+        split.addWidget(self._build_results())
+        split.setSizes([560, 440])
+        for w in (self.time_plot, self.hist_plot, self.editor):
+            w.setMinimumHeight(40)
+        self.setMinimumHeight(120)  # a tab of the bottom dock: it must not make the dock (and the canvas) taller
+
+    def _build_source(self) -> QWidget:
+        """The left side: what ran, the source editor, its error line, and the buttons."""
         left = QWidget()
         lv = QVBoxLayout(left)
         lv.setContentsMargins(0, 0, 0, 0)
@@ -78,8 +87,10 @@ class KernelPanel(QWidget):
         row.addWidget(self.rerun)
         row.addStretch(1)
         lv.addLayout(row)
-        split.addWidget(left)
+        return left
 
+    def _build_results(self) -> QWidget:
+        """The right side: the verdict, the numbers, the launches' times and the errors' histogram."""
         right = QWidget()
         rv = QVBoxLayout(right)
         rv.setContentsMargins(0, 0, 0, 0)
@@ -93,6 +104,14 @@ class KernelPanel(QWidget):
         self.numbers.setWordWrap(True)
         self.numbers.setTextFormat(Qt.TextFormat.RichText)
         rv.addWidget(self.numbers)
+        self._build_time_plot()
+        rv.addWidget(self.time_plot, 1)
+        self._build_error_plot()
+        rv.addWidget(self.hist_plot, 1)
+        return right
+
+    def _build_time_plot(self) -> None:
+        """Each timed launch, with the runtime default and the bound as lines."""
         self.time_plot = pg.PlotWidget()
         self.time_plot.setObjectName("kernel_time_plot")
         self.time_plot.setLabel("left", "ms per launch")
@@ -116,7 +135,9 @@ class KernelPanel(QWidget):
         legend = self.time_plot.plotItem.legend
         legend.addItem(pg.PlotDataItem(pen=pens["default"]), "runtime default")
         legend.addItem(pg.PlotDataItem(pen=pens["bound"]), "bound (speed of light)")
-        rv.addWidget(self.time_plot, 1)
+
+    def _build_error_plot(self) -> None:
+        """How far the kernel's outputs are from the reference, as a histogram of log10 errors."""
         self.hist_plot = pg.PlotWidget()
         self.hist_plot.setObjectName("kernel_error_plot")
         self.hist_plot.setLabel("left", "elements")
@@ -125,12 +146,6 @@ class KernelPanel(QWidget):
         self.hist_plot.setMouseEnabled(x=False, y=False)
         self.bars = pg.BarGraphItem(x=[], height=[], width=0.45, brush=COLOURS["chart"]["secondary"])
         self.hist_plot.addItem(self.bars)
-        rv.addWidget(self.hist_plot, 1)
-        split.addWidget(right)
-        split.setSizes([560, 440])
-        for w in (self.time_plot, self.hist_plot, self.editor):
-            w.setMinimumHeight(40)
-        self.setMinimumHeight(120)  # a tab of the bottom dock: it must not make the dock (and the canvas) taller
 
     # ------------------------------------------------------------ live
     def start(self) -> None:
