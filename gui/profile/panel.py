@@ -93,70 +93,10 @@ class ProfilePanel(QWidget):
         lay.setContentsMargins(4, 4, 4, 4)
         lay.addLayout(head)
         lay.addWidget(self.tabs, 1)
-        # Latency
-        lat = QWidget()
-        ll = QVBoxLayout(lat)
-        ll.setContentsMargins(0, 0, 0, 0)
-        self.lat_plot = pg.PlotWidget()
-        self.lat_plot.setLabel("bottom", "iteration")
-        self.lat_plot.setLabel("left", "latency", units="ms")
-        self.lat_curve = self.lat_plot.plot(pen=pg.mkPen(COLOURS["chart"]["primary"], width=1))
-        self.hist_plot = pg.PlotWidget()
-        self.hist_plot.setLabel("bottom", "latency", units="ms")
-        self.hist_plot.setLabel("left", "iterations")
-        self.hist_bars = pg.BarGraphItem(x=[], height=[], width=1, brush=COLOURS["chart"]["secondary"])
-        self.hist_plot.addItem(self.hist_bars)
-        self.stats = QLabel("")
-        plots = QHBoxLayout()  # side by side: each keeps the dock's height, not half of it
-        plots.addWidget(self.lat_plot, 3)
-        plots.addWidget(self.hist_plot, 2)
-        ll.addLayout(plots, 1)
-        ll.addWidget(self.stats)
-        self.tabs.addTab(_scrolling(lat), "Latency")
-        # Nodes
-        self.node_plot = pg.PlotWidget()
-        self.node_plot.setLabel("bottom", "time per inference", units="ms")
-        self.node_bars = pg.BarGraphItem(x0=[], y=[], height=0.7, width=[], brush=COLOURS["chart"]["highlight"])
-        self.node_plot.addItem(self.node_bars)
-        self.node_plot.getAxis("left").setWidth(230)
-        self.tabs.addTab(self.node_plot, "Nodes")
-        # Telemetry
-        tel = QWidget()
-        tl = QVBoxLayout(tel)
-        tl.setContentsMargins(0, 0, 0, 0)
-        self.tel_note = QLabel("")
-        self.tel_note.setWordWrap(True)
-        tl.addWidget(self.tel_note)
-        self.tel_plots: dict[str, tuple[pg.PlotWidget, Any]] = {}
-        for key, label, unit in (
-            ("gpu_util", "GPU utilisation", "%"),
-            ("power_w", "power", "W"),
-            ("sm_clock_mhz", "SM clock", "MHz"),
-        ):
-            w = pg.PlotWidget()
-            w.setLabel("left", label, units=unit)
-            w.setLabel("bottom", "time", units="s")
-            self.tel_plots[key] = (w, w.plot(pen=pg.mkPen(COLOURS["chart"]["telemetry"], width=1)))
-            tl.addWidget(w, 1)
-        self.tabs.addTab(_scrolling(tel), "Telemetry")
-        # Roofline
-        self.roof_plot = pg.PlotWidget()
-        for side in ("bottom", "left"):  # the data are log10 values; the axes label them as powers of ten
-            self.roof_plot.getAxis(side).setLogMode(True)
-            self.roof_plot.getAxis(side).enableAutoSIPrefix(False)
-        self.roof_plot.setLabel("bottom", "arithmetic intensity (FLOP/byte)")
-        self.roof_plot.setLabel("left", "achieved FLOP/s")
-        self.roof_plot.addLegend(offset=(-10, 10))
-        self.roof_scatter: dict[str, pg.ScatterPlotItem] = {}
-        for cls, colour in CLASS_COLOUR.items():  # one item a class, so that the legend names the colours
-            sc = pg.ScatterPlotItem(size=7, brush=pg.mkBrush(colour), pen=None, name=cls)
-            sc.sigClicked.connect(self._roof_clicked)
-            self.roof_plot.addItem(sc)
-            self.roof_scatter[cls] = sc
-        self.roof_lines: list[Any] = []
-        self.roof_note = pg.TextItem("", color="#555")
-        self.roof_plot.addItem(self.roof_note)
-        self.tabs.addTab(self.roof_plot, "Roofline")
+        self.tabs.addTab(_scrolling(self._build_latency()), "Latency")
+        self.tabs.addTab(self._build_nodes(), "Nodes")
+        self.tabs.addTab(_scrolling(self._build_telemetry()), "Telemetry")
+        self.tabs.addTab(self._build_roofline(), "Roofline")
         # Summary
         self.summary = QTextBrowser()
         self.summary.setOpenLinks(False)
@@ -194,6 +134,78 @@ class ProfilePanel(QWidget):
         ).start()
 
     # ------------------------------------------------------------ feeding
+    def _build_latency(self) -> QWidget:
+        """Latency per iteration and its histogram, side by side."""
+        lat = QWidget()
+        ll = QVBoxLayout(lat)
+        ll.setContentsMargins(0, 0, 0, 0)
+        self.lat_plot = pg.PlotWidget()
+        self.lat_plot.setLabel("bottom", "iteration")
+        self.lat_plot.setLabel("left", "latency", units="ms")
+        self.lat_curve = self.lat_plot.plot(pen=pg.mkPen(COLOURS["chart"]["primary"], width=1))
+        self.hist_plot = pg.PlotWidget()
+        self.hist_plot.setLabel("bottom", "latency", units="ms")
+        self.hist_plot.setLabel("left", "iterations")
+        self.hist_bars = pg.BarGraphItem(x=[], height=[], width=1, brush=COLOURS["chart"]["secondary"])
+        self.hist_plot.addItem(self.hist_bars)
+        self.stats = QLabel("")
+        plots = QHBoxLayout()  # side by side: each keeps the dock's height, not half of it
+        plots.addWidget(self.lat_plot, 3)
+        plots.addWidget(self.hist_plot, 2)
+        ll.addLayout(plots, 1)
+        ll.addWidget(self.stats)
+        return lat
+
+    def _build_nodes(self) -> QWidget:
+        """The slowest nodes' bars."""
+        self.node_plot = pg.PlotWidget()
+        self.node_plot.setLabel("bottom", "time per inference", units="ms")
+        self.node_bars = pg.BarGraphItem(x0=[], y=[], height=0.7, width=[], brush=COLOURS["chart"]["highlight"])
+        self.node_plot.addItem(self.node_bars)
+        self.node_plot.getAxis("left").setWidth(230)
+        return self.node_plot
+
+    def _build_telemetry(self) -> QWidget:
+        """NVML's strips: GPU utilisation, power, SM clock."""
+        tel = QWidget()
+        tl = QVBoxLayout(tel)
+        tl.setContentsMargins(0, 0, 0, 0)
+        self.tel_note = QLabel("")
+        self.tel_note.setWordWrap(True)
+        tl.addWidget(self.tel_note)
+        self.tel_plots: dict[str, tuple[pg.PlotWidget, Any]] = {}
+        for key, label, unit in (
+            ("gpu_util", "GPU utilisation", "%"),
+            ("power_w", "power", "W"),
+            ("sm_clock_mhz", "SM clock", "MHz"),
+        ):
+            w = pg.PlotWidget()
+            w.setLabel("left", label, units=unit)
+            w.setLabel("bottom", "time", units="s")
+            self.tel_plots[key] = (w, w.plot(pen=pg.mkPen(COLOURS["chart"]["telemetry"], width=1)))
+            tl.addWidget(w, 1)
+        return tel
+
+    def _build_roofline(self) -> QWidget:
+        """Each node's achieved FLOP/s against its arithmetic intensity, a colour a class."""
+        self.roof_plot = pg.PlotWidget()
+        for side in ("bottom", "left"):  # the data are log10 values; the axes label them as powers of ten
+            self.roof_plot.getAxis(side).setLogMode(True)
+            self.roof_plot.getAxis(side).enableAutoSIPrefix(False)
+        self.roof_plot.setLabel("bottom", "arithmetic intensity (FLOP/byte)")
+        self.roof_plot.setLabel("left", "achieved FLOP/s")
+        self.roof_plot.addLegend(offset=(-10, 10))
+        self.roof_scatter: dict[str, pg.ScatterPlotItem] = {}
+        for cls, colour in CLASS_COLOUR.items():  # one item a class, so that the legend names the colours
+            sc = pg.ScatterPlotItem(size=7, brush=pg.mkBrush(colour), pen=None, name=cls)
+            sc.sigClicked.connect(self._roof_clicked)
+            self.roof_plot.addItem(sc)
+            self.roof_scatter[cls] = sc
+        self.roof_lines: list[Any] = []
+        self.roof_note = pg.TextItem("", color="#555")
+        self.roof_plot.addItem(self.roof_note)
+        return self.roof_plot
+
     def start_live(self, job_id: int, title: str) -> None:
         """A new run: clear the plots and follow ``job_id``'s samples."""
         self.live_id, self.result, self.doc = job_id, None, None
