@@ -39,6 +39,8 @@ from splitscope.gui.shell.palette import COLOURS
 
 REDRAW_MS = 33
 TOP_N = 15
+"""The most bars the Nodes tab shows; fewer where the tab is too short to label each (:data:`BAR_PX` a bar)."""
+BAR_PX = 16
 CLASS_COLOUR = dict(COLOURS["roofline_class"])
 
 
@@ -127,6 +129,7 @@ class ProfilePanel(QWidget):
         self._timer.setInterval(REDRAW_MS)
         self._timer.timeout.connect(self._redraw)
         self._timer.start()
+        self.tabs.currentChanged.connect(self._resized)  # a tab shown for the first time gets its size then
         self.redraws = 0
         # numpy's percentile costs 30 ms on its first call (lazy set-up): pay it off the UI thread, now.
         threading.Thread(
@@ -205,6 +208,13 @@ class ProfilePanel(QWidget):
         self.roof_note = pg.TextItem("", color="#555")
         self.roof_plot.addItem(self.roof_note)
         return self.roof_plot
+
+    def resizeEvent(self, event: Any) -> None:
+        super().resizeEvent(event)
+        self._resized()
+
+    def _resized(self, *_: Any) -> None:
+        self._dirty = True  # as many node bars as the tab now has room for
 
     def start_live(self, job_id: int, title: str) -> None:
         """A new run: clear the plots and follow ``job_id``'s samples."""
@@ -302,10 +312,11 @@ class ProfilePanel(QWidget):
         else:
             self.hist_bars.setOpts(x=[], height=[], width=1)
             self.stats.setText("")
-        top = sorted(self.nodes.items(), key=lambda kv: -kv[1])[:TOP_N]
+        fit = max(3, (self.node_plot.height() - 60) // BAR_PX)  # the axis and its label take about 60 px
+        top = sorted(self.nodes.items(), key=lambda kv: -kv[1])[: min(TOP_N, fit)]
         top.reverse()
         self.node_bars.setOpts(x0=np.zeros(len(top)), y=np.arange(len(top)), width=[v for _, v in top])
-        ticks = [(i, ("= " if n in self.tied else "") + _short(self._node_label(n))) for i, (n, _) in enumerate(top)]
+        ticks = [(i, _tick(self._node_label(n), n in self.tied)) for i, (n, _) in enumerate(top)]
         self.node_plot.getAxis("left").setTicks([ticks])
         t = self.tel_t.view()
         for k, (_, curve) in self.tel_plots.items():
@@ -453,6 +464,11 @@ def _umask() -> int:
 
 def _short(name: str, n: int = 34) -> str:
     return name if len(name) <= n else "…" + name[-(n - 1) :]
+
+
+def _tick(label: str, tied: bool) -> str:
+    """A bar's label in the axis's width (a longer one is not drawn at all): ``= `` before a tie, within it."""
+    return "= " + _short(label, 31) if tied else _short(label, 33)
 
 
 def _at(d: dict[str, Any]) -> str:

@@ -225,3 +225,24 @@ def test_saved_profiles_are_read_in_a_worker_and_a_stale_read_is_dropped(qtbot, 
     qtbot.waitUntil(settled, timeout=60000)  # the stale read has ended too, its result delivered
     added = {j for j, r in c.queue.jobs.items() if r.lane == "saved"} - before
     assert len(came) == 1 and len(added) == 1 and came[0] == sorted(added)
+
+
+def test_the_nodes_tab_shows_as_many_labelled_bars_as_it_has_room_for(qtbot):
+    """A short bottom dock (1366x768) showed 15 bars in 110 px, their labels dropped by the axis; now as many bars as
+    fit at 16 px each, and every label (ties marked ``= ``) within the axis's width."""
+    from splitscope.gui.profile.panel import BAR_PX, TOP_N, ProfilePanel, _tick
+
+    p = ProfilePanel()
+    qtbot.addWidget(p)
+    p.resize(900, 260)
+    p.show()
+    p.tabs.setCurrentIndex(1)
+    qtbot.waitUntil(lambda: p.node_plot.isVisible())
+    p.nodes = {f"/model.{k}/cv{k}/cv{k}.0/conv/Conv": 1.0 / (k + 1) for k in range(40)}
+    p.tied = {"/model.1/cv1/cv1.0/conv/Conv"}
+    p._dirty = True
+    p._redraw()
+    shown = len(p.node_bars.opts["width"])
+    assert 3 <= shown <= min(TOP_N, (p.node_plot.height() - 60) // BAR_PX) < 15
+    assert _tick("x" * 80, True).startswith("= …") and len(_tick("x" * 80, True)) == 33
+    assert len(_tick("y" * 80, False)) == 33
