@@ -75,6 +75,20 @@ def _const_value(graph: onnx.GraphProto, producers: dict[str, onnx.NodeProto], n
     return None
 
 
+_INTS = frozenset(
+    {
+        onnx.TensorProto.INT64,
+        onnx.TensorProto.INT32,
+        onnx.TensorProto.INT16,
+        onnx.TensorProto.INT8,
+        onnx.TensorProto.UINT8,
+        onnx.TensorProto.UINT16,
+        onnx.TensorProto.UINT32,
+        onnx.TensorProto.UINT64,
+    }
+)
+
+
 def input_rules(model: onnx.ModelProto) -> dict[str, InputRule]:
     """A rule for each real input of ``model`` (main graph; bodies that read an input count through the node
     that owns them)."""
@@ -92,73 +106,85 @@ def input_rules(model: onnx.ModelProto) -> dict[str, InputRule]:
         if vi.name in inits or not vi.type.HasField("tensor_type"):
             continue
         elem = vi.type.tensor_type.elem_type
-        is_int = elem in (
-            onnx.TensorProto.INT64,
-            onnx.TensorProto.INT32,
-            onnx.TensorProto.INT16,
-            onnx.TensorProto.INT8,
-            onnx.TensorProto.UINT8,
-            onnx.TensorProto.UINT16,
-            onnx.TensorProto.UINT32,
-            onnx.TensorProto.UINT64,
-        )
-        is_bool = elem == onnx.TensorProto.BOOL
-        if _MASK.search(vi.name) and (is_int or is_bool or elem in (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16)):
-            rules[vi.name] = InputRule(
-                "mask", why="attention mask by its name: 1s with a padded tail (0s) on every other row"
-            )
-            continue
-        if is_int and _POSITION.search(vi.name):
-            rules[vi.name] = InputRule("position", why="position ids by their name: 0 .. n-1 along the last axis")
-            continue
-        if not (is_int or is_bool):
+        is_int, is_bool = elem in _INTS, elem == onnx.TensorProto.BOOL
+        by_name = _rule_by_name(vi.name, elem, is_int, is_bool)
+        if by_name is not None:
+            rules[vi.name] = by_name
+        elif not (is_int or is_bool):
             rules[vi.name] = InputRule("normal", why="floats from a standard normal")
-            continue
-        sizes: list[tuple[int, str]] = []
-        constant: tuple[float, str] | None = None
-        frontier, seen = [vi.name], {vi.name}
-        while frontier:
-            name = frontier.pop()
-            for n in consumers.get(name, []):
-                op = n.op_type
-                if op in ("Gather", "GatherElements") and len(n.input) > 1 and n.input[1] == name:
-                    axis = next((a.i for a in n.attribute if a.name == "axis"), 0)
-                    shape = _shape_of(g, n.input[0])
-                    if shape and -len(shape) <= axis < len(shape) and shape[axis] > 0:
-                        sizes.append((shape[axis], f"{op} '{n.name or n.output[0]}' axis {axis} of '{n.input[0]}'"))
-                elif op == "GatherND" and len(n.input) > 1 and n.input[1] == name:
-                    shape = _shape_of(g, n.input[0])
-                    if shape and shape[0] > 0:
-                        sizes.append((shape[0], f"GatherND '{n.name or n.output[0]}' of '{n.input[0]}'"))
-                elif op == "OneHot" and n.input and n.input[0] == name and len(n.input) > 1:
-                    depth = _const_value(g, producers, n.input[1])
-                    if depth is not None and depth.size == 1 and int(depth.reshape(-1)[0]) > 0:
-                        sizes.append((int(depth.reshape(-1)[0]), f"OneHot '{n.name or n.output[0]}' depth"))
-                elif op == "Equal" and constant is None:
-                    other = n.input[1] if n.input[0] == name else n.input[0]
-                    value = _const_value(g, producers, other)
-                    if value is not None and value.size == 1:
-                        constant = (
-                            float(value.reshape(-1)[0]),
-                            f"compared with {value.reshape(-1)[0]} in '{n.name or n.output[0]}'",
-                        )
-                elif op in _PASS and n.input and n.input[0] == name:
-                    for o in n.output:
-                        if o and o not in seen:
-                            seen.add(o)
-                            frontier.append(o)
-        if sizes:
-            size, where = min(sizes)
-            rules[vi.name] = InputRule("index", high=size, why=f"indices in [0, {size}): it indexes {where}")
-        elif constant is not None:
-            rules[vi.name] = InputRule(
-                "constant", value=constant[0], why=f"the value {constant[0]:g}: it is {constant[1]}"
-            )
-        elif is_bool:
-            rules[vi.name] = InputRule("bool", why="booleans at random")
         else:
-            rules[vi.name] = InputRule("small-int", why="integers in [0, 8): nothing in the graph bounds it")
+            rules[vi.name] = _rule_by_use(g, vi.name, consumers, producers, is_bool)
     return rules
+
+
+def _rule_by_name(name: str, elem: int, is_int: bool, is_bool: bool) -> InputRule | None:
+    """An attention mask or position ids, known by the input's name and type; None otherwise."""
+    if _MASK.search(name) and (is_int or is_bool or elem in (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16)):
+        return InputRule("mask", why="attention mask by its name: 1s with a padded tail (0s) on every other row")
+    if is_int and _POSITION.search(name):
+        return InputRule("position", why="position ids by their name: 0 .. n-1 along the last axis")
+    return None
+
+
+def _rule_by_use(
+    g: onnx.GraphProto,
+    name: str,
+    consumers: dict[str, list[onnx.NodeProto]],
+    producers: dict[str, onnx.NodeProto],
+    is_bool: bool,
+) -> InputRule:
+    """An integer or boolean input's rule from what reads it (through shape-keeping ops): indices below the
+    smallest size it indexes, a constant it is compared with, else small integers (or booleans)."""
+    sizes: list[tuple[int, str]] = []
+    constant: tuple[float, str] | None = None
+    frontier, seen = [name], {name}
+    while frontier:
+        here = frontier.pop()
+        for n in consumers.get(here, []):
+            found = _index_size(g, producers, n, here)
+            if found is not None:
+                sizes.append(found)
+            elif n.op_type == "Equal" and constant is None:
+                other = n.input[1] if n.input[0] == here else n.input[0]
+                value = _const_value(g, producers, other)
+                if value is not None and value.size == 1:
+                    v = value.reshape(-1)[0]
+                    constant = (float(v), f"compared with {v} in '{n.name or n.output[0]}'")
+            elif n.op_type in _PASS and n.input and n.input[0] == here:
+                for o in n.output:
+                    if o and o not in seen:
+                        seen.add(o)
+                        frontier.append(o)
+    if sizes:
+        size, where = min(sizes)
+        return InputRule("index", high=size, why=f"indices in [0, {size}): it indexes {where}")
+    if constant is not None:
+        return InputRule("constant", value=constant[0], why=f"the value {constant[0]:g}: it is {constant[1]}")
+    if is_bool:
+        return InputRule("bool", why="booleans at random")
+    return InputRule("small-int", why="integers in [0, 8): nothing in the graph bounds it")
+
+
+def _index_size(
+    g: onnx.GraphProto, producers: dict[str, onnx.NodeProto], n: onnx.NodeProto, name: str
+) -> tuple[int, str] | None:
+    """The size ``name`` indexes in node ``n`` (a Gather's axis, GatherND's first dim, OneHot's depth), and where;
+    None when ``n`` does not index with it or the size is not known."""
+    op = n.op_type
+    if op in ("Gather", "GatherElements") and len(n.input) > 1 and n.input[1] == name:
+        axis = next((a.i for a in n.attribute if a.name == "axis"), 0)
+        shape = _shape_of(g, n.input[0])
+        if shape and -len(shape) <= axis < len(shape) and shape[axis] > 0:
+            return shape[axis], f"{op} '{n.name or n.output[0]}' axis {axis} of '{n.input[0]}'"
+    elif op == "GatherND" and len(n.input) > 1 and n.input[1] == name:
+        shape = _shape_of(g, n.input[0])
+        if shape and shape[0] > 0:
+            return shape[0], f"GatherND '{n.name or n.output[0]}' of '{n.input[0]}'"
+    elif op == "OneHot" and n.input and n.input[0] == name and len(n.input) > 1:
+        depth = _const_value(g, producers, n.input[1])
+        if depth is not None and depth.size == 1 and int(depth.reshape(-1)[0]) > 0:
+            return int(depth.reshape(-1)[0]), f"OneHot '{n.name or n.output[0]}' depth"
+    return None
 
 
 def draw(rule: InputRule | None, shape: tuple[int, ...], dtype: np.dtype, rng: np.random.Generator) -> np.ndarray:
