@@ -89,6 +89,8 @@ class AppController(QObject):
     generation_ready = Signal(int, object)
     """A generation profile finished on the open model: its id, its :class:`GenerationDoc`."""
     kernel_ready = Signal(int, object)
+    optimize_ready = Signal(int, object)
+    """An Optimize Export finished: (job id, its :class:`~splitscope.engine.rewrite.optimize.OptimizeResult`)."""
     sweep_ready = Signal(int, object)
     """A sweep finished: (job id, its :class:`SweepDoc`)."""
     """A kernel workbench job finished on the open model: its id, its JSON."""
@@ -220,6 +222,19 @@ class AppController(QObject):
         title = f"Verify {gm.path.name} by building at {gm.shapes_label()}"
         return self._child_job(JobKind.VERIFY, args, title, str(gm.path))
 
+    def submit_optimize(self, source: Path, output: Path) -> int:
+        """Queue an Optimize Export of ``source`` into ``output`` (a job of the queue: progress, Cancel, the Jobs
+        panel; the file is written whole or not at all)."""
+        parser = self.session.parser
+
+        def job(token: CancelToken) -> Generator[JobEvent, None, Any]:
+            from splitscope.engine.rewrite.optimize import optimize_export
+
+            return (yield from optimize_export(source, output, parser=parser, cancel=token))
+
+        title = f"Optimize {source.name} into {output.name}"
+        return self.queue.submit(title, job, lane=Lane.CPU, kind=JobKind.OPTIMIZE, meta={"model": str(source)})
+
     def submit_generation(self, backend: str, prompt_len: int, steps: int) -> int | None:
         """Queue a generation profile of the open decoder (a child process on the GPU lane, Cancel kills it)."""
         gm = self.graph_model
@@ -343,6 +358,10 @@ class AppController(QObject):
         if rec.kind == JobKind.ENGINE_GRAPH and rec.result is not None:
             rec.meta["shown"] = True
             self.engine_graph_ready.emit(jid, rec.result, list(rec.meta["paths"]))
+            return
+        if rec.kind == JobKind.OPTIMIZE and rec.result is not None:
+            rec.meta["shown"] = True
+            self.optimize_ready.emit(jid, rec.result)
             return
         if not isinstance(rec.result, dict):
             return

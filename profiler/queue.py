@@ -61,6 +61,7 @@ class JobKind(_Named):
     VERIFY = "verify"
     TARGET_CHECK = "target-check"
     TARGET_TRUST = "target-trust"
+    OPTIMIZE = "optimize"
     JOB = "job"
 
 

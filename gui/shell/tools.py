@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import html
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, QSettings, QUrl, Signal
 from PySide6.QtGui import QDesktopServices, QGuiApplication
 from PySide6.QtWidgets import QFileDialog, QMessageBox
 from splitscope.engine.text import format_bytes
-from splitscope.profiler.jobs import JobRunner
 
 if TYPE_CHECKING:
     from splitscope.engine.rewrite.optimize import OptimizeResult
@@ -44,7 +43,8 @@ def result_html(res: OptimizeResult) -> str:
 
 
 class OptimizeTool(QObject):
-    """Runs :func:`splitscope.engine.rewrite.optimize.optimize_export` for the window, in a worker."""
+    """Runs :func:`splitscope.engine.rewrite.optimize.optimize_export` for the window, as a job of the queue (the
+    Jobs panel shows its progress and Cancel; Esc cancels it with the rest)."""
 
     finished = Signal(object)
     """The :class:`OptimizeResult`."""
@@ -52,10 +52,21 @@ class OptimizeTool(QObject):
     def __init__(self, shell: Shell) -> None:
         super().__init__(shell.window())
         self.shell = shell
-        self.runner = JobRunner(self)  # the window shows its progress and Cancel with the others
-        self.runner.job_failed.connect(shell.show_failure)
-        self.runner.job_finished.connect(self._done)
+        self.pending: int | None = None
         self.box: QMessageBox | None = None
+        c = shell.controller
+        c.optimize_ready.connect(self._ready)
+        c.queue.failed.connect(self._failed)
+
+    @property
+    def running(self) -> bool:
+        """Whether an Optimize Export is queued or running."""
+        rec = self.shell.controller.queue.jobs.get(self.pending) if self.pending is not None else None
+        return rec is not None and rec.state in ("queued", "running")
+
+    def cancel(self) -> None:
+        if self.pending is not None:
+            self.shell.controller.queue.cancel(self.pending)
 
     def choose_and_run(self) -> None:
         """Ask where the optimized copy goes, then run."""
@@ -69,19 +80,21 @@ class OptimizeTool(QObject):
         if path:
             self.run(gm.path, Path(path))
 
-    def run(self, source: Path, output: Path) -> None:
-        """Optimize ``source`` into ``output`` in a worker."""
-        parser = self.shell.controller.session.parser
+    def run(self, source: Path, output: Path) -> int:
+        """Optimize ``source`` into ``output``: a job of the queue; its id."""
+        self.pending = self.shell.controller.submit_optimize(source, output)
+        self.shell.show_message(f"Optimizing {source.name}… (the Jobs panel shows its progress and Cancel)")
+        return self.pending
 
-        def job(token: Any) -> Any:
-            from splitscope.engine.rewrite.optimize import optimize_export
+    def _failed(self, jid: int, message: str, details: str) -> None:
+        if jid == self.pending:
+            self.pending = None
+            self.shell.show_failure(message, details)
 
-            return (yield from optimize_export(source, output, parser=parser, cancel=token))
-
-        self.shell.show_message(f"Optimizing {source.name}…")
-        self.runner.start(job)
-
-    def _done(self, res: OptimizeResult) -> None:
+    def _ready(self, jid: int, res: OptimizeResult) -> None:
+        if jid != self.pending:
+            return
+        self.pending = None
         QSettings().setValue("main/last_dir", str(res.output.parent))
         box = QMessageBox(QMessageBox.Icon.Information, "Optimize export", result_html(res), parent=self.shell.window())
         open_it = box.addButton("Open the optimized model", QMessageBox.ButtonRole.AcceptRole)

@@ -140,8 +140,6 @@ class MainWindow(QMainWindow):
         self.summary.setMinimumHeight(400)  # headline and both charts with their captions
 
         self.optimize_tool = OptimizeTool(self)
-        self.optimize_tool.runner.progress_changed.connect(self._on_progress)
-        self.optimize_tool.runner.running_changed.connect(self._update_running)
         self.netron = NetronTool(self)
         self._build_toolbar()
         self.addToolBarBreak()
@@ -387,11 +385,11 @@ class MainWindow(QMainWindow):
     def cancel_jobs(self) -> None:
         """Cancel whatever runs (Esc)."""
         self.session.cancel()
-        self.optimize_tool.runner.cancel()
+        self.optimize_tool.cancel()
 
     # ------------------------------------------------------- job results
     def _update_running(self, *_: Any) -> None:
-        running = self.session.running or self.optimize_tool.runner.running
+        running = self.session.running
         self.progress.setVisible(running)
         self.cancel_button.setVisible(running)
         if running and not self._slow_timer.isActive() and not self.canvas.busy_text:

@@ -533,12 +533,29 @@ def test_tools_optimize_export_shows_before_and_after(qtbot, window, tmp_path):
     window.open_model(src)
     wait_idle(qtbot, window)
     with qtbot.waitSignal(window.optimize_tool.finished, timeout=120000) as done:
-        window.optimize_tool.run(src, tmp_path / "t.optimized.onnx")
+        jid = window.optimize_tool.run(src, tmp_path / "t.optimized.onnx")
     res = done.args[0]
     assert res.after.nodes < res.before.nodes
     text = window.optimize_tool.box.text()
     assert "before" in text and "after" in text and "original was not changed" in text
     window.optimize_tool.box.close()
+    rec = window.controller.queue.jobs[jid]  # a job of the queue, listed in the Jobs panel like the others
+    assert rec.kind == "optimize" and rec.state == "done" and not window.optimize_tool.running
+
+
+def test_an_optimize_export_cancelled_leaves_nothing(qtbot, window, tmp_path):
+    """Esc (or the Jobs panel's Cancel) stops an Optimize Export; no file is left where it was to be written."""
+    src = tmp_path / "t.onnx"
+    src.write_bytes((Path(__file__).resolve().parents[1] / "data" / "torch_transformer.onnx").read_bytes())
+    window.open_model(src)
+    wait_idle(qtbot, window)
+    out = tmp_path / "t.optimized.onnx"
+    jid = window.optimize_tool.run(src, out)
+    window.cancel_jobs()
+    q = window.controller.queue
+    qtbot.waitUntil(lambda: q.jobs[jid].state in ("cancelled", "done"), timeout=120000)
+    if q.jobs[jid].state == "cancelled":  # a fast machine may finish before the cancel lands
+        assert not out.exists() and not list(tmp_path.glob("*.tmp*"))
 
 
 def test_undo_redo_view_changes_and_arrow_keys(qtbot, window):
