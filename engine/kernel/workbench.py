@@ -13,6 +13,7 @@ import contextlib
 import statistics
 import time
 from collections.abc import Generator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -39,15 +40,26 @@ def speed_of_light(ex: Extract, inputs: dict[str, np.ndarray], gpu: Any) -> tupl
     )
 
 
-def default_time(ex: Extract, inputs: dict[str, np.ndarray], iters: int = 50) -> tuple[float | None, str]:
-    """ONNX Runtime CUDA on the extract, inputs and outputs on the device (I/O binding): the median ms of
-    ``iters`` runs after a warm-up; None and why when it cannot run."""
+@dataclass
+class DefaultTimes:
+    """The runtime default (ONNX Runtime CUDA on the extract) timed: on the host, and its kernels on the device."""
+
+    host_ms: float | None = None
+    how: str = ""
+    device_ms: float | None = None
+    device_how: str = ""
+
+
+def default_time(ex: Extract, inputs: dict[str, np.ndarray], iters: int = 50, device: bool = False) -> DefaultTimes:
+    """ONNX Runtime CUDA on the extract, inputs and outputs on the device (I/O binding): the median ms of ``iters``
+    runs after a warm-up, timed on the host; with ``device``, then ``iters`` runs more in the same session with
+    CUPTI recording, for its kernels' device time a run. None and why where either cannot be had."""
     try:
         import onnxruntime as ort
     except ImportError:
-        return None, "ONNX Runtime is not installed"
+        return DefaultTimes(how="ONNX Runtime is not installed")
     if "CUDAExecutionProvider" not in ort.get_available_providers():
-        return None, "not measured: this ONNX Runtime has no CUDA provider (pip install onnxruntime-gpu)"
+        return DefaultTimes(how="not measured: this ONNX Runtime has no CUDA provider (pip install onnxruntime-gpu)")
     if hasattr(ort, "preload_dlls"):
         with contextlib.suppress(Exception):  # the libraries may be found otherwise
             ort.preload_dlls()
@@ -56,13 +68,12 @@ def default_time(ex: Extract, inputs: dict[str, np.ndarray], iters: int = 50) ->
     try:
         sess = ort.InferenceSession(ex.model, opts, providers=["CUDAExecutionProvider"])
         if "CUDAExecutionProvider" not in sess.get_providers():
-            return None, "not measured: ONNX Runtime fell back to the CPU"
+            return DefaultTimes(how="not measured: ONNX Runtime fell back to the CPU")
         bind = sess.io_binding()
-        keep = []
+        keep = []  # the device copies of the inputs, alive while the session runs on them
         for i in sess.get_inputs():
-            v = ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(inputs[i.name]), "cuda", 0)
-            keep.append(v)
-            bind.bind_ortvalue_input(i.name, v)
+            keep.append(ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(inputs[i.name]), "cuda", 0))
+            bind.bind_ortvalue_input(i.name, keep[-1])
         for o in sess.get_outputs():
             bind.bind_output(o.name, "cuda", 0)
         for _ in range(5):
@@ -73,40 +84,31 @@ def default_time(ex: Extract, inputs: dict[str, np.ndarray], iters: int = 50) ->
             sess.run_with_iobinding(bind)
             times.append(1e3 * (time.perf_counter() - t0))
     except Exception as e:  # noqa: BLE001 - ORT names the node it has no CUDA kernel for
-        return None, f"not measured: ONNX Runtime CUDA cannot run it ({' '.join(str(e).split())[:160]})"
-    return statistics.median(times), f"ONNX Runtime {ort.__version__} CUDA, median of {iters} (host-timed, I/O bound)"
+        return DefaultTimes(how=f"not measured: ONNX Runtime CUDA cannot run it ({' '.join(str(e).split())[:160]})")
+    out = DefaultTimes(
+        statistics.median(times), f"ONNX Runtime {ort.__version__} CUDA, median of {iters} (host-timed, I/O bound)"
+    )
+    if device:
+        out.device_ms, out.device_how = _device_time_of(lambda: sess.run_with_iobinding(bind), iters, iters)
+    return out
 
 
-def default_device_time(ex: Extract, inputs: dict[str, np.ndarray], iters: int = 50) -> tuple[float | None, str]:
-    """The device time of ONNX Runtime CUDA's kernels for the extract, a run (CUPTI's records over ``iters`` runs
-    after a warm-up; inputs and outputs bound on the device); None and why when it cannot be had."""
+def _device_time_of(run: Any, times: int, runs: int | None) -> tuple[float | None, str]:
+    """The device time a run of the kernels ``run()`` launches, from CUPTI's records over ``times`` calls
+    (``runs``: how many runs they make; None: each kernel once a run); None and why where it cannot."""
     from splitscope.engine.runtime import cupti_times
 
     why = cupti_times.available()
     if why:
         return None, why
     try:
-        import onnxruntime as ort
-
-        opts = ort.SessionOptions()
-        opts.log_severity_level = 3
-        sess = ort.InferenceSession(ex.model, opts, providers=["CUDAExecutionProvider"])
-        bind = sess.io_binding()
-        keep = []  # the device copies of the inputs, alive while the session runs on them
-        for i in sess.get_inputs():
-            keep.append(ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(inputs[i.name]), "cuda", 0))
-            bind.bind_ortvalue_input(i.name, keep[-1])
-        for o in sess.get_outputs():
-            bind.bind_output(o.name, "cuda", 0)
-        for _ in range(5):
-            sess.run_with_iobinding(bind)
         with cupti_times.KernelTrace() as t:
-            for _ in range(iters):
-                sess.run_with_iobinding(bind)
-    except Exception as e:  # noqa: BLE001 - ORT's or CUPTI's own errors
+            for _ in range(times):
+                run()
+    except Exception as e:  # noqa: BLE001 - ORT's, CUPTI's or the launch's own errors
         return None, f"not measured: {' '.join(str(e).split())[:160]}"
-    ms = cupti_times.device_ms_per_run(t.trace, iters)
-    return ms, f"CUPTI: {len(t.trace.kernels) // max(iters, 1)} kernels a run"
+    kernels = len(t.trace.kernels) // max(runs or 1, 1)
+    return cupti_times.device_ms_per_run(t.trace, runs), f"CUPTI: {kernels} kernels a run"
 
 
 def verdict(r: KernelResult, nodes: int, delegated: bool) -> str:
@@ -227,11 +229,10 @@ def run_kernel(
     r.sol_ms, r.sol_how = speed_of_light(ex, inputs, gpu)
     if compare_default:
         yield Progress("default", iters, iters, "Timing the runtime default (ONNX Runtime CUDA)")
-        r.default_ms, r.default_how = default_time(ex, inputs, min(iters, 50))
-        if r.default_ms is not None and r.device_ms is not None:
-            r.default_device_ms, why = default_device_time(ex, inputs, min(iters, 50))
-            if r.default_device_ms is None:
-                r.device_how += f"; the default's not measured ({why})"
+        d = default_time(ex, inputs, min(iters, 50), device=r.device_ms is not None)
+        r.default_ms, r.default_how, r.default_device_ms = d.host_ms, d.how, d.device_ms
+        if r.device_ms is not None and d.host_ms is not None and d.device_ms is None:
+            r.device_how += f"; the default's not measured ({d.device_how})"
     else:
         r.default_how = "not asked for"
     r.verdict = verdict(r, len(ex.nodes), delegated)
@@ -262,16 +263,10 @@ def _timed_and_checked(r: KernelResult, timed: Any, ex: Extract, ref: Reference,
 def _own_device_time(launches: Any, n: int) -> tuple[float | None, str]:
     """The kernel's own device time a launch: ``n`` launches more (after the timed ones, so that CUPTI's cost is in
     none of the other figures) with CUPTI recording; None and why where it cannot."""
-    from splitscope.engine.runtime import cupti_times
 
-    why = cupti_times.available()
-    if why:
-        return None, why
-    try:
-        with cupti_times.KernelTrace() as t:
-            for _ in launches(n):
-                pass
-    except Exception as e:  # noqa: BLE001 - CUPTI's or the launch's own errors (the launch ran before)
-        return None, f"not measured: {' '.join(str(e).split())[:160]}"
-    ms = cupti_times.device_ms_per_run(t.trace)
-    return ms, "CUPTI: the kernel's own records" if ms is not None else "CUPTI recorded no kernel"
+    def run() -> None:
+        for _ in launches(n):
+            pass
+
+    ms, how = _device_time_of(run, 1, runs=None)  # each of its kernels runs once a launch
+    return ms, ("CUPTI: the kernel's own records" if ms is not None else how) or "CUPTI recorded no kernel"

@@ -15,6 +15,7 @@ from splitscope.engine.model import GraphModel
 from splitscope.engine.runtime import cupti_times
 from splitscope.engine.runtime.cupti_times import KernelTrace, attribute, ort_intervals
 from splitscope.engine.runtime.ort import blocked_owners, parse_ort_profile, to_model_nodes
+from splitscope.engine.runtime.telemetry import telemetry_samples
 
 PROFILE_CHUNKS = 4
 """Profiled iterations run in up to this many sessions (each a fresh profiler file), for live updates."""
@@ -78,9 +79,7 @@ def node_times(
         done += n
         yield Sample("nodes", float(done), {k_: v / out.kept / 1000 for k_, v in out.per_us.items()})
         yield Progress("nodes", done, profiled, f"Profiled iteration {done}/{profiled}")
-        if sampler is not None:
-            for s in sampler.drain():
-                yield Sample("telemetry", s["t"] - t0, s)
+        yield from telemetry_samples(sampler, t0)
     return out
 
 

@@ -33,7 +33,7 @@ from splitscope.engine.runtime.node_times import NodeTimes, node_times
 from splitscope.engine.runtime.ort import OrtBackend
 from splitscope.engine.runtime.roofline import classify, verdict
 from splitscope.engine.runtime.stats import latency_stats, throughput
-from splitscope.engine.runtime.telemetry import NvmlSampler
+from splitscope.engine.runtime.telemetry import NvmlSampler, telemetry_samples
 from splitscope.engine.text import plural
 
 if TYPE_CHECKING:
@@ -353,9 +353,7 @@ def _timed(
         ms = (time.perf_counter() - a) * 1000
         times.append(ms)
         yield Sample("latency", float(i), {"ms": ms, "t": a - t0})
-        if sampler is not None:
-            for s in sampler.drain():
-                yield Sample("telemetry", s["t"] - t0, s)
+        yield from telemetry_samples(sampler, t0)
         yield Progress("latency", i + 1, iterations, f"Iteration {i + 1}/{iterations}: {ms:.3f} ms")
     graph_ms: list[float] = []
     no_graph = ""

@@ -12,6 +12,7 @@ import threading
 from collections import deque
 from typing import Any
 
+from splitscope.engine.jobs import Sample
 from splitscope.engine.runtime.device import NoGpu, _nvml, now
 
 FIELDS = ("gpu_util", "mem_util", "mem_used_mb", "sm_clock_mhz", "mem_clock_mhz", "power_w", "temp_c", "throttle")
@@ -142,3 +143,9 @@ class NvmlSampler:
         if self.error:
             out["note"] = self.error
         return out
+
+
+def telemetry_samples(sampler: NvmlSampler | None, t0: float) -> list[Sample]:
+    """The ``telemetry`` samples ``sampler`` gathered since the last call, on a clock starting at ``t0`` (none
+    without a sampler)."""
+    return [Sample("telemetry", s["t"] - t0, s) for s in sampler.drain()] if sampler is not None else []
