@@ -25,6 +25,55 @@ def test_give_back_free_memory_does_nothing_where_the_c_library_cannot_be_asked(
     assert heap.give_back_free_memory() is False
 
 
+@pytest.mark.parametrize("holds_names", [True, False])
+def test_give_back_free_memory_clears_the_type_cache_where_it_keeps_names(monkeypatch, holds_names):
+    cleared: list[int] = []
+    monkeypatch.setattr(heap.sys, "_clear_type_cache", lambda: cleared.append(1))
+    monkeypatch.setattr(heap, "_TYPE_CACHE_HOLDS_NAMES", holds_names)
+    heap.give_back_free_memory()
+    assert cleared == ([1] if holds_names else [])
+
+
+ARENAS = r"""
+import gc, os, re, sys
+import numpy as np
+from splitscope.engine.heap import give_back_free_memory
+
+def arenas():
+    r, w = os.pipe()
+    err = os.dup(2)
+    os.dup2(w, 2)
+    sys._debugmallocstats()
+    os.dup2(err, 2)
+    os.close(w)
+    text = b""
+    while chunk := os.read(r, 1 << 16):
+        text += chunk
+    return int(re.search(r"# arenas allocated current\s*=\s*([\d,]+)", text.decode()).group(1).replace(",", ""))
+
+a = np.arange(100)
+start = arenas()
+for _ in range(3):
+    junk = []
+    for _ in range(30):
+        junk.append([(j, j + 1, j + 2) for j in range(20000)])  # a large model's small objects
+        a.cumsum()  # looks "accumulate" up by a new string each call
+    del junk
+    gc.collect()
+    give_back_free_memory()
+print(start, arenas())
+"""
+
+
+@pytest.mark.skipif(sys.implementation.name != "cpython", reason="the interpreter's arenas are CPython's")
+def test_the_arenas_a_large_piece_of_work_filled_go_back_after_it(tmp_path):
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-c", ARENAS], capture_output=True, text=True, check=True, cwd=tmp_path)
+    start, end = map(int, out.stdout.split())
+    assert end <= start + 3, (start, end)  # without the cache cleared on 3.11: 80-100 arenas held
+
+
 def test_give_back_free_memory_is_safe_from_many_threads_at_once():
     errors: list[BaseException] = []
 
