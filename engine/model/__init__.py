@@ -218,4 +218,4 @@ class GraphModel:
 
     def total_flops(self) -> int:
         """FLOPs of the main graph (nested bodies are counted by their parent node)."""
-        return sum(n.flops or 0 for n in self.graph.nodes)
+        return sum(v for v in self.graph.nodes.values("flops") if v is not None)

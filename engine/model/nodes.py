@@ -62,8 +62,9 @@ _NO_ATTRIBUTES: dict[str, Any] = {}
 _HUGE = 2**63
 _new = object.__new__
 _DELEGATE = STATUS_CODE[Status.DELEGATE]
-_NONE = 255
+NO_STATUS_CODE = 255
 """The code of a status not given (table_status, parser_status)."""
+_NONE = NO_STATUS_CODE
 
 NO_BODIES: Mapping[str, Graph] = MappingProxyType({})
 """The bodies of a node that has none (read-only, shared)."""
@@ -185,6 +186,30 @@ class Nodes(Sequence["Node"]):
     def delegates(self) -> list[bool]:
         """Per node, whether its status is delegate."""
         return [c == _DELEGATE for c in self.status]
+
+    def values(self, column: str) -> list[int | None]:
+        """The ``flops`` or ``bytes`` column as each node's :attr:`Node.flops` reads it (None: unknown)."""
+        arr: array[int] = getattr(self, column)
+        if not self.huge:
+            return [v if v >= 0 else None for v in arr]
+        return [v if v >= 0 else self.huge.get((column, i)) if v == -2 else None for i, v in enumerate(arr)]
+
+    def labels(self) -> list[str]:
+        """Each node's :attr:`Node.label`, in order."""
+        return [name or f"#{i}" for i, name in enumerate(self.name)]
+
+    def count_nested(self) -> int:
+        """How many nodes the bodies and functions of these nodes hold, at every depth (no view made)."""
+        total, stack = 0, [*self.function.values()]
+        for bodies in self.subgraphs.values():
+            stack.extend(bodies.values())
+        while stack:
+            t = stack.pop().nodes
+            total += len(t)
+            stack.extend(t.function.values())
+            for bodies in t.subgraphs.values():
+                stack.extend(bodies.values())
+        return total
 
     def put(self, column: str, i: int, value: int | None) -> None:
         """Set node ``i``'s FLOPs or bytes (``column``); None: unknown."""

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from splitscope.engine.model import GraphModel
+from splitscope.engine.model import GraphModel, Role, Source, Status
+from splitscope.engine.model.nodes import NO_STATUS_CODE
 from splitscope.engine.report.stats import headline, role_summary, split_summary, uncounted_flops
 
 SCHEMA_VERSION = 1
@@ -15,6 +16,7 @@ def to_json(gm: GraphModel, summary: dict[str, Any] | None = None) -> dict[str, 
     :func:`split_summary` already computed."""
     p = gm.parser
     nodes = gm.nodes
+    labels = nodes.labels()
     summary = summary or split_summary(gm)
     return {
         "schema": "splitscope-analysis",
@@ -32,7 +34,7 @@ def to_json(gm: GraphModel, summary: dict[str, Any] | None = None) -> dict[str, 
             "notes": p.notes,
         },
         "nodes": len(nodes),
-        "nested_nodes": sum(1 for _ in gm.graph.walk()) - len(nodes),
+        "nested_nodes": nodes.count_nested(),
         "summary": summary,
         "roles": role_summary(gm),
         "flops": gm.total_flops(),
@@ -41,7 +43,7 @@ def to_json(gm: GraphModel, summary: dict[str, Any] | None = None) -> dict[str, 
         "partitions": [
             {
                 "index": part.index,
-                "nodes": [nodes[i].label for i in part.nodes],
+                "nodes": [labels[i] for i in part.nodes],
                 "flops": part.flops,
                 "boundary_tensors": [
                     {"name": t.name, "bytes": t.bytes, "direction": t.direction, "symbolic": t.symbolic}
@@ -52,7 +54,7 @@ def to_json(gm: GraphModel, summary: dict[str, Any] | None = None) -> dict[str, 
             for part in gm.partitions
         ],
         "boundary_bytes": gm.boundary_bytes,
-        "parser_subgraphs": [[nodes[i].label for i in sg] for sg in gm.parser_subgraphs],
+        "parser_subgraphs": [[labels[i] for i in sg] for sg in gm.parser_subgraphs],
         "build": gm.build,
         "unproven": _unproven(gm),
         "symbolic_dims": {d: gm.dims.get(d) for d in dict.fromkeys([*gm.dims, *gm.missing_dims])},
@@ -61,25 +63,36 @@ def to_json(gm: GraphModel, summary: dict[str, Any] | None = None) -> dict[str, 
         "missing_dims": gm.missing_dims,
         "assumed_shapes": sorted(gm.assumed_shapes),
         "warnings": gm.warnings,
-        "node_status": [
-            {
-                "name": n.label,
-                "op_type": n.op_type,
-                "domain": n.domain,
-                "status": n.status.value,
-                "role": n.role.value,
-                "reason": n.reason,
-                "source": n.source.value,
-                **({"cause": n.cause, "remedy": n.remedy} if n.remedy else {}),
-                "flops": n.flops,
-                "bytes": n.bytes,
-                "scope": "/".join(n.scope),
-                **({"table_status": n.table_status.value} if n.table_status is not None else {}),
-                **({"parser_status": n.parser_status.value} if n.parser_status is not None else {}),
-            }
-            for n in nodes
-        ],
+        "node_status": node_status(gm, labels),
     }
+
+
+def node_status(gm: GraphModel, labels: list[str] | None = None) -> list[dict[str, Any]]:
+    """One entry per main-graph node, read from the node columns (a 50k-node model in a tenth of a second)."""
+    t = gm.graph.nodes
+    statuses = [s.value for s in Status]
+    roles = [r.value for r in Role]
+    sources = [s.value for s in Source]
+    rows = []
+    columns = zip(
+        labels or t.labels(), t.op_type, t.domain, t.status, t.role, t.reason, t.source, t.cause, t.remedy,
+        t.values("flops"), t.values("bytes"), t.scope, t.table_status, t.parser_status,
+        strict=True,
+    )  # fmt: skip
+    for label, op, domain, st, role, reason, src, cause, remedy, flops, nbytes, scope, ts, ps in columns:
+        row: dict[str, Any] = {
+            "name": label, "op_type": op, "domain": domain, "status": statuses[st], "role": roles[role],
+            "reason": reason, "source": sources[src],
+        }  # fmt: skip
+        if remedy:
+            row["cause"], row["remedy"] = cause, remedy
+        row["flops"], row["bytes"], row["scope"] = flops, nbytes, "/".join(scope)
+        if ts != NO_STATUS_CODE:
+            row["table_status"] = statuses[ts]
+        if ps != NO_STATUS_CODE:
+            row["parser_status"] = statuses[ps]
+        rows.append(row)
+    return rows
 
 
 def input_shapes(gm: GraphModel) -> dict[str, list[int | str | None]]:

@@ -6,24 +6,26 @@ from collections import Counter
 from typing import Any
 
 from splitscope.engine.model import GraphModel, Role, Status
+from splitscope.engine.model.nodes import ROLE_CODE, STATUS_CODE
 from splitscope.engine.text import format_bytes, node_op_label, plural
 
 
 def split_summary(gm: GraphModel) -> dict[str, dict[str, float | int]]:
     """Per status: node count, node share, FLOPs and FLOPs share of the main graph."""
-    total_nodes = len(gm.nodes) or 1
+    t = gm.graph.nodes
+    total_nodes = len(t) or 1
     total_flops = gm.total_flops()
-    counts = {st: 0 for st in Status}
-    flops = {st: 0 for st in Status}
-    for n in gm.nodes:
-        counts[n.status] += 1
-        flops[n.status] += n.flops or 0
+    counts = [0] * len(STATUS_CODE)
+    flops = [0] * len(STATUS_CODE)
+    for code, f in zip(t.status, t.values("flops"), strict=True):
+        counts[code] += 1
+        flops[code] += f or 0
     return {
         st.value: {
-            "nodes": counts[st],
-            "node_share": counts[st] / total_nodes,
-            "flops": flops[st],
-            "flops_share": flops[st] / total_flops if total_flops else 0.0,
+            "nodes": counts[STATUS_CODE[st]],
+            "node_share": counts[STATUS_CODE[st]] / total_nodes,
+            "flops": flops[STATUS_CODE[st]],
+            "flops_share": flops[STATUS_CODE[st]] / total_flops if total_flops else 0.0,
         }
         for st in Status
     }
@@ -34,7 +36,8 @@ def uncounted_flops(gm: GraphModel) -> tuple[int, int]:
     custom ops, whose cost is unknown until measured; nodes whose FLOPs are not countable at the dims in force)."""
     from splitscope.engine.split.costs import counted_as_standard
 
-    missing = [n for n in gm.graph.nodes if n.flops is None]
+    t = gm.graph.nodes
+    missing = [t[i] for i, f in enumerate(t.values("flops")) if f is None]
     custom = sum(1 for n in missing if n.is_custom_domain and n.function is None and not counted_as_standard(n))
     return custom, len(missing) - custom
 
@@ -62,16 +65,24 @@ def flops_text(gm: GraphModel, where: bool = True) -> str:
 
 def role_summary(gm: GraphModel) -> dict[str, dict[str, int]]:
     """Per role: node count and FLOPs, split by status."""
+    t = gm.graph.nodes
+    acc: dict[int, list[int]] = {}  # role code: [nodes, flops, nodes of each status]
+    for role, status, f in zip(t.role, t.status, t.values("flops"), strict=True):
+        row = acc.get(role)
+        if row is None:
+            row = acc[role] = [0, 0] + [0] * len(STATUS_CODE)
+        row[0] += 1
+        row[1] += f or 0
+        row[2 + status] += 1
     out: dict[str, dict[str, int]] = {}
     for role in Role:
-        members = [n for n in gm.nodes if n.role is role]
-        if not members:
-            continue
-        out[role.value] = {
-            "nodes": len(members),
-            "flops": sum(n.flops or 0 for n in members),
-            **{f"{st.value}_nodes": sum(1 for n in members if n.status is st) for st in Status},
-        }
+        row = acc.get(ROLE_CODE[role])
+        if row is not None:
+            out[role.value] = {
+                "nodes": row[0],
+                "flops": row[1],
+                **{f"{st.value}_nodes": row[2 + STATUS_CODE[st]] for st in Status},
+            }
     return out
 
 
@@ -145,7 +156,7 @@ def headline(gm: GraphModel, summary: dict[str, dict[str, float | int]] | None =
     if gm.engine_graph:
         return _engine_headline(gm)
     text = _headline(gm, summary)
-    nested = sum(1 for _ in gm.graph.walk()) - len(gm.nodes)
+    nested = gm.graph.nodes.count_nested()
     if nested > len(gm.nodes):  # the network sits in bodies (a voice model's If): say so, or "5 nodes" misleads
         text += f" (and {plural(nested, 'node')} inside their If/Loop/Scan bodies)"
     if gm.build is None and gm.parser.name != "table":
@@ -186,7 +197,9 @@ def _headline(gm: GraphModel, summary: dict[str, dict[str, float | int]] | None)
         f"{s['delegate']['flops_share']:.0%} of known FLOPs delegated ({s['delegate']['nodes']} of "
         f"{plural(n_nodes, 'node')})"
     )
-    unknown = sum(1 for n in gm.nodes if n.status is Status.PLUGIN and n.flops is None)
+    plugin = STATUS_CODE[Status.PLUGIN]
+    t = gm.graph.nodes
+    unknown = sum(1 for st, f in zip(t.status, t.values("flops"), strict=True) if st == plugin and f is None)
     tail = f"; the cost of {plural(unknown, 'custom node')} is unknown until profiled" if unknown else ""
     if n_plugin == 0:
         return (

@@ -24,6 +24,31 @@ def test_node_views_write_their_row_and_keep_huge_counts_exact():
     assert [n.name for n in nodes] == ["a", "b"] and nodes[0].inputs == ["x", "w"] and not nodes[0].subgraphs
 
 
+def test_column_reads_equal_what_each_node_view_says():
+    nodes = Nodes()
+    nodes.add("a", "MatMul", "", ["x", "w"], ["y"]).flops = 10**30
+    nodes.add("", "Relu", "", ["y"], ["z"]).flops = 7
+    nodes.add("c", "Relu", "", ["z"], ["q"])
+    assert nodes.values("flops") == [n.flops for n in nodes] == [10**30, 7, None]
+    assert nodes.values("bytes") == [None] * 3
+    assert nodes.labels() == [n.label for n in nodes] == ["a", "#1", "c"]
+    assert nodes.count_nested() == 0
+
+
+def test_nested_nodes_are_counted_as_a_walk_finds_them():
+    from pathlib import Path
+
+    from splitscope.engine.split.analyze import analyze_model
+
+    data = Path(__file__).resolve().parents[1] / "data"
+    counts = {}
+    for name in ("torch_detector_if.onnx", "torch_two_stage.onnx"):
+        gm = analyze_model(data / name, parser="table")
+        counts[name] = gm.nodes.count_nested()
+        assert counts[name] == len(gm.graph.walk()) - len(gm.nodes)
+    assert counts["torch_detector_if.onnx"] > 0  # the detector's If bodies
+
+
 def test_consumers_come_in_node_order_and_a_copy_is_its_own():
     t = Tensors()
     for name, node in (("x", 2), ("x", 0), ("y", 1), ("x", 1)):
