@@ -21,6 +21,7 @@ from splitscope.engine.model import GraphModel, Node, Status
 from splitscope.engine.report.stats import flops_text
 from splitscope.engine.text import decided_by, format_bytes, node_op_label, shape_at, shape_label
 from splitscope.engine.view.hierarchy import Hierarchy
+from splitscope.gui.canvas.bars import BarChart, BarRow
 from splitscope.gui.shell.palette import STATUS_MARK, Palette, make_palette
 
 
@@ -306,68 +307,37 @@ class SummaryPanel(QWidget):
         self.headline = QLabel("No model.")
         self.headline.setWordWrap(True)
         self.headline.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.status_plot: Any = None
-        self.role_plot: Any = None
-        self._layout = QVBoxLayout(self)
-        self._layout.setContentsMargins(6, 6, 6, 6)
-        self._layout.addWidget(self.headline)
-        self._layout.addStretch(1)
-
-    def _ensure_plots(self) -> None:
-        """Create the charts on first use: pyqtgraph is not needed before the first figures."""
-        if self.status_plot is not None:
-            return
-        import pyqtgraph as pg
-
-        pg.setConfigOptions(antialias=True)
-        self.status_plot = pg.PlotWidget()
-        self.role_plot = pg.PlotWidget()
-        for plot, title in ((self.status_plot, "Share by status (nodes, FLOPs)"), (self.role_plot, "Nodes by role")):
-            plot.setMenuEnabled(False)
-            plot.setMouseEnabled(x=False, y=False)
-            plot.hideButtons()
-            plot.setTitle(title, size="9pt")
-            plot.setMinimumHeight(150)
-            plot.setMaximumHeight(190)
-        self._layout.takeAt(1)  # the stretch
-        self._layout.addWidget(self.status_plot)
-        self._layout.addWidget(self.role_plot)
+        self.status_plot = BarChart("Share by status (nodes, FLOPs)")
+        self.role_plot = BarChart("Nodes by role")
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(6, 6, 6, 6)
+        layout.addWidget(self.headline)
+        layout.addWidget(self.status_plot)
+        layout.addWidget(self.role_plot)
+        layout.addStretch(1)
 
     def set_stats(self, gm: GraphModel | None, stats: dict[str, Any] | None, pal: Palette) -> None:
         """Redraw from :func:`splitscope.engine.report.stats.panel_stats` (computed in a worker)."""
         if gm is None or stats is None:
             self.headline.setText("No model." if gm is None else "Analysing…")
-            for plot in (self.status_plot, self.role_plot):
-                if plot is not None:
-                    plot.clear()
+            self.status_plot.clear()
+            self.role_plot.clear()
             return
-        import pyqtgraph as pg
-
-        self._ensure_plots()
-        for plot in (self.status_plot, self.role_plot):
-            plot.clear()
-            plot.setBackground(pal.background)
         src = decided_by(gm.parser, calls=False)
         work = flops_text(gm)
         self.headline.setText(
             f"<b>{html.escape(stats['headline'])}.</b><br>{html.escape(work)}<br><i>Source: {html.escape(src)}</i>"
         )
         s = stats["summary"]
-        d_brush = pal.status_border[Status.DELEGATE]
-        p_brush = pal.status_border[Status.PLUGIN]
-        xs = [0, 1]
-        d_vals = [s["delegate"]["node_share"] * 100, s["delegate"]["flops_share"] * 100]
-        p_vals = [s["plugin"]["node_share"] * 100, s["plugin"]["flops_share"] * 100]
-        self.status_plot.addItem(pg.BarGraphItem(x0=[0] * 2, y=xs, height=0.6, width=d_vals, brush=d_brush))
-        self.status_plot.addItem(pg.BarGraphItem(x0=d_vals, y=xs, height=0.6, width=p_vals, brush=p_brush))
-        self.status_plot.getAxis("left").setTicks([[(0, "nodes"), (1, "FLOPs")]])
-        self.status_plot.getAxis("bottom").setLabel("% (blue: delegate, orange: plugin)")
-        self.status_plot.setXRange(0, 100, padding=0.02)
-        roles = list(stats["roles"])
-        dele = [stats["roles"][r]["delegate_nodes"] for r in roles]
-        plug = [stats["roles"][r]["plugin_nodes"] for r in roles]
-        ys = list(range(len(roles)))
-        self.role_plot.addItem(pg.BarGraphItem(x0=[0] * len(roles), y=ys, height=0.6, width=dele, brush=d_brush))
-        self.role_plot.addItem(pg.BarGraphItem(x0=dele, y=ys, height=0.6, width=plug, brush=p_brush))
-        self.role_plot.getAxis("left").setTicks([[(i, r) for i, r in enumerate(roles)]])
-        self.role_plot.getAxis("bottom").setLabel("nodes")
+        look = {
+            "colours": (pal.status_border[Status.DELEGATE], pal.status_border[Status.PLUGIN]),
+            "background": pal.background,
+            "text": pal.text,
+        }
+        shares = [
+            BarRow(label, s["delegate"][key] * 100, s["plugin"][key] * 100)
+            for label, key in (("nodes", "node_share"), ("FLOPs", "flops_share"))
+        ]
+        self.status_plot.set_bars(shares, full=100.0, axis_label="% (blue: delegate, orange: plugin)", **look)
+        roles = [BarRow(r, v["delegate_nodes"], v["plugin_nodes"]) for r, v in stats["roles"].items()]
+        self.role_plot.set_bars(roles, full=None, axis_label="nodes", **look)
