@@ -10,6 +10,7 @@ shape evaluated at ``dims``. Nodes whose shapes are unknown (a dim without a val
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from splitscope.engine.model import Graph, Node, Tensor
 
@@ -156,90 +157,141 @@ def node_flops(graph: Graph, node: Node, dims: dict[str, int] | None = None) -> 
         op = _CONTRIB[op]
     elif node.is_custom_domain and node.function is None:
         return None  # an opaque custom kernel: its cost is unknown until measured
-    out0 = node.outputs[0] if node.outputs else ""
-    if op in ("Conv", "ConvInteger", "QLinearConv", "DeformConv"):
-        w_idx = 3 if op == "QLinearConv" else 1
-        w = _shape(graph, node.inputs[w_idx], dims) if len(node.inputs) > w_idx else None
-        y = _numel(graph, out0, dims)
-        if w is None or y is None or len(w) < 2:
-            return None
-        per_out = math.prod(w[1:])  # Cin/group * k...
-        flops = 2 * y * per_out
-        if len(node.inputs) > 2 and node.inputs[2] and op == "Conv":
-            flops += y
-        return flops
-    if op == "ConvTranspose":
-        x = _shape(graph, node.inputs[0], dims)
-        w = _shape(graph, node.inputs[1], dims)
-        if x is None or w is None or len(w) < 2:
-            return None
-        return 2 * math.prod(x) * math.prod(w[1:])
-    if op in ("MatMul", "MatMulInteger", "QLinearMatMul"):
-        a = _shape(graph, node.inputs[0], dims)
-        y = _numel(graph, out0, dims)
-        if a is None or y is None or not a:
-            return None
-        return 2 * y * a[-1]
-    if op == "Gemm":
-        a = _shape(graph, node.inputs[0], dims)
-        y = _numel(graph, out0, dims)
-        if a is None or y is None or len(a) != 2:
-            return None
-        k = a[0] if node.attributes.get("transA", 0) else a[1]
-        return 2 * y * k + (y if len(node.inputs) > 2 and node.inputs[2] else 0)
-    if op == "Einsum":
-        shapes = [_shape(graph, x, dims) for x in node.inputs]
-        eq = node.attributes.get("equation")
-        if not isinstance(eq, str) or not shapes or any(sh is None for sh in shapes):
-            return None
-        return einsum_flops(eq, [sh for sh in shapes if sh is not None])
-    if op in ("Attention", "MultiHeadAttention", "GroupQueryAttention"):
-        q = _shape(graph, node.inputs[0], dims)
-        k = _shape(graph, node.inputs[1], dims) if len(node.inputs) > 1 else None
-        if q is None or k is None:
-            return None
-        if len(q) == 4 and len(k) == 4:  # (B, H, S, D)
-            b, h, sq, d = q
-            skv = k[2]
-            return 4 * b * h * sq * skv * d + 5 * b * h * sq * skv
-        if len(q) == 3 and len(k) == 3:  # (B, S, H*D)
-            b, sq, hd = q
-            skv = k[1]
-            return 4 * b * sq * skv * hd
+    rule = _BY_OP.get(op)
+    if rule is not None:
+        return rule(graph, node, dims, op)
+    return _per_element(graph, node, dims, op)
+
+
+Dims = dict[str, int]
+
+
+def _out0(node: Node) -> str:
+    return node.outputs[0] if node.outputs else ""
+
+
+def _conv(graph: Graph, node: Node, dims: Dims, op: str) -> int | None:
+    w_idx = 3 if op == "QLinearConv" else 1
+    w = _shape(graph, node.inputs[w_idx], dims) if len(node.inputs) > w_idx else None
+    y = _numel(graph, _out0(node), dims)
+    if w is None or y is None or len(w) < 2:
         return None
-    if op in ("LSTM", "GRU", "RNN"):
-        x = _shape(graph, node.inputs[0], dims)
-        w = _shape(graph, node.inputs[1], dims)
-        r = _shape(graph, node.inputs[2], dims)
-        if x is None or w is None or r is None:
-            return None
-        seq, batch = x[0], x[1]
-        return 2 * seq * batch * (math.prod(w) + math.prod(r))
-    y = _numel(graph, out0, dims)
+    flops = 2 * y * math.prod(w[1:])  # Cin/group * k... per output
+    if len(node.inputs) > 2 and node.inputs[2] and op == "Conv":
+        flops += y
+    return flops
+
+
+def _conv_transpose(graph: Graph, node: Node, dims: Dims, op: str) -> int | None:
+    x = _shape(graph, node.inputs[0], dims)
+    w = _shape(graph, node.inputs[1], dims)
+    if x is None or w is None or len(w) < 2:
+        return None
+    return 2 * math.prod(x) * math.prod(w[1:])
+
+
+def _matmul(graph: Graph, node: Node, dims: Dims, op: str) -> int | None:
+    a = _shape(graph, node.inputs[0], dims)
+    y = _numel(graph, _out0(node), dims)
+    if a is None or y is None or not a:
+        return None
+    return 2 * y * a[-1]
+
+
+def _gemm(graph: Graph, node: Node, dims: Dims, op: str) -> int | None:
+    a = _shape(graph, node.inputs[0], dims)
+    y = _numel(graph, _out0(node), dims)
+    if a is None or y is None or len(a) != 2:
+        return None
+    k = a[0] if node.attributes.get("transA", 0) else a[1]
+    return 2 * y * k + (y if len(node.inputs) > 2 and node.inputs[2] else 0)
+
+
+def _einsum(graph: Graph, node: Node, dims: Dims, op: str) -> int | None:
+    shapes = [_shape(graph, x, dims) for x in node.inputs]
+    eq = node.attributes.get("equation")
+    if not isinstance(eq, str) or not shapes or any(sh is None for sh in shapes):
+        return None
+    return einsum_flops(eq, [sh for sh in shapes if sh is not None])
+
+
+def _attention(graph: Graph, node: Node, dims: Dims, op: str) -> int | None:
+    q = _shape(graph, node.inputs[0], dims)
+    k = _shape(graph, node.inputs[1], dims) if len(node.inputs) > 1 else None
+    if q is None or k is None:
+        return None
+    if len(q) == 4 and len(k) == 4:  # (B, H, S, D)
+        b, h, sq, d = q
+        skv = k[2]
+        return 4 * b * h * sq * skv * d + 5 * b * h * sq * skv
+    if len(q) == 3 and len(k) == 3:  # (B, S, H*D)
+        b, sq, hd = q
+        skv = k[1]
+        return 4 * b * sq * skv * hd
+    return None
+
+
+def _recurrent(graph: Graph, node: Node, dims: Dims, op: str) -> int | None:
+    x = _shape(graph, node.inputs[0], dims)
+    w = _shape(graph, node.inputs[1], dims)
+    r = _shape(graph, node.inputs[2], dims)
+    if x is None or w is None or r is None:
+        return None
+    seq, batch = x[0], x[1]
+    return 2 * seq * batch * (math.prod(w) + math.prod(r))
+
+
+def _pool(graph: Graph, node: Node, dims: Dims, op: str) -> int | None:
+    y = _numel(graph, _out0(node), dims)
+    k = node.attributes.get("kernel_shape")
+    if y is None or not isinstance(k, list):
+        return None
+    return y * math.prod(k)
+
+
+def _resize(graph: Graph, node: Node, dims: Dims, op: str) -> int | None:
+    y = _numel(graph, _out0(node), dims)
+    if y is None:
+        return None
+    mode = node.attributes.get("mode", "nearest")
+    return y * (1 if mode == "nearest" else 4 if mode == "linear" else 16)
+
+
+def _sort_like(graph: Graph, node: Node, dims: Dims, op: str) -> int | None:
+    x = _numel(graph, node.inputs[0], dims) if node.inputs else None
+    return None if x is None else x * max(1, int(math.log2(max(x, 2))))
+
+
+def _reduce(graph: Graph, node: Node, dims: Dims, op: str) -> int | None:
+    return _numel(graph, node.inputs[0], dims)
+
+
+def _per_element(graph: Graph, node: Node, dims: Dims, op: str) -> int | None:
+    """Ops that cost a few FLOPs per output element; 0 for the rest (data movement)."""
     if op in _ELEMENTWISE_1:
-        return y
-    if op in _ELEMENTWISE_4:
-        return None if y is None else 4 * y
-    if op in _SOFTMAX:
-        return None if y is None else 5 * y
-    if op in _NORMS:
-        return None if y is None else _NORMS[op] * y
-    if op in _REDUCE or op in _GLOBAL_POOL:
-        return _numel(graph, node.inputs[0], dims)
-    if op in _POOL:
-        k = node.attributes.get("kernel_shape")
-        if y is None or not isinstance(k, list):
-            return None
-        return y * math.prod(k)
-    if op == "Resize" or op == "Upsample":
-        mode = node.attributes.get("mode", "nearest")
-        if y is None:
-            return None
-        return y * (1 if mode == "nearest" else 4 if mode == "linear" else 16)
-    if op in ("TopK", "NonMaxSuppression"):
-        x = _numel(graph, node.inputs[0], dims) if node.inputs else None
-        return None if x is None else x * max(1, int(math.log2(max(x, 2))))
-    return 0
+        return _numel(graph, _out0(node), dims)
+    per = 4 if op in _ELEMENTWISE_4 else 5 if op in _SOFTMAX else _NORMS.get(op, 0)
+    if not per:
+        return 0
+    y = _numel(graph, _out0(node), dims)
+    return None if y is None else per * y
+
+
+FlopsRule = Callable[[Graph, Node, Dims, str], "int | None"]
+_BY_OP: dict[str, FlopsRule] = {
+    **dict.fromkeys(("Conv", "ConvInteger", "QLinearConv", "DeformConv"), _conv),
+    "ConvTranspose": _conv_transpose,
+    **dict.fromkeys(("MatMul", "MatMulInteger", "QLinearMatMul"), _matmul),
+    "Gemm": _gemm,
+    "Einsum": _einsum,
+    **dict.fromkeys(("Attention", "MultiHeadAttention", "GroupQueryAttention"), _attention),
+    **dict.fromkeys(("LSTM", "GRU", "RNN"), _recurrent),
+    **dict.fromkeys((*_REDUCE, *_GLOBAL_POOL), _reduce),
+    **dict.fromkeys(_POOL, _pool),
+    **dict.fromkeys(("Resize", "Upsample"), _resize),
+    **dict.fromkeys(("TopK", "NonMaxSuppression"), _sort_like),
+}
+"""The FLOPs rule of each op whose cost is not a few FLOPs per output element."""
 
 
 def einsum_flops(equation: str, shapes: list[list[int]]) -> int | None:
