@@ -202,76 +202,85 @@ def _report_startup(app: QApplication, window: MainWindow, t0: float, until_read
     """Print {window_s, layout_s, first_paint_s, nodes} measured from process start, then quit; ``until_ready``:
     after the final model is shown (``ready_s``), the longest UI stall counted until then."""
     app.processEvents()
-    marks: dict[str, float] = {"window_s": time.perf_counter() - t0}
-    started: dict[str, float] = {}
-    # Heartbeat: a 5 ms timer on the UI thread; the longest gap between its ticks is
-    # the longest time the UI thread could not react (analysis and layout run in workers).
-    beat = {"last": time.perf_counter(), "max": 0.0}
+    _StartupReport(app, window, t0, until_ready)
 
-    def tick() -> None:
+
+class _StartupReport:
+    """The marks of one start, taken as the window's signals come (see :func:`_report_startup`)."""
+
+    def __init__(self, app: QApplication, window: MainWindow, t0: float, until_ready: bool) -> None:
+        self.app, self.window, self.t0, self.until_ready = app, window, t0, until_ready
+        self.marks: dict[str, float] = {"window_s": time.perf_counter() - t0}
+        self.layout_start: float | None = None
+        # Heartbeat: a 5 ms timer on the UI thread; the longest gap between its ticks is
+        # the longest time the UI thread could not react (analysis and layout run in workers).
+        self.beat = {"last": time.perf_counter(), "max": 0.0}
+        heart = QTimer(window)
+        heart.setInterval(5)
+        heart.timeout.connect(self.tick)
+        heart.start()
+        self.stall_where = _stall_watch(self.beat)
+        window.layout_runner.running_changed.connect(self.layout_started)
+        window.controller.model_ready.connect(self.model_ready)
+        window.view_ready.connect(self.ready)
+        window.runner.job_failed.connect(self.failed)
+        window.layout_runner.job_failed.connect(self.failed)
+        window._startup_report = self  # type: ignore[attr-defined] - kept alive as long as the window
+
+    def tick(self) -> None:
         now = time.perf_counter()
-        beat["max"] = max(beat["max"], now - beat["last"])
-        beat["last"] = now
+        self.beat["max"] = max(self.beat["max"], now - self.beat["last"])
+        self.beat["last"] = now
 
-    heart = QTimer(window)
-    heart.setInterval(5)
-    heart.timeout.connect(tick)
-    heart.start()
-    stall_where = _stall_watch(beat)
+    def layout_started(self, running: bool) -> None:
+        if running and self.layout_start is None:
+            self.layout_start = time.perf_counter()
 
-    def layout_started(running: bool) -> None:
-        if running and "layout" not in started:
-            started["layout"] = time.perf_counter()
-
-    def painted() -> None:
-        if "first_paint_s" in marks:
+    def painted(self) -> None:
+        if "first_paint_s" in self.marks:
             return
-        marks["first_paint_s"] = time.perf_counter() - t0
-        marks["first_paint_stall"] = beat["max"]
-        if not until_ready:
-            report({})
-        elif "ready_s" in marks:
-            finish_ready()
+        self.marks["first_paint_s"] = time.perf_counter() - self.t0
+        self.marks["first_paint_stall"] = self.beat["max"]
+        if not self.until_ready:
+            self.report({})
+        elif "ready_s" in self.marks:
+            self.finish_ready()
 
-    def model_ready(*_: object) -> None:
-        if until_ready and "ready_s" not in marks:
-            marks["ready_s"] = time.perf_counter() - t0
-            if "first_paint_s" in marks:
-                QTimer.singleShot(0, finish_ready)  # after the ready view's own redraw
+    def model_ready(self, *_: object) -> None:
+        if self.until_ready and "ready_s" not in self.marks:
+            self.marks["ready_s"] = time.perf_counter() - self.t0
+            if "first_paint_s" in self.marks:
+                QTimer.singleShot(0, self.finish_ready)  # after the ready view's own redraw
 
-    def finish_ready() -> None:
-        stall = round(marks["first_paint_stall"] * 1000, 1)
-        report({"ready_s": round(marks["ready_s"], 3), "first_paint_stall_ms": stall})
+    def finish_ready(self) -> None:
+        stall = round(self.marks["first_paint_stall"] * 1000, 1)
+        self.report({"ready_s": round(self.marks["ready_s"], 3), "first_paint_stall_ms": stall})
 
-    def report(extra: dict[str, float]) -> None:
+    def report(self, extra: dict[str, float]) -> None:
+        w, marks = self.window, self.marks
         out = {
             "window_s": round(marks["window_s"], 3),
             "layout_s": round(marks["layout_s"], 3),
             "first_paint_s": round(marks["first_paint_s"], 3),
-            "nodes": len(window.view.gm.nodes) if window.view else 0,
-            "max_ui_stall_ms": round(beat["max"] * 1000, 1),
-            "max_ui_stall_where": stall_where(),
-            **window.canvas.on_screen(),
-            **_sizes(window),
+            "nodes": len(w.view.gm.nodes) if w.view else 0,
+            "max_ui_stall_ms": round(self.beat["max"] * 1000, 1),
+            "max_ui_stall_where": self.stall_where(),
+            **w.canvas.on_screen(),
+            **_sizes(w),
             **extra,
         }
         print(json.dumps(out), flush=True)
-        window.cancel_jobs()
-        QTimer.singleShot(0, window.close)
+        w.cancel_jobs()
+        QTimer.singleShot(0, w.close)
 
-    def ready() -> None:
-        if "layout_s" in marks:
+    def ready(self) -> None:
+        if "layout_s" in self.marks:
             return  # the first view's figures (a preview's, then the final model's, may follow)
-        marks["layout_s"] = time.perf_counter() - started.get("layout", time.perf_counter())
-        window.canvas.painted.connect(painted, Qt.ConnectionType.SingleShotConnection)
-        window.canvas.repaint()
+        now = time.perf_counter()
+        self.marks["layout_s"] = now - (self.layout_start if self.layout_start is not None else now)
+        self.window.canvas.painted.connect(self.painted, Qt.ConnectionType.SingleShotConnection)
+        self.window.canvas.repaint()
 
-    def failed(message: str, _details: str) -> None:
+    def failed(self, message: str, _details: str) -> None:
         print(json.dumps({"error": message}), flush=True)
-        QTimer.singleShot(0, lambda: app.exit(2))
-
-    window.layout_runner.running_changed.connect(layout_started)
-    window.controller.model_ready.connect(model_ready)
-    window.view_ready.connect(ready)
-    window.runner.job_failed.connect(failed)
-    window.layout_runner.job_failed.connect(failed)
+        QTimer.singleShot(0, lambda: self.app.exit(2))
