@@ -143,6 +143,17 @@ def _layered(
     if n == 0:
         return [], []
     order = sorted(range(n), key=lambda i: rank[i])
+    succ, pred = _forward(n, rank, edges)
+    layers = _layers(n, order, succ)
+    _order_layers(layers, rank, succ, pred)
+    xs = _pack_x(layers, widths)
+    for _ in range(2):
+        _pull_x(layers, widths, pred, xs)
+    return _place_y(layers, widths, heights, xs)
+
+
+def _forward(n: int, rank: list[int], edges: list[tuple[int, int]]) -> tuple[list[list[int]], list[list[int]]]:
+    """Each item's successors and predecessors, every edge pointing from the lower rank to the higher."""
     succ: list[list[int]] = [[] for _ in range(n)]
     pred: list[list[int]] = [[] for _ in range(n)]
     for a, b in edges:
@@ -152,37 +163,47 @@ def _layered(
         elif rank[b] < rank[a]:  # a back edge in the aggregated graph: layer it forward
             succ[b].append(a)
             pred[a].append(b)
+    return succ, pred
+
+
+def _layers(n: int, order: list[int], succ: list[list[int]]) -> list[list[int]]:
+    """The items of each layer (longest path from the sources), in rank order."""
     layer = [0] * n
     for i in order:
         li = layer[i] + 1
         for s in succ[i]:
             if layer[s] < li:
                 layer[s] = li
-    n_layers = max(layer) + 1
-    layers: list[list[int]] = [[] for _ in range(n_layers)]
+    layers: list[list[int]] = [[] for _ in range(max(layer) + 1)]
     for i in order:
         layers[layer[i]].append(i)
-    pos = [0.0] * n
+    return layers
+
+
+def _order_layers(layers: list[list[int]], rank: list[int], succ: list[list[int]], pred: list[list[int]]) -> None:
+    """Order each layer by the barycentre of its neighbours, :data:`SWEEPS` sweeps down and up (in place)."""
+    pos = [0.0] * len(rank)
     for lay in layers:
         for k, i in enumerate(lay):
             pos[i] = float(k)
+    n_layers = len(layers)
     for sweep in range(SWEEPS):
         down = sweep % 2 == 0
         seq = range(1, n_layers) if down else range(n_layers - 2, -1, -1)
+        nb = pred if down else succ
         for li in seq:
             lay = layers[li]
             if len(lay) < 2:
                 continue
-            nb = pred if down else succ
-            keys = {}
-            for i in lay:
-                ns = nb[i]
-                keys[i] = sum(pos[j] for j in ns) / len(ns) if ns else pos[i]
+            keys = {i: sum(pos[j] for j in nb[i]) / len(nb[i]) if nb[i] else pos[i] for i in lay}
             lay.sort(key=lambda i: (keys[i], rank[i]))
             for k, i in enumerate(lay):
                 pos[i] = float(k)
-    # x: pack each layer, then pull toward predecessors' centres without overlap.
-    xs = [0.0] * n
+
+
+def _pack_x(layers: list[list[int]], widths: list[float]) -> list[float]:
+    """Each layer packed left to right and centred on 0."""
+    xs = [0.0] * len(widths)
     for lay in layers:
         x = 0.0
         for i in lay:
@@ -191,36 +212,48 @@ def _layered(
         shift = (x - HGAP) / 2
         for i in lay:
             xs[i] -= shift
-    for _ in range(2):
-        for lay in layers[1:]:
-            want = []
-            for i in lay:
-                ps = pred[i]
-                c = sum(xs[j] + widths[j] / 2 for j in ps) / len(ps) if ps else xs[i] + widths[i] / 2
-                want.append(c - widths[i] / 2)
-            # left-to-right: no overlap, keep order
-            placed = []
-            prev_end = -1e18
-            for i, wx in zip(lay, want, strict=True):
-                x = max(wx, prev_end)
-                placed.append(x)
-                prev_end = x + widths[i] + HGAP
-            # right-to-left: pull back toward wanted where space allows
-            nxt = 1e18
-            for k in range(len(lay) - 1, -1, -1):
-                i = lay[k]
-                x = min(placed[k], nxt - widths[i] - HGAP)
-                x = max(x, want[k]) if x < want[k] and x + widths[i] + HGAP <= nxt else x
-                placed[k] = x
-                nxt = x
-            for i, x in zip(lay, placed, strict=True):
-                xs[i] = x
+    return xs
+
+
+def _pull_x(layers: list[list[int]], widths: list[float], pred: list[list[int]], xs: list[float]) -> None:
+    """Pull each item toward its predecessors' centres without overlap, keeping each layer's order (in place)."""
+    for lay in layers[1:]:
+        want = []
+        for i in lay:
+            ps = pred[i]
+            c = sum(xs[j] + widths[j] / 2 for j in ps) / len(ps) if ps else xs[i] + widths[i] / 2
+            want.append(c - widths[i] / 2)
+        # left-to-right: no overlap, keep order
+        placed = []
+        prev_end = -1e18
+        for i, wx in zip(lay, want, strict=True):
+            x = max(wx, prev_end)
+            placed.append(x)
+            prev_end = x + widths[i] + HGAP
+        # right-to-left: pull back toward wanted where space allows
+        nxt = 1e18
+        for k in range(len(lay) - 1, -1, -1):
+            i = lay[k]
+            x = min(placed[k], nxt - widths[i] - HGAP)
+            x = max(x, want[k]) if x < want[k] and x + widths[i] + HGAP <= nxt else x
+            placed[k] = x
+            nxt = x
+        for i, x in zip(lay, placed, strict=True):
+            xs[i] = x
+
+
+def _place_y(
+    layers: list[list[int]], widths: list[float], heights: list[float], xs: list[float]
+) -> tuple[list[float], list[float]]:
+    """Each layer a band below the last, wrapped into columns where the layering is tall and narrow; x and y
+    from (0, 0)."""
+    n = len(widths)
     ys = [0.0] * n
     band = [max(heights[i] for i in lay) for lay in layers]
     x0 = min(xs)
     span = max(xs[i] + widths[i] for i in range(n)) - x0
     cols = _columns(band, span)
-    y, col, col_h = 0.0, 0, (sum(band) + VGAP * n_layers) / cols
+    y, col, col_h = 0.0, 0, (sum(band) + VGAP * len(layers)) / cols
     for li, lay in enumerate(layers):
         if cols > 1 and y > 0 and y + band[li] / 2 > col_h and col < cols - 1:
             y, col = 0.0, col + 1  # wrap: the next layers start a new column to the right
