@@ -162,83 +162,35 @@ def plan(
     nodes the user pinned to the reduced type, kept neither by default nor by the data."""
     if precision not in LOW:
         raise ValueError(precision)
-    keep = keep or set()
     low_str = LOW_TYPE_STR[precision]
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 13)
     types = types if types is not None else infer_types(model)
     p = CastPlan(precision)
     body_reads = _subgraph_reads(model.graph)
-    force = force or set()
-    reads_matmul = {x for n in model.graph.node if n.op_type == "MatMul" for x in n.input}
-    big_weights = _weights_beyond_fp16(model.graph) if precision == "fp16" else {}
+    why = _KeepRules(
+        precision,
+        keep or set(),
+        force or set(),
+        default_keep,
+        {x for n in model.graph.node if n.op_type == "MatMul" for x in n.input},
+        _weights_beyond_fp16(model.graph) if precision == "fp16" else {},
+        absmax,
+    )
     for n in model.graph.node:
         label = _label(n)
         if only is not None and label not in only:
             continue
-        if n.domain not in ("", "ai.onnx") or n.op_type in NEUTRAL_OPS:
+        if not _may_reduce(n, body_reads, types):
             continue
-        if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in n.attribute):
-            continue
-        if any(o in body_reads for o in n.output):  # an If/Loop body reads it in FP32 by name
-            continue
-        if any(name and name not in types for name in (*n.input, *n.output)):
-            continue  # a type shape inference could not give (after a custom op): leave the node as written
         try:
             schema = onnx.defs.get_schema(n.op_type, opset, "")
         except onnx.defs.SchemaError:
             continue
-        params_low: set[str] = set()
-        low_inputs: list[int] = []
-        for k, name in enumerate(n.input):
-            if not name or types.get(name) != TensorProto.FLOAT:
-                continue
-            param, ok = _allowed(schema, list(schema.inputs), k, low_str)
-            if ok:
-                low_inputs.append(k)
-                if param:
-                    params_low.add(param)
-        if not low_inputs:
+        slots = _low_slots(n, schema, types, low_str)
+        if slots is None:
             continue
-        outs_ok = True
-        low_outputs: list[int] = []
-        for k, name in enumerate(n.output):
-            if not name or types.get(name) != TensorProto.FLOAT:
-                continue
-            param, ok = _allowed(schema, list(schema.outputs), k, low_str)
-            if not ok or param not in params_low:
-                outs_ok = False
-            low_outputs.append(k)
-        if not outs_ok:
-            continue
-        # Inputs that share a type parameter with a reduced one must be reduced too (or the node stays FP32).
-        shared = {
-            k
-            for k, name in enumerate(n.input)
-            if name
-            and types.get(name) == TensorProto.FLOAT
-            and _allowed(schema, list(schema.inputs), k, low_str)[0] in params_low
-        }
-        if not shared <= set(low_inputs):
-            continue
-        reason = None
-        if label in keep:
-            reason = "kept by the user"
-        elif label in force:  # pinned to the reduced type: neither the default keep nor the data holds it
-            reason = None
-        elif default_keep and n.op_type in KEEP_OPS:
-            reason = f"{n.op_type} is kept in FP32 by default (it overflows or loses precision)"
-        elif precision == "fp16" and ort_has_transpose_bug() and _crashes_ort_cpu(n, reads_matmul):
-            reason = ORT_TRANSPOSE_REASON
-        elif any(n.input[k] in big_weights for k in low_inputs):
-            name = next(n.input[k] for k in low_inputs if n.input[k] in big_weights)
-            reason = (
-                f"its weight '{name}' reaches {big_weights[name]:.3g}, past FP16's 65504 "
-                "(a BatchNormalization's running variance, say): stored in FP16 it would be infinite"
-            )
-        elif precision == "fp16" and absmax:
-            big = max((absmax.get(o, 0.0) for o in n.output), default=0.0)
-            if big > FP16_SAFE:
-                reason = f"its output reached {big:.3g} on the calibration data (FP16 tops out at 65504)"
+        low_inputs, low_outputs = slots
+        reason = why.reason(n, label, low_inputs)
         if reason:
             p.excluded.append(label)
             p.reasons[label] = reason
@@ -249,6 +201,93 @@ def plan(
     if only is None:
         _followers(model.graph, p, types, body_reads)
     return p
+
+
+def _may_reduce(n: onnx.NodeProto, body_reads: set[str], types: dict[str, int]) -> bool:
+    """Whether ``n`` is a standard op that could run in the reduced type at all (not neutral, no body, not read by
+    a body by name, every type known)."""
+    if n.domain not in ("", "ai.onnx") or n.op_type in NEUTRAL_OPS:
+        return False
+    if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in n.attribute):
+        return False
+    if any(o in body_reads for o in n.output):  # an If/Loop body reads it in FP32 by name
+        return False
+    # a type shape inference could not give (after a custom op): leave the node as written
+    return not any(name and name not in types for name in (*n.input, *n.output))
+
+
+def _low_slots(
+    n: onnx.NodeProto, schema: onnx.defs.OpSchema, types: dict[str, int], low_str: str
+) -> tuple[list[int], list[int]] | None:
+    """The float inputs and outputs of ``n`` its schema lets run in ``low_str``, or None where the node cannot
+    (no input can; an output's type parameter is not one the reduced inputs set; an input sharing a reduced
+    parameter cannot be reduced)."""
+    params_low: set[str] = set()
+    low_inputs: list[int] = []
+    for k, name in enumerate(n.input):
+        if not name or types.get(name) != TensorProto.FLOAT:
+            continue
+        param, ok = _allowed(schema, list(schema.inputs), k, low_str)
+        if ok:
+            low_inputs.append(k)
+            if param:
+                params_low.add(param)
+    if not low_inputs:
+        return None
+    low_outputs: list[int] = []
+    for k, name in enumerate(n.output):
+        if not name or types.get(name) != TensorProto.FLOAT:
+            continue
+        param, ok = _allowed(schema, list(schema.outputs), k, low_str)
+        if not ok or param not in params_low:
+            return None
+        low_outputs.append(k)
+    # Inputs that share a type parameter with a reduced one must be reduced too (or the node stays FP32).
+    shared = {
+        k
+        for k, name in enumerate(n.input)
+        if name
+        and types.get(name) == TensorProto.FLOAT
+        and _allowed(schema, list(schema.inputs), k, low_str)[0] in params_low
+    }
+    return (low_inputs, low_outputs) if shared <= set(low_inputs) else None
+
+
+@dataclass(frozen=True)
+class _KeepRules:
+    """Why a node that could run in the reduced type stays in FP32: the user, the default keep list, ONNX
+    Runtime's transpose bug, a weight or an output FP16 cannot hold."""
+
+    precision: str
+    keep: set[str]
+    force: set[str]
+    default_keep: bool
+    reads_matmul: set[str]
+    big_weights: dict[str, float]
+    absmax: dict[str, float] | None
+
+    def reason(self, n: onnx.NodeProto, label: str, low_inputs: list[int]) -> str | None:
+        """Why ``n`` (``label``) stays in FP32; None where it is reduced."""
+        if label in self.keep:
+            return "kept by the user"
+        if label in self.force:  # pinned to the reduced type: neither the default keep nor the data holds it
+            return None
+        if self.default_keep and n.op_type in KEEP_OPS:
+            return f"{n.op_type} is kept in FP32 by default (it overflows or loses precision)"
+        fp16 = self.precision == "fp16"
+        if fp16 and ort_has_transpose_bug() and _crashes_ort_cpu(n, self.reads_matmul):
+            return ORT_TRANSPOSE_REASON
+        big = next((n.input[k] for k in low_inputs if n.input[k] in self.big_weights), None)
+        if big is not None:
+            return (
+                f"its weight '{big}' reaches {self.big_weights[big]:.3g}, past FP16's 65504 "
+                "(a BatchNormalization's running variance, say): stored in FP16 it would be infinite"
+            )
+        if fp16 and self.absmax:
+            top = max((self.absmax.get(o, 0.0) for o in n.output), default=0.0)
+            if top > FP16_SAFE:
+                return f"its output reached {top:.3g} on the calibration data (FP16 tops out at 65504)"
+        return None
 
 
 def _weights_beyond_fp16(g: onnx.GraphProto) -> dict[str, float]:
