@@ -134,62 +134,16 @@ class RemoteJob:
         self._lines.put(("event", Progress("remote", 0, 0, f"Connecting to {self.target.label}")))
         conn = self._conn = await connect(self.target)
         try:
-            r = await conn.run(
-                f"mkdir -p {remote_cache(self.target)} && cd {remote_cache(self.target)} && pwd", check=False
-            )
-            if r.exit_status != 0:
-                raise RemoteError(
-                    f"Could not make the cache folder {self.target.cache} on {self.target.label}: "
-                    + (str(r.stderr).strip().splitlines() or ["?"])[-1][:160]
-                )
-            cache = str(r.stdout).strip().splitlines()[-1]
+            cache = await self._cache_folder(conn)
             async with conn.start_sftp_client() as sftp:
-                for key in self._push:
-                    if self.args.get(key):
-                        self.args[key] = await self._send(sftp, cache, Path(self.args[key]), key)
-                outputs: dict[str, tuple[str, Path]] = {}
-                for key in self._fetch:
-                    if self.args.get(key):
-                        local = Path(self.args[key])
-                        # A folder of its own, the file named as the user's: a sidecar of external data keeps the
-                        # name the model refers to it by.
-                        folder = f"{cache}/out-{uuid.uuid4().hex}"
-                        await sftp.makedirs(folder, exist_ok=True)
-                        outputs[key] = (folder, local)
-                        self._paths[f"{folder}/{local.name}"] = str(local)
-                        self.args[key] = f"{folder}/{local.name}"
+                outputs = await self._stage(sftp, cache)
                 job_file = f"{cache}/job-{uuid.uuid4().hex}.json"
                 async with sftp.open(job_file, "w") as f:
                     await f.write(json.dumps({"kind": self.kind, "args": self.args}))
                 if self._cancelled.is_set():
                     await sftp.remove(job_file)
                     raise JobCancelledError()
-                command = f"{shlex.quote(self.target.python)} -m splitscope.engine.remote.serve {shlex.quote(job_file)}"
-                self._lines.put(("event", Progress("remote", 0, 0, f"Running on {self.target.label}")))
-                proc = await conn.create_process(command, encoding="utf-8")
-                self._proc = proc
-                if self._cancelled.is_set():  # Cancel came while the process was being started
-                    with contextlib.suppress(Exception):
-                        proc.stdin.write("cancel\n")
-                        proc.stdin.write_eof()
-                stderr: list[str] = []
-
-                async def drain() -> None:
-                    async for line in proc.stderr:
-                        stderr.append(line)
-                        del stderr[:-50]
-
-                drainer = asyncio.ensure_future(drain())
-                result_seen = succeeded = False
-                async for line in proc.stdout:
-                    kind, value = decode_line(line)
-                    if kind:
-                        self._lines.put((kind, value))
-                        result_seen = result_seen or kind in ("result", "error")
-                        succeeded = succeeded or kind == "result"
-                done = await proc.wait(check=False)
-                await drainer
-                status = done.exit_status
+                status, result_seen, succeeded, stderr = await self._follow(conn, job_file)
                 # A result is the job's word (as for a local child): its files are fetched even if the process then
                 # ended badly (a crash in a driver's teardown) or the channel closed after it.
                 if self._cancelled.is_set() or not succeeded:
@@ -202,14 +156,7 @@ class RemoteJob:
                 if status is None and not result_seen:
                     raise a.ConnectionLost("the channel closed without an exit status")
                 if not result_seen:
-                    tail = [ln.strip() for ln in stderr if ln.strip()]
-                    missing = any("No module named" in ln for ln in tail) or status == 127
-                    if missing:
-                        raise RemoteError(
-                            f"Splitscope is not installed for {self.target.python} on {self.target.label}: run there "
-                            f"\"{self.target.python} -m pip install 'splitscope[gpu]'\" (or set the target's Python)."
-                        )
-                    self._lines.put(("exit", (status, tail[-1][:200] if tail else "")))
+                    self._no_result(status, stderr)
                     return
                 if succeeded:
                     await self._fetch_outputs(sftp, outputs)
@@ -217,6 +164,76 @@ class RemoteJob:
             conn.close()
             with contextlib.suppress(Exception):
                 await conn.wait_closed()
+
+    async def _cache_folder(self, conn: Any) -> str:
+        """The target's cache folder, made where missing, as an absolute path."""
+        where = remote_cache(self.target)
+        r = await conn.run(f"mkdir -p {where} && cd {where} && pwd", check=False)
+        if r.exit_status != 0:
+            raise RemoteError(
+                f"Could not make the cache folder {self.target.cache} on {self.target.label}: "
+                + (str(r.stderr).strip().splitlines() or ["?"])[-1][:160]
+            )
+        return str(r.stdout).strip().splitlines()[-1]
+
+    async def _stage(self, sftp: Any, cache: str) -> dict[str, tuple[str, Path]]:
+        """Send the job's input files (their arguments then name the target's copies) and give each output file a
+        folder of its own there: {argument: (the target's folder, the local path)}."""
+        for key in self._push:
+            if self.args.get(key):
+                self.args[key] = await self._send(sftp, cache, Path(self.args[key]), key)
+        outputs: dict[str, tuple[str, Path]] = {}
+        for key in self._fetch:
+            if self.args.get(key):
+                local = Path(self.args[key])
+                # A folder of its own, the file named as the user's: a sidecar of external data keeps the
+                # name the model refers to it by.
+                folder = f"{cache}/out-{uuid.uuid4().hex}"
+                await sftp.makedirs(folder, exist_ok=True)
+                outputs[key] = (folder, local)
+                self._paths[f"{folder}/{local.name}"] = str(local)
+                self.args[key] = f"{folder}/{local.name}"
+        return outputs
+
+    async def _follow(self, conn: Any, job_file: str) -> tuple[int | None, bool, bool, list[str]]:
+        """Run the job there and relay its lines: (exit status, whether a result or an error came, whether a
+        result did, the last lines of its stderr)."""
+        command = f"{shlex.quote(self.target.python)} -m splitscope.engine.remote.serve {shlex.quote(job_file)}"
+        self._lines.put(("event", Progress("remote", 0, 0, f"Running on {self.target.label}")))
+        proc = await conn.create_process(command, encoding="utf-8")
+        self._proc = proc
+        if self._cancelled.is_set():  # Cancel came while the process was being started
+            with contextlib.suppress(Exception):
+                proc.stdin.write("cancel\n")
+                proc.stdin.write_eof()
+        stderr: list[str] = []
+
+        async def drain() -> None:
+            async for line in proc.stderr:
+                stderr.append(line)
+                del stderr[:-50]
+
+        drainer = asyncio.ensure_future(drain())
+        result_seen = succeeded = False
+        async for line in proc.stdout:
+            kind, value = decode_line(line)
+            if kind:
+                self._lines.put((kind, value))
+                result_seen = result_seen or kind in ("result", "error")
+                succeeded = succeeded or kind == "result"
+        done = await proc.wait(check=False)
+        await drainer
+        return done.exit_status, result_seen, succeeded, stderr
+
+    def _no_result(self, status: int | None, stderr: list[str]) -> None:
+        """The process there ended without a result: Splitscope missing there, or its exit and last line."""
+        tail = [ln.strip() for ln in stderr if ln.strip()]
+        if any("No module named" in ln for ln in tail) or status == 127:
+            raise RemoteError(
+                f"Splitscope is not installed for {self.target.python} on {self.target.label}: run there "
+                f"\"{self.target.python} -m pip install 'splitscope[gpu]'\" (or set the target's Python)."
+            )
+        self._lines.put(("exit", (status, tail[-1][:200] if tail else "")))
 
     async def _send(self, sftp: Any, cache: str, local: Path, key: str) -> str:
         """The target's copy of ``local`` (sent now unless the same content is there)."""
