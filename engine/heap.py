@@ -14,7 +14,8 @@ up by a C string (``ndarray.cumsum``, among others, on every call) asks with a n
 strings, allocated while a large model's objects filled the heap, each pin an arena the model's objects have
 otherwise left. Measured on the 50k-node export: one more arena after every analysis, 50 analyses 1.14-1.17x the
 resident memory of the first, until the cache was cleared. :func:`give_back_free_memory` clears that cache there
-(``sys._clear_type_cache``; Python 3.12 caches only interned names and needs nothing).
+(``sys._clear_type_cache``, 5-8 microseconds). A loop of large lists with a new attribute name looked up each step
+held 64 more arenas on 3.10 and 3.11, none once cleared; 3.12 and 3.13 cache only interned names and held none.
 """
 
 from __future__ import annotations

@@ -57,9 +57,12 @@ class BarChart(QWidget):
         self.setVisible(True)
         self.update()
 
-    def clear(self) -> None:
-        """No figures until the next ones (the chart keeps its place: hiding it would lay the window out again)."""
+    def clear(self, background: QColor | None = None, text: QColor | None = None) -> None:
+        """No figures until the next ones (the chart keeps its place: hiding it would lay the window out again);
+        the palette's colours where given (a theme switched meanwhile)."""
         self.rows = []
+        self.background = background if background is not None else self.background
+        self.text = text if text is not None else self.text
         self.update()
 
     def scale(self) -> float:
@@ -83,7 +86,9 @@ class BarChart(QWidget):
             top, bottom = line + 8, h - line - 6
             width = max(w - left - 12, 10)
             pitch = (bottom - top) / len(self.rows)
-            bar = max(min(pitch * 0.6, 28.0), 2.0)
+            if pitch < 2:  # too short to draw bars at all
+                return
+            bar = max(min(pitch * 0.6, 28.0), 1.0)
             unit = width / self.scale()
             for k, r in enumerate(self.rows):
                 y = top + k * pitch + (pitch - bar) / 2

@@ -320,8 +320,8 @@ class SummaryPanel(QWidget):
         """Redraw from :func:`splitscope.engine.report.stats.panel_stats` (computed in a worker)."""
         if gm is None or stats is None:
             self.headline.setText("No model." if gm is None else "Analysing…")
-            self.status_plot.clear()
-            self.role_plot.clear()
+            self.status_plot.clear(pal.background, pal.text)
+            self.role_plot.clear(pal.background, pal.text)
             return
         src = decided_by(gm.parser, calls=False)
         work = flops_text(gm)

@@ -69,3 +69,16 @@ def test_the_summary_shows_the_model_split_in_its_charts(qtbot, window):
     assert {r.label: (r.first, r.second) for r in role_rows} == {
         k: (v["delegate_nodes"], v["plugin_nodes"]) for k, v in roles.items()
     }
+
+
+def test_a_chart_too_short_for_bars_draws_none(qtbot):
+    chart = BarChart("Roles")
+    qtbot.addWidget(chart)
+    blue = QColor("#0072B2")
+    rows = [BarRow(r, 3.0, 1.0) for r in ("compute", "shape", "data-movement", "pre", "post", "control")]
+    chart.set_bars(rows, full=None, axis_label="nodes", colours=(blue, blue), background=QColor("white"),
+                   text=QColor("black"))  # fmt: skip
+    chart.setMinimumHeight(0)
+    chart.resize(300, 30)
+    image = chart.grab().toImage()
+    assert not any(_run_of(image, y, blue) for y in range(image.height()))
