@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pyqtgraph as pg
 from PySide6.QtCore import QObject, QSettings, Qt
 from PySide6.QtWidgets import (
     QComboBox,
@@ -35,6 +34,7 @@ from splitscope.engine.model import GraphModel
 from splitscope.engine.view.layout import View
 from splitscope.engine.view.rollup import values_up
 from splitscope.gui.canvas.render import Heat
+from splitscope.gui.shell.charts import pg
 from splitscope.gui.shell.layout_state import PLOT_MIN_HEIGHT
 from splitscope.gui.shell.lazy import LazyPanel
 from splitscope.gui.shell.palette import COLOURS

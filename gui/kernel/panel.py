@@ -7,7 +7,6 @@ from __future__ import annotations
 import html
 
 import numpy as np
-import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QFontDatabase, QTextCursor, QTextFormat
 from PySide6.QtWidgets import (
@@ -22,6 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 from splitscope.engine.kernel.results import KernelDoc, KernelResult
+from splitscope.gui.shell.charts import pg
 from splitscope.gui.shell.palette import COLOURS
 
 

@@ -8,7 +8,6 @@ import html
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pyqtgraph as pg
 from PySide6.QtCore import QObject, QSettings, Qt
 from PySide6.QtWidgets import (
     QComboBox,
@@ -20,6 +19,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+from splitscope.gui.shell.charts import pg
 from splitscope.gui.shell.lazy import LazyPanel
 from splitscope.gui.shell.palette import COLOURS
 

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyqtgraph as pg
 from PySide6.QtCore import QSettings, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QFileDialog,
@@ -34,6 +33,7 @@ from PySide6.QtWidgets import (
 )
 from splitscope.engine.jobs import Sample
 from splitscope.engine.runtime.results import ProfileDoc
+from splitscope.gui.shell.charts import pg
 from splitscope.gui.shell.layout_state import PLOT_MIN_HEIGHT
 from splitscope.gui.shell.palette import COLOURS
 

@@ -8,7 +8,6 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pyqtgraph as pg
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -31,6 +30,7 @@ from PySide6.QtWidgets import (
 from splitscope.engine.errors import SplitscopeError
 from splitscope.engine.sweep.grid import BACKENDS, PRECISIONS, Cell, expand, parse_dim_values
 from splitscope.engine.sweep.summary import COLUMNS, accuracy, latency, pareto, rows, to_csv, workload
+from splitscope.gui.shell.charts import pg
 from splitscope.gui.shell.palette import COLOURS
 
 if TYPE_CHECKING:

@@ -81,12 +81,7 @@ class MainWindow(QMainWindow):
 
     def __init__(self, parser: str = "auto") -> None:
         super().__init__()
-        import pyqtgraph as pg
-
         sys.setswitchinterval(min(sys.getswitchinterval(), UI_SWITCH_INTERVAL_S))
-
-        # The charts' colours for every panel, whenever it is built (some are built when first shown).
-        pg.setConfigOptions(background="w", foreground="#333")
         self.parser = parser
         self.setWindowTitle("Splitscope")
         self.setAcceptDrops(True)
@@ -416,14 +411,14 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(p.message)
 
     def _preload(self) -> None:
-        """Import pyqtgraph in a worker after the first paint, before the charts need it."""
-        if "pyqtgraph" in sys.modules or getattr(self, "_preloader", None) is not None:
+        """Import pyqtgraph (configured) in a worker after the first paint, before a panel of plots needs it."""
+        if "splitscope.gui.shell.charts" in sys.modules or getattr(self, "_preloader", None) is not None:
             return
         import importlib
 
         from splitscope.profiler.workers import function_worker
 
-        self._preloader = function_worker(importlib.import_module, "pyqtgraph")
+        self._preloader = function_worker(importlib.import_module, "splitscope.gui.shell.charts")
         self._preloader.start()
 
     def _on_view_changed(self, view: View, keep: bool) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING, Any
 
-import pyqtgraph as pg
 from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -29,6 +28,7 @@ from PySide6.QtWidgets import (
 from splitscope.engine.plan.scenario import PLANS, Item, Scenario, evaluate, fmt_ms, items
 from splitscope.engine.text import format_bytes, plural
 from splitscope.gui.shell import exports
+from splitscope.gui.shell.charts import pg
 from splitscope.gui.shell.palette import COLOURS
 from splitscope.gui.show.plans_table import PLAN_COLUMN, PlanDelegate, PlansModel
 
