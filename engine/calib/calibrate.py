@@ -15,6 +15,7 @@ from splitscope.engine.calib import casts, qdq
 from splitscope.engine.calib.accuracy import labels_for, read_labels
 from splitscope.engine.calib.collect import collect, load_stats, save_stats
 from splitscope.engine.calib.data import IMAGE_SUFFIXES, CalibData, batches, open_data
+from splitscope.engine.calib.emulation import emulate
 from splitscope.engine.calib.measure import measure
 from splitscope.engine.calib.methods import METHODS, amax
 from splitscope.engine.calib.pipeline import model_recipe
@@ -80,7 +81,7 @@ def _qdq_with_half(
     if half_precision == "bf16":
         m = qdq._at_least(m, 22)
     hplan = casts.plan(m, half_precision, default_keep=False, only=half)
-    emulation = casts.emulate(m, hplan, dims).SerializeToString()
+    emulation = emulate(m, hplan, dims).SerializeToString()
     written, hc = casts.apply(m, hplan)
     _check_written(written, half_precision)
     writer.save(written)
@@ -385,10 +386,10 @@ def _calibrate(
             """The emulation runs the model at its own opset (ONNX Runtime may lack kernels of the raised one,
             such as RoiAlign-22): the same nodes, their positions read from the schema there."""
             if not converted:
-                return casts.emulate(full, p, dims)
+                return emulate(full, p, dims)
             there = casts.plan(original, "fp16", default_keep=False, only=set(p.low))
             there.precision = p.precision
-            return casts.emulate(original, there, dims)
+            return emulate(original, there, dims)
 
         def build(more: set[str]) -> onnx.ModelProto:
             return emulation(

@@ -12,6 +12,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 from splitscope.engine.calib import casts, qdq
 from splitscope.engine.calib.calibrate import calibrate
+from splitscope.engine.calib.emulation import emulate
 from splitscope.engine.cli import main as cli
 from splitscope.engine.errors import SplitscopeError
 from splitscope.engine.jobs import run_to_end
@@ -279,7 +280,7 @@ def test_a_one_row_gemm_with_bias_rounds_its_product_before_the_bias_as_onnx_run
     h = lambda a: a.astype(np.float16).astype(np.float32)  # noqa: E731
     for batch, twice in ((1, True), (4, False)):
         x = rng.standard_normal((batch, 256)).astype(np.float32)
-        emu = casts.emulate(m, p, {"batch": batch})
+        emu = emulate(m, p, {"batch": batch})
         got = ort.InferenceSession(emu.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
         product = h(x) @ h(w).T
         want = h(h(product) + h(b)) if twice else h(product + h(b))
@@ -305,7 +306,7 @@ def test_the_one_row_rule_holds_on_old_opsets_and_symbolic_batches(opset):
     )
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
     m.ir_version = 7
-    emu = casts.emulate(m, casts.plan(m, "fp16"))  # no dims: N is 1
+    emu = emulate(m, casts.plan(m, "fp16"))  # no dims: N is 1
     assert "Add" in [n.op_type for n in emu.graph.node]
     ort.InferenceSession(emu.SerializeToString(), providers=["CPUExecutionProvider"]).run(
         None, {"x": np.ones((1, 8), np.float32)}
