@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from splitscope.engine.cli_analyze import _dims, _write_json, add_dims, add_output, add_parser_choice
+from splitscope.engine.cli.analyze import _dims, _write_json, add_dims, add_output, add_parser_choice
 from splitscope.engine.text import plural
 
 

@@ -9,7 +9,7 @@ import argparse
 import sys
 from typing import Any
 
-from splitscope.engine.cli_analyze import _dims, _run_with_bar, add_dims, add_output, add_parser_choice, progress_bar
+from splitscope.engine.cli.analyze import _dims, _run_with_bar, add_dims, add_output, add_parser_choice, progress_bar
 from splitscope.engine.text import plural
 
 

@@ -7,7 +7,7 @@ import argparse
 import json
 from pathlib import Path
 
-from splitscope.engine.cli_analyze import _run_with_bar
+from splitscope.engine.cli.analyze import _run_with_bar
 
 
 def profile_generation(args: argparse.Namespace) -> int:

@@ -11,7 +11,7 @@ import json
 import sys
 from typing import Any
 
-from splitscope.engine.cli_analyze import _run_with_bar, add_output
+from splitscope.engine.cli.analyze import _run_with_bar, add_output
 
 
 def _split(values: list[str]) -> list[str]:

@@ -11,7 +11,7 @@ import asyncio
 import sys
 from typing import Any
 
-from splitscope.engine.cli_analyze import _dims, _run_with_bar
+from splitscope.engine.cli.analyze import _dims, _run_with_bar
 from splitscope.engine.errors import SplitscopeError
 from splitscope.engine.remote.target import Target, parse_target
 

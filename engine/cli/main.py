@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from splitscope.engine.cli_analyze import (
+from splitscope.engine.cli.analyze import (
     _cmd_analyze,
     _dims,
     _write_json,
@@ -25,7 +25,7 @@ from splitscope.engine.cli_analyze import (
     add_parser_choice,
     progress_bar,
 )
-from splitscope.engine.cli_remote import remote_calibrate, remote_profile
+from splitscope.engine.cli.remote import remote_calibrate, remote_profile
 from splitscope.engine.errors import SplitscopeError
 from splitscope.engine.remote.target import TARGET_HELP, target_of
 from splitscope.engine.text import plural
@@ -74,7 +74,7 @@ def _cmd_profile(args: argparse.Namespace) -> int:
     if args.generate is not None:
         if args.generate < 1:
             raise SplitscopeError("--generate takes the number of decode steps: 1 or more (e.g. --generate 64).")
-        from splitscope.engine.cli_generate import profile_generation
+        from splitscope.engine.cli.generate import profile_generation
 
         return profile_generation(args)  # before the analysis: say at once that the backend cannot run here
     target = target_of(args)
@@ -234,7 +234,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     res = None
     build = None
     if args.out and args.verify == "build":  # the partitions built first, at the shapes in force
-        from splitscope.engine.cli_analyze import _verify_by_building
+        from splitscope.engine.cli.analyze import _verify_by_building
 
         gm = api.analyze(args.model, parser=args.parser, dims=_dims(args.dim)).model
         build = _verify_by_building(gm, args.verify_budget, args.dim_range)
@@ -287,10 +287,10 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for tests and docs)."""
-    from splitscope.engine.cli_engine import add_parser as add_engine
-    from splitscope.engine.cli_kernel import add_parser as add_kernel
-    from splitscope.engine.cli_remote import add_parser as add_targets
-    from splitscope.engine.cli_sweep import add_parser as add_sweep
+    from splitscope.engine.cli.engine import add_parser as add_engine
+    from splitscope.engine.cli.kernel import add_parser as add_kernel
+    from splitscope.engine.cli.remote import add_parser as add_targets
+    from splitscope.engine.cli.sweep import add_parser as add_sweep
 
     ap = argparse.ArgumentParser(prog="splitscope", description="What TensorRT takes, and what needs custom CUDA.")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -526,7 +526,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as e:
         print(f"splitscope: {e.strerror or e}: {e.filename or ''}".rstrip(": "), file=sys.stderr)
         return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())
