@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from splitscope.engine import nvrtc
 from splitscope.engine.calib.stats import BINS, HIST_VALUES, SENTINEL, TensorStats, sample_stride
+from splitscope.engine.runtime import nvrtc
 
 SOURCE = r"""
 __device__ __forceinline__ unsigned int order_key(float f) {  // unsigned order of the keys = order of the floats

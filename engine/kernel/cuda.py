@@ -1,5 +1,5 @@
 """A CUDA C++ starting kernel for an op, for its real dtypes and shapes, following the launch convention of
-:mod:`splitscope.engine.nvrtc` (inputs then outputs as pointers; sizes as macros; a ``// launch:`` line).
+:mod:`splitscope.engine.runtime.nvrtc` (inputs then outputs as pointers; sizes as macros; a ``// launch:`` line).
 
 Kinds with a working kernel: elementwise ops and activations (broadcasting included), reductions and
 normalisations over the last axis (LayerNormalization, Softmax, LogSoftmax, ReduceSum/Mean/Max/Min/L2), Gather,

@@ -99,9 +99,9 @@ def write_project(
 ) -> list[str]:
     """Write the plugin project into ``folder`` (replacing it whole); the files written, relative. ``extra``: more
     files by name (the user's Python kernel)."""
-    from splitscope.engine import nvrtc
     from splitscope.engine.kernel.cuda import attributes_for
     from splitscope.engine.kernel.extract import save_tensors
+    from splitscope.engine.runtime import nvrtc
 
     op = ex.op if ex.op != "Fused" else "Fused" + _cls(ex.op_types[0])
     namespace = ex.domain if ex.domain not in ("", "ai.onnx") else ""

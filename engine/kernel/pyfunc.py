@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from splitscope.engine.nvrtc import CompileError, Timed
+from splitscope.engine.runtime.nvrtc import CompileError, Timed
 
 
 def is_python(source: str) -> bool:
@@ -43,7 +43,7 @@ def _load(path: str) -> Any:
 def launches(
     path: str, inputs: list[np.ndarray], outputs: list[tuple[tuple[int, ...], Any]], iters: int = 50, warmup: int = 5
 ) -> Generator[tuple[int, float], None, Timed]:
-    """As :func:`splitscope.engine.nvrtc.launches`, for a Python kernel."""
+    """As :func:`splitscope.engine.runtime.nvrtc.launches`, for a Python kernel."""
     import time
 
     mod = _load(path)

@@ -172,8 +172,8 @@ def run_kernel(
     cancel: CancelToken | None = None,
 ) -> Generator[JobEvent, None, KernelResult]:
     """Compile and run ``source`` on the GPU (live samples: ``time`` per iteration), check and time it."""
-    from splitscope.engine import nvrtc
     from splitscope.engine.kernel.cuda import attributes_for
+    from splitscope.engine.runtime import nvrtc
     from splitscope.engine.runtime.device import NoGpu, gpu_info
 
     cancel = cancel or CancelToken()
@@ -241,7 +241,7 @@ def run_kernel(
 
 def _timed_and_checked(r: KernelResult, timed: Any, ex: Extract, ref: Reference, atol: float, rtol: float) -> None:
     """The event and host times of the timed launches, and the last launch's outputs against the reference."""
-    from splitscope.engine import nvrtc
+    from splitscope.engine.runtime import nvrtc
 
     if timed.times_ms:
         r.ms = statistics.median(timed.times_ms)

@@ -45,7 +45,7 @@ needs_gpu = pytest.mark.skipif(_gpu() is not None, reason=str(_gpu()))
 
 def _device_array(a: np.ndarray):
     from cuda.bindings import driver as cu
-    from splitscope.engine import nvrtc
+    from splitscope.engine.runtime import nvrtc
 
     nvrtc.context(0)
     d = nvrtc._ok(cu.cuMemAlloc(max(a.nbytes, 1)), "cuMemAlloc")

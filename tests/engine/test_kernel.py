@@ -15,7 +15,6 @@ import onnx
 import pytest
 from onnx import TensorProto as T
 from onnx import helper as h
-from splitscope.engine import nvrtc
 from splitscope.engine.jobs import CancelToken, JobCancelledError, Progress, run_to_end
 from splitscope.engine.kernel.cuda import generate
 from splitscope.engine.kernel.extract import (
@@ -27,6 +26,7 @@ from splitscope.engine.kernel.extract import (
     resolve_nodes,
 )
 from splitscope.engine.kernel.job import kernel_job
+from splitscope.engine.runtime import nvrtc
 from splitscope.engine.split.analyze import analyze_model
 
 ROOT = Path(__file__).resolve().parents[2]
