@@ -84,40 +84,59 @@ def find_partitions(
         another partition); model inputs and outputs are not boundaries.
     """
     nodes = graph.nodes
-    tensors = graph.tensors
     n = len(nodes)
-    preds = graph.adj.preds
-
     delegate = list(inside) if inside is not None else nodes.delegates()
     if not constants:
         const = [False] * n
     elif const is None:
         const = constant_nodes(graph, order)
     # A constant-only node is a weight of its consumer: it joins no partition and splits nothing.
-    preds = [[p for p in preds[i] if not const[p]] for i in range(n)]
+    preds = [[p for p in graph.adj.preds[i] if not const[p]] for i in range(n)]
     delegate = [d and not c for d, c in zip(delegate, const, strict=True)]
-    # stage: how many plugin nodes lie on the longest path from a delegate node.
-    # A plugin fed only by inputs and constants (SOURCE) splits nothing: its
-    # result enters the engine as an input, like a model input.
-    source = -1
-    stage = [0] * n
+    stage = _stages(order, preds, delegate)
+    part_of = [-1] * n
+    parts: list[Partition] = []
+    flops = nodes.flops  # the column: -1 unknown (0 here), -2 past 64 bits (read from the node)
+    for k, members in enumerate(_groups(order, preds, delegate, stage)):
+        for m in members:
+            part_of[m] = k
+        total = sum(flops[m] if flops[m] >= 0 else nodes[m].flops or 0 for m in members)
+        parts.append(Partition(k, sorted(members), [], total))
+    for p in parts:
+        p.boundary_tensors.extend(_boundary(graph, p, part_of, const, dims))
+    return parts
+
+
+_SOURCE = -1
+"""The stage of a node outside every engine fed only by inputs and constants: its result enters an engine as an
+input would, and splits nothing."""
+
+
+def _stages(order: Sequence[int], preds: list[list[int]], delegate: list[bool]) -> list[int]:
+    """Per node, how many plugin nodes lie on the longest path to it from a delegate node (:data:`_SOURCE` for a
+    plugin fed only by inputs and constants)."""
+    stage = [0] * len(delegate)
     for idx in order:
         if delegate[idx]:
             s = 0
             for p in preds[idx]:
                 if delegate[p]:
                     s = max(s, stage[p])
-                elif stage[p] != source:
+                elif stage[p] != _SOURCE:
                     s = max(s, stage[p] + 1)
         else:
-            s = source
+            s = _SOURCE
             for p in preds[idx]:
-                if delegate[p] or stage[p] != source:
+                if delegate[p] or stage[p] != _SOURCE:
                     s = max(s, stage[p])
         stage[idx] = s
+    return stage
 
-    # Union-find over delegate-to-delegate edges within one stage.
-    parent = list(range(n))
+
+def _groups(order: Sequence[int], preds: list[list[int]], delegate: list[bool], stage: list[int]) -> list[list[int]]:
+    """The delegate nodes joined by delegate-to-delegate edges within one stage (union-find), each group in
+    topological order, the groups in the order of their first node."""
+    parent = list(range(len(delegate)))
 
     def find(x: int) -> int:
         while parent[x] != x:
@@ -133,40 +152,39 @@ def find_partitions(
                 ra, rb = find(p), find(idx)
                 if ra != rb:
                     parent[max(ra, rb)] = min(ra, rb)
-
     groups: dict[int, list[int]] = {}
     for idx in order:
         if delegate[idx]:
             groups.setdefault(find(idx), []).append(idx)
-    part_of = [-1] * n
-    parts: list[Partition] = []
-    flops = nodes.flops  # the column: -1 unknown (0 here), -2 past 64 bits (read from the node)
-    for k, members in enumerate(groups.values()):
-        for m in members:
-            part_of[m] = k
-        total = sum(flops[m] if flops[m] >= 0 else nodes[m].flops or 0 for m in members)
-        parts.append(Partition(k, sorted(members), [], total))
+    return list(groups.values())
 
+
+def _boundary(
+    graph: Graph, p: Partition, part_of: list[int], const: list[bool], dims: dict[str, int] | None
+) -> list[BoundaryTensor]:
+    """The tensors partition ``p`` reads from a node outside it (``in``) or writes to one (``out``); model inputs,
+    outputs and constants are none."""
+    nodes, tensors = graph.nodes, graph.tensors
     row, producer, consumers = tensors.rows.get, tensors.producer, tensors.consumers
-    for p in parts:
-        seen: set[str] = set()
-        for m in p.nodes:
-            for name in nodes.reads(m):
-                r = row(name) if name else None
-                if r is None or name in seen:
-                    continue
-                u = producer[r]
-                if u < 0 or part_of[u] == p.index or const[u]:
-                    continue
+    out: list[BoundaryTensor] = []
+    seen: set[str] = set()
+    for m in p.nodes:
+        for name in nodes.reads(m):
+            r = row(name) if name else None
+            if r is None or name in seen:
+                continue
+            u = producer[r]
+            if u < 0 or part_of[u] == p.index or const[u]:
+                continue
+            seen.add(name)
+            t = tensors[name]
+            out.append(BoundaryTensor(name, t.nbytes(dims), "in", t.symbolic))
+        for name in nodes.outputs_of(m):
+            r = row(name) if name else None
+            if r is None or name in seen:
+                continue
+            if any(part_of[c] != p.index for c in consumers[r]):
                 seen.add(name)
                 t = tensors[name]
-                p.boundary_tensors.append(BoundaryTensor(name, t.nbytes(dims), "in", t.symbolic))
-            for name in nodes.outputs_of(m):
-                r = row(name) if name else None
-                if r is None or name in seen:
-                    continue
-                if any(part_of[c] != p.index for c in consumers[r]):
-                    seen.add(name)
-                    t = tensors[name]
-                    p.boundary_tensors.append(BoundaryTensor(name, t.nbytes(dims), "out", t.symbolic))
-    return parts
+                out.append(BoundaryTensor(name, t.nbytes(dims), "out", t.symbolic))
+    return out
