@@ -281,22 +281,48 @@ def compute_layout(
 
     A job generator: yields progress every few hundred boxes, checks ``cancel``.
     """
-    h = ctx.h
-    groups = h.groups
     exp = frozenset(expanded) | {0}
-    # Expanded groups visible from the root, in pre-order.
+    boxes = _visible_boxes(ctx.h, exp)
+    box_size, local_pos = yield from _lay_boxes(ctx, boxes, exp, cancel)
+    items = _Items(len(ctx.gm.nodes))
+    _place(ctx, boxes, exp, box_size, local_pos, items)
+    node_item, group_item = items.node_item, items.group_item
+    _show_hidden(ctx, exp, node_item, group_item)
+    edges = _visible_edges(ctx, node_item)
+    for i, host in ctx.h.folded.items():  # selecting or searching a folded node shows its host
+        node_item[i] = node_item[host]
+    yield Progress("layout", len(boxes), len(boxes), "Layout done")
+    layout = Layout(
+        items.kind, items.ref, items.x, items.y, items.w, items.h, items.depth, edges, node_item, group_item, exp
+    )
+    layout.arrays = _arrays(ctx, layout)
+    return layout
+
+
+def _visible_boxes(h: Hierarchy, exp: frozenset[int]) -> list[int]:
+    """The expanded groups visible from the root, in pre-order."""
     boxes: list[int] = []
     stack = [0]
     while stack:
         gid = stack.pop()
         boxes.append(gid)
-        for c in reversed(groups[gid].groups):
+        for c in reversed(h.groups[gid].groups):
             if c in exp:
                 stack.append(c)
+    return boxes
+
+
+LocalPos = dict[int, tuple[list[int], list[float], list[float]]]
+
+
+def _lay_boxes(
+    ctx: LayoutContext, boxes: list[int], exp: frozenset[int], cancel: CancelToken | None
+) -> Generator[Progress, None, tuple[dict[int, tuple[float, float]], LocalPos]]:
+    """Bottom-up: each box laid out relative to its own origin; each box's size and its members' positions."""
+    h, groups = ctx.h, ctx.h.groups
     total = len(boxes)
-    # Bottom-up: lay each box out, relative to its own origin.
     box_size: dict[int, tuple[float, float]] = {}
-    local_pos: dict[int, tuple[list[int], list[float], list[float]]] = {}
+    local_pos: LocalPos = {}
     for k, gid in enumerate(reversed(boxes)):
         if cancel is not None and k % 64 == 0:
             cancel.raise_if_cancelled()
@@ -308,18 +334,14 @@ def compute_layout(
         widths, heights, rank = [], [], []
         for m in members:
             if m >= 0:
-                widths.append(NODE_W)
-                heights.append(NODE_H)
-                rank.append(h.topo_pos[m])
+                w, hh, r = NODE_W, NODE_H, h.topo_pos[m]
             else:
                 cid = -m - 1
-                if cid in exp:
-                    w, hh = box_size[cid]
-                else:
-                    w, hh = BLOCK_W, BLOCK_H
-                widths.append(w)
-                heights.append(hh)
-                rank.append(groups[cid].first)
+                w, hh = box_size[cid] if cid in exp else (BLOCK_W, BLOCK_H)
+                r = groups[cid].first
+            widths.append(w)
+            heights.append(hh)
+            rank.append(r)
         edges = [(idx[a], idx[b]) for (a, b) in ctx.local_edges.get(gid, {})]
         xs, ys = _layered(len(members), widths, heights, rank, edges)
         local_pos[gid] = (members, xs, ys)
@@ -329,54 +351,77 @@ def compute_layout(
         else:
             w, hh = BLOCK_W, BLOCK_H
         box_size[gid] = (w, hh)
-    # Top-down: absolute positions.
-    kind: list[int] = []
-    ref: list[int] = []
-    X: list[float] = []
-    Y: list[float] = []
-    W: list[float] = []
-    H: list[float] = []
-    depth: list[int] = []
-    group_item: dict[int, int] = {}
-    node_item = [-1] * len(ctx.gm.nodes)
+    return box_size, local_pos
 
-    def add(k_: int, r: int, x: float, y: float, w: float, hh: float, d: int) -> int:
-        kind.append(k_)
-        ref.append(r)
-        X.append(x)
-        Y.append(y)
-        W.append(w)
-        H.append(hh)
-        depth.append(d)
-        return len(kind) - 1
 
+class _Items:
+    """A layout's items as they are placed: one entry per frame, block or node in each column."""
+
+    def __init__(self, n_nodes: int) -> None:
+        self.kind: list[int] = []
+        self.ref: list[int] = []
+        self.x: list[float] = []
+        self.y: list[float] = []
+        self.w: list[float] = []
+        self.h: list[float] = []
+        self.depth: list[int] = []
+        self.group_item: dict[int, int] = {}
+        self.node_item = [-1] * n_nodes
+
+    def add(self, kind: int, ref: int, x: float, y: float, w: float, h: float, depth: int) -> int:
+        self.kind.append(kind)
+        self.ref.append(ref)
+        self.x.append(x)
+        self.y.append(y)
+        self.w.append(w)
+        self.h.append(h)
+        self.depth.append(depth)
+        return len(self.kind) - 1
+
+
+def _place(
+    ctx: LayoutContext,
+    boxes: list[int],
+    exp: frozenset[int],
+    box_size: dict[int, tuple[float, float]],
+    local_pos: LocalPos,
+    items: _Items,
+) -> None:
+    """Top-down: every frame, block and node at its absolute position."""
+    groups = ctx.h.groups
     origin: dict[int, tuple[float, float]] = {0: (0.0, 0.0)}
     for gid in boxes:
         ox, oy = origin[gid]
         if gid != 0:
             bw, bh = box_size[gid]
-            group_item[gid] = add(KIND_FRAME, gid, ox, oy, bw, bh, groups[gid].depth)
+            items.group_item[gid] = items.add(KIND_FRAME, gid, ox, oy, bw, bh, groups[gid].depth)
         members, xs, ys = local_pos[gid]
         bx, by = (ox + PAD, oy + PAD + HEADER) if gid != 0 else (ox, oy)
         for m, x, y in zip(members, xs, ys, strict=True):
             if m >= 0:
-                node_item[m] = add(KIND_NODE, m, bx + x, by + y, NODE_W, NODE_H, groups[gid].depth + 1)
+                items.node_item[m] = items.add(KIND_NODE, m, bx + x, by + y, NODE_W, NODE_H, groups[gid].depth + 1)
+                continue
+            cid = -m - 1
+            if cid in exp:
+                origin[cid] = (bx + x, by + y)
             else:
-                cid = -m - 1
-                if cid in exp:
-                    origin[cid] = (bx + x, by + y)
-                else:
-                    group_item[cid] = add(KIND_BLOCK, cid, bx + x, by + y, BLOCK_W, BLOCK_H, groups[cid].depth)
-    # Nodes inside collapsed groups are shown by their nearest collapsed ancestor's block.
-    ng = h.node_group
-    folded = h.folded
+                items.group_item[cid] = items.add(KIND_BLOCK, cid, bx + x, by + y, BLOCK_W, BLOCK_H, groups[cid].depth)
+
+
+def _show_hidden(ctx: LayoutContext, exp: frozenset[int], node_item: list[int], group_item: dict[int, int]) -> None:
+    """Nodes inside collapsed groups are shown by their nearest collapsed ancestor's block (in place)."""
+    ng, folded = ctx.h.node_group, ctx.h.folded
     for i in range(len(node_item)):
         if node_item[i] < 0 and i not in folded:
             for gid in ctx.group_path[ng[i]]:
                 if gid not in exp:
                     node_item[i] = group_item[gid]
                     break
-    # Visible edges: graph edges between different items, aggregated.
+
+
+def _visible_edges(ctx: LayoutContext, node_item: list[int]) -> list[Edge]:
+    """The graph's edges between different items, aggregated per pair of items."""
+    folded = ctx.h.folded
     agg: dict[tuple[int, int], Edge] = {}
     for (u, v), names in ctx.pairs.items():
         if u in folded:
@@ -393,13 +438,7 @@ def compute_layout(
             e.count += 1
             e.boundary_bytes += bb
             e.boundary = e.boundary or is_b
-    edges = list(agg.values())
-    for i, host in folded.items():  # selecting or searching a folded node shows its host
-        node_item[i] = node_item[host]
-    yield Progress("layout", total, total, "Layout done")
-    layout = Layout(kind, ref, X, Y, W, H, depth, edges, node_item, group_item, exp)
-    layout.arrays = _arrays(ctx, layout)
-    return layout
+    return list(agg.values())
 
 
 def _arrays(ctx: LayoutContext, L: Layout) -> dict[str, np.ndarray]:
