@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from pathlib import Path
 
 import onnx
@@ -12,7 +12,7 @@ from splitscope.engine.jobs import CancelToken, JobEvent, Partial, Progress, gc_
 from splitscope.engine.model import GraphModel, ParserInfo, Source, Status
 from splitscope.engine.onnxio.concrete import DimPlan, classify_dims, input_dim_name, input_dims
 from splitscope.engine.onnxio.graph import graph_from_onnx
-from splitscope.engine.onnxio.loader import load_model
+from splitscope.engine.onnxio.loader import LoadedModel, load_model
 from splitscope.engine.onnxio.shapes import (
     ShapeChild,
     apply_concrete_shapes,
@@ -96,29 +96,17 @@ def _analyze(
     # inference and graph building here; it is killed if the model is bad. A
     # responsive (GUI) caller starts it after the first answer, so that the first
     # paint does not share two cores with it.
-    parser_module = module if module is not None and model_path.is_file() else None
-    proc = ParserProcess(parser_module, model_path) if parser_module and not responsive else None
-    # Shape inference at the dims in force runs in a child of its own beside the graph's building here when a
-    # core is free (no parser process: the parser is the longest step and is not slowed), started as soon as the
-    # dims are known; a GUI caller's runs beside its symbolic inference, each in a child.
-    children: list[ShapeChild] = []
+    kids = _Children(module if module is not None and model_path.is_file() else None, model_path)
+    if kids.module and not responsive:
+        kids.start_parser({})
     try:
-        yield Progress("load", 0, 6, f"Loading {model_path.name}")
-        loaded = load_model(model_path)
-        cancel.raise_if_cancelled()
-        plan = dims_plan(loaded.proto, dims, model_path.name, known_only=known_dims_only)
-        concrete = bool(plan.values) and bool(input_dims(loaded.proto.graph)) and model_path.is_file()
-        at = ShapeChild(model_path, plan.values) if concrete and not responsive and proc is None else None
-        children += [at] if at is not None else []
-        yield Progress("structure", 1, 6, "Reading the graph")
-        gm, order = graph_from_onnx(loaded)
-        plan_dims(gm, loaded.proto, dims, require=require_dims, known_only=known_dims_only, plan=plan)
+        gm, loaded, order, concrete = yield from _structure(
+            kids, dims, cancel, responsive, require_dims, known_dims_only
+        )
         engine_graph = any(p.key == "splitscope.engine_graph" for p in loaded.proto.metadata_props)
         if engine_graph:  # an engine's own layers (splitscope.engine.trtdata.engine_graph): no parser to ask
-            parser_module = None
-            if proc is not None:
-                proc.kill()
-                proc = None
+            kids.module = None
+            kids.kill_parser()
         target = TARGET_RTX if module == "tensorrt_rtx" else TARGET_TENSORRT
         version, _ = load_table()
         gm.parser = ParserInfo("table", version, target)
@@ -129,30 +117,7 @@ def _analyze(
                 _engine_layers(gm)
             yield Partial(gm, "The structure, coloured by the operator table")
         cancel.raise_if_cancelled()
-        cut = defective_nodes(gm)
-        if proc is not None and cut:
-            proc.kill()  # malformed nodes can crash the parser: ask again without them
-            proc = None
-        if parser_module and proc is None:
-            proc = ParserProcess(parser_module, model_path, cut)
-        symbolic = ShapeChild(model_path) if responsive and model_path.is_file() else None
-        if responsive and concrete:
-            at = ShapeChild(model_path, gm.dims)
-        children += [c for c in (symbolic, at) if c is not None]
-        apply_shape_inference(gm, loaded, child=symbolic, cancel=cancel)
-        name_input_dims(gm)
-        if gm.dims and input_dims(loaded.proto.graph):
-            yield Progress("structure", 2, 6, f"Inferring shapes at {gm.shapes_label()}")
-            apply_concrete_shapes(gm, loaded.proto, gm.dims, child=at, cancel=cancel)
-        elif at is not None:
-            at.kill()
-        bind_function_shapes(gm, loaded.proto)
-        shape_defects(gm.graph)
-        late = defective_nodes(gm)
-        if proc is not None and late.keys() - cut.keys():
-            proc.kill()  # shapes showed more malformed nodes: ask again without them too
-            cut = late
-            proc = ParserProcess(proc.module, model_path, cut)
+        cut = yield from _shapes(kids, gm, loaded, concrete, responsive, cancel)
         cancel.raise_if_cancelled()
         yield Progress("costs", 3, 6, "Counting FLOPs and bytes")
         fill_costs(gm.graph, gm.dims)
@@ -164,25 +129,128 @@ def _analyze(
         # recomputed below only if the parser disagrees.
         set_partitions(gm)
         cancel.raise_if_cancelled()
-        if proc is not None:
-            yield Progress("parser", 4, 6, f"Waiting for the {DISPLAY[proc.module]} parser")
-            answer = yield from proc.events(cancel)
-            if answer.crashed:
-                answer = yield from crash.recover(gm, answer, proc.module, model_path, cut, cancel)
-            before = [n.status for n in gm.nodes]
-            apply_parser_answer(gm, answer)
-            if any(n.status is not b for n, b in zip(gm.nodes, before, strict=True)):
-                yield Progress("partitions", 5, 6, "Finding engine partitions")
-                set_partitions(gm)
+        yield from _parser_answer(kids, gm, cut, cancel)
     except BaseException:
-        if proc is not None:
-            proc.kill()
-        for child in children:
-            child.kill()
+        kids.kill_all()
         raise
     assign_remedies(gm)
     yield Progress("done", 6, 6, "Done")
     return gm
+
+
+class _Children:
+    """The child processes of one analysis: the parser (one at a time, asked again without malformed nodes) and
+    shape inference's, each killed if the analysis ends early."""
+
+    def __init__(self, module: str | None, model_path: Path) -> None:
+        self.module = module
+        """The parser's module, None where none is asked (the table alone, no file, an engine's own layers)."""
+        self.model_path = model_path
+        self.proc: ParserProcess | None = None
+        self.shapes: list[ShapeChild] = []
+
+    def start_parser(self, cut: dict[int, str]) -> None:
+        self.kill_parser()
+        if self.module:
+            self.proc = ParserProcess(self.module, self.model_path, cut)
+
+    def kill_parser(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc = None
+
+    def shape_child(self, dims: dict[str, int] | None = None) -> ShapeChild:
+        child = ShapeChild(self.model_path, dims)
+        self.shapes.append(child)
+        return child
+
+    def kill_all(self) -> None:
+        self.kill_parser()
+        for child in self.shapes:
+            child.kill()
+
+
+def _structure(
+    kids: _Children,
+    dims: dict[str, int] | None,
+    cancel: CancelToken,
+    responsive: bool,
+    require_dims: bool,
+    known_dims_only: bool,
+) -> Generator[JobEvent, None, tuple[GraphModel, LoadedModel, Sequence[int], ShapeChild | bool | None]]:
+    """Load the model and build its graph with the dims in force: (model, loaded file, order, and for concrete
+    dims the child already inferring shapes at them, True where one is still to start, or None)."""
+    model_path = kids.model_path
+    yield Progress("load", 0, 6, f"Loading {model_path.name}")
+    loaded = load_model(model_path)
+    cancel.raise_if_cancelled()
+    plan = dims_plan(loaded.proto, dims, model_path.name, known_only=known_dims_only)
+    concrete = bool(plan.values) and bool(input_dims(loaded.proto.graph)) and model_path.is_file()
+    # Shape inference at the dims in force runs in a child of its own beside the graph's building here when a
+    # core is free (no parser process: the parser is the longest step and is not slowed), started as soon as the
+    # dims are known; a GUI caller's runs beside its symbolic inference, each in a child.
+    at: ShapeChild | bool | None = None
+    if concrete:
+        at = kids.shape_child(plan.values) if not responsive and kids.proc is None else True
+    yield Progress("structure", 1, 6, "Reading the graph")
+    gm, order = graph_from_onnx(loaded)
+    plan_dims(gm, loaded.proto, dims, require=require_dims, known_only=known_dims_only, plan=plan)
+    return gm, loaded, order, at
+
+
+def _shapes(
+    kids: _Children,
+    gm: GraphModel,
+    loaded: LoadedModel,
+    at: ShapeChild | bool | None,
+    responsive: bool,
+    cancel: CancelToken,
+) -> Generator[JobEvent, None, dict[int, str]]:
+    """Shapes, symbolic then at the dims in force; the parser (re)started without the nodes found malformed.
+    The nodes cut out of the parser's model (index: why)."""
+    model_path = kids.model_path
+    cut = defective_nodes(gm)
+    if kids.proc is not None and cut:
+        kids.kill_parser()  # malformed nodes can crash the parser: ask again without them
+    if kids.module and kids.proc is None:
+        kids.start_parser(cut)
+    symbolic = kids.shape_child() if responsive and model_path.is_file() else None
+    if responsive and at is True:
+        at = kids.shape_child(gm.dims)
+    child = at if isinstance(at, ShapeChild) else None
+    apply_shape_inference(gm, loaded, child=symbolic, cancel=cancel)
+    name_input_dims(gm)
+    if gm.dims and input_dims(loaded.proto.graph):
+        yield Progress("structure", 2, 6, f"Inferring shapes at {gm.shapes_label()}")
+        apply_concrete_shapes(gm, loaded.proto, gm.dims, child=child, cancel=cancel)
+    elif child is not None:
+        child.kill()
+    bind_function_shapes(gm, loaded.proto)
+    shape_defects(gm.graph)
+    late = defective_nodes(gm)
+    if kids.proc is not None and late.keys() - cut.keys():
+        cut = late  # shapes showed more malformed nodes: ask again without them too
+        kids.start_parser(cut)
+    return cut
+
+
+def _parser_answer(
+    kids: _Children, gm: GraphModel, cut: dict[int, str], cancel: CancelToken
+) -> Generator[JobEvent, None, None]:
+    """Wait for the parser (where one was asked), take its answer, and count the partitions again if it moved a
+    node."""
+    proc = kids.proc
+    if proc is None:
+        return
+    yield Progress("parser", 4, 6, f"Waiting for the {DISPLAY[proc.module]} parser")
+    answer = yield from proc.events(cancel)
+    if answer.crashed:
+        answer = yield from crash.recover(gm, answer, proc.module, kids.model_path, cut, cancel)
+    before = [n.status for n in gm.nodes]
+    apply_parser_answer(gm, answer)
+    if any(n.status is not b for n, b in zip(gm.nodes, before, strict=True)):
+        yield Progress("partitions", 5, 6, "Finding engine partitions")
+        set_partitions(gm)
 
 
 def dims_plan(proto: onnx.ModelProto, dims: dict[str, int] | None, name: str, known_only: bool = False) -> DimPlan:
