@@ -19,6 +19,8 @@ import mmap
 import os
 from pathlib import Path
 
+from splitscope.engine.onnxio.wire import WireError, skip, string_field, varint
+
 # Tags (field number << 3 | wire type) of the fields read.
 _MODEL_GRAPH = 7 << 3 | 2
 _MODEL_IR = 1 << 3 | 0
@@ -49,57 +51,6 @@ _Buf = bytes | mmap.mmap
 
 _READ_WHOLE = 256 * 2**20
 """Files up to this size are read whole; larger ones (weights inline) are mapped and only their structure paged in."""
-
-
-class _Bad(Exception):
-    """The bytes are not what the light pass can read: leave them to the full load."""
-
-
-def _varint(b: _Buf, p: int) -> tuple[int, int]:
-    r = b[p]
-    if r < 0x80:
-        return r, p + 1
-    r &= 0x7F
-    s = 7
-    p += 1
-    while True:
-        x = b[p]
-        p += 1
-        r |= (x & 0x7F) << s
-        if x < 0x80:
-            return r, p
-        s += 7
-        if s > 63:
-            raise _Bad("varint too long")
-
-
-def _skip(b: _Buf, p: int, wt: int) -> int:
-    if wt == 0:
-        while b[p] >= 0x80:
-            p += 1
-        return p + 1
-    if wt == 2:
-        n, p = _varint(b, p)
-        return p + n
-    if wt == 1:
-        return p + 8
-    if wt == 5:
-        return p + 4
-    raise _Bad(f"wire type {wt}")
-
-
-def _string(b: _Buf, p: int, e: int, want: int) -> str:
-    """The first field ``want`` (a string) of the message b[p:e], or ''."""
-    while p < e:
-        k, p = _varint(b, p)
-        if k & 7 == 2:
-            n, p = _varint(b, p)
-            if k == want:
-                return b[p : p + n].decode()
-            p += n
-        else:
-            p = _skip(b, p, k & 7)
-    return ""
 
 
 class LightGraph:
@@ -140,14 +91,14 @@ def _read_graph(b: _Buf, p: int, g1: int, out: LightGraph) -> None:
     names, ops, domains, ins, outs = out.names, out.ops, out.domains, out.inputs, out.outputs
     meta = out.meta
     while p < g1:
-        k, p = _varint(b, p)
+        k, p = varint(b, p)
         if k & 7 != 2:
-            p = _skip(b, p, k & 7)
+            p = skip(b, p, k & 7)
             continue
-        n, p = _varint(b, p)
+        n, p = varint(b, p)
         e = p + n
         if e > g1:
-            raise _Bad("truncated")
+            raise WireError("truncated")
         if k == _GRAPH_NODE:
             q = p
             nin: list[str] = []
@@ -158,14 +109,14 @@ def _read_graph(b: _Buf, p: int, g1: int, out: LightGraph) -> None:
                 kk = b[q]
                 q += 1
                 if kk >= 0x80:
-                    kk, q = _varint(b, q - 1)
+                    kk, q = varint(b, q - 1)
                 if kk & 7 != 2:
-                    q = _skip(b, q, kk & 7)
+                    q = skip(b, q, kk & 7)
                     continue
                 m = b[q]
                 q += 1
                 if m >= 0x80:
-                    m, q = _varint(b, q - 1)
+                    m, q = varint(b, q - 1)
                 if kk == _NODE_IN:
                     nin.append(b[q : q + m].decode())
                 elif kk == _NODE_OUT:
@@ -177,31 +128,32 @@ def _read_graph(b: _Buf, p: int, g1: int, out: LightGraph) -> None:
                 elif kk == _NODE_DOMAIN:
                     domain = b[q : q + m].decode()
                 elif kk == _NODE_META:
-                    meta.setdefault(idx, {})[_string(b, q, q + m, _ENTRY_KEY)] = _string(b, q, q + m, _ENTRY_VALUE)
+                    key = string_field(b, q, q + m, _ENTRY_KEY)
+                    meta.setdefault(idx, {})[key] = string_field(b, q, q + m, _ENTRY_VALUE)
                 q += m
             if q != e:
-                raise _Bad("truncated node")
+                raise WireError("truncated node")
             names.append(name)
             ops.append(op)
             domains.append(domain)
             ins.append(nin)
             outs.append(nout)
         elif k == _GRAPH_INIT:
-            out.weights.add(_string(b, p, e, _TENSOR_NAME))
+            out.weights.add(string_field(b, p, e, _TENSOR_NAME))
         elif k == _GRAPH_SPARSE_INIT:
             q = p
             while q < e:  # SparseTensorProto.values is a TensorProto named as the weight
-                kk, q = _varint(b, q)
+                kk, q = varint(b, q)
                 if kk == _SPARSE_VALUES:
-                    m, q = _varint(b, q)
-                    out.weights.add(_string(b, q, q + m, _TENSOR_NAME))
+                    m, q = varint(b, q)
+                    out.weights.add(string_field(b, q, q + m, _TENSOR_NAME))
                     q += m
                 else:
-                    q = _skip(b, q, kk & 7)
+                    q = skip(b, q, kk & 7)
         elif k == _GRAPH_INPUT:
-            out.graph_inputs.append(_string(b, p, e, _VALUE_NAME))
+            out.graph_inputs.append(string_field(b, p, e, _VALUE_NAME))
         elif k == _GRAPH_OUTPUT:
-            out.graph_outputs.append(_string(b, p, e, _VALUE_NAME))
+            out.graph_outputs.append(string_field(b, p, e, _VALUE_NAME))
         elif k == _GRAPH_NAME:
             out.name = b[p:e].decode()
         p = e
@@ -218,33 +170,33 @@ def read_light(path: str | os.PathLike[str]) -> LightGraph | None:
         p = 0
         found = False
         while p < size:
-            k, p = _varint(b, p)
+            k, p = varint(b, p)
             if k & 7 != 2:
                 if k == _MODEL_IR:
-                    out.ir_version, p = _varint(b, p)
+                    out.ir_version, p = varint(b, p)
                 else:
-                    p = _skip(b, p, k & 7)
+                    p = skip(b, p, k & 7)
                 continue
-            n, p = _varint(b, p)
+            n, p = varint(b, p)
             e = p + n
             if e > size:
-                raise _Bad("truncated")
+                raise WireError("truncated")
             if k == _MODEL_GRAPH and not found:
                 found = True
                 _read_graph(b, p, e, out)
             elif k == _MODEL_OPSET:
-                dom = _string(b, p, e, _OPSET_DOMAIN)
+                dom = string_field(b, p, e, _OPSET_DOMAIN)
                 q, ver = p, 0
                 while q < e:
-                    kk, q = _varint(b, q)
+                    kk, q = varint(b, q)
                     if kk == _OPSET_VERSION:
-                        ver, q = _varint(b, q)
+                        ver, q = varint(b, q)
                     else:
-                        q = _skip(b, q, kk & 7)
+                        q = skip(b, q, kk & 7)
                 out.opsets[dom or "ai.onnx"] = ver
             p = e
         if not found or p != size:
             return None
-    except (_Bad, IndexError, ValueError, OSError, MemoryError):
+    except (WireError, IndexError, ValueError, OSError, MemoryError):
         return None
     return out

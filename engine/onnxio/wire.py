@@ -1,4 +1,6 @@
-"""Read an ONNX file's structure straight from the protobuf wire format, skipping weight bytes.
+"""The protobuf wire format, read by hand: the primitives (:func:`varint`, :func:`skip`, :func:`string_field`) and an
+ONNX file's structure without its weight bytes. The light first pass (:mod:`splitscope.engine.onnxio.light`) reads
+the graph's columns with the same primitives.
 
 ``onnx.load`` decodes every byte of every weight. Analysis needs the graph,
 and of each large initializer only its name, type and dims. This module maps
@@ -59,20 +61,69 @@ class WireError(ValueError):
     """The bytes are not well-formed protobuf (truncated or not ONNX)."""
 
 
-def _varint(buf: memoryview | bytes, pos: int, end: int) -> tuple[int, int]:
-    result = 0
-    shift = 0
+Buf = bytes | memoryview | mmap.mmap
+"""What the reader reads: a file's bytes, a view of them, or a map of the file."""
+
+
+def varint(b: Buf, p: int) -> tuple[int, int]:
+    """The varint at ``b[p]`` and the position after it (``IndexError`` past the end of ``b``)."""
+    r = b[p]
+    if r < 0x80:
+        return r, p + 1
+    r &= 0x7F
+    s = 7
+    p += 1
     while True:
-        if pos >= end:
-            raise WireError("truncated varint")
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return result, pos
-        shift += 7
-        if shift > 63:
+        x = b[p]
+        p += 1
+        r |= (x & 0x7F) << s
+        if x < 0x80:
+            return r, p
+        s += 7
+        if s > 63:
             raise WireError("varint too long")
+
+
+def skip(b: Buf, p: int, wt: int) -> int:
+    """The position after the payload of wire type ``wt`` that starts at ``b[p]``."""
+    if wt == 0:
+        while b[p] >= 0x80:
+            p += 1
+        return p + 1
+    if wt == 2:
+        n, p = varint(b, p)
+        return p + n
+    if wt == 1:
+        return p + 8
+    if wt == 5:
+        return p + 4
+    raise WireError(f"wire type {wt} is not valid protobuf")
+
+
+def string_field(b: Buf, p: int, e: int, tag: int) -> str:
+    """The first field of key ``tag`` (a string) of the message ``b[p:e]``, or ''."""
+    while p < e:
+        k, p = varint(b, p)
+        if k & 7 == 2:
+            n, p = varint(b, p)
+            if k == tag:
+                return bytes(b[p : p + n]).decode()
+            p += n
+        else:
+            p = skip(b, p, k & 7)
+    return ""
+
+
+def _varint(buf: Buf, pos: int, end: int) -> tuple[int, int]:
+    """:func:`varint`, held to ``buf[:end]``."""
+    try:
+        if pos < end:
+            v, pos = varint(buf, pos)
+            if pos <= end:
+                return v, pos
+    except IndexError:
+        pass
+    raise WireError("truncated varint")
 
 
 def _fields(buf: memoryview | bytes, start: int, end: int):  # type: ignore[no-untyped-def]
