@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator, Mapping, MutableMapping
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -273,29 +273,53 @@ def fold_constants(
     its enclosing scopes'), never a sibling's. A node whose output would exceed 64k elements is not run.
     Recurses into bodies; returns nodes folded. ``state``: the same graph's folding from an earlier pass, carried
     on (a graph with bodies is looked at whole each time)."""
-    import numpy as np
-    from onnx import numpy_helper
-    from onnx.reference import ReferenceEvaluator
-    from splitscope.engine.onnxio import fold_ops
+    return _Folder(g, opset, known, inferred, budget, outer, state).run()
 
-    budget = budget if budget is not None else FoldBudget()
-    shapes: Mapping[str, tuple[int, ...]] = LazyShapes(inferred, outer) if inferred is not None else dict(outer or {})
-    first = state is None or state.pending is None
-    state = state if state is not None else FoldState(dict(known or {}))
-    known, never = state.known, state.never
-    if first:
-        for init in g.initializer:  # converted when a node needs them (_value)
+
+class _Folder:
+    """One pass of :func:`fold_constants` over one graph: what it knows, what never folds, what a later pass may."""
+
+    def __init__(
+        self,
+        g: onnx.GraphProto,
+        opset: int,
+        known: dict[str, object] | None,
+        inferred: onnx.GraphProto | None,
+        budget: FoldBudget | None,
+        outer: Mapping[str, tuple[int, ...]] | None,
+        state: FoldState | None,
+    ) -> None:
+        self.g, self.opset = g, opset
+        self.budget = budget if budget is not None else FoldBudget()
+        self.shapes: Mapping[str, tuple[int, ...]] = (
+            LazyShapes(inferred, outer) if inferred is not None else dict(outer or {})
+        )
+        first = state is None or state.pending is None
+        self.state = state if state is not None else FoldState(dict(known or {}))
+        self.known, self.never = self.state.known, self.state.never
+        if first:
+            self._seed()
+        self.twins = inferred.node if inferred is not None and len(inferred.node) == len(g.node) else None
+        self.folded = 0
+        self.later: list[int] = []  # the nodes a later pass may still fold
+
+    def _seed(self) -> None:
+        known, never = self.known, self.never
+        for init in self.g.initializer:  # converted when a node needs them (_value)
             if init.data_location != onnx.TensorProto.EXTERNAL and math.prod(init.dims) <= _FOLD_ELEMENTS:
                 known[init.name] = init
             elif init.name not in known:
-                never.add(init.name)  # a large weight: what reads it never folds (its Shape does, above)
-        never.update(vi.name for vi in g.input if vi.name not in known)
-    twins = inferred.node if inferred is not None and len(inferred.node) == len(g.node) else None
-    folded = 0
-    later: list[int] = []  # the nodes a later pass may still fold
-    nodes = g.node
-    for i in range(len(nodes)) if state.pending is None else state.pending:
-        n = nodes[i]
+                never.add(init.name)  # a large weight: what reads it never folds (its Shape does, below)
+        never.update(vi.name for vi in self.g.input if vi.name not in known)
+
+    def run(self) -> int:
+        nodes = self.g.node
+        for i in range(len(nodes)) if self.state.pending is None else self.state.pending:
+            self._node(i, nodes[i])
+        self.state.pending = self.later
+        return self.folded
+
+    def _node(self, i: int, n: onnx.NodeProto) -> None:
         op, standard = n.op_type, n.domain in ("", "ai.onnx")
         bodies = (
             [a for a in n.attribute if a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS)]
@@ -303,77 +327,81 @@ def fold_constants(
             else None
         )
         if bodies:
-            later.append(i)
-            twin = {a.name: a for a in twins[i].attribute} if twins is not None else {}
-            for a in bodies:
-                mine = [a.g] if a.type == AttributeProto.GRAPH else list(a.graphs)
-                other = twin.get(a.name)
-                theirs = ([other.g] if a.type == AttributeProto.GRAPH else list(other.graphs)) if other else []
-                for k, sg in enumerate(mine):
-                    folded += fold_constants(sg, opset, known, theirs[k] if k < len(theirs) else None, budget, shapes)
-            continue
-        if not standard or op in _NO_FOLD:
-            never.update(n.output)
-            continue
-        if op == "Constant":
+            self.later.append(i)
+            self._bodies(i, bodies)
+        elif not standard or op in _NO_FOLD:
+            self.never.update(n.output)
+        elif op == "Constant":
             value = _constant_value(n)
             if value is not None and n.output and n.output[0]:
-                known[n.output[0]] = value
+                self.known[n.output[0]] = value
             else:
-                never.update(n.output)
-            continue
-        if op in ("Shape", "Size") and n.output and n.output[0] in known:
-            continue
-        if op in ("Shape", "Size") and n.input and n.input[0] not in shapes:
-            later.append(i)  # its input may be typed by the next pass
-            continue
-        if op in ("Shape", "Size") and n.input:
-            shape = shapes[n.input[0]]
-            if n.op_type == "Size":
-                value = np.array(math.prod(shape), np.int64)
-            else:
-                attrs = {a.name: a.i for a in n.attribute}
-                start, end = attrs.get("start", 0), attrs.get("end", len(shape))
-                value = np.array(shape[slice(start, end)], np.int64)
-            known[n.output[0]] = value
-            g.node[i].CopyFrom(
-                onnx.helper.make_node("Constant", [], [n.output[0]], value=numpy_helper.from_array(value, n.output[0]))
-            )
-            folded += 1
-            continue
+                self.never.update(n.output)
+        elif not (op in ("Shape", "Size") and self._shape(i, n)):
+            self._evaluate(i, n)
+
+    def _bodies(self, i: int, bodies: list[onnx.AttributeProto]) -> None:
+        """Fold inside each body of node ``i``, each read with its twin's shapes (the same body after inference)."""
+        twin = {a.name: a for a in self.twins[i].attribute} if self.twins is not None else {}
+        for a in bodies:
+            mine = [a.g] if a.type == AttributeProto.GRAPH else list(a.graphs)
+            other = twin.get(a.name)
+            theirs = ([other.g] if a.type == AttributeProto.GRAPH else list(other.graphs)) if other else []
+            for k, sg in enumerate(mine):
+                inferred = theirs[k] if k < len(theirs) else None
+                self.folded += fold_constants(sg, self.opset, self.known, inferred, self.budget, self.shapes)
+
+    def _shape(self, i: int, n: onnx.NodeProto) -> bool:
+        """Fold a ``Shape`` or ``Size`` of a typed tensor; False where it is left to the generic path (no input)."""
+        import numpy as np
+        from onnx import numpy_helper
+
+        if n.output and n.output[0] in self.known:
+            return True
+        if not n.input:
+            return False
+        if n.input[0] not in self.shapes:
+            self.later.append(i)  # its input may be typed by the next pass
+            return True
+        shape = self.shapes[n.input[0]]
+        if n.op_type == "Size":
+            value = np.array(math.prod(shape), np.int64)
+        else:
+            attrs = {a.name: a.i for a in n.attribute}
+            start, end = attrs.get("start", 0), attrs.get("end", len(shape))
+            value = np.array(shape[slice(start, end)], np.int64)
+        self.known[n.output[0]] = value
+        self.g.node[i].CopyFrom(
+            onnx.helper.make_node("Constant", [], [n.output[0]], value=numpy_helper.from_array(value, n.output[0]))
+        )
+        self.folded += 1
+        return True
+
+    def _evaluate(self, i: int, n: onnx.NodeProto) -> None:
+        """Run a node whose inputs are all known and small, and put Constants of its outputs in its place."""
+        import numpy as np
+        from onnx import numpy_helper
+
+        known, never = self.known, self.never
         ins = [x for x in n.input if x]
         key = n.output[0] if n.output else ""
-        if not n.input or key in budget.refused or any(x in never for x in ins):
+        if not n.input or key in self.budget.refused or any(x in never for x in ins):
             never.update(n.output)
-            continue
+            return
         if not all(x in known for x in ins):
-            later.append(i)
-            continue
+            self.later.append(i)
+            return
         values = {x: _value(known, x) for x in ins}
         if any(v is None for v in values.values()):
             never.update(n.output)
-            continue
-        size = _estimate(n, known, shapes)
-        if size is not None and size > _FOLD_ELEMENTS:
-            budget.refused.add(key)
-            never.update(n.output)
-            continue
-        outs = fold_ops.evaluate(n, [values[x] if x else None for x in n.input])
-        if outs is None:  # an op (or input type) numpy is not given here: the reference evaluator, on a budget
-            if budget.left <= 0:
-                never.update(n.output)
-                continue
-            budget.left -= 1
-            try:
-                outs = ReferenceEvaluator(n, opsets={"": opset}).run(None, values)
-            except Exception:  # noqa: BLE001 - best effort: a node the reference cannot run stays for inference
-                budget.refused.add(key)
-                never.update(n.output)
-                continue
+            return
+        size = _estimate(n, known, self.shapes)
+        outs, spent = (None, False) if size is not None and size > _FOLD_ELEMENTS else self._outputs(n, values)
         if not outs or any(not isinstance(o, np.ndarray) or o.size > _FOLD_ELEMENTS for o in outs):
-            budget.refused.add(key)
+            if not spent:
+                self.budget.refused.add(key)
             never.update(n.output)
-            continue
+            return
         consts = []
         for name, value in zip(n.output, outs, strict=False):
             if not name:
@@ -382,10 +410,25 @@ def fold_constants(
             known[name] = arr
             consts.append(onnx.helper.make_node("Constant", [], [name], value=numpy_helper.from_array(arr, name)))
         if len(consts) == 1:
-            g.node[i].CopyFrom(consts[0])
-            folded += 1
-    state.pending = later
-    return folded
+            self.g.node[i].CopyFrom(consts[0])
+            self.folded += 1
+
+    def _outputs(self, n: onnx.NodeProto, values: dict[str, np.ndarray | None]) -> tuple[Sequence[object] | None, bool]:
+        """The node's outputs by numpy's rules, else by the reference evaluator on a budget (None: it does not run),
+        and whether the budget was spent (then the node is not refused for good)."""
+        from onnx.reference import ReferenceEvaluator
+        from splitscope.engine.onnxio import fold_ops
+
+        outs = fold_ops.evaluate(n, [values[x] if x else None for x in n.input])
+        if outs is not None:
+            return outs, False
+        if self.budget.left <= 0:
+            return None, True
+        self.budget.left -= 1
+        try:
+            return list(ReferenceEvaluator(n, opsets={"": self.opset}).run(None, values)), False
+        except Exception:  # noqa: BLE001 - best effort: a node the reference cannot run stays for inference
+            return None, False
 
 
 def fixed_model(
