@@ -17,13 +17,16 @@ import time
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splitscope.engine.errors import SplitscopeError
 from splitscope.engine.jobs import CancelToken, JobEvent, Progress
 from splitscope.engine.model import GraphModel, Status
 from splitscope.engine.onnxio.writer import ModelWriter, has_external_data
 from splitscope.engine.runtime.written import ort_crashes_on, verify_written
+
+if TYPE_CHECKING:
+    import onnx
 
 RTOL, ATOL = 1e-3, 1e-4
 """Outputs must agree this closely (numpy.allclose) for the optimized model to be kept."""
@@ -174,10 +177,7 @@ def optimize_export(
 ) -> Generator[JobEvent, None, OptimizeResult]:
     """Optimize ``source`` into ``output`` (a job generator); raises :class:`OptimizeError` and writes
     nothing when the optimizer fails or its result does not pass every check."""
-    import numpy as np
-    import onnx
     from splitscope.engine.jobs import run_to_end
-    from splitscope.engine.onnxio.loader import load_model
     from splitscope.engine.split.analyze import analyze
 
     cancel = cancel or CancelToken()
@@ -189,6 +189,29 @@ def optimize_export(
     yield Progress("optimize", 0, 6, f"Analysing {src.name}")
     before_gm = yield from analyze(src, parser=parser, dims=dims, cancel=cancel)
     yield Progress("optimize", 1, 6, "Running the ONNX optimizer (onnxscript)")
+    model, optimized, seconds, version = _optimize(src, cancel)
+    notes: list[str] = []
+    with ModelWriter(out, external=has_external_data(src) or None) as writer:
+        yield Progress("optimize", 2, 6, "Checking the optimized model (onnx.checker)")
+        tmp = writer.save(optimized)
+        _check_written(tmp, src)
+        cancel.raise_if_cancelled()
+        yield Progress("optimize", 3, 6, "Comparing outputs with ONNX Runtime on seeded inputs")
+        compared = _compare(src, model, tmp, dims, cancel, notes)
+        yield Progress("optimize", 4, 6, "Analysing the optimized model")
+        after_gm = run_to_end(analyze(tmp, parser=parser, dims=dims, cancel=cancel))
+        after_gm.path = out
+        cancel.raise_if_cancelled()
+        writer.commit()
+    yield Progress("optimize", 6, 6, "Done")
+    before, after = SplitFigures.of(before_gm), SplitFigures.of(after_gm)
+    return OptimizeResult(src, out, before, after, version, seconds, *compared, notes, after_gm)
+
+
+def _optimize(src: Path, cancel: CancelToken) -> tuple[onnx.ModelProto, onnx.ModelProto, float, str]:
+    """The model as read, as onnxscript's optimizer leaves it, the seconds it took, and the optimizer named."""
+    import onnx
+
     try:
         import onnxscript
         from onnxscript import optimizer
@@ -205,91 +228,88 @@ def optimize_export(
         raise OptimizeError(f"The optimizer failed on {src.name} ({_one_line(e)}); nothing was written.") from None
     seconds = time.perf_counter() - t0
     cancel.raise_if_cancelled()
-    notes: list[str] = []
-    with ModelWriter(out, external=has_external_data(src) or None) as writer:
-        yield Progress("optimize", 2, 6, "Checking the optimized model (onnx.checker)")
-        tmp = writer.save(optimized)
-        try:
-            onnx.checker.check_model(str(tmp), full_check=False)
-        except Exception as e:  # noqa: BLE001
+    return model, optimized, seconds, f"onnxscript {onnxscript.__version__}"
+
+
+def _check_written(tmp: Path, src: Path) -> None:
+    """The written model passes ONNX's checker and our own loader, or :class:`OptimizeError` says which not."""
+    import onnx
+    from splitscope.engine.onnxio.loader import load_model
+
+    try:
+        onnx.checker.check_model(str(tmp), full_check=False)
+    except Exception as e:  # noqa: BLE001
+        raise OptimizeError(
+            f"The optimizer broke {src.name}: onnx.checker rejects its output ({_one_line(e)}); nothing was written."
+        ) from None
+    try:
+        load_model(tmp)
+    except SplitscopeError as e:
+        raise OptimizeError(f"The optimizer broke {src.name}: {e.message} Nothing was written.") from None
+
+
+def _compare(
+    src: Path, model: onnx.ModelProto, tmp: Path, dims: dict[str, int] | None, cancel: CancelToken, notes: list[str]
+) -> tuple[bool, float | None, float | None, int]:
+    """The original and the written model run in ONNX Runtime on the same seeded inputs: (compared, max abs, max
+    rel, outputs compared). Where either cannot run safely the comparison is skipped with a note."""
+    if ort_crashes_on(src, dims, cancel):  # the user's own model: never run in this process if ORT dies on it
+        ref, feeds, why, used = None, {}, "ONNX Runtime's CPU provider crashes on it", None
+    else:
+        ref, feeds, why, used = _reference(src, model, dims)
+    if ref is None:
+        notes.append(f"Outputs not compared: ONNX Runtime cannot run the original ({why}).")
+    checks = verify_written(tmp, used or dims, source=src, cancel=cancel)
+    if checks.ort not in ("runs", "sizes"):
+        notes.append(checks.notes[0])
+    if ref is not None and checks.ort in ("crashes", "not-run", "timeout"):
+        notes.append("Outputs not compared: ONNX Runtime could not run the optimized model safely (above).")
+        ref = None
+    if ref is None:
+        return False, None, None, 0
+    try:
+        got = _run(tmp, feeds, basic=checks.ort == "crashes-at-default")
+    except Exception as e:  # noqa: BLE001
+        raise OptimizeError(
+            f"The optimizer broke {src.name}: ONNX Runtime runs the original but not the "
+            f"optimized model ({_one_line(e)}); nothing was written."
+        ) from None
+    if len(got) != len(ref):
+        n, m = len(got), len(ref)
+        raise OptimizeError(f"The optimized model has {n} outputs, the original {m}; nothing was written.")
+    max_abs, max_rel = _differences(ref, got)
+    return True, max_abs, max_rel, len(ref)
+
+
+def _differences(ref: list[Any], got: list[Any]) -> tuple[float, float]:
+    """The largest absolute and relative differences between two runs' outputs; :class:`OptimizeError` where an
+    output changed shape, a float output past the tolerances, or an integer or boolean output at all."""
+    import numpy as np
+
+    max_abs, max_rel = 0.0, 0.0
+    for a, b in zip(ref, got, strict=True):
+        a, b = np.asarray(a), np.asarray(b)
+        if a.shape != b.shape:
             raise OptimizeError(
-                f"The optimizer broke {src.name}: onnx.checker rejects its output "
-                f"({_one_line(e)}); nothing was written."
-            ) from None
-        try:
-            load_model(tmp)
-        except SplitscopeError as e:
-            raise OptimizeError(f"The optimizer broke {src.name}: {e.message} Nothing was written.") from None
-        cancel.raise_if_cancelled()
-        yield Progress("optimize", 3, 6, "Comparing outputs with ONNX Runtime on seeded inputs")
-        compared, max_abs, max_rel, n_out = False, None, None, 0
-        if ort_crashes_on(src, dims, cancel):  # the user's own model: never run in this process if ORT dies on it
-            ref, feeds, why, used = None, {}, "ONNX Runtime's CPU provider crashes on it", None
-        else:
-            ref, feeds, why, used = _reference(src, model, dims)
-        if ref is None:
-            notes.append(f"Outputs not compared: ONNX Runtime cannot run the original ({why}).")
-        checks = verify_written(tmp, used or dims, source=src, cancel=cancel)
-        if checks.ort not in ("runs", "sizes"):
-            notes.append(checks.notes[0])
-        if ref is not None and checks.ort in ("crashes", "not-run", "timeout"):
-            notes.append("Outputs not compared: ONNX Runtime could not run the optimized model safely (above).")
-            ref = None
-        if ref is not None:
-            try:
-                got = _run(tmp, feeds, basic=checks.ort == "crashes-at-default")
-            except Exception as e:  # noqa: BLE001
+                f"An output changed shape ({list(a.shape)} to {list(b.shape)}) in the optimized model; nothing was "
+                "written."
+            )
+        if a.dtype.kind not in "fc":
+            if not np.array_equal(a, b):
                 raise OptimizeError(
-                    f"The optimizer broke {src.name}: ONNX Runtime runs the original but not the "
-                    f"optimized model ({_one_line(e)}); nothing was written."
-                ) from None
-            if len(got) != len(ref):
-                raise OptimizeError(
-                    f"The optimized model has {len(got)} outputs, the original {len(ref)}; nothing was written."
+                    "An integer or boolean output of the optimized model differs from the original's; nothing was "
+                    "written."
                 )
-            max_abs, max_rel = 0.0, 0.0
-            for a, b in zip(ref, got, strict=True):
-                a, b = np.asarray(a), np.asarray(b)
-                if a.shape != b.shape:
-                    raise OptimizeError(
-                        f"An output changed shape ({list(a.shape)} to {list(b.shape)}) in the "
-                        "optimized model; nothing was written."
-                    )
-                if a.dtype.kind in "fc":
-                    diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
-                    finite = np.isfinite(diff)
-                    if diff.size and finite.any():
-                        max_abs = max(max_abs, float(diff[finite].max()))
-                        scale = np.abs(a.astype(np.float64))[finite]
-                        max_rel = max(max_rel, float((diff[finite] / np.maximum(scale, 1e-12)).max()))
-                    if not np.allclose(a, b, rtol=RTOL, atol=ATOL, equal_nan=True):
-                        raise OptimizeError(
-                            f"The optimized model's outputs differ from the original's (max abs "
-                            f"{max_abs:.3g}, past rtol {RTOL} / atol {ATOL}); nothing was written."
-                        )
-                elif not np.array_equal(a, b):
-                    raise OptimizeError(
-                        "An integer or boolean output of the optimized model differs from the "
-                        "original's; nothing was written."
-                    )
-            compared, n_out = True, len(ref)
-        yield Progress("optimize", 4, 6, "Analysing the optimized model")
-        after_gm = run_to_end(analyze(tmp, parser=parser, dims=dims, cancel=cancel))
-        after_gm.path = out
-        cancel.raise_if_cancelled()
-        writer.commit()
-    yield Progress("optimize", 6, 6, "Done")
-    return OptimizeResult(
-        src,
-        out,
-        SplitFigures.of(before_gm),
-        SplitFigures.of(after_gm),
-        f"onnxscript {onnxscript.__version__}",
-        seconds,
-        compared,
-        max_abs,
-        max_rel,
-        n_out,
-        notes,
-        after_gm,
-    )
+            continue
+        diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
+        finite = np.isfinite(diff)
+        if diff.size and finite.any():
+            max_abs = max(max_abs, float(diff[finite].max()))
+            scale = np.abs(a.astype(np.float64))[finite]
+            max_rel = max(max_rel, float((diff[finite] / np.maximum(scale, 1e-12)).max()))
+        if not np.allclose(a, b, rtol=RTOL, atol=ATOL, equal_nan=True):
+            raise OptimizeError(
+                f"The optimized model's outputs differ from the original's (max abs {max_abs:.3g}, past rtol {RTOL} "
+                f"/ atol {ATOL}); nothing was written."
+            )
+    return max_abs, max_rel
