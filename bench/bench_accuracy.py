@@ -20,8 +20,9 @@ from pathlib import Path
 import numpy as np
 import onnx
 import onnxruntime as ort
-from splitscope.engine.calib.calibrate import _heldout, calibrate
+from splitscope.engine.calib.calibrate import calibrate
 from splitscope.engine.calib.data import batches, open_data
+from splitscope.engine.calib.steps import heldout_data
 from splitscope.engine.jobs import run_to_end
 from splitscope.engine.onnxio.concrete import classify_dims
 from splitscope.engine.runtime.inputs import input_specs
@@ -103,7 +104,7 @@ def main() -> None:
             dims = classify_dims(proto, real.dims).values
             cdata = open_data(str(photos), specs, len(real.calibrate_on), dims, recipe=real.recipe)
             calib = list(batches(cdata))
-            held = list(batches(_heldout(cdata, specs, dims, len(real.calibrate_on), 2)))
+            held = list(batches(heldout_data(cdata, specs, dims, len(real.calibrate_on), 2)))
             row: dict[str, object] = {"model": real.id}
             for precision in ("int8", "fp16"):
                 out = tmp / f"{real.id}.{precision}.onnx"

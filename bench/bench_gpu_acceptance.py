@@ -24,8 +24,9 @@ from typing import Any
 
 import numpy as np
 import onnx
-from splitscope.engine.calib.calibrate import _heldout, calibrate
+from splitscope.engine.calib.calibrate import calibrate
 from splitscope.engine.calib.data import batches, open_data
+from splitscope.engine.calib.steps import heldout_data
 from splitscope.engine.jobs import run_to_end
 from splitscope.engine.onnxio.concrete import classify_dims
 from splitscope.engine.runtime.feeds import input_rules
@@ -139,7 +140,7 @@ def calib_rows(real: Any, path: Path, backend: str, tmp: Path, site: Path) -> di
     dims = classify_dims(proto, real.dims).values
     n = len(real.calibrate_on)
     cdata = open_data(str(photos), specs, n, dims, recipe=real.recipe)
-    held = list(batches(_heldout(cdata, specs, dims, n, 2)))
+    held = list(batches(heldout_data(cdata, specs, dims, n, 2)))
     row: dict[str, Any] = {}
     for precision in ("int8", "fp16"):
         out = tmp / f"{real.id}.{precision}.onnx"

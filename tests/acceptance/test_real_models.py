@@ -164,15 +164,15 @@ def _held_out_feeds(
 ) -> list[dict[str, np.ndarray]]:
     """The held-out samples calibrate compares on: the files past the calibration set, prepared by the recipe."""
     import onnx
-    from splitscope.engine.calib.calibrate import _heldout
     from splitscope.engine.calib.data import batches, open_data
+    from splitscope.engine.calib.steps import heldout_data
     from splitscope.engine.onnxio.concrete import classify_dims
 
     proto = onnx.load(str(path), load_external_data=False)
     specs = input_specs(proto)
     values = classify_dims(proto, dims).values
     cdata = open_data(str(kw["data"]), specs, int(kw["samples"]), values, recipe=kw.get("recipe"))  # type: ignore[arg-type]
-    return list(batches(_heldout(cdata, specs, values, int(kw["samples"]), heldout)))
+    return list(batches(heldout_data(cdata, specs, values, int(kw["samples"]), heldout)))
 
 
 def _independent(real: Real, packages: Path, path: Path) -> tuple[int, int]:
