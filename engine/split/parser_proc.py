@@ -206,158 +206,171 @@ class Session:
     def run(self) -> dict[str, Any]:
         """Iterate until every node is proven or nothing more can be named."""
         t0 = time.perf_counter()
-        precut: list[int] = []
+        keep0: list[int] = []
         if self.cut:
             n_nodes = len(self.load_proto().graph.node)
-            precut = [i for i in self.cut if 0 <= i < n_nodes]
-        if precut:
-            gone = set(precut)
-            keep0 = [i for i in range(n_nodes) if i not in gone]
-            if not keep0:
-                return {
-                    "event": "result",
-                    "plugin": {},
-                    "unverified": {},
-                    "calls": 0,
-                    "first_call": {},
-                    "notes": [],
-                    "seconds": time.perf_counter() - t0,
-                }
-            ok, errors, subgraphs = self.call(self.cut_model(keep0))
-        else:
-            keep0 = []
-            ok, errors, subgraphs = self.call(self.data)
+            gone = {i for i in self.cut if 0 <= i < n_nodes}
+            keep0 = [i for i in range(n_nodes) if i not in gone] if gone else []
+            if gone and not keep0:
+                return _Naming(self, [], {}, t0, read=False).result()
+        ok, errors, subgraphs = self.call(self.cut_model(keep0) if keep0 else self.data)
         first = {
             "supported": ok,
             "subgraphs": subgraphs,
             "errors": [{"node": e[0], "name": e[1], "op": e[2], "desc": e[3], "stack": e[4]} for e in errors],
         }
         emit({"event": "progress", "call": 1, "seconds": time.perf_counter() - t0})
-        plugin: dict[int, str] = {}
-        unverified: dict[int, str] = {}
-        notes: list[str] = []
-
-        def result() -> dict[str, Any]:
-            return {
-                "event": "result",
-                "plugin": plugin,
-                "unverified": unverified,
-                "calls": self.calls,
-                "first_call": first,
-                "notes": notes,
-                "seconds": time.perf_counter() - t0,
-            }
-
         if ok:
-            return result()
-        full = self.load_proto()
-        nodes = full.graph.node
-        by_name: dict[str, int] = {}
-        nested: dict[str, int] = {}
-        for i, n in enumerate(nodes):
-            if n.name:
-                by_name.setdefault(n.name, i)
-            for inner in _body_node_names(n):
-                nested.setdefault(inner, i)
-        sig_cache: dict[int, str] = {}
-
-        def sig(i: int) -> str:
-            s = sig_cache.get(i)
-            if s is None:
-                s = sig_cache[i] = _signature(nodes[i], self.types, self.consts)
-            return s
-
-        keep = keep0 or list(range(len(nodes)))
-        retyped = False
-        while True:
-            new: dict[int, str] = {}
-            doubtful: dict[int, str] = {}
-            model_level: list[str] = []
-            for node_idx, name, _op, desc, stack in errors:
-                orig = None
-                if 0 <= node_idx < len(keep):
-                    cand = keep[node_idx]
-                    if not name or nodes[cand].name == name:
-                        orig = cand
-                if orig is None and name in by_name:
-                    orig = by_name[name]
-                if orig is None and stack:
-                    # Inside a model-local function: the stack's first entry is "call-node (Function)".
-                    caller = stack[0].rsplit(" (", 1)[0]
-                    if caller in by_name and by_name[caller] in keep:
-                        orig = by_name[caller]
-                        desc = f"in its function body, node '{name}' ({_op}): {desc}"
-                if orig is None and name in nested and nested[name] in keep:
-                    orig = nested[name]
-                    desc = f"in its body, node '{name}' ({_op}): {desc}"
-                if orig is None:
-                    model_level.append(desc)
-                    continue
-                if orig in plugin or orig in unverified or orig in new or orig in doubtful:
-                    continue
-                guessed = [i for i in nodes[orig].input if i in self.guessed]
-                if guessed:
-                    doubtful[orig] = (
-                        f"the parser rejected it, but it reads '{guessed[0]}', whose type or shape "
-                        f"had to be guessed at a cut boundary: {desc}"
-                    )
-                else:
-                    new[orig] = desc
-            # A failing op kind is often reported once: cut its look-alikes with it.
-            if new:
-                wanted = {sig(i): i for i in new}
-                for i in keep:
-                    if i not in new and i not in doubtful:
-                        first_bad = wanted.get(sig(i))
-                        if first_bad is not None:
-                            label = nodes[first_bad].name or f"#{first_bad}"
-                            new[i] = f"{new[first_bad]} ({SIGNATURE_NOTE.format(label)})"
-            if not new and not doubtful and model_level:
-                for i in keep:
-                    n = nodes[i]
-                    for nm in (*n.input, *n.output):
-                        tt = self.types.get(nm)
-                        if tt is not None and tt[0] and tt[0] not in _TRT_TYPES:
-                            dt = onnx.TensorProto.DataType.Name(tt[0])
-                            new[i] = (
-                                f"tensor '{nm}' is {dt}, a type TensorRT does not have (the parser "
-                                f"failed the model without naming a node: {model_level[0]})"
-                            )
-                            break
-            if not new and not doubtful and not retyped and model_level:
-                # Untyped graph outputs fail the whole model; retry once with inferred types.
-                retyped = True
-                ok, errors, _ = self.call(self.cut_model(keep))
-                if ok:
-                    return result()
-                continue
-            if not new and not doubtful:
-                for i in keep:
-                    unverified[i] = "the parser stopped without naming a node" + (
-                        f" ({model_level[0]})" if model_level else ""
-                    )
-                notes.append(
-                    f"The parser stopped without naming a node; {len(keep)} "
-                    f"node{'' if len(keep) == 1 else 's'} unverified."
-                )
-                return result()
-            plugin.update(new)
-            unverified.update(doubtful)
-            keep = [i for i in keep if i not in new and i not in doubtful]
-            emit(
-                {
-                    "event": "progress",
-                    "call": self.calls,
-                    "plugin": len(plugin),
-                    "remaining": len(keep),
-                    "seconds": time.perf_counter() - t0,
-                }
-            )
-            if not keep:
-                return result()
-            ok, errors, _ = self.call(self.cut_model(keep))
+            return _Naming(self, [], first, t0, read=False).result()
+        naming = _Naming(self, keep0, first, t0)
+        while not naming.step(errors):
+            ok, errors, _ = self.call(self.cut_model(naming.keep))
             if ok:
-                return result()
+                break
+        return naming.result()
+
+
+_Error = tuple[int, str, str, str, list[str]]
+"""A parser error: (node index in the model parsed, node name, op, description, local function stack)."""
+
+
+class _Naming:
+    """The nodes the parser has named so far (plugin, or unverified where it read a guessed type) and the nodes
+    still kept: each :meth:`step` reads one call's errors and cuts what they name."""
+
+    def __init__(self, session: Session, keep0: list[int], first: dict[str, Any], t0: float, read: bool = True) -> None:
+        self.s, self.first, self.t0 = session, first, t0
+        self.plugin: dict[int, str] = {}
+        self.unverified: dict[int, str] = {}
+        self.notes: list[str] = []
+        self.retyped = False
+        self.keep: list[int] = []
+        if not read:
+            return  # nothing to name (the model parsed, or nothing was left to parse): the model is not decoded
+        self.nodes = session.load_proto().graph.node
+        self.keep = keep0 or list(range(len(self.nodes)))
+        self.by_name: dict[str, int] = {}
+        self.nested: dict[str, int] = {}
+        for i, n in enumerate(self.nodes):
+            if n.name:
+                self.by_name.setdefault(n.name, i)
+            for inner in _body_node_names(n):
+                self.nested.setdefault(inner, i)
+        self._sigs: dict[int, str] = {}
+
+    def result(self) -> dict[str, Any]:
+        return {
+            "event": "result",
+            "plugin": self.plugin,
+            "unverified": self.unverified,
+            "calls": self.s.calls,
+            "first_call": self.first,
+            "notes": self.notes,
+            "seconds": time.perf_counter() - self.t0,
+        }
+
+    def step(self, errors: list[_Error]) -> bool:
+        """Cut the nodes ``errors`` name; True when there is nothing more to ask the parser."""
+        new, doubtful, model_level = self._attribute(errors)
+        if new:
+            self._look_alikes(new, doubtful)
+        if not new and not doubtful and model_level:
+            self._untyped(new, model_level[0])
+        if not new and not doubtful and not self.retyped and model_level:
+            self.retyped = True  # untyped graph outputs fail the whole model: once more with inferred types
+            return False
+        if not new and not doubtful:
+            why = f" ({model_level[0]})" if model_level else ""
+            for i in self.keep:
+                self.unverified[i] = "the parser stopped without naming a node" + why
+            n = len(self.keep)
+            self.notes.append(f"The parser stopped without naming a node; {n} node{'' if n == 1 else 's'} unverified.")
+            return True
+        self.plugin.update(new)
+        self.unverified.update(doubtful)
+        self.keep = [i for i in self.keep if i not in new and i not in doubtful]
+        emit(
+            {
+                "event": "progress",
+                "call": self.s.calls,
+                "plugin": len(self.plugin),
+                "remaining": len(self.keep),
+                "seconds": time.perf_counter() - self.t0,
+            }
+        )
+        return not self.keep
+
+    def _attribute(self, errors: list[_Error]) -> tuple[dict[int, str], dict[int, str], list[str]]:
+        """Each error's node in the full model: named (new), read a guessed type (doubtful), or none (model level)."""
+        new: dict[int, str] = {}
+        doubtful: dict[int, str] = {}
+        model_level: list[str] = []
+        for error in errors:
+            found = self._locate(error)
+            if found is None:
+                model_level.append(error[3])
+                continue
+            orig, desc = found
+            if orig in self.plugin or orig in self.unverified or orig in new or orig in doubtful:
+                continue
+            guessed = [i for i in self.nodes[orig].input if i in self.s.guessed]
+            if guessed:
+                doubtful[orig] = (
+                    f"the parser rejected it, but it reads '{guessed[0]}', whose type or shape "
+                    f"had to be guessed at a cut boundary: {desc}"
+                )
+            else:
+                new[orig] = desc
+        return new, doubtful, model_level
+
+    def _locate(self, error: _Error) -> tuple[int, str] | None:
+        """The full model's node an error is about, and its description; None when it names no node."""
+        node_idx, name, op, desc, stack = error
+        keep, by_name, nested = self.keep, self.by_name, self.nested
+        if 0 <= node_idx < len(keep):
+            cand = keep[node_idx]
+            if not name or self.nodes[cand].name == name:
+                return cand, desc
+        if name in by_name:
+            return by_name[name], desc
+        if stack:
+            # Inside a model-local function: the stack's first entry is "call-node (Function)".
+            caller = stack[0].rsplit(" (", 1)[0]
+            if caller in by_name and by_name[caller] in keep:
+                return by_name[caller], f"in its function body, node '{name}' ({op}): {desc}"
+        if name in nested and nested[name] in keep:
+            return nested[name], f"in its body, node '{name}' ({op}): {desc}"
+        return None
+
+    def _sig(self, i: int) -> str:
+        s = self._sigs.get(i)
+        if s is None:
+            s = self._sigs[i] = _signature(self.nodes[i], self.s.types, self.s.consts)
+        return s
+
+    def _look_alikes(self, new: dict[int, str], doubtful: dict[int, str]) -> None:
+        """A failing op kind is often reported once: cut its look-alikes with it."""
+        wanted = {self._sig(i): i for i in new}
+        for i in self.keep:
+            if i not in new and i not in doubtful:
+                first_bad = wanted.get(self._sig(i))
+                if first_bad is not None:
+                    label = self.nodes[first_bad].name or f"#{first_bad}"
+                    new[i] = f"{new[first_bad]} ({SIGNATURE_NOTE.format(label)})"
+
+    def _untyped(self, new: dict[int, str], said: str) -> None:
+        """The parser failed the model without naming a node: the nodes touching a type TensorRT lacks."""
+        for i in self.keep:
+            n = self.nodes[i]
+            for nm in (*n.input, *n.output):
+                tt = self.s.types.get(nm)
+                if tt is not None and tt[0] and tt[0] not in _TRT_TYPES:
+                    dt = onnx.TensorProto.DataType.Name(tt[0])
+                    new[i] = (
+                        f"tensor '{nm}' is {dt}, a type TensorRT does not have (the parser "
+                        f"failed the model without naming a node: {said})"
+                    )
+                    break
 
 
 _TRT_TYPES = {
