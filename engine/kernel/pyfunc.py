@@ -40,44 +40,60 @@ def _load(path: str) -> Any:
     return mod
 
 
+class _Cupy:
+    """CuPy arrays on the current stream: the inputs copied over, events, synchronisation, the copy back."""
+
+    def __init__(self) -> None:
+        self.cp = importlib.import_module("cupy")
+
+    def device(self, a: np.ndarray) -> Any:
+        return self.cp.asarray(a)
+
+    def event(self) -> Any:
+        return self.cp.cuda.Event()
+
+    def sync(self) -> None:
+        self.cp.cuda.get_current_stream().synchronize()
+
+    def host(self, x: Any) -> np.ndarray:
+        return self.cp.asnumpy(x)  # type: ignore[no-any-return]
+
+    def elapsed(self, start: Any, end: Any) -> float:
+        return float(self.cp.cuda.get_elapsed_time(start, end))
+
+
+class _Torch:
+    """PyTorch's CUDA tensors (for Triton): the user's kernel's own framework, not ours."""
+
+    def __init__(self) -> None:
+        self.torch = importlib.import_module("torch")
+
+    def device(self, a: np.ndarray) -> Any:
+        return self.torch.from_numpy(np.ascontiguousarray(a)).cuda()
+
+    def event(self) -> Any:
+        return self.torch.cuda.Event(enable_timing=True)
+
+    def sync(self) -> None:
+        self.torch.cuda.synchronize()
+
+    def host(self, x: Any) -> np.ndarray:
+        return x.detach().cpu().numpy()  # type: ignore[no-any-return]
+
+    def elapsed(self, start: Any, end: Any) -> float:
+        return float(start.elapsed_time(end))
+
+
 def launches(
     path: str, inputs: list[np.ndarray], outputs: list[tuple[tuple[int, ...], Any]], iters: int = 50, warmup: int = 5
 ) -> Generator[tuple[int, float], None, Timed]:
-    """As :func:`splitscope.engine.runtime.nvrtc.launches`, for a Python kernel."""
+    """As :func:`splitscope.engine.runtime.nvrtc.launches`, for a Python kernel: device time by events around each
+    call, host time around call and synchronisation."""
     import time
 
     mod = _load(path)
-    arrays = getattr(mod, "ARRAYS", "cupy")
-    if arrays == "torch":
-        torch = importlib.import_module("torch")  # the user's kernel's own framework, not ours
-        dev = [torch.from_numpy(np.ascontiguousarray(a)).cuda() for a in inputs]
-
-        def event() -> Any:
-            return torch.cuda.Event(enable_timing=True)
-
-        def sync() -> None:
-            torch.cuda.synchronize()
-
-        def host(x: Any) -> np.ndarray:
-            return x.detach().cpu().numpy()
-
-        def elapsed(start: Any, end: Any) -> float:
-            return float(start.elapsed_time(end))
-    else:
-        cupy = importlib.import_module("cupy")
-        dev = [cupy.asarray(a) for a in inputs]
-
-        def event() -> Any:
-            return cupy.cuda.Event()
-
-        def sync() -> None:
-            cupy.cuda.get_current_stream().synchronize()
-
-        def host(x: Any) -> np.ndarray:
-            return cupy.asnumpy(x)
-
-        def elapsed(start: Any, end: Any) -> float:
-            return float(cupy.cuda.get_elapsed_time(start, end))
+    fw: _Cupy | _Torch = _Torch() if getattr(mod, "ARRAYS", "cupy") == "torch" else _Cupy()
+    dev = [fw.device(a) for a in inputs]
 
     def call() -> Any:
         return mod.kernel(*dev)
@@ -85,25 +101,25 @@ def launches(
     out = None
     for _ in range(max(warmup, 1)):
         out = call()
-    sync()
+    fw.sync()
     times = []
     for i in range(iters):
-        start, end = event(), event()
+        start, end = fw.event(), fw.event()
         start.record()
         out = call()
         end.record()
         end.synchronize()
-        ms = elapsed(start, end)
+        ms = fw.elapsed(start, end)
         times.append(ms)
         yield i, ms
     host_ms = []
     for _ in range(min(iters, 50)):
         t0 = time.perf_counter()
         call()
-        sync()
+        fw.sync()
         host_ms.append(1e3 * (time.perf_counter() - t0))
     outs = list(out) if isinstance(out, tuple | list) else [out]
-    got = [host(o) for o in outs]
+    got = [fw.host(o) for o in outs]
     for g, (shape, _) in zip(got, outputs, strict=False):
         if tuple(g.shape) != tuple(shape):
             raise CompileError(f"kernel() returned shape {list(g.shape)}, the op's output is {list(shape)}")
