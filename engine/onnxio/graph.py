@@ -177,66 +177,19 @@ def build_graph(
     (:func:`splitscope.engine.onnxio.validate.node_defect`).
     """
     tensors = Tensors()
-    tensor = tensors.tensor
     label = f"'{path}'" if path else "(main graph)"
-
-    add, dtypes, shapes, names, index = tensors.add, tensors.dtype, tensors.shape, tensors.names, tensors.rows
-    for vi in (*g.input, *g.value_info, *g.output):
-        if type(vi.name) is bytes:
-            raise ModelTextError(f"{label}: value name {vi.name!r}")
-        r = add(vi.name)
-        dt, shp = _shape_of(vi.type)
-        if dt is not None:
-            dtypes[r] = dt
-        if shp is not None:
-            shapes[r] = shp
-    init_names: set[str] = set()
-    constants: dict[str, list[Any]] = {}
-    for init in g.initializer:
-        if type(init.name) is bytes:
-            raise ModelTextError(f"{label}: initializer name {init.name!r}")
-        t = tensor(init.name)
-        t.is_initializer = True
-        t.dtype = dtype_name(init.data_type)
-        t.shape = tuple(init.dims)
-        init_names.add(init.name)
-        if (
-            len(init.dims) <= 1
-            and (not init.dims or init.dims[0] <= _MAX_ATTR_VALUES)
-            and init.data_location != onnx.TensorProto.EXTERNAL
-        ):
-            with contextlib.suppress(Exception):  # exotic dtypes: no values, only the shape
-                constants[init.name] = onnx.numpy_helper.to_array(init).reshape(-1).tolist()
-    if initializers is not None:
-        for name in initializers:
-            tensor(name).is_initializer = True
-            init_names.add(name)
-    for vi in g.input:
-        if vi.name not in init_names:
-            tensors[vi.name].is_input = True
-    for vi in g.output:
-        tensors[vi.name].is_output = True
+    _typed_tensors(g, tensors, label)
+    init_names, constants = _initializer_tensors(g, tensors, initializers, label)
+    tensor = tensors.tensor
+    add, names, index = tensors.add, tensors.names, tensors.rows
 
     nodes = Nodes()
     producer = tensors.producer
     consumed, readers = array("i"), array("i")  # (tensor row, node) of every read, in node order
     paths: dict[str, tuple[str, ...]] = {}  # scopes by a name's path: a layer's nodes share one
     for idx, pn in enumerate(g.node):
-        attrs: dict[str, Any] = {}
-        subgraphs: dict[str, Graph] = {}
         protos = list(pn.attribute)  # read once: the schema check below walks them again
-        for a in protos:
-            if type(a.name) is bytes:
-                raise ModelTextError(f"{label}: node #{idx} attribute name {a.name!r}")
-            if a.type == AttributeProto.GRAPH:
-                sub_path = f"{path}/{pn.name or '#' + str(idx)}/{a.name}".lstrip("/")
-                subgraphs[a.name], _ = build_graph(a.g, sub_path, None, functions, None, opsets)
-            elif a.type == AttributeProto.GRAPHS:
-                for k, sg in enumerate(a.graphs):
-                    sub_path = f"{path}/{pn.name or '#' + str(idx)}/{a.name}[{k}]".lstrip("/")
-                    subgraphs[f"{a.name}[{k}]"], _ = build_graph(sg, sub_path, None, functions, None, opsets)
-            else:
-                attrs[a.name] = attribute_value(a)
+        attrs, subgraphs = _attributes(pn, idx, protos, path, label, functions, opsets) if protos else ({}, {})
         try:
             scope = scope_of(pn, paths)
         except BadText as e:
@@ -257,11 +210,7 @@ def build_graph(
         if opsets is not None:
             nodes.defect[idx] = node_defect(pn, opsets, tensors, constants, protos, node)
         if pn.op_type == "Constant" and len(outs) == 1 and outs[0]:
-            value = next((a for a in protos if a.name == "value" and a.type == AttributeProto.TENSOR), None)
-            if value is not None:  # its output's type is the attribute's: known before shape inference
-                out = tensor(pn.output[0])
-                out.dtype = out.dtype or dtype_name(value.t.data_type)
-                out.shape = out.shape if out.shape is not None else tuple(value.t.dims)
+            _constant_type(tensor(outs[0]), protos)
         reads = ins
         if subgraphs:
             node.implicit_inputs = implicit = sorted(
@@ -288,6 +237,90 @@ def build_graph(
     )
     graph.adjacency = adjacency_of(nodes, tensors, label)
     return graph, graph.adjacency.order
+
+
+def _typed_tensors(g: onnx.GraphProto, tensors: Tensors, label: str) -> None:
+    """A row for each tensor the graph declares a type for (inputs, value_info, outputs), with that type."""
+    add, dtypes, shapes = tensors.add, tensors.dtype, tensors.shape
+    for vi in (*g.input, *g.value_info, *g.output):
+        if type(vi.name) is bytes:
+            raise ModelTextError(f"{label}: value name {vi.name!r}")
+        r = add(vi.name)
+        dt, shp = _shape_of(vi.type)
+        if dt is not None:
+            dtypes[r] = dt
+        if shp is not None:
+            shapes[r] = shp
+
+
+def _initializer_tensors(
+    g: onnx.GraphProto, tensors: Tensors, initializers: Initializers | None, label: str
+) -> tuple[set[str], dict[str, list[Any]]]:
+    """Mark the weights (the graph's own and those read apart, ``initializers``), the real inputs and the outputs;
+    return the weights' names and the values of the small ones (read by node checks and attributes)."""
+    tensor = tensors.tensor
+    init_names: set[str] = set()
+    constants: dict[str, list[Any]] = {}
+    for init in g.initializer:
+        if type(init.name) is bytes:
+            raise ModelTextError(f"{label}: initializer name {init.name!r}")
+        t = tensor(init.name)
+        t.is_initializer = True
+        t.dtype = dtype_name(init.data_type)
+        t.shape = tuple(init.dims)
+        init_names.add(init.name)
+        if (
+            len(init.dims) <= 1
+            and (not init.dims or init.dims[0] <= _MAX_ATTR_VALUES)
+            and init.data_location != onnx.TensorProto.EXTERNAL
+        ):
+            with contextlib.suppress(Exception):  # exotic dtypes: no values, only the shape
+                constants[init.name] = onnx.numpy_helper.to_array(init).reshape(-1).tolist()
+    if initializers is not None:
+        for name in initializers:
+            tensor(name).is_initializer = True
+            init_names.add(name)
+    for vi in g.input:
+        if vi.name not in init_names:
+            tensors[vi.name].is_input = True
+    for vi in g.output:
+        tensors[vi.name].is_output = True
+    return init_names, constants
+
+
+def _attributes(
+    pn: onnx.NodeProto,
+    idx: int,
+    protos: list[onnx.AttributeProto],
+    path: str,
+    label: str,
+    functions: dict[tuple[str, str], Graph],
+    opsets: dict[str, int] | None,
+) -> tuple[dict[str, Any], dict[str, Graph]]:
+    """A node's attribute values, and its bodies built as graphs of their own (named by their path)."""
+    attrs: dict[str, Any] = {}
+    subgraphs: dict[str, Graph] = {}
+    for a in protos:
+        if type(a.name) is bytes:
+            raise ModelTextError(f"{label}: node #{idx} attribute name {a.name!r}")
+        if a.type == AttributeProto.GRAPH:
+            sub_path = f"{path}/{pn.name or '#' + str(idx)}/{a.name}".lstrip("/")
+            subgraphs[a.name], _ = build_graph(a.g, sub_path, None, functions, None, opsets)
+        elif a.type == AttributeProto.GRAPHS:
+            for k, sg in enumerate(a.graphs):
+                sub_path = f"{path}/{pn.name or '#' + str(idx)}/{a.name}[{k}]".lstrip("/")
+                subgraphs[f"{a.name}[{k}]"], _ = build_graph(sg, sub_path, None, functions, None, opsets)
+        else:
+            attrs[a.name] = attribute_value(a)
+    return attrs, subgraphs
+
+
+def _constant_type(out: Any, protos: list[onnx.AttributeProto]) -> None:
+    """A Constant's output type is its ``value`` attribute's: known before shape inference."""
+    value = next((a for a in protos if a.name == "value" and a.type == AttributeProto.TENSOR), None)
+    if value is not None:
+        out.dtype = out.dtype or dtype_name(value.t.data_type)
+        out.shape = out.shape if out.shape is not None else tuple(value.t.dims)
 
 
 def is_topologically_sorted(graph: Graph) -> bool:

@@ -100,39 +100,7 @@ def _read_graph(b: _Buf, p: int, g1: int, out: LightGraph) -> None:
         if e > g1:
             raise WireError("truncated")
         if k == _GRAPH_NODE:
-            q = p
-            nin: list[str] = []
-            nout: list[str] = []
-            name = op = domain = ""
-            idx = len(names)
-            while q < e:
-                kk = b[q]
-                q += 1
-                if kk >= 0x80:
-                    kk, q = varint(b, q - 1)
-                if kk & 7 != 2:
-                    q = skip(b, q, kk & 7)
-                    continue
-                m = b[q]
-                q += 1
-                if m >= 0x80:
-                    m, q = varint(b, q - 1)
-                if kk == _NODE_IN:
-                    nin.append(b[q : q + m].decode())
-                elif kk == _NODE_OUT:
-                    nout.append(b[q : q + m].decode())
-                elif kk == _NODE_NAME:
-                    name = b[q : q + m].decode()
-                elif kk == _NODE_OP:
-                    op = b[q : q + m].decode()
-                elif kk == _NODE_DOMAIN:
-                    domain = b[q : q + m].decode()
-                elif kk == _NODE_META:
-                    key = string_field(b, q, q + m, _ENTRY_KEY)
-                    meta.setdefault(idx, {})[key] = string_field(b, q, q + m, _ENTRY_VALUE)
-                q += m
-            if q != e:
-                raise WireError("truncated node")
+            name, op, domain, nin, nout = _read_node(b, p, e, len(names), meta)
             names.append(name)
             ops.append(op)
             domains.append(domain)
@@ -141,15 +109,7 @@ def _read_graph(b: _Buf, p: int, g1: int, out: LightGraph) -> None:
         elif k == _GRAPH_INIT:
             out.weights.add(string_field(b, p, e, _TENSOR_NAME))
         elif k == _GRAPH_SPARSE_INIT:
-            q = p
-            while q < e:  # SparseTensorProto.values is a TensorProto named as the weight
-                kk, q = varint(b, q)
-                if kk == _SPARSE_VALUES:
-                    m, q = varint(b, q)
-                    out.weights.add(string_field(b, q, q + m, _TENSOR_NAME))
-                    q += m
-                else:
-                    q = skip(b, q, kk & 7)
+            _read_sparse(b, p, e, out.weights)
         elif k == _GRAPH_INPUT:
             out.graph_inputs.append(string_field(b, p, e, _VALUE_NAME))
         elif k == _GRAPH_OUTPUT:
@@ -157,6 +117,57 @@ def _read_graph(b: _Buf, p: int, g1: int, out: LightGraph) -> None:
         elif k == _GRAPH_NAME:
             out.name = b[p:e].decode()
         p = e
+
+
+def _read_node(
+    b: _Buf, q: int, e: int, idx: int, meta: dict[int, dict[str, str]]
+) -> tuple[str, str, str, list[str], list[str]]:
+    """One NodeProto at ``b[q:e]``: its name, op, domain, inputs and outputs (its metadata into ``meta``). The
+    light pass's innermost loop: the varints of its keys and lengths, almost always one byte, are read inline."""
+    nin: list[str] = []
+    nout: list[str] = []
+    name = op = domain = ""
+    while q < e:
+        kk = b[q]
+        q += 1
+        if kk >= 0x80:
+            kk, q = varint(b, q - 1)
+        if kk & 7 != 2:
+            q = skip(b, q, kk & 7)
+            continue
+        m = b[q]
+        q += 1
+        if m >= 0x80:
+            m, q = varint(b, q - 1)
+        if kk == _NODE_IN:
+            nin.append(b[q : q + m].decode())
+        elif kk == _NODE_OUT:
+            nout.append(b[q : q + m].decode())
+        elif kk == _NODE_NAME:
+            name = b[q : q + m].decode()
+        elif kk == _NODE_OP:
+            op = b[q : q + m].decode()
+        elif kk == _NODE_DOMAIN:
+            domain = b[q : q + m].decode()
+        elif kk == _NODE_META:
+            key = string_field(b, q, q + m, _ENTRY_KEY)
+            meta.setdefault(idx, {})[key] = string_field(b, q, q + m, _ENTRY_VALUE)
+        q += m
+    if q != e:
+        raise WireError("truncated node")
+    return name, op, domain, nin, nout
+
+
+def _read_sparse(b: _Buf, q: int, e: int, weights: set[str]) -> None:
+    """A sparse initializer: its ``values`` is a TensorProto named as the weight."""
+    while q < e:
+        kk, q = varint(b, q)
+        if kk == _SPARSE_VALUES:
+            m, q = varint(b, q)
+            weights.add(string_field(b, q, q + m, _TENSOR_NAME))
+            q += m
+        else:
+            q = skip(b, q, kk & 7)
 
 
 def read_light(path: str | os.PathLike[str]) -> LightGraph | None:
