@@ -97,7 +97,7 @@ def _generate(args: dict[str, Any]) -> Generator[JobEvent, None, Any]:
         args["steps"],
         generations=args.get("generations", GENERATIONS),
     )
-    return {"model": args["model"], "backend": args.get("backend", "ort-cpu"), "generation": res.to_json()}
+    return res.document(args["model"])
 
 
 def _sweep_cell(args: dict[str, Any]) -> Generator[JobEvent, None, Any]:

@@ -35,6 +35,7 @@ from splitscope.engine.calib.steps import (
     sensitivity_and_search,
     weight_sources,
 )
+from splitscope.engine.codec import stamp
 from splitscope.engine.errors import SplitscopeError
 from splitscope.engine.jobs import CancelToken, JobEvent, Progress
 from splitscope.engine.onnxio.weights import hoist
@@ -148,7 +149,7 @@ class _Run:
         w = yield from (self.write_low() if self.low else self.write_qdq())
         measured = yield from self.accuracy(w)
         self.closing_notes(w, measured)
-        return self.document(w, measured)
+        return stamp("calibration", self.document(w, measured))
 
     # ------------------------------------------------------------------ read
     def read(self) -> None:

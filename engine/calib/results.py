@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from splitscope.engine.codec import read
+
 if TYPE_CHECKING:
     import pandas
 
@@ -103,6 +105,7 @@ class CalibrationDoc:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> CalibrationDoc:
+        d = read("calibration", d)
         acc = {
             o: OutputAccuracy(
                 float(a.get("snr_db") or 0.0),

@@ -17,8 +17,8 @@ def profile_generation(args: argparse.Namespace) -> int:
 
     model = Path(args.model or SAMPLE_MODEL)
     job = generate(model, args.backend, args.prompt_len, args.generate, generations=args.generations)
-    g = _run_with_bar(job).to_json()
-    doc = {"model": str(model), "backend": args.backend, "generation": g}
+    doc = _run_with_bar(job).document(model)
+    g = doc["generation"]
     if not args.quiet:
         print(f"{model}: {args.backend}, prefill of {g['prompt_len']} tokens, then {g['steps']} decode steps")
         (t0, t1), (p0, p1) = g["ttft_range_ms"], g["tpot_range_ms"]

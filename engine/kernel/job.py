@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import onnx
+from splitscope.engine.codec import stamp
 from splitscope.engine.jobs import CancelToken, JobEvent, Progress
 
 
@@ -82,19 +83,22 @@ def kernel_job(
     delegated = all(gm.nodes[i].status.value == "delegate" for i in idx)
     from splitscope.engine.runtime.store import content_key
 
-    doc: dict[str, Any] = {
-        "model": str(model),
-        "model_key": content_key(model),
-        "shapes": gm.shapes_label(),
-        "dims": dict(gm.dims),
-        "nodes": ex.labels,
-        "extract": ex.to_json(),
-        "delegated": delegated,
-        "reference": ref.to_json(),
-        "source": {"origin": origin, "kind": gen.kind, "complete": gen.complete, "note": gen.note, "text": text},
-        "plugin": None,
-        "kernel": None,
-    }
+    doc: dict[str, Any] = stamp(
+        "kernel",
+        {
+            "model": str(model),
+            "model_key": content_key(model),
+            "shapes": gm.shapes_label(),
+            "dims": dict(gm.dims),
+            "nodes": ex.labels,
+            "extract": ex.to_json(),
+            "delegated": delegated,
+            "reference": ref.to_json(),
+            "source": {"origin": origin, "kind": gen.kind, "complete": gen.complete, "note": gen.note, "text": text},
+            "plugin": None,
+            "kernel": None,
+        },
+    )
     if ask_parser:  # a scratch copy of the project, registered with the real parser
         import os
         import shutil

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from splitscope.engine.codec import read
+
 
 def _known(cls: type, d: dict[str, Any]) -> dict[str, Any]:
     """The entries of ``d`` that are fields of ``cls`` (a file from another release may have more, or fewer)."""
@@ -115,6 +117,7 @@ class KernelDoc:
 
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> KernelDoc:
+        doc = read("kernel", doc)
         ex, ref, plugin = doc.get("extract") or {}, doc.get("reference") or {}, doc.get("plugin") or {}
         return cls(
             tuple(doc.get("nodes") or ()),

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from splitscope.engine.codec import CODECS, stamp
 from splitscope.engine.model import GraphModel, Role, Source, Status
 from splitscope.engine.model.nodes import NO_STATUS_CODE
 from splitscope.engine.report.stats import headline, role_summary, split_summary, uncounted_flops
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = CODECS["analysis"].version
 
 
 def to_json(gm: GraphModel, summary: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -18,53 +19,54 @@ def to_json(gm: GraphModel, summary: dict[str, Any] | None = None) -> dict[str, 
     nodes = gm.nodes
     labels = nodes.labels()
     summary = summary or split_summary(gm)
-    return {
-        "schema": "splitscope-analysis",
-        "schema_version": SCHEMA_VERSION,
-        "model": str(gm.path) if gm.path else None,
-        "producer": gm.producer,
-        "ir_version": gm.ir_version,
-        "opsets": gm.opsets,
-        "parser": {
-            "name": p.name,
-            "version": p.version,
-            **({"target": p.target} if p.name == "table" else {}),
-            "calls": p.calls,
-            "seconds": round(p.seconds, 3),
-            "notes": p.notes,
+    return stamp(
+        "analysis",
+        {
+            "model": str(gm.path) if gm.path else None,
+            "producer": gm.producer,
+            "ir_version": gm.ir_version,
+            "opsets": gm.opsets,
+            "parser": {
+                "name": p.name,
+                "version": p.version,
+                **({"target": p.target} if p.name == "table" else {}),
+                "calls": p.calls,
+                "seconds": round(p.seconds, 3),
+                "notes": p.notes,
+            },
+            "nodes": len(nodes),
+            "nested_nodes": nodes.count_nested(),
+            "summary": summary,
+            "roles": role_summary(gm),
+            "flops": gm.total_flops(),
+            "flops_uncounted": dict(zip(("custom", "unknown_shape"), uncounted_flops(gm), strict=True)),
+            "headline": headline(gm, summary),
+            "partitions": [
+                {
+                    "index": part.index,
+                    "nodes": [labels[i] for i in part.nodes],
+                    "flops": part.flops,
+                    "boundary_tensors": [
+                        {"name": t.name, "bytes": t.bytes, "direction": t.direction, "symbolic": t.symbolic}
+                        for t in part.boundary_tensors
+                    ],
+                    "boundary_bytes": part.boundary_bytes,
+                }
+                for part in gm.partitions
+            ],
+            "boundary_bytes": gm.boundary_bytes,
+            "parser_subgraphs": [[labels[i] for i in sg] for sg in gm.parser_subgraphs],
+            "build": gm.build,
+            "unproven": _unproven(gm),
+            "symbolic_dims": {d: gm.dims.get(d) for d in dict.fromkeys([*gm.dims, *gm.missing_dims])},
+            "input_shapes": input_shapes(gm),
+            "dim_notes": gm.dim_notes,
+            "missing_dims": gm.missing_dims,
+            "assumed_shapes": sorted(gm.assumed_shapes),
+            "warnings": gm.warnings,
+            "node_status": node_status(gm, labels),
         },
-        "nodes": len(nodes),
-        "nested_nodes": nodes.count_nested(),
-        "summary": summary,
-        "roles": role_summary(gm),
-        "flops": gm.total_flops(),
-        "flops_uncounted": dict(zip(("custom", "unknown_shape"), uncounted_flops(gm), strict=True)),
-        "headline": headline(gm, summary),
-        "partitions": [
-            {
-                "index": part.index,
-                "nodes": [labels[i] for i in part.nodes],
-                "flops": part.flops,
-                "boundary_tensors": [
-                    {"name": t.name, "bytes": t.bytes, "direction": t.direction, "symbolic": t.symbolic}
-                    for t in part.boundary_tensors
-                ],
-                "boundary_bytes": part.boundary_bytes,
-            }
-            for part in gm.partitions
-        ],
-        "boundary_bytes": gm.boundary_bytes,
-        "parser_subgraphs": [[labels[i] for i in sg] for sg in gm.parser_subgraphs],
-        "build": gm.build,
-        "unproven": _unproven(gm),
-        "symbolic_dims": {d: gm.dims.get(d) for d in dict.fromkeys([*gm.dims, *gm.missing_dims])},
-        "input_shapes": input_shapes(gm),
-        "dim_notes": gm.dim_notes,
-        "missing_dims": gm.missing_dims,
-        "assumed_shapes": sorted(gm.assumed_shapes),
-        "warnings": gm.warnings,
-        "node_status": node_status(gm, labels),
-    }
+    )
 
 
 def node_status(gm: GraphModel, labels: list[str] | None = None) -> list[dict[str, Any]]:

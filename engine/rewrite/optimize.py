@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from splitscope.engine.codec import stamp
 from splitscope.engine.errors import SplitscopeError
 from splitscope.engine.jobs import CancelToken, JobEvent, Progress
 from splitscope.engine.model import GraphModel, Status
@@ -72,20 +73,23 @@ class OptimizeResult:
 
     def to_json(self) -> dict[str, Any]:
         """JSON-ready figures (``splitscope optimize --json``)."""
-        return {
-            "source": str(self.source),
-            "output": str(self.output),
-            "optimizer": self.optimizer,
-            "optimizer_seconds": round(self.optimizer_seconds, 3),
-            "before": _fig(self.before),
-            "after": _fig(self.after),
-            "compared": self.compared,
-            "outputs_compared": self.outputs,
-            "max_abs_diff": self.max_abs_diff,
-            "max_rel_diff": self.max_rel_diff,
-            "tolerance": {"rtol": RTOL, "atol": ATOL},
-            "notes": self.notes,
-        }
+        return stamp(
+            "optimize",
+            {
+                "source": str(self.source),
+                "output": str(self.output),
+                "optimizer": self.optimizer,
+                "optimizer_seconds": round(self.optimizer_seconds, 3),
+                "before": _fig(self.before),
+                "after": _fig(self.after),
+                "compared": self.compared,
+                "outputs_compared": self.outputs,
+                "max_abs_diff": self.max_abs_diff,
+                "max_rel_diff": self.max_rel_diff,
+                "tolerance": {"rtol": RTOL, "atol": ATOL},
+                "notes": self.notes,
+            },
+        )
 
 
 def _fig(f: SplitFigures) -> dict[str, int]:

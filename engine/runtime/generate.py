@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from splitscope.engine.codec import read, stamp
 from splitscope.engine.errors import SplitscopeError
 from splitscope.engine.jobs import CancelToken, JobEvent, Progress, Sample
 
@@ -86,6 +87,11 @@ class Generation:
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
+    def document(self, model: str | Path) -> dict[str, Any]:
+        """The generation profile's document: the model, the backend and these figures (``--json``, the job's
+        answer, the saved file), read back by :class:`GenerationDoc`."""
+        return stamp("generation", {"model": str(model), "backend": self.backend, "generation": self.to_json()})
+
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Generation:
         """A generation read back (a child's result, a saved file, one written before a field existed: its
@@ -106,6 +112,7 @@ class GenerationDoc:
 
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> GenerationDoc:
+        doc = read("generation", doc)
         g = Generation.from_json(doc.get("generation") or {})
         return cls(str(doc.get("model", "")), str(doc.get("backend") or g.backend), g, doc)
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import onnx
+from splitscope.engine.codec import stamp
 from splitscope.engine.jobs import CancelToken, JobEvent, LogLine, Progress, Sample
 from splitscope.engine.model import GraphModel, Status
 from splitscope.engine.runtime.cudagraph import graph_latency
@@ -87,7 +88,7 @@ class ProfileResult:
 
         doc = {k: getattr(self, k) for k in self.__slots__}  # type: ignore[attr-defined]
         doc["model_key"] = content_key(self.model)
-        return doc
+        return stamp("profile", doc)
 
     def to_pandas(self) -> pandas.DataFrame:
         """One row per timed node: name, op type, time, share of the latency, roofline class (pandas needed)."""

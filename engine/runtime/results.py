@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from splitscope.engine.codec import read
+
 
 def _f(v: Any) -> float | None:
     return None if v is None else float(v)
@@ -243,6 +245,7 @@ class ProfileDoc:
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> ProfileDoc:
         """Read a profile document (any release's: missing keys read as their empty value)."""
+        d = read("profile", d)
         return cls(
             str(d.get("backend", "")),
             str(d.get("device", "")),

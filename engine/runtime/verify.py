@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import onnx
+from splitscope.engine.codec import stamp
 from splitscope.engine.jobs import CancelToken, JobEvent, Progress
 from splitscope.engine.model import GraphModel
 
@@ -62,7 +63,7 @@ class BuildReport:
     """The dims built over a range: name -> [min, opt, max] (opt is the value in force); empty: a static build."""
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return stamp("build", asdict(self))
 
 
 class _Logger:

@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from splitscope.engine.codec import read
+
 
 @dataclass(frozen=True)
 class SweepCell:
@@ -53,6 +55,7 @@ class SweepDoc:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> SweepDoc:
+        d = read("sweep", d)
         return cls(
             tuple(SweepCell.from_json(c) for c in d.get("cells") or ()),
             str(d.get("runner") or ""),

@@ -20,6 +20,7 @@ from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
+from splitscope.engine.codec import stamp
 from splitscope.engine.errors import JobCancelledError, SplitscopeError
 from splitscope.engine.jobs import CancelToken, JobEvent, Progress, Sample, run_to_end
 from splitscope.engine.sweep import store
@@ -166,7 +167,7 @@ def run_sweep(
     yield Progress("sweep", total, total, "Done")
     if cancel.cancelled:
         raise JobCancelledError()
-    return {"runner": runner, "cells": docs, "notes": notes, "version": version}
+    return stamp("sweep", {"runner": runner, "cells": docs, "notes": notes, "version": version})
 
 
 def _on_ray(rmod, cells, todo, address, timeout_s, cancel, finish, notes):  # type: ignore[no-untyped-def]

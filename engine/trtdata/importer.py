@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from splitscope.engine.codec import stamp
 from splitscope.engine.model import GraphModel
 from splitscope.engine.trtdata.mapping import FOREIGN, Mapping, is_reformat, map_layers, metadata_nodes
 from splitscope.engine.trtdata.precision import layer_precision
@@ -130,7 +131,7 @@ class EngineData:
         else:  # no model to map onto: the same keys, none of them a figure
             doc["unmapped_layers"] = []
             doc["mapped_node_share"] = doc["mapped_data_node_share"] = doc["mapped_layer_share"] = None
-        return doc
+        return stamp("engine", doc)
 
 
 def import_files(paths: Sequence[str | os.PathLike[str]], gm: GraphModel | None = None) -> EngineData:

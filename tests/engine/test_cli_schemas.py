@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from splitscope.engine.cli import main as cli
+from splitscope.engine.codec import CODECS
 
 from tests.engine.models import LIGHT_DIR
 
@@ -17,10 +18,25 @@ SQUEEZENET = LIGHT_DIR / "light_squeezenet.onnx"
 TREX = ROOT / "tests" / "data" / "trex"
 
 
+KINDS = {
+    "analyze": "analysis",
+    "profile": "profile",
+    "calibrate": "calibration",
+    "optimize": "optimize",
+    "engine": "engine",
+}
+"""The result kind each verb writes (its codec: splitscope.engine.codec)."""
+
+
 def _run(tmp_path: Path, *argv: str) -> dict:
     out = tmp_path / f"{argv[0]}.json"
     assert cli([*argv, "--json", str(out), "-q"]) == 0
-    return json.loads(out.read_text())
+    doc = json.loads(out.read_text())
+    kind = KINDS.get(argv[0])
+    if kind is not None:  # every document opens with its kind and version
+        assert list(doc)[:2] == ["schema", "schema_version"]
+        assert (doc["schema"], doc["schema_version"]) == (f"splitscope-{kind}", CODECS[kind].version)
+    return doc
 
 
 def _has(doc: dict, keys: list[str], where: str) -> None:
