@@ -70,6 +70,19 @@ NO_BODIES: Mapping[str, Graph] = MappingProxyType({})
 """The bodies of a node that has none (read-only, shared)."""
 
 
+_WORDS: dict[str, str] = {}
+"""One string an op type or domain (protobuf gives a new one at every read): a model's are few."""
+
+
+def _word(s: str) -> str:
+    w = _WORDS.get(s)
+    if w is None:
+        w = s
+        if len(_WORDS) < 4096:  # a model of made-up op names does not grow it for good
+            _WORDS[s] = s
+    return w
+
+
 class Nodes(Sequence["Node"]):
     """Every node of one graph in columns: names, ops and domains one list each, inputs and outputs flat lists of
     names with offsets, FLOPs and bytes ``array('q')`` (-1: unknown; -2: past 64 bits, kept in ``huge``), status,
@@ -144,8 +157,8 @@ class Nodes(Sequence["Node"]):
         """Append a node; returns its view."""
         i = len(self.name)
         self.name.append(name)
-        self.op_type.append(op_type)
-        self.domain.append(domain)
+        self.op_type.append(_word(op_type))
+        self.domain.append(_word(domain))
         self.in_names.extend(inputs)
         self.in_off.append(len(self.in_names))
         self.out_names.extend(outputs)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 from splitscope.engine.dims.expr import eval_dim
@@ -94,6 +95,18 @@ def _resolved(
 
 _INPUT, _OUTPUT, _INITIALIZER = 1, 2, 4
 _new = object.__new__
+_V = TypeVar("_V")
+
+
+def sharing() -> Callable[[_V], _V]:
+    """A function giving one object per distinct (hashable) value it is given: equal shapes read from a file are
+    each a new tuple, and a 200k-node model held hundreds of thousands of copies, each a block to free."""
+    seen: dict[Any, Any] = {}
+
+    def share(value: _V) -> _V:
+        return seen.setdefault(value, value)  # type: ignore[no-any-return]
+
+    return share
 
 
 class Tensors(NamedRows["Tensor"]):

@@ -9,7 +9,7 @@ from splitscope.engine.model.table import NamedRows, RowView
 class Initializers(NamedRows["Initializer"]):
     """Every weight of one graph by name: dtype, dims, bytes and whether the bytes live in an external file."""
 
-    __slots__ = ("_index", "dims", "dtype", "external", "names", "nbytes")
+    __slots__ = ("_index", "_shapes", "dims", "dtype", "external", "names", "nbytes")
 
     def __init__(self) -> None:
         self._index: dict[str, int] = {}
@@ -18,9 +18,11 @@ class Initializers(NamedRows["Initializer"]):
         self.dims: list[tuple[int, ...]] = []
         self.nbytes: list[int] = []
         self.external = bytearray()
+        self._shapes: dict[tuple[int, ...], tuple[int, ...]] = {}  # one tuple a distinct shape
 
     def add(self, name: str, dtype: str, dims: tuple[int, ...], nbytes: int, external: bool = False) -> None:
         """Record the weight ``name`` (again: the last record stands)."""
+        dims = self._shapes.setdefault(dims, dims)
         i = self._index.get(name)
         if i is None:
             self._index[name] = len(self.names)

@@ -23,6 +23,7 @@ from splitscope.engine.model import (
     kahn_order,
     link_nodes,
 )
+from splitscope.engine.model.tensors import sharing
 from splitscope.engine.onnxio.loader import LoadedModel, dtype_name, text_error
 from splitscope.engine.onnxio.scopes import scope_from
 from splitscope.engine.onnxio.validate import node_defect
@@ -241,7 +242,7 @@ def build_graph(
 
 def _typed_tensors(g: onnx.GraphProto, tensors: Tensors, label: str) -> None:
     """A row for each tensor the graph declares a type for (inputs, value_info, outputs), with that type."""
-    add, dtypes, shapes = tensors.add, tensors.dtype, tensors.shape
+    add, dtypes, shapes, share = tensors.add, tensors.dtype, tensors.shape, sharing()
     for vi in (*g.input, *g.value_info, *g.output):
         if type(vi.name) is bytes:
             raise ModelTextError(f"{label}: value name {vi.name!r}")
@@ -250,7 +251,7 @@ def _typed_tensors(g: onnx.GraphProto, tensors: Tensors, label: str) -> None:
         if dt is not None:
             dtypes[r] = dt
         if shp is not None:
-            shapes[r] = shp
+            shapes[r] = share(shp)
 
 
 def _initializer_tensors(
@@ -258,7 +259,7 @@ def _initializer_tensors(
 ) -> tuple[set[str], dict[str, list[Any]]]:
     """Mark the weights (the graph's own and those read apart, ``initializers``), the real inputs and the outputs;
     return the weights' names and the values of the small ones (read by node checks and attributes)."""
-    tensor = tensors.tensor
+    tensor, share = tensors.tensor, sharing()
     init_names: set[str] = set()
     constants: dict[str, list[Any]] = {}
     for init in g.initializer:
@@ -267,7 +268,7 @@ def _initializer_tensors(
         t = tensor(init.name)
         t.is_initializer = True
         t.dtype = dtype_name(init.data_type)
-        t.shape = tuple(init.dims)
+        t.shape = share(tuple(init.dims))
         init_names.add(init.name)
         if (
             len(init.dims) <= 1

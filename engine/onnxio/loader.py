@@ -41,13 +41,20 @@ _TWO_GB = 2**31
 
 
 def dtype_name(elem_type: int) -> str | None:
-    """ONNX element type number to its name (``FLOAT``, ``INT64`` ...), None if unset."""
-    if elem_type == 0:
-        return None
-    try:
-        return TensorProto.DataType.Name(elem_type)
-    except ValueError:
-        return f"TYPE{elem_type}"
+    """ONNX element type number to its name (``FLOAT``, ``INT64`` ...), None if unset; one string a type (the
+    enum's lookup makes a new one at every call, and every tensor of a model asks)."""
+    name = _DTYPE_NAMES.get(elem_type)
+    if name is None and elem_type != 0:
+        try:
+            name = TensorProto.DataType.Name(elem_type)
+        except ValueError:
+            name = f"TYPE{elem_type}"
+        if len(_DTYPE_NAMES) < 256:
+            _DTYPE_NAMES[elem_type] = name
+    return name
+
+
+_DTYPE_NAMES: dict[int, str] = {}
 
 
 @dataclass(slots=True)

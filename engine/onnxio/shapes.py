@@ -15,6 +15,7 @@ import onnx
 from onnx import AttributeProto
 from splitscope.engine.jobs import CancelToken
 from splitscope.engine.model import Dim, Graph, GraphModel
+from splitscope.engine.model.tensors import sharing
 from splitscope.engine.onnxio.concrete import concrete_shapes, fixed_model
 from splitscope.engine.onnxio.graph import _shape_of, build_graph
 from splitscope.engine.onnxio.loader import LoadedModel
@@ -195,15 +196,15 @@ def _apply_at(graph: Graph, g: onnx.GraphProto, body_nodes: dict[int, onnx.NodeP
     and into its bodies'; returns how many tensors got one."""
     count = 0
     tensors = graph.tensors
-    row, shapes, at = tensors.rows.get, tensors.shape, tensors.at
+    row, shapes, at, share = tensors.rows.get, tensors.shape, tensors.at, sharing()
     for name, shape in concrete_shapes(g).items():
         r = row(name)
         if r is not None and (shapes[r] is None or len(shapes[r] or ()) == len(shape)):
-            at[r] = shape
+            at[r] = share(shape)
             count += 1
     for r, shp in enumerate(shapes):  # weights and constants: their own shape is concrete
         if at[r] is None and shp is not None and all(isinstance(d, int) and d >= 0 for d in shp):
-            at[r] = tuple(int(d) for d in shp)  # type: ignore[arg-type]
+            at[r] = share(tuple(int(d) for d in shp))  # type: ignore[arg-type]
     return count + sum(_apply_at(body, sg) for body, sg in _bodies(graph, g, body_nodes))
 
 
@@ -214,7 +215,7 @@ def _apply_types(graph: Graph, g: onnx.GraphProto, body_nodes: dict[int, onnx.No
     built a second time). ``body_nodes``: the inferred proto of each node that has bodies.
     """
     tensors = graph.tensors
-    row, dtypes, shapes = tensors.rows.get, tensors.dtype, tensors.shape
+    row, dtypes, shapes, share = tensors.rows.get, tensors.dtype, tensors.shape, sharing()
     for vi in (*g.input, *g.value_info, *g.output):
         r = row(vi.name)
         if r is None:
@@ -223,7 +224,7 @@ def _apply_types(graph: Graph, g: onnx.GraphProto, body_nodes: dict[int, onnx.No
         if dt is not None:
             dtypes[r] = dt
         if shp is not None:
-            shapes[r] = shp
+            shapes[r] = share(shp)
     for sub, sg in _bodies(graph, g, body_nodes):
         _apply_types(sub, sg)
 

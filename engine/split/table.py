@@ -17,6 +17,7 @@ from typing import Any
 
 from splitscope.engine.model import Graph, Node, Source, Status
 from splitscope.engine.model.nodes import SOURCE_CODE, STATUS_CODE
+from splitscope.engine.model.tensors import sharing
 from splitscope.engine.sample import resource
 from splitscope.engine.text import plural
 
@@ -372,9 +373,10 @@ def predict_graph(graph: Graph, target: str = TARGET_TENSORRT) -> None:
             predict_graph(sub, target)
     for body in nodes.function.values():
         predict_graph(body, target)
-    code, table = STATUS_CODE, SOURCE_CODE[Source.TABLE]
+    code, table, share = STATUS_CODE, SOURCE_CODE[Source.TABLE], sharing()  # one string a distinct reason
     for node in nodes:
         i = node.index
-        status, nodes.reason[i] = predict_node(graph, node, target)
+        status, reason = predict_node(graph, node, target)
+        nodes.reason[i] = share(reason)
         nodes.status[i] = nodes.table_status[i] = code[status]
         nodes.source[i] = table
