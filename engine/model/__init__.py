@@ -7,6 +7,7 @@ built by :func:`splitscope.engine.onnxio.graph.graph_from_onnx` and filled in by
 from __future__ import annotations
 
 from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -141,7 +142,7 @@ class GraphModel:
     functions: dict[tuple[str, str], Graph] = field(default_factory=dict)
     partitions: list[Partition] = field(default_factory=list)
     """Engine partitions as TensorRT builds them: constant-only nodes are weights of their consumer."""
-    parser_subgraphs: list[list[int]] = field(default_factory=list)
+    parser_subgraphs: list[Sequence[int]] = field(default_factory=list)
     """The parser's raw subgraphs (constant-only runs counted as their own), node indices each."""
     parser: ParserInfo = field(default_factory=lambda: ParserInfo("table"))
     warnings: list[str] = field(default_factory=list)

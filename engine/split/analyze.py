@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from array import array
 from collections.abc import Generator, Sequence
 from pathlib import Path
 
@@ -342,9 +343,11 @@ def set_partitions(gm: GraphModel) -> None:
     const = constant_nodes(gm.graph, gm.order)
     gm.partitions = find_partitions(gm.graph, gm.order, gm.dims, const=const)
     if any(const):
-        gm.parser_subgraphs = [p.nodes for p in find_partitions(gm.graph, gm.order, gm.dims, constants=False)]
+        gm.parser_subgraphs = [
+            array("i", p.nodes) for p in find_partitions(gm.graph, gm.order, gm.dims, constants=False)
+        ]
     else:  # no constant-only node: the parser's subgraphs are the partitions
-        gm.parser_subgraphs = [list(p.nodes) for p in gm.partitions]
+        gm.parser_subgraphs = [array("i", p.nodes) for p in gm.partitions]
 
 
 def defective_nodes(gm: GraphModel) -> dict[int, str]:

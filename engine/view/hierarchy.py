@@ -13,6 +13,7 @@ nodes are mostly repeated blocks (a model exported without scopes) gets one subg
 from __future__ import annotations
 
 import re
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -81,7 +82,7 @@ class Hierarchy:
     groups: list[Group]
     node_group: list[int]
     """Deepest group of each node."""
-    topo_pos: list[int]
+    topo_pos: Sequence[int]
     """Topological position of each node."""
     folded: dict[int, int] = field(default_factory=dict)
     """Nodes that only carry constants or shape arithmetic, folded into the consumer that shows them
@@ -225,7 +226,7 @@ def build_hierarchy(
     shapes
         Fold shape arithmetic too.
     """
-    topo_pos = [0] * len(gm.nodes)
+    topo_pos = array("i", bytes(4 * len(gm.nodes)))  # one block, not an int object a node
     for pos, i in enumerate(order):
         topo_pos[i] = pos
     groups = [Group(0, gm.path.name if gm.path else "model", None, 0)]
