@@ -140,7 +140,8 @@ def retire(obj: Any, wait_s: float = 120.0, chunk: int = 4000) -> None:
     on the UI thread, or on a worker while the UI thread waits for it, a stall. The graph itself is now a few tables
     and shares its op types, dtypes and shapes, but its names, attributes and scopes and a view's group objects are
     still objects per node: at 200k nodes the model is 1.9M blocks and 110 ms to free, its view 0.9M blocks and 45 ms
-    on the 2-core machine (``bench/bench_free.py --view``), so this stays until that is a frame. Once it is freed, the C heap's free pages go back to the system (:mod:`splitscope.engine.heap`).
+    on the 2-core machine (``bench/bench_free.py --view``), so this stays until that is a frame. Once it is freed,
+    the C heap's free pages go back to the system (:mod:`splitscope.engine.heap`).
     Here a thread keeps a reference,
     waits until it holds the last one (the caller's and the window's have gone), then empties the large lists and
     dicts inside it a ``chunk`` at a time, yielding the interpreter between steps; it only ever empties a container
