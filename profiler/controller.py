@@ -20,6 +20,7 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 from splitscope.engine.calib.results import CalibrationDoc
+from splitscope.engine.errors import SplitscopeError
 from splitscope.engine.jobs import CancelToken, JobEvent, Progress
 from splitscope.engine.kernel.answers import parser_answers
 from splitscope.engine.kernel.results import KernelDoc, ParserAnswer
@@ -345,7 +346,11 @@ class AppController(QObject):
         rec = self.queue.jobs.get(jid)
         model = (rec.meta.get("model") if rec is not None else None) or result.get("model")
         mine = self._for(model) if model else self._current
-        doc = ProfileDoc.from_json(result)
+        try:
+            doc = ProfileDoc.from_json(result)
+        except SplitscopeError as e:  # a document of a later release (a saved file, a remote target): said
+            self.failed.emit(e.message, "")
+            return
         mine.profiles[jid] = doc
         mine.shown_profile = jid
         if not model or self._is_open(model):
@@ -368,7 +373,10 @@ class AppController(QObject):
         rec.meta["shown"] = True
         done = _FINISHED.get(rec.kind)
         if done is not None:
-            done(self, jid, rec.result, rec.meta.get("model"))
+            try:
+                done(self, jid, rec.result, rec.meta.get("model"))
+            except SplitscopeError as e:  # its document cannot be read here (a later release's): said, not kept
+                self.failed.emit(e.message, "")
 
     def _engine_done(self, jid: int, res: dict[str, Any], _model: str | None) -> None:
         if res["kind"] != "compare":

@@ -118,11 +118,14 @@ def _varint(buf: Buf, pos: int, end: int) -> tuple[int, int]:
     """:func:`varint`, held to ``buf[:end]``."""
     try:
         if pos < end:
-            v, pos = varint(buf, pos)
-            if pos <= end:
-                return v, pos
+            v, p = varint(buf, pos)
+            if p <= end:
+                return v, p
     except IndexError:
         pass
+    except WireError:
+        if pos + 10 <= end:  # ten bytes, all continued, inside the field: too long; otherwise cut short
+            raise
     raise WireError("truncated varint")
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from splitscope.engine import codec
 from splitscope.engine.errors import SplitscopeError
 from splitscope.engine.jobs import CancelToken, JobEvent, Progress
 from splitscope.engine.kernel.answers import parser_answers
@@ -72,6 +73,7 @@ def load_doc(path: str | os.PathLike[str], what: str) -> dict[str, Any]:
         "generation": "generation",
         "sweep": "cells",
     }[what]
+    doc = codec.read(what, doc, f"--{what} {p}")  # another kind's, or a later release's: said
     if keys not in doc:
         raise SplitscopeError(
             f"--{what} {p}: no '{keys}' in it: is it the JSON of 'splitscope "

@@ -81,3 +81,21 @@ def test_a_recorded_profile_of_an_older_release_reads_through_its_codec():
 def test_a_version_that_is_not_a_number_is_refused():
     with pytest.raises(SplitscopeError, match="schema_version 'two' is not a version"):
         read("sweep", {"schema": "splitscope-sweep", "schema_version": "two"}, "sweep.json")
+
+
+def test_the_report_refuses_a_later_releases_file_and_another_kinds(tmp_path):
+    """``splitscope report --profile F``: a profile of a later release, or a calibration given as a profile, is
+    refused in one line naming the option and the file."""
+    from splitscope.engine.present.report import load_doc
+
+    newer = tmp_path / "p.json"
+    newer.write_text(json.dumps({"schema": "splitscope-profile", "schema_version": 99, "latency_ms": {}}))
+    with pytest.raises(SplitscopeError, match=r"--profile .*p\.json was written by a newer Splitscope"):
+        load_doc(newer, "profile")
+    other = tmp_path / "c.json"
+    other.write_text(json.dumps(stamp("calibration", {"accuracy": {}})))
+    with pytest.raises(SplitscopeError, match=r"--profile .*c\.json is a splitscope-calibration document"):
+        load_doc(other, "profile")
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({"latency_ms": {"mean": 1.0}}))  # before versions: read
+    assert load_doc(old, "profile")["latency_ms"] == {"mean": 1.0}

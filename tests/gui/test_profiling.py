@@ -155,6 +155,21 @@ def test_a_profile_of_another_model_is_kept_with_it_and_never_shown_on_this_one(
     assert c.colour_mode == "status"
 
 
+def test_a_profile_from_a_later_release_is_said_in_one_line_and_the_window_goes_on(qtbot, window):
+    """A profile document of a later release (a saved file, a remote target running a newer Splitscope) is not
+    read: the window says so in its status bar and keeps nothing; the model stays open."""
+    window.open_model(SQUEEZENET)
+    wait_idle(qtbot, window)
+    c = window.controller
+    res = {"schema": "splitscope-profile", "schema_version": 99, "latency_ms": {"mean": 1.0}}
+    jid = c.queue.add_finished("Profile from a later release", "profile", res, {"model": str(SQUEEZENET)})
+    with qtbot.waitSignal(c.failed) as said:
+        c.profiling.result_ready.emit(jid, res)
+    assert "written by a newer Splitscope" in said.args[0] and "update Splitscope" in said.args[0]
+    assert "newer Splitscope" in window.statusBar().currentMessage()
+    assert jid not in c.results.profiles and window.graph_model is not None
+
+
 def test_the_profile_panel_follows_the_open_model_and_a_finished_job_says_what_it_found(qtbot, window):
     """Profile A, then open B: the panel says B has no profile yet (no plot of A's left); the Jobs panel's line
     for A's finished job is its outcome (mean latency and verdict), not its last progress message."""
