@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 from splitscope.engine.jobs import CancelToken, Progress, gc_paused
 from splitscope.engine.model import GraphModel
+from splitscope.engine.view.context import LayoutContext
 from splitscope.engine.view.hierarchy import Hierarchy
 
 NODE_W, NODE_H = 170.0, 46.0
@@ -91,87 +92,6 @@ class Layout:
             max(a + b for a, b in zip(self.x, self.w, strict=True)),
             max(a + b for a, b in zip(self.y, self.h, strict=True)),
         )
-
-
-class LayoutContext:
-    """What a layout needs that does not change with expand/collapse: graph edges by level."""
-
-    def __init__(self, gm: GraphModel, h: Hierarchy) -> None:
-        self.gm = gm
-        self.h = h
-        paths: dict[int, tuple[int, ...]] = {}  # each group's ids from the root
-        for g in h.groups:
-            if g.parent != -1 or g.id == 0:
-                above = paths.get(g.parent) if g.parent is not None else ()  # a parent made before its children
-                paths[g.id] = (*above, g.id) if above is not None else tuple(h.path(g.id))
-        self.group_path = paths
-        boundary: dict[str, int] = {}
-        # Unique graph edges (producer, consumer) with their tensors: the graph's own adjacency.
-        pairs = gm.graph.adj.edges
-        self.pairs = pairs
-        self.boundary = boundary
-        self.refresh_boundaries()
-        # Each edge appears in the box of its lowest common group, between that group's children: in arrays (a
-        # dict of pairs per group held a million small objects at 200k nodes, and took 0.4 s to fill).
-        self._local = _local_edges(paths, h.node_group, h.folded, pairs)
-
-    def local_edges(self, gid: int) -> list[tuple[int, int]]:
-        """The distinct edges between the children of group ``gid`` (encoded: nodes >= 0, groups by :func:`_g`), in
-        the order the graph's edges first give them."""
-        lca, ru, rv = self._local
-        i0, i1 = np.searchsorted(lca, gid, "left"), np.searchsorted(lca, gid, "right")
-        return list(zip(ru[i0:i1].tolist(), rv[i0:i1].tolist(), strict=True))
-
-    def refresh_boundaries(self) -> None:
-        """Re-read the partition-boundary tensors (after the parser changed the split)."""
-        self.boundary = {t.name: t.bytes or 0 for p in self.gm.partitions for t in p.boundary_tensors}
-
-
-def _local_edges(
-    paths: dict[int, tuple[int, ...]], node_group: list[int], folded: dict[int, int], pairs: Any
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For each graph edge ``u -> v`` (folded nodes left out): the lowest group holding both ends, and the children of
-    that group the edge runs between (the end node itself where it sits in that group directly; a group encoded by
-    :func:`_g`). Distinct triples, sorted by group and, within a group, by the first edge that gives them: three
-    arrays (group, from, to)."""
-    empty = np.zeros(0, np.int64)
-    src, dst = np.asarray(pairs.src, np.int64), np.asarray(pairs.dst, np.int64)
-    if folded:
-        gone = np.fromiter(folded, np.int64, len(folded))
-        keep = ~(np.isin(src, gone) | np.isin(dst, gone))
-        src, dst = src[keep], dst[keep]
-    if not len(src):
-        return empty, empty, empty
-    depth = max(len(p) for p in paths.values())
-    table = np.full((max(paths) + 1, depth + 1), -1, np.int64)  # each group's path from the root, -1 padded
-    length = np.zeros(len(table), np.int64)
-    for g, path in paths.items():
-        table[g, : len(path)] = path
-        length[g] = len(path)
-    ng = np.asarray(node_group, np.int64)
-    ga, gb = ng[src], ng[dst]
-    pa, pb = table[ga], table[gb]
-    k = np.cumprod((pa == pb) & (pa >= 0), axis=1).sum(axis=1)  # the common prefix's length (the root at least)
-    rows = np.arange(len(src))
-    lca = pa[rows, k - 1]
-    ru = np.where(k < length[ga], -pa[rows, k] - 1, src)
-    rv = np.where(k < length[gb], -pb[rows, k] - 1, dst)
-    keep = ru != rv
-    triples = np.stack([lca[keep], ru[keep], rv[keep]], axis=1)
-    if not len(triples):
-        return empty, empty, empty
-    # One integer a triple (the ends shifted past the encoded groups), unique and ordered by group, then first use.
-    shift = int(-triples[:, 1:].min()) + 1 if triples[:, 1:].min() < 0 else 0
-    span = int(triples[:, 1:].max()) + shift + 1
-    if (int(triples[:, 0].max()) + 1) * span * span < 2**62:
-        key = (triples[:, 0] * span + triples[:, 1] + shift) * span + triples[:, 2] + shift
-        _, first = np.unique(key, return_index=True)
-    else:  # too large to pack: rows compared whole (slower)
-        _, first = np.unique(triples, axis=0, return_index=True)
-    first.sort()
-    uniq = triples[first]
-    uniq = uniq[np.argsort(uniq[:, 0], kind="stable")]
-    return uniq[:, 0].copy(), uniq[:, 1].copy(), uniq[:, 2].copy()
 
 
 def _layered(

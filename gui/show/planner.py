@@ -206,7 +206,7 @@ class PlannerUi(QObject):
             return None
         doc = shown.json
         from splitscope.engine.errors import SplitscopeError
-        from splitscope.engine.present.report import check_same_model
+        from splitscope.engine.present.inputs import check_same_model
 
         try:
             check_same_model(self.gm, doc, "profile", "the shown profile")

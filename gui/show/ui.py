@@ -112,7 +112,8 @@ class ShowUi(QObject):
                 kept.append(r)
         profiles = [p.json for p in kept]
         from splitscope.engine.errors import SplitscopeError
-        from splitscope.engine.present.report import ReportExtras, check_same_model, generation_section
+        from splitscope.engine.present.inputs import check_same_model
+        from splitscope.engine.present.report import ReportExtras, generation_section
 
         gm = self.controller.graph_model
 

@@ -86,7 +86,7 @@ def test_a_version_that_is_not_a_number_is_refused():
 def test_the_report_refuses_a_later_releases_file_and_another_kinds(tmp_path):
     """``splitscope report --profile F``: a profile of a later release, or a calibration given as a profile, is
     refused in one line naming the option and the file."""
-    from splitscope.engine.present.report import load_doc
+    from splitscope.engine.present.inputs import load_doc
 
     newer = tmp_path / "p.json"
     newer.write_text(json.dumps({"schema": "splitscope-profile", "schema_version": 99, "latency_ms": {}}))
