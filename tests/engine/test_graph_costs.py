@@ -197,6 +197,8 @@ def test_a_layers_nodes_share_one_scope_kept_with_the_model_and_nothing_is_kept_
     a = scopes.scope_from("/model/layers.3/attn/MatMul", None, paths)
     b = scopes.scope_from("/model/layers.3/attn/Softmax", None, paths)
     assert a == ("model", "layers.3", "attn") and a is b  # one tuple for the layer, in the model's own table
-    assert list(paths) == ["/model/layers.3/attn"]
+    assert list(paths) == ["/model", "/model/layers.3", "/model/layers.3/attn"]  # its parents' too
+    c = scopes.scope_from("/model/layers.3/mlp/Add", None, paths)
+    assert c == ("model", "layers.3", "mlp") and c[0] is a[0] and c[1] is a[1]  # the steps they share: one string
     assert scopes.scope_from("/model/layers.3/attn/Add", None) == a  # without a table: computed, not cached
     assert not [v for v in vars(scopes).values() if hasattr(v, "cache_info")]  # no cache outliving a model
