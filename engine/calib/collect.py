@@ -19,7 +19,8 @@ from onnx import helper
 from splitscope.engine.calib.data import CalibData, Prefetched, batches
 from splitscope.engine.calib.stats import TensorStats
 from splitscope.engine.jobs import CancelToken, JobEvent, LogLine, Progress, Sample
-from splitscope.engine.runtime.ort import InferenceError, OrtBackend
+from splitscope.engine.runtime.ort import InferenceError
+from splitscope.engine.runtime.runner import Runner, open_runner
 
 
 def _with_outputs(
@@ -47,10 +48,10 @@ def _with_outputs(
     return name, Path(name)
 
 
-def _device_folder(be: OrtBackend, tensors: list[str], where: list[str]) -> Any:
+def _device_folder(runner: Runner, tensors: list[str], where: list[str]) -> Any:
     """A :class:`~splitscope.engine.calib.devstats.DeviceFolder` where the pass runs on CUDA and cuda-python's
     driver and NVRTC are there, else None (the host folds); ``where`` gets which, said in the result."""
-    if not be.cuda:
+    if not runner.on_device:
         where.append("host")
         return None
     try:
@@ -66,24 +67,15 @@ def _device_folder(be: OrtBackend, tensors: list[str], where: list[str]) -> Any:
     return folder
 
 
-def _run_on_device(sess: Any, feeds: dict[str, np.ndarray], want: list[str]) -> tuple[list[Any], list[Any]]:
-    """One batch with every activation left on the GPU (I/O binding): the OrtValues (keep them while folding)
-    and their :class:`~splitscope.engine.calib.devstats.Activation` views."""
+def _activations(want: list[str], outs: list[Any]) -> list[Any]:
+    """The :class:`~splitscope.engine.calib.devstats.Activation` views of one batch's outputs left on the GPU
+    (OrtValues: keep them while folding)."""
     from splitscope.engine.calib.devstats import Activation
 
-    io = sess.io_binding()
-    for name, a in feeds.items():
-        io.bind_cpu_input(name, a)
-    for n in want:
-        io.bind_output(n, "cuda", 0)
-    sess.run_with_iobinding(io)
-    io.synchronize_outputs()
-    outs = io.get_outputs()
-    acts = [
+    return [
         Activation(n, int(v.data_ptr()), int(np.prod(v.shape(), dtype=np.int64)), v.data_type(), v.numpy)
         for n, v in zip(want, outs, strict=True)
     ]
-    return outs, acts
 
 
 def fold_threads() -> int:
@@ -136,18 +128,15 @@ class _HostFolder:
         self.pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _run_sample(sess: Any, feeds: dict[str, np.ndarray], want: list[str], on_device: bool, done: int) -> Any:
-    """One calibration sample through the session: its outputs (and, on the device, the activations to fold there);
+def _run_sample(runner: Runner, feeds: dict[str, np.ndarray], want: list[str], on_device: bool, done: int) -> Any:
+    """One calibration sample through the runner: its outputs (and, on the device, the activations to fold there);
     an error names the sample and what to do."""
     try:
-        if on_device:
-            return _run_on_device(sess, feeds, want)
-        return sess.run(want, feeds), None
-    except Exception as e:  # noqa: BLE001 - ORT's own error types
-        from splitscope.engine.runtime.ort import _run_message
-
-        hint = _run_message(e).replace("give real inputs with --input FILE.npz", "give real samples with --data DIR")
+        outs = runner.infer(feeds, want)
+    except InferenceError as e:
+        hint = str(e).replace("give real inputs with --input FILE.npz", "give real samples with --data DIR")
         raise InferenceError(f"Calibration sample {done + 1}: {hint}") from None
+    return outs, (_activations(want, outs) if on_device else None)
 
 
 def _fold_on_device(
@@ -193,20 +182,21 @@ def collect(
     model, tmp = _with_outputs(path, tensors, proto)
     lap("model_s")
     samples = Prefetched(batches(data))  # the first samples read and decoded while the session is made
+    runner: Any = None
     try:
         threads = fold_threads()
         ort_threads = max(1, _cores() - threads) if threads > 1 and backend == "ort-cpu" else 0
-        be = OrtBackend(path, backend, threads=ort_threads, exact_fp32=True)
-        sess = be.session(model=model)
+        runner = open_runner(path, backend, model=model, threads=ort_threads, exact_fp32=True)
+        yield from runner.open()
         lap("session_s")
-        names = [o.name for o in sess.get_outputs()]
+        names = [o.name for o in runner.outputs()]
         want = [n for n in names if n in stats]
         total = data.samples if data.random else len(data.files)
         done = 0
-        host = _HostFolder(want, stats, 1 if be.cuda else threads)
+        host = _HostFolder(want, stats, 1 if runner.on_device else threads)
 
         where = where if where is not None else []
-        device = _device_folder(be, want, where)
+        device = _device_folder(runner, want, where)
         if device is not None:
             lap("folder_s")
         try:
@@ -216,7 +206,7 @@ def collect(
                 for feeds in samples:
                     cancel.raise_if_cancelled()
                     r = time.perf_counter()
-                    outs, acts = _run_sample(sess, feeds, want, device is not None, done)
+                    outs, acts = _run_sample(runner, feeds, want, device is not None, done)
                     phases["runs_s"] = round(phases.get("runs_s", 0.0) + time.perf_counter() - r, 4)
                     if device is not None:  # folded now, in place: this batch's ranges
                         folded, at = _fold_on_device(device, acts, stats, want, done), done + 1
@@ -255,8 +245,9 @@ def collect(
                 if data.skipped
                 else "No calibration sample could be read: the data gave none."
             )
-        be.close()
     finally:
+        if runner is not None:
+            runner.close()
         samples.close()
         if tmp is not None:
             with contextlib.suppress(OSError):

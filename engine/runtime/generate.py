@@ -145,19 +145,26 @@ def generate(
     """Prefill ``prompt_len`` tokens, then ``steps`` decode steps, timed in steady state: one whole generation first
     (untimed: every cache length is seen once, every buffer allocated), then ``generations`` timed ones (live
     samples of the first: ``step``, ms per step); then a profiled generation for the per-node times."""
-    from splitscope.engine.runtime.ort import OrtBackend, parse_ort_profile
+    from splitscope.engine.errors import BackendUnavailableError
+    from splitscope.engine.runtime.ort import parse_ort_profile
+    from splitscope.engine.runtime.runner import open_runner
 
     cancel = cancel or CancelToken()
     if prompt_len < 1 or steps < 1 or generations < 1:
         raise SplitscopeError("--prompt-len, --generate and --generations must be 1 or more.")
-    ob = OrtBackend(Path(path), backend)
+    runner: Any = open_runner(Path(path), backend)
     try:
-        session = ob.session()  # the timed one; the profiled one is made after it
-        dec = _Decoder.of(session, prompt_len, seed, Path(path).name)
-        if ob.cuda:  # the cache lives on the device from the start
-            dec.empty = {p: ob.ort.OrtValue.ortvalue_from_numpy(a, "cuda", 0) for p, a in dec.empty.items()}
+        if runner.engine:
+            raise BackendUnavailableError(
+                f"The generation profile feeds the cache back between steps, which the {backend} runner does not "
+                "do: use --backend ort-cpu or ort-cuda."
+            )
+        yield from runner.open()  # the timed session; the profiled one is made after it
+        dec = _Decoder.of(runner.inputs(), runner.outputs(), prompt_len, seed, Path(path).name)
+        if runner.on_device:  # the cache lives on the device from the start
+            dec.empty = {p: runner.to_device(a) for p, a in dec.empty.items()}
         res = Generation(backend, prompt_len, steps, generations=generations)
-        step_run = _runner(ob, session, dec.pairs, dec.out_names)
+        step_run = _stepper(runner, dec.pairs, dec.out_names)
         timed: list[list[float]] = []
         for g in range(generations + 1):
             if g:
@@ -169,18 +176,16 @@ def generate(
                 res.kv_bytes_final = int(sum(_nbytes(a) for a in past.values()))
                 res.kv_bytes_per_token = res.kv_bytes_final // max(total, 1)
         _steady(res, timed)
-        del session, step_run
         yield Progress("generate", steps, steps, "Per-node times (a profiled run)")
-        session = ob.session(profile=True)
-        step_run = _runner(ob, session, dec.pairs, dec.out_names)
+        yield from runner.open(profiled=True)
         yield from dec.run(step_run, WARM, cancel, live=False)
         yield from dec.run(step_run, steps + 1, cancel, live=False)
-        prof = session.end_profiling()
+        prof = runner.end_profiling()
         prefill, _, _, _ = _runs(parse_ort_profile, prof, WARM, 1)
         decode, _, kept, _ = _runs(parse_ort_profile, prof, WARM + 1, steps)
         res.per_node = {"prefill": _top(prefill, 1), "decode": _top(decode, max(kept, 1))}
         bandwidth = None
-        if ob.cuda:
+        if runner.on_device:
             from splitscope.engine.runtime.device import NoGpu, gpu_info
 
             try:
@@ -190,7 +195,7 @@ def generate(
         res.verdict, res.why, res.fix = _verdict(res, len(decode) or len(prefill), _weight_bytes(Path(path)), bandwidth)
         return res
     finally:
-        ob.close()
+        runner.close()
 
 
 def _steady(res: Generation, timed: list[list[float]]) -> None:
@@ -219,8 +224,7 @@ class _Decoder:
     prompt: np.ndarray
 
     @classmethod
-    def of(cls, session: Any, prompt_len: int, seed: int, name: str) -> _Decoder:
-        ins, outs = session.get_inputs(), session.get_outputs()
+    def of(cls, ins: list[Any], outs: list[Any], prompt_len: int, seed: int, name: str) -> _Decoder:
         pairs = cache_pairs(ins, outs)
         names = {i.name for i in ins}
         if not pairs or "input_ids" not in names:
@@ -277,31 +281,17 @@ def _nbytes(a: Any) -> int:
     return int(np.prod(a.shape())) * size
 
 
-def _runner(ob: Any, sess: Any, pairs: list[tuple[str, str]], out_names: list[str]) -> Any:
-    """``run(feeds, past) -> (last position's logits [1, 1, vocab] on the host, the next past)``: on the CPU a plain
-    run; on CUDA with the cache bound on the device (each step's present is the next step's past, never copied)."""
-    if not ob.cuda:
+def _stepper(runner: Any, pairs: list[tuple[str, str]], out_names: list[str]) -> Any:
+    """``run(feeds, past) -> (last position's logits [1, 1, vocab] on the host, the next past)`` through the runner's
+    open session: on CUDA the cache stays bound on the device (each step's present is the next step's past, never
+    copied)."""
 
-        def run_cpu(feeds: dict[str, np.ndarray], past: dict[str, Any]) -> tuple[np.ndarray, dict[str, Any]]:
-            got = sess.run(out_names, {**feeds, **past})
-            return np.asarray(got[0])[:, -1:, :], {p: got[k + 1] for k, (p, _) in enumerate(pairs)}
+    def run(feeds: dict[str, np.ndarray], past: dict[str, Any]) -> tuple[np.ndarray, dict[str, Any]]:
+        got = runner.infer({**feeds, **past}, out_names)
+        logits = got[0] if isinstance(got[0], np.ndarray) else got[0].numpy()
+        return np.asarray(logits)[:, -1:, :], {p: got[k + 1] for k, (p, _) in enumerate(pairs)}
 
-        return run_cpu
-
-    def run_cuda(feeds: dict[str, np.ndarray], past: dict[str, Any]) -> tuple[np.ndarray, dict[str, Any]]:
-        io = sess.io_binding()
-        for name, a in feeds.items():
-            io.bind_cpu_input(name, a)
-        for p, v in past.items():
-            io.bind_ortvalue_input(p, v)
-        for o in out_names:
-            io.bind_output(o, "cuda", 0)
-        sess.run_with_iobinding(io)
-        io.synchronize_outputs()
-        got = io.get_outputs()
-        return got[0].numpy()[:, -1:, :], {p: got[k + 1] for k, (p, _) in enumerate(pairs)}
-
-    return run_cuda
+    return run
 
 
 def _runs(parse: Any, prof: str, skip: int, count: int) -> tuple[dict[str, float], dict[str, str], int, float]:

@@ -43,6 +43,8 @@ class NodeTimes:
     use_cupti: bool = False
     why_host: str = ""
     """Why the times are the host's (CUPTI not used), else ''."""
+    nodes_of: dict[str, list[int]] = field(default_factory=dict)
+    """The model nodes (indices) each key holds: the node itself, or the nodes an engine's layer fused."""
 
 
 def node_times(

@@ -24,17 +24,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import onnx
 from splitscope.engine.codec import stamp
-from splitscope.engine.jobs import CancelToken, JobEvent, LogLine, Progress, Sample
+from splitscope.engine.jobs import CancelToken, JobEvent, LogLine, Progress
 from splitscope.engine.model import GraphModel, Status
-from splitscope.engine.runtime.cudagraph import graph_latency
-from splitscope.engine.runtime.device import NoGpu, copy_ms, gpu_info, measure_copies, now
+from splitscope.engine.runtime.copies import copy_figures
+from splitscope.engine.runtime.device import NoGpu, gpu_info, now
 from splitscope.engine.runtime.feeds import input_rules
 from splitscope.engine.runtime.inputs import dims_from_feeds, file_feeds, input_specs, random_feeds
-from splitscope.engine.runtime.node_times import NodeTimes, node_times
-from splitscope.engine.runtime.ort import OrtBackend
+from splitscope.engine.runtime.node_times import NodeTimes
 from splitscope.engine.runtime.roofline import classify, verdict
+from splitscope.engine.runtime.runner import open_runner
 from splitscope.engine.runtime.stats import latency_stats, throughput
-from splitscope.engine.runtime.telemetry import NvmlSampler, telemetry_samples
+from splitscope.engine.runtime.telemetry import NvmlSampler
 from splitscope.engine.text import plural
 
 if TYPE_CHECKING:
@@ -132,8 +132,100 @@ def profile(
     t_start = time.perf_counter()
     started = time.strftime("%Y-%m-%dT%H:%M:%S")
     notes: list[str] = []
-    node_total = 0.0
     yield Progress("inputs", 0, 0, "Preparing inputs")
+    feeds, dims, inputs, batch = _feeds(path, gm, dims, input_file, seed, notes)
+    runner = open_runner(path, backend, custom_ops=custom_ops, session_factory=session_factory)
+    gpu = None
+    sampler = NvmlSampler() if telemetry and runner.on_device else None
+    try:
+        if runner.on_device:
+            try:
+                gpu = gpu_info(0)
+            except NoGpu as e:
+                notes.append(f"no GPU peaks: {e}")
+        if sampler is not None:
+            why = sampler.start()
+            if why:
+                notes.append(f"no telemetry: {why}")
+                sampler = None
+        yield from runner.open(dims, cancel)
+        runner.feeds(feeds)
+        cancel.raise_if_cancelled()
+        t0 = now()
+        timing = yield from runner.time(warmup, iterations, cancel, t0, sampler)
+        nt = yield from runner.profile_nodes(gm, profiled, cancel, sampler, t0)
+        copies = yield from runner.copies(gm, feeds, gpu, runner.on_device or telemetry)
+    finally:
+        if sampler is not None:
+            sampler.stop()
+        runner.close()
+    notes.extend(runner.notes)
+    times = timing.times
+    mean = float(np.mean(times)) if times else 0.0
+    per_node, node_total = _node_rows(gm, nt, runner.engine, gpu)
+    io_ms, boundary_ms = copy_figures(gm, copies, on_device=runner.on_device)
+    split_cost, plugin_ms = _split_cost(gm, per_node, copies, mean, io_ms, boundary_ms)
+    if runner.engine:
+        cover = node_total / mean if mean else 0.0
+        split_cost["assumes"] = "plugin layers run inside the engine" + (
+            "; " + split_cost["assumes"] if boundary_ms is not None else ""
+        )
+    else:
+        cover = _cover(nt, node_total, mean, runner.on_device, notes)
+    graph = latency_stats(timing.graph_ms) if timing.graph_ms else None
+    notes.extend(_graph_notes(graph, times, timing.no_graph))
+    # On CUDA with the device's own times, the rest of the latency is the device idle between kernels: launches.
+    launch_share = max(1.0 - cover, 0.0) if nt.use_cupti and cover else None
+    v = verdict(mean, per_node, io_ms, boundary_ms, plugin_ms, cover, launch_share)
+    if graph is not None:
+        v["numbers"]["cuda_graph_ms"] = round(graph["p50"], 4)
+    if runner.engine:
+        notes.insert(
+            0,
+            f"the {backend} backend is {UNVERIFIED}: its figures come from code written to TensorRT's "
+            "documented API and tested against a fake engine",
+        )
+    else:
+        notes.extend(n for n in (_profiled_note(per_node, nt, mean),) if n)
+    series = list(sampler.samples) if sampler is not None else []
+    yield LogLine(f"{backend}: mean {mean:.3f} ms over {iterations} iterations; verdict {v['verdict']}")
+    return ProfileResult(
+        model=str(path),
+        backend=backend,
+        device=_device_name(gpu, runner),
+        iterations=iterations,
+        warmup=warmup,
+        dims=dims,
+        latency_ms=latency_stats(times),
+        warmup_ms=[round(x, 4) for x in timing.warm],
+        samples_ms=[round(x, 4) for x in times],
+        throughput=throughput(mean, batch),
+        per_node=per_node,
+        per_op=_per_op(per_node),
+        copies=copies,
+        split_cost=split_cost,
+        verdict=v,
+        gpu=gpu.to_json() if gpu is not None else None,
+        telemetry=sampler.summary() if sampler is not None else None,
+        telemetry_series=[{k: round(val, 3) for k, val in s.items()} for s in series[:: max(1, len(series) // 2000)]],
+        notes=notes,
+        node_cover=round(min(cover, 9.99), 4),
+        profiled_run_ms=round(node_total if runner.engine else nt.run_us / nt.kept / 1000 if nt.kept else 0.0, 4),
+        started=started,
+        seconds=round(time.perf_counter() - t_start, 3),
+        verified=runner.verified,
+        inputs=inputs,
+        node_times="device" if nt.use_cupti else "host",
+        cuda_graph_ms=graph,
+    )
+
+
+def _feeds(
+    path: Path, gm: GraphModel, dims: dict[str, int] | None, input_file: str | Path | None, seed: int, notes: list[str]
+) -> tuple[dict[str, np.ndarray], dict[str, int], dict[str, str], int | None]:
+    """The feeds (the user's file, or random values by each input's rule), the dims in force, where each input's
+    values came from, and the batch (the first input's first dim where it is symbolic); unusual rules go in
+    ``notes``."""
     proto = onnx.load(str(path), load_external_data=False)
     specs = input_specs(proto)
     dims = {**(gm.dims if gm is not None else {}), **(dims or {})}
@@ -146,133 +238,47 @@ def profile(
         del proto
         feeds = random_feeds(specs, dims, seed, rules)
         inputs = {name: rule.text() for name, rule in rules.items()}
-        for name, rule in rules.items():
-            if rule.kind not in ("normal", "small-int", "bool"):
-                notes.append(f"input '{name}': {rule.text()}")
+        notes.extend(
+            f"input '{name}': {rule.text()}"
+            for name, rule in rules.items()
+            if rule.kind not in ("normal", "small-int", "bool")
+        )
     batch = None
     if specs and specs[0].dims and isinstance(specs[0].dims[0], str):
         batch = int(feeds[specs[0].name].shape[0])
-    if backend in ("tensorrt", "rtx"):
-        res = yield from _profile_engine(
-            path,
-            gm,
-            backend,
-            feeds,
-            dims,
-            batch,
-            warmup,
-            iterations,
-            profiled,
-            notes,
-            started,
-            t_start,
-            cancel,
-            session_factory,
-        )
-        res.inputs = inputs
-        return res
-    be = OrtBackend(path, backend, custom_ops=custom_ops)
-    gpu = None
-    sampler = NvmlSampler() if telemetry and be.cuda else None
-    try:
-        if be.cuda:
-            try:
-                gpu = gpu_info(0)
-            except NoGpu as e:
-                notes.append(f"no GPU peaks: {e}")
-        if sampler is not None:
-            why = sampler.start()
-            if why:
-                notes.append(f"no telemetry: {why}")
-                sampler = None
-        t0 = now()
-        warm, times, graph_ms, no_graph = yield from _timed(be, feeds, warmup, iterations, cancel, sampler, t0)
-        # Per-node times: separate sessions with the profiler on.
-        model, index_of = _named(path)
-        nt = yield from node_times(be, gm, model, index_of, feeds, profiled, cancel, sampler, t0)
-        copies = yield from _copies(gm, feeds, be.cuda or telemetry, gpu)
-    finally:
-        if sampler is not None:
-            sampler.stop()
-        be.close()
-    # Per-node table, roofline, split cost, verdict.
+    return feeds, dims, inputs, batch
+
+
+def _device_name(gpu: Any, runner: Any) -> str:
+    if gpu is not None:
+        return f"{gpu.name} (cc {gpu.compute_capability[0]}.{gpu.compute_capability[1]})"
+    return "GPU" if runner.engine else "CUDA GPU" if runner.on_device else "CPU"
+
+
+def _node_rows(gm: GraphModel, nt: NodeTimes, engine: bool, gpu: Any) -> tuple[list[dict[str, Any]], float]:
+    """The per-node table (ms a run, the model's status, FLOPs and bytes, the roofline class), slowest first, ranked
+    with its spread across sessions; and the node time in all. An engine's rows are its layers, each with the ONNX
+    nodes it fused (their FLOPs and bytes summed; a plugin among them makes the layer a plugin's)."""
     peaks = gpu.peak_flops if gpu is not None else {}
     bw = gpu.peak_bandwidth if gpu is not None else 0.0
-    mean = float(np.mean(times)) if times else 0.0
-    per_node, node_total = _node_rows(gm, nt, index_of, peaks, bw)
-    per_op = _per_op(per_node)
-    io_ms, boundary_ms = _copy_figures(gm, copies, on_device=be.cuda)
-    split_cost, plugin_ms = _split_cost(gm, per_node, copies, mean, io_ms, boundary_ms)
-    cover = _cover(nt, node_total, mean, be.cuda, notes)
-    graph = latency_stats(graph_ms) if graph_ms else None
-    notes.extend(_graph_notes(graph, times, no_graph))
-    # On CUDA with the device's own times, the rest of the latency is the device idle between kernels: launches.
-    launch_share = max(1.0 - cover, 0.0) if nt.use_cupti and cover else None
-    v = verdict(mean, per_node, io_ms, boundary_ms, plugin_ms, cover, launch_share)
-    if graph is not None:
-        v["numbers"]["cuda_graph_ms"] = round(graph["p50"], 4)
-    notes.extend(n for n in (_profiled_note(per_node, nt, mean),) if n)
-    device = (
-        f"{gpu.name} (cc {gpu.compute_capability[0]}.{gpu.compute_capability[1]})"
-        if gpu is not None
-        else "CPU"
-        if not be.cuda
-        else "CUDA GPU"
-    )
-    series = list(sampler.samples) if sampler is not None else []
-    yield LogLine(f"{backend}: mean {mean:.3f} ms over {iterations} iterations; verdict {v['verdict']}")
-    return ProfileResult(
-        model=str(path),
-        backend=backend,
-        device=device,
-        iterations=iterations,
-        warmup=warmup,
-        dims=dims,
-        latency_ms=latency_stats(times),
-        warmup_ms=[round(x, 4) for x in warm],
-        samples_ms=[round(x, 4) for x in times],
-        throughput=throughput(mean, batch),
-        per_node=per_node,
-        per_op=per_op,
-        copies=copies,
-        split_cost=split_cost,
-        verdict=v,
-        gpu=gpu.to_json() if gpu is not None else None,
-        telemetry=sampler.summary() if sampler is not None else None,
-        telemetry_series=[{k: round(val, 3) for k, val in s.items()} for s in series[:: max(1, len(series) // 2000)]],
-        notes=notes,
-        node_cover=round(cover, 4),
-        profiled_run_ms=round(nt.run_us / nt.kept / 1000, 4) if nt.kept else 0.0,
-        started=started,
-        seconds=round(time.perf_counter() - t_start, 3),
-        inputs=inputs,
-        node_times="device" if nt.use_cupti else "host",
-        cuda_graph_ms=graph,
-    )
-
-
-def _node_rows(
-    gm: GraphModel, nt: NodeTimes, index_of: dict[str, int], peaks: dict[str, float], bw: float
-) -> tuple[list[dict[str, Any]], float]:
-    """The per-node table (ms a run, the model's status, FLOPs and bytes, the roofline class), slowest first, ranked
-    with its spread across sessions; and the node time in all."""
     per_node: list[dict[str, Any]] = []
     for key, us in nt.per_us.items():
         ms = us / nt.kept / 1000 if nt.kept else 0.0
-        idx = index_of.get(key)
-        node = gm.nodes[idx] if idx is not None and idx < len(gm.nodes) else None
-        row: dict[str, Any] = {
-            "name": key,
-            "index": idx,
-            "op_type": node.op_type if node else nt.ops.get(key, ""),
-            "ms": round(ms, 5),
-            "share": 0.0,
-            "status": node.status.value if node else "runtime",
-            "flops": node.flops if node else None,
-            "bytes": node.bytes if node else None,
-        }
-        row.update(classify(ms, row["flops"], row["bytes"], _dtype_of(gm, idx) if idx is not None else None, peaks, bw))
-        if not peaks:
+        held = [i for i in nt.nodes_of.get(key, ()) if i < len(gm.nodes)]
+        node = gm.nodes[held[0]] if held else None
+        row: dict[str, Any] = {"name": key, "index": held[0] if held else None}
+        if engine:
+            row["onnx_nodes"] = [gm.nodes[i].name for i in held]
+            flops = sum(gm.nodes[i].flops or 0 for i in held) or None
+            nbytes = sum(gm.nodes[i].bytes or 0 for i in held) or None
+            status = "plugin" if any(gm.nodes[i].status is Status.PLUGIN for i in held) else "delegate"
+        else:
+            flops, nbytes = (node.flops, node.bytes) if node else (None, None)
+            status = node.status.value if node else "runtime"
+        op = node.op_type if node else nt.ops.get(key, "layer" if engine else "")
+        row.update({"op_type": op, "ms": round(ms, 5), "share": 0.0, "status": status, "flops": flops, "bytes": nbytes})
+        row.update(classify(ms, flops, nbytes, _dtype_of(gm, held[0]) if held else None, peaks, bw))
+        if not peaks and not engine:
             row["sol_ms"] = row["headroom_ms"] = None
         per_node.append(row)
     node_total = _rank(per_node)
@@ -330,146 +336,6 @@ def _profiled_note(per_node: list[dict[str, Any]], nt: NodeTimes, mean: float) -
     )
 
 
-def _timed(
-    be: OrtBackend, feeds: dict[str, Any], warmup: int, iterations: int, cancel: CancelToken, sampler: Any, t0: float
-) -> Generator[JobEvent, None, tuple[list[float], list[float], list[float], str]]:
-    """The timed session (no profiler): the warm-up's and the iterations' ms (a ``latency`` sample each, with the
-    telemetry), then on CUDA the same run as one CUDA graph (its ms, or why there are none)."""
-    yield Progress("session", 0, 0, f"Creating the {'ort-cuda' if be.cuda else 'ort-cpu'} session")
-    sess = be.session()
-    run = be.runner(sess, feeds)
-    cancel.raise_if_cancelled()
-    warm: list[float] = []
-    for i in range(warmup):
-        cancel.raise_if_cancelled()
-        a = time.perf_counter()
-        run()
-        warm.append((time.perf_counter() - a) * 1000)
-        yield Progress("warmup", i + 1, warmup, f"Warm-up {i + 1}/{warmup}")
-    times: list[float] = []
-    for i in range(iterations):
-        cancel.raise_if_cancelled()
-        a = time.perf_counter()
-        run()
-        ms = (time.perf_counter() - a) * 1000
-        times.append(ms)
-        yield Sample("latency", float(i), {"ms": ms, "t": a - t0})
-        yield from telemetry_samples(sampler, t0)
-        yield Progress("latency", i + 1, iterations, f"Iteration {i + 1}/{iterations}: {ms:.3f} ms")
-    graph_ms: list[float] = []
-    no_graph = ""
-    if be.cuda:  # the same run as one CUDA graph: how much of the device's idle time is launch overhead
-        yield Progress("cuda-graph", 0, 0, "Timing the model as one CUDA graph")
-        try:  # the outputs' shapes and types, which the graph binds (a run that fails here is only said)
-            outs = list(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds), strict=True))
-        except Exception as e:  # noqa: BLE001 - ORT's own errors (out of host memory for the outputs)
-            outs, no_graph = [], f"its outputs could not be read to bind them ({str(e).splitlines()[0][:160]})"
-        del run, sess
-        if outs:
-            graph_ms, no_graph = graph_latency(be, feeds, outs, iterations, cancel=cancel)
-    return warm, times, graph_ms, no_graph
-
-
-def _profile_engine(
-    path: Path,
-    gm: GraphModel,
-    backend: str,
-    feeds: dict[str, Any],
-    dims: dict[str, int],
-    batch: int | None,
-    warmup: int,
-    iterations: int,
-    profiled: int,
-    notes: list[str],
-    started: str,
-    t_start: float,
-    cancel: CancelToken,
-    session_factory: Any = None,
-) -> Generator[JobEvent, None, ProfileResult]:
-    """A TensorRT / TensorRT-RTX profile: per-layer rows, each mapped to the ONNX nodes it fused."""
-    from splitscope.engine.runtime.trt import EngineSession, onnx_nodes_of, run_engine
-
-    gpu = None
-    try:
-        gpu = gpu_info(0)
-    except NoGpu as e:
-        notes.append(f"no GPU peaks: {e}")
-    out = yield from run_engine(
-        path, backend, feeds, dims, warmup, iterations, profiled, cancel, now(), session_factory or EngineSession
-    )
-    by_name = {n.name: n.index for n in gm.nodes if n.name}
-    fused = {str(layer.get("Name", "")): onnx_nodes_of(layer) for layer in out["layers"]}
-    kept = max(out["kept"], 1)
-    peaks = gpu.peak_flops if gpu is not None else {}
-    bw = gpu.peak_bandwidth if gpu is not None else 0.0
-    per_node = []
-    for layer, total in out["layer_ms"].items():
-        ms = total / kept
-        nodes = [by_name[n] for n in fused.get(layer, []) if n in by_name]
-        flops = sum(gm.nodes[i].flops or 0 for i in nodes) or None
-        nbytes = sum(gm.nodes[i].bytes or 0 for i in nodes) or None
-        row: dict[str, Any] = {
-            "name": layer,
-            "index": nodes[0] if nodes else None,
-            "onnx_nodes": [gm.nodes[i].name for i in nodes],
-            "op_type": gm.nodes[nodes[0]].op_type if nodes else "layer",
-            "ms": round(ms, 5),
-            "share": 0.0,
-            "status": "plugin" if any(gm.nodes[i].status is Status.PLUGIN for i in nodes) else "delegate",
-            "flops": flops,
-            "bytes": nbytes,
-        }
-        row.update(classify(ms, flops, nbytes, _dtype_of(gm, nodes[0]) if nodes else None, peaks, bw))
-        per_node.append(row)
-    node_total = _rank(per_node)
-    times = out["times"]
-    mean = float(np.mean(times)) if times else 0.0
-    cover = node_total / mean if mean else 0.0
-    notes.append(
-        f"engine built in {out['build_s']:.2f} s; {len(out['layers'])} engine layers for {len(gm.nodes)} ONNX nodes"
-    )
-    copies = yield from _copies(gm, feeds, True, gpu)
-    io_ms, boundary_ms = _copy_figures(gm, copies, on_device=True)
-    split_cost, plugin_ms = _split_cost(gm, per_node, copies, mean, io_ms, boundary_ms)
-    split_cost["assumes"] = (
-        "plugin layers run inside the engine; " + split_cost["assumes"]
-        if boundary_ms is not None
-        else "plugin layers run inside the engine"
-    )
-    v = verdict(mean, per_node, io_ms, boundary_ms, plugin_ms, cover)
-    notes.insert(
-        0,
-        f"the {backend} backend is {UNVERIFIED}: its figures come from code written to TensorRT's "
-        "documented API and tested against a fake engine",
-    )
-    device = f"{gpu.name} (cc {gpu.compute_capability[0]}.{gpu.compute_capability[1]})" if gpu is not None else "GPU"
-    per_op = _per_op(per_node)
-    return ProfileResult(
-        model=str(path),
-        backend=backend,
-        device=device,
-        iterations=iterations,
-        warmup=warmup,
-        dims=dims,
-        latency_ms=latency_stats(times),
-        warmup_ms=[round(x, 4) for x in out["warm"]],
-        samples_ms=[round(x, 4) for x in times],
-        throughput=throughput(mean, batch),
-        per_node=per_node,
-        per_op=per_op,
-        copies=copies,
-        split_cost=split_cost,
-        verdict=v,
-        gpu=gpu.to_json() if gpu is not None else None,
-        notes=notes,
-        node_cover=round(min(cover, 9.99), 4),
-        profiled_run_ms=round(node_total, 4),
-        started=started,
-        seconds=round(time.perf_counter() - t_start, 3),
-        verified=False,
-    )
-
-
 def _rank(per_node: list[dict[str, Any]]) -> float:
     """Each row's share of the node time, the rows slowest first; returns the node time (1.0 when none)."""
     node_total = sum(r["ms"] for r in per_node) or 1.0
@@ -501,54 +367,6 @@ def _per_op(per_node: list[dict[str, Any]]) -> list[dict[str, Any]]:
         o["count"] += 1
         o["ms"] = round(o["ms"] + r["ms"], 5)
     return sorted(per_op.values(), key=lambda o: -o["ms"])
-
-
-def _copies(gm: GraphModel, feeds: dict[str, Any], on_gpu: bool, gpu: Any) -> Generator[JobEvent, None, dict[str, Any]]:
-    """The model's input/output copies and every partition-boundary tensor's round trip, timed with CUDA on
-    this GPU (pinned and pageable). Without a GPU (or on the CPU) ``not_measured`` says why, and no figure is
-    filled in."""
-    copies: dict[str, Any] = {}
-    in_bytes = int(sum(a.nbytes for a in feeds.values()))
-    out_bytes = _output_bytes(gm)
-    boundary = [(t.name, int(t.bytes or 0)) for p in gm.partitions for t in p.boundary_tensors]
-    copies["inputs_bytes"], copies["outputs_bytes"] = in_bytes, out_bytes
-    if not on_gpu:
-        copies["not_measured"] = "the model ran on the CPU: no host-device copies to time"
-        return copies
-    try:
-        sizes = sorted({max(in_bytes, 1), max(out_bytes, 1), *(b for _, b in boundary if b)})[:12]
-        yield Progress("copies", 0, 0, f"Timing {len(sizes)} copy sizes, pinned and pageable")
-        table = measure_copies(sizes)
-    except NoGpu as e:
-        copies["not_measured"] = f"no GPU to copy to: {e}"
-        return copies
-    copies["measured"] = table
-    for mem in ("pinned", "pageable"):
-        copies[f"io_{mem}_ms"] = round(copy_ms(in_bytes, table, "h2d", mem) + copy_ms(out_bytes, table, "d2h", mem), 4)
-    copies["boundary"] = [
-        {
-            "tensor": name,
-            "bytes": b,
-            "round_trip_pinned_ms": round(copy_ms(b, table, "d2h", "pinned") + copy_ms(b, table, "h2d", "pinned"), 4),
-        }
-        for name, b in boundary
-    ]
-    if gpu is not None and gpu.pcie_peak:
-        big = max(table, key=lambda r: r["bytes"])
-        copies["link_peak_gbps"] = round(gpu.pcie_peak / 1e9, 1)
-        copies["pinned_share_of_peak"] = round(big["h2d_pinned_gbps"] * 1e9 / gpu.pcie_peak, 3)
-    return copies
-
-
-def _copy_figures(gm: GraphModel, copies: dict[str, Any], *, on_device: bool) -> tuple[float | None, float | None]:
-    """(I/O copy ms, boundary copy ms) for the verdict: measured figures, 0 where there is nothing to copy
-    (a CPU run has no I/O copies; a model of one partition no boundary), ``None`` where unmeasured."""
-    measured = bool(copies.get("measured"))
-    io = float(copies.get("io_pageable_ms", 0.0)) if measured and on_device else (None if on_device else 0.0)
-    if not any(p.boundary_tensors for p in gm.partitions):
-        return io, 0.0
-    boundary = sum(b["round_trip_pinned_ms"] for b in copies.get("boundary", [])) if measured else None
-    return io, boundary
 
 
 def _split_cost(
@@ -585,18 +403,3 @@ def _split_cost(
     if boundary_ms is None:
         cost["not_measured"] = copies.get("not_measured", "boundary copies were not measured")
     return cost, plugin_ms
-
-
-def _named(path: Path) -> tuple[bytes | str, dict[str, int]]:
-    from splitscope.engine.runtime.ort import named_model
-
-    return named_model(path)
-
-
-def _output_bytes(gm: GraphModel) -> int:
-    total = 0
-    for name in gm.graph.outputs:
-        t = gm.graph.tensors.get(name)
-        b = t.nbytes(gm.dims) if t is not None else None
-        total += b or 0
-    return total

@@ -13,14 +13,13 @@ from __future__ import annotations
 import contextlib
 import importlib
 import json
-import time
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from splitscope.engine.errors import BackendUnavailableError
-from splitscope.engine.jobs import CancelToken, JobEvent, Progress, Sample
+from splitscope.engine.jobs import CancelToken
 
 MODULES = {"tensorrt": "tensorrt", "rtx": "tensorrt_rtx"}
 API_USED: dict[str, tuple[str, ...]] = {
@@ -386,53 +385,3 @@ class EngineSession:
             self.cuda.cudaFree(ptr)
         self.buffers.clear()
         self.cuda.cudaStreamDestroy(self.stream)
-
-
-def run_engine(
-    path: Path,
-    backend: str,
-    feeds: dict[str, np.ndarray],
-    dims: dict[str, int],
-    warmup: int,
-    iterations: int,
-    profiled: int,
-    cancel: CancelToken,
-    t0: float,
-    session_factory: Callable[..., EngineSession] = EngineSession,
-) -> Generator[JobEvent, None, dict[str, Any]]:
-    """Build, then time ``path`` on a TensorRT backend: warm-up, timed iterations with no profiler, profiled
-    iterations for per-layer times. Returns ``{warm, times, layers, layer_ms, kept, build_s}``."""
-    steps: list[tuple[str, int, int]] = []
-    yield Progress("build", 0, 0, f"Building the {backend} engine")
-    b0 = time.perf_counter()
-    plan, cached = cached_plan(path, backend, dims, cancel, lambda name, step, total: steps.append((name, step, total)))
-    build_s = time.perf_counter() - b0
-    if cached:
-        yield Progress("build", 1, 1, f"The {backend} engine from the plan cache (same model, dims and version)")
-    if steps:
-        name, step, total = steps[-1]
-        yield Progress("build", step, total, f"Built ({name})")
-    sess = session_factory(plan, backend, feeds)
-    try:
-        layers = engine_layers(sess.engine, sess.trt)
-        warm, times = [], []
-        for i in range(warmup):
-            cancel.raise_if_cancelled()
-            a = time.perf_counter()
-            sess.run()
-            warm.append((time.perf_counter() - a) * 1000)
-            yield Progress("warmup", i + 1, warmup, f"Warm-up {i + 1}/{warmup}")
-        for i in range(iterations):
-            cancel.raise_if_cancelled()
-            a = time.perf_counter()
-            sess.run()
-            ms = (time.perf_counter() - a) * 1000
-            times.append(ms)
-            yield Sample("latency", float(i), {"ms": ms, "t": a - t0})
-            yield Progress("latency", i + 1, iterations, f"Iteration {i + 1}/{iterations}: {ms:.3f} ms")
-        yield Progress("nodes", 0, profiled, "Profiling layers")
-        layer_ms, kept = sess.layer_times(profiled, cancel)
-        yield Sample("nodes", float(kept), {k: v / max(kept, 1) for k, v in layer_ms.items()})
-    finally:
-        sess.close()
-    return {"warm": warm, "times": times, "layers": layers, "layer_ms": layer_ms, "kept": kept, "build_s": build_s}

@@ -1,0 +1,98 @@
+"""The backends behind one interface: each runner has every member of the Runner protocol, ONNX Runtime's runner gives
+what a plain ONNX Runtime session gives on real exports, and what a runner cannot do is said in one line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from splitscope.engine.errors import BackendUnavailableError
+from splitscope.engine.jobs import CancelToken, Progress, Sample, run_to_end
+from splitscope.engine.runtime.feeds import input_rules
+from splitscope.engine.runtime.inputs import input_specs, random_feeds
+from splitscope.engine.runtime.ort import InferenceError
+from splitscope.engine.runtime.runner import Runner, Timing, open_runner
+from splitscope.engine.split.analyze import analyze_model
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+EXPORTS = ["torch_transformer.onnx", "torch_detector_if.onnx", "decoder_kv_tiny.onnx"]
+DIMS = {"batch": 1, "seq": 16, "sequence_length": 8, "past_sequence_length": 4, "total_sequence_length": 12}
+
+
+def _feeds(path: Path) -> dict[str, np.ndarray]:
+    proto = onnx.load(str(path), load_external_data=False)
+    specs = input_specs(proto)
+    names = {d for s in specs for d in s.dims if isinstance(d, str)}
+    return random_feeds(specs, {n: DIMS[n] for n in names}, 0, input_rules(proto))
+
+
+@pytest.mark.parametrize("name", EXPORTS)
+def test_ort_runner_infers_what_a_plain_session_gives(name):
+    path = DATA / name
+    feeds = _feeds(path)
+    plain = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    outs = [o.name for o in plain.get_outputs()]
+    want = plain.run(outs, feeds)
+    runner = open_runner(path, "ort-cpu")
+    assert isinstance(runner, Runner) and not runner.on_device and not runner.engine and runner.verified
+    try:
+        run_to_end(runner.open())
+        got = runner.infer(feeds, outs)
+    finally:
+        runner.close()
+    for a, b in zip(got, want, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_ort_runner_times_then_profiles_the_model_nodes():
+    path = DATA / "torch_transformer.onnx"
+    gm = analyze_model(path, parser="table", dims={"batch": 1, "seq": 16})
+    feeds = _feeds(path)
+    runner = open_runner(path, "ort-cpu")
+    events: list[object] = []
+
+    def drain(gen):  # type: ignore[no-untyped-def]
+        while True:
+            try:
+                events.append(next(gen))
+            except StopIteration as stop:
+                return stop.value
+
+    try:
+        drain(runner.open())
+        runner.feeds(feeds)
+        timing = drain(runner.time(2, 5, CancelToken(), 0.0))
+        nt = drain(runner.profile_nodes(gm, 4, CancelToken()))
+        with pytest.raises(InferenceError, match="open it and give the feeds"):
+            runner.run()  # the timed session was closed for the profiled ones
+    finally:
+        runner.close()
+    assert isinstance(timing, Timing) and len(timing.warm) == 2 and len(timing.times) == 5
+    assert sum(isinstance(e, Sample) and e.series == "latency" for e in events) == 5
+    assert any(isinstance(e, Progress) and e.stage == "nodes" for e in events)
+    names = {n.name: n.index for n in gm.nodes}
+    assert nt.kept == 4 and nt.nodes_of
+    for key, held in nt.nodes_of.items():  # a key held by the model is that node
+        assert held == [names[key]]
+
+
+def test_a_backend_that_cannot_run_here_or_a_name_nobody_knows_is_one_line():
+    with pytest.raises(BackendUnavailableError, match=r"Unknown backend 'trt'.*use one of") as e:
+        open_runner(DATA / "torch_transformer.onnx", "trt")
+    assert "\n" not in str(e.value)
+
+
+def test_an_engine_runner_says_it_does_not_read_outputs_back():
+    pytest.importorskip("tensorrt_rtx", reason="tensorrt_rtx is not installed (the test extra installs it)")
+    from tests.engine.fake_trt import fake_session_factory
+
+    path = DATA / "torch_transformer.onnx"
+    runner = open_runner(path, "rtx", session_factory=fake_session_factory(str(path), {}))
+    assert isinstance(runner, Runner) and runner.on_device and runner.engine and not runner.verified
+    with pytest.raises(BackendUnavailableError, match="use --backend ort-cpu or ort-cuda") as e:
+        runner.infer(_feeds(path), ["y"])
+    assert "\n" not in str(e.value)
+    runner.close()
