@@ -139,6 +139,12 @@ def main() -> None:
     ap.add_argument("--nodes", type=int, nargs="+", default=[1000, 10000, 50000])
     ap.add_argument("--break-every", type=int, default=0)
     ap.add_argument("--bert", action="store_true", help="also a BERT-base-size encoder: bert_base.onnx")
+    ap.add_argument(
+        "--hidden",
+        type=int,
+        default=HIDDEN,
+        help=f"a layer's width (default {HIDDEN}); 16 keeps a 1,000,000-node model under 2 GB, protobuf's limit",
+    )
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     if args.bert:
@@ -146,8 +152,9 @@ def main() -> None:
         onnx.save(m, args.out / "bert_base.onnx")
         print(args.out / "bert_base.onnx", len(m.graph.node), "nodes")
     for n in args.nodes:
-        m = make_transformer(n, args.break_every)
-        path = args.out / f"transformer_{n // 1000}k{'_split' if args.break_every else ''}.onnx"
+        m = make_transformer(n, args.break_every, hidden=args.hidden)
+        width = "" if args.hidden == HIDDEN else f"_h{args.hidden}"
+        path = args.out / f"transformer_{n // 1000}k{width}{'_split' if args.break_every else ''}.onnx"
         onnx.save(m, path)
         print(path, len(m.graph.node), "nodes")
 

@@ -20,7 +20,8 @@ from splitscope.engine.calib.data import CalibData, Prefetched, batches
 from splitscope.engine.calib.stats import TensorStats
 from splitscope.engine.jobs import CancelToken, JobEvent, LogLine, Progress, Sample
 from splitscope.engine.runtime.ort import InferenceError
-from splitscope.engine.runtime.runner import Runner, open_runner
+from splitscope.engine.runtime.ort_runner import OrtRunner
+from splitscope.engine.runtime.runner import Runner, open_ort
 
 
 def _with_outputs(
@@ -182,11 +183,13 @@ def collect(
     model, tmp = _with_outputs(path, tensors, proto)
     lap("model_s")
     samples = Prefetched(batches(data))  # the first samples read and decoded while the session is made
-    runner: Any = None
+    runner: OrtRunner | None = None
     try:
         threads = fold_threads()
         ort_threads = max(1, _cores() - threads) if threads > 1 and backend == "ort-cpu" else 0
-        runner = open_runner(path, backend, model=model, threads=ort_threads, exact_fp32=True)
+        runner = open_ort(
+            path, backend, "The calibration statistics pass", model=model, threads=ort_threads, exact_fp32=True
+        )
         yield from runner.open()
         lap("session_s")
         names = [o.name for o in runner.outputs()]

@@ -17,7 +17,9 @@ import numpy as np
 from splitscope.engine.calib.accuracy import compare_outputs, top1
 from splitscope.engine.calib.data import CalibData, batches
 from splitscope.engine.jobs import CancelToken, JobEvent, Progress
-from splitscope.engine.runtime.ort import InferenceError, OrtBackend
+from splitscope.engine.runtime.ort import InferenceError
+from splitscope.engine.runtime.ort_runner import OrtRunner
+from splitscope.engine.runtime.runner import open_ort
 
 
 @dataclass(slots=True)
@@ -36,8 +38,8 @@ class Measured:
         return {"how": self.how, "runtime": self.runtime, **({"why": self.why} if self.why else {})}
 
 
-def _reason(e: Exception) -> str:
-    text = str(e).replace("\n", " ")
+def _reason(raw: str) -> str:
+    text = raw.replace("\n", " ")
     if "NOT_IMPLEMENTED" in text or "Could not find an implementation" in text:
         op = text.split("for ", 1)[-1].split("(", 1)[0].strip() if "implementation for" in text else ""
         return f"ONNX Runtime has no kernel for {op or 'an op'} in its reduced type here"
@@ -57,36 +59,38 @@ def measure(
 ) -> Generator[JobEvent, None, Measured]:
     """Run ``model`` (FP32) and ``written`` on every held-out sample and compare them. ``emulation`` gives the
     emulated model's bytes, run instead only where the written model cannot run here."""
-    ref_be = OrtBackend(model, backend, exact_fp32=True)
-    q_be = OrtBackend(written, backend, exact_fp32=True)  # its FP32 parts as the reference's: no TF32 on CUDA
+    ref = open_ort(model, backend, "The accuracy check", exact_fp32=True)
+    q = open_ort(
+        written, backend, "The accuracy check", exact_fp32=True, plain=True
+    )  # its FP32 parts as the reference's: no TF32
     runtime = "ONNX Runtime CUDA" if backend == "ort-cuda" else "ONNX Runtime CPU"
     result = Measured(runtime=runtime)
     try:
-        ref_s = ref_be.session()
-        q_s = _written_session(q_be, result, emulation)
-        outs = [o.name for o in ref_s.get_outputs()]
+        yield from ref.open()
+        yield from _open_written(q, result, emulation)
+        outs = [o.name for o in ref.outputs()]
         refs: dict[str, list[np.ndarray]] = {o: [] for o in outs}
         gots: dict[str, list[np.ndarray]] = {o: [] for o in outs}
         for k, feeds in enumerate(batches(held)):
             cancel.raise_if_cancelled()
             try:
-                ref = ref_s.run(outs, feeds)
-            except Exception as e:  # noqa: BLE001 - ONNX Runtime's own error types
+                want = ref.infer(feeds, outs, on_host=True)
+            except InferenceError as e:
                 raise _failed(k, e) from None
             try:
-                got = q_s.run(outs, feeds)
-            except Exception as e:  # noqa: BLE001 - ONNX Runtime's own error types
+                got = q.infer(feeds, outs, on_host=True)
+            except InferenceError as e:
                 if result.how == "estimated" or emulation is None or k:
                     raise _failed(k, e) from None
-                q_s = _emulated(q_be, result, emulation, _reason(e))  # a kernel missing shows at the first run
-                got = q_s.run(outs, feeds)
-            for o, a, b in zip(outs, ref, got, strict=True):
+                _emulated(q, result, emulation, _reason(e.raw or str(e)))  # a kernel missing shows at the first run
+                got = q.infer(feeds, outs, on_host=True)
+            for o, a, b in zip(outs, want, got, strict=True):
                 refs[o].append(a)
                 gots[o].append(b)
             yield Progress("accuracy", k + 1, count, f"Held-out sample {k + 1}")
     finally:
-        ref_be.close()
-        q_be.close()
+        ref.close()
+        q.close()
     result.accuracy = {o: compare_outputs(refs[o], gots[o], metric) for o in outs if refs[o]}
     if labels is not None:  # the task metric against the user's classes, FP32 and reduced
         for o, a in result.accuracy.items():
@@ -96,24 +100,26 @@ def measure(
     return result
 
 
-def _written_session(q_be: OrtBackend, result: Measured, emulation: Callable[[], bytes] | None) -> Any:
+def _open_written(
+    q: OrtRunner, result: Measured, emulation: Callable[[], bytes] | None
+) -> Generator[JobEvent, None, None]:
+    """The written model's session, every node as written (Q/DQ pairs too: what TensorRT will see); where ONNX Runtime
+    cannot load it here, the emulation's, and the result says it is estimated."""
     try:
-        return q_be.session(plain=True)  # every node as written (Q/DQ pairs too: what TensorRT will see)
+        yield from q.open()
     except InferenceError as e:
         if emulation is None:
             raise
-        return _emulated(q_be, result, emulation, str(e))
+        _emulated(q, result, emulation, str(e))
 
 
-def _emulated(q_be: OrtBackend, result: Measured, emulation: Callable[[], bytes], why: str) -> Any:
+def _emulated(q: OrtRunner, result: Measured, emulation: Callable[[], bytes], why: str) -> None:
     result.how, result.why = "estimated", why
-    return q_be.session(model=emulation(), plain=True)
+    q.load(model=emulation())
 
 
-def _failed(k: int, e: Exception) -> InferenceError:
-    from splitscope.engine.runtime.ort import _run_message
-
+def _failed(k: int, e: InferenceError) -> InferenceError:
     return InferenceError(
         f"Held-out sample {k + 1}: "
-        + _run_message(e).replace("give real inputs with --input FILE.npz", "give real samples with --data DIR")
+        + str(e).replace("give real inputs with --input FILE.npz", "give real samples with --data DIR")
     )

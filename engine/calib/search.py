@@ -18,7 +18,7 @@ from splitscope.engine.calib import qdq
 from splitscope.engine.calib.accuracy import compare_outputs
 from splitscope.engine.errors import SplitscopeError
 from splitscope.engine.jobs import CancelToken, JobEvent, Progress, Sample
-from splitscope.engine.runtime.ort import OrtBackend
+from splitscope.engine.runtime.runner import open_ort
 
 
 def parse_budget(text: str) -> tuple[str, float]:
@@ -47,20 +47,24 @@ class Evaluator:
         refs: dict[str, list[np.ndarray]],
         path: Any,
         labels: list[int] | None = None,
+        backend: str = "ort-cpu",
     ) -> None:
         self.build = build
         self.feeds, self.refs = feeds, refs
         self.labels = labels
-        self.backend = OrtBackend(path, "ort-cpu")
+        self.runner = open_ort(path, backend, "The precision search", exact_fp32=True, plain=True)
         self.runs = 0
+
+    def close(self) -> None:
+        self.runner.close()
 
     def score(self, keep: set[str]) -> dict[str, float]:
         """The worst output's figures with ``keep`` in float."""
-        sess = self.backend.session(model=self.build(keep).SerializeToString(), plain=True)
+        self.runner.load(model=self.build(keep).SerializeToString())
         names = list(self.refs)
         got: dict[str, list[np.ndarray]] = {n: [] for n in names}
         for f in self.feeds:
-            for n, a in zip(names, sess.run(names, f), strict=True):
+            for n, a in zip(names, self.runner.infer(f, names, on_host=True), strict=True):
                 got[n].append(a)
         self.runs += 1
         per = [compare_outputs(self.refs[n], got[n]) for n in names]

@@ -18,7 +18,7 @@ from splitscope.engine.errors import SplitscopeError
 from splitscope.engine.jobs import CancelToken, JobEvent
 from splitscope.engine.onnxio.weights import WeightSources, hoist
 from splitscope.engine.onnxio.writer import ModelWriter
-from splitscope.engine.runtime.ort import OrtBackend
+from splitscope.engine.runtime.runner import open_ort
 from splitscope.engine.text import plural
 
 
@@ -178,19 +178,26 @@ def sensitivity_and_search(
             "(a line 'NAME LABEL' a sample file) with --data DIR."
         )
     feeds = list(batches(held))
-    ref = OrtBackend(model, backend, exact_fp32=True).session()
-    outs = [o.name for o in ref.get_outputs()]
-    refs: dict[str, list[np.ndarray]] = {o: [] for o in outs}
-    for f in feeds:
-        for o, a in zip(outs, ref.run(outs, f), strict=True):
-            refs[o].append(a)
-    ev = Evaluator(build, feeds, refs, model, labels)
-    base = ev.score(set())
-    sens = yield from sensitivity(ev, nodes, cancel, base)
-    doc: dict[str, Any] = {"all_quantized": base, "sensitivity": sens}
-    if target is not None:
-        doc.update((yield from search(ev, sens, target[0], target[1], base, cancel)))
-        doc["kept_cost"] = kept_cost(model, doc.get("keep", []), precision, dims)
+    ref = open_ort(model, backend, "The precision search", exact_fp32=True)
+    try:
+        yield from ref.open()
+        outs = [o.name for o in ref.outputs()]
+        refs: dict[str, list[np.ndarray]] = {o: [] for o in outs}
+        for f in feeds:
+            for o, a in zip(outs, ref.infer(f, outs, on_host=True), strict=True):
+                refs[o].append(a)
+    finally:
+        ref.close()
+    ev = Evaluator(build, feeds, refs, model, labels, backend)
+    try:
+        base = ev.score(set())
+        sens = yield from sensitivity(ev, nodes, cancel, base)
+        doc: dict[str, Any] = {"all_quantized": base, "sensitivity": sens}
+        if target is not None:
+            doc.update((yield from search(ev, sens, target[0], target[1], base, cancel)))
+            doc["kept_cost"] = kept_cost(model, doc.get("keep", []), precision, dims)
+    finally:
+        ev.close()
     doc["evaluations"] = ev.runs
     return doc
 

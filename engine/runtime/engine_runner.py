@@ -75,7 +75,7 @@ class EngineRunner(Timed):
     def run(self) -> None:
         self.sess.run()
 
-    def infer(self, feeds: Mapping[str, Any], outputs: list[str]) -> list[Any]:
+    def infer(self, feeds: Mapping[str, Any], outputs: list[str], on_host: bool = False) -> list[Any]:
         raise BackendUnavailableError(
             f"The {self.backend} runner times and profiles an engine but does not read its outputs back: "
             "use --backend ort-cpu or ort-cuda for this."

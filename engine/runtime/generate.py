@@ -145,20 +145,14 @@ def generate(
     """Prefill ``prompt_len`` tokens, then ``steps`` decode steps, timed in steady state: one whole generation first
     (untimed: every cache length is seen once, every buffer allocated), then ``generations`` timed ones (live
     samples of the first: ``step``, ms per step); then a profiled generation for the per-node times."""
-    from splitscope.engine.errors import BackendUnavailableError
     from splitscope.engine.runtime.ort import parse_ort_profile
-    from splitscope.engine.runtime.runner import open_runner
+    from splitscope.engine.runtime.runner import open_ort
 
     cancel = cancel or CancelToken()
     if prompt_len < 1 or steps < 1 or generations < 1:
         raise SplitscopeError("--prompt-len, --generate and --generations must be 1 or more.")
-    runner: Any = open_runner(Path(path), backend)
+    runner = open_ort(Path(path), backend, "The generation profile (the cache fed back between steps)")
     try:
-        if runner.engine:
-            raise BackendUnavailableError(
-                f"The generation profile feeds the cache back between steps, which the {backend} runner does not "
-                "do: use --backend ort-cpu or ort-cuda."
-            )
         yield from runner.open()  # the timed session; the profiled one is made after it
         dec = _Decoder.of(runner.inputs(), runner.outputs(), prompt_len, seed, Path(path).name)
         if runner.on_device:  # the cache lives on the device from the start

@@ -89,7 +89,11 @@ def named_model(path: Path) -> tuple[bytes | str, dict[str, int]]:
 
 
 class InferenceError(SplitscopeError):
-    """A run of the model failed."""
+    """A run of the model failed; ``raw``: ONNX Runtime's own text where there was one (which kernel is missing)."""
+
+    def __init__(self, message: str, raw: str = "") -> None:
+        super().__init__(message)
+        self.raw = raw
 
 
 def _run_message(e: Exception) -> str:

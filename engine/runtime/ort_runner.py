@@ -35,9 +35,10 @@ class OrtRunner(Timed):
         threads: int = 0,
         custom_ops: list[str] | None = None,
         exact_fp32: bool = False,
+        plain: bool = False,
     ) -> None:
         self.be = OrtBackend(path, self.backend, threads=threads, custom_ops=custom_ops, exact_fp32=exact_fp32)
-        self.path, self.model = path, model
+        self.path, self.model, self.plain = path, model, plain
         self.session: Any = None
         self.notes: list[str] = []
         self._feeds: dict[str, np.ndarray] = {}
@@ -46,10 +47,17 @@ class OrtRunner(Timed):
     def open(
         self, dims: Mapping[str, int] | None = None, cancel: CancelToken | None = None, *, profiled: bool = False
     ) -> Generator[JobEvent, None, None]:
-        """The session at full graph optimisation (``profiled``: with ONNX Runtime's profiler on)."""
+        """The session (see :meth:`load`)."""
         yield Progress("session", 0, 0, f"Creating the {self.backend} session")
-        self._release()  # the session before it freed first
-        self.session = self.be.session(profile=profiled, model=self.model)
+        self.load(profiled=profiled)
+
+    def load(self, model: bytes | str | None = None, *, profiled: bool = False) -> None:
+        """The session of ``model`` (default: the runner's), at full graph optimisation, or with every node as written
+        for a ``plain`` runner; ``profiled``: with ONNX Runtime's profiler on. The session before it is freed first."""
+        self._release()
+        self.session = self.be.session(
+            profile=profiled, model=model if model is not None else self.model, plain=self.plain and not profiled
+        )
 
     def feeds(self, feeds: Mapping[str, np.ndarray]) -> None:
         self._feeds = dict(feeds)
@@ -60,11 +68,11 @@ class OrtRunner(Timed):
             raise InferenceError("The session is closed or has no feeds: open it and give the feeds first.")
         self._run()
 
-    def infer(self, feeds: Mapping[str, Any], outputs: list[str]) -> list[Any]:
+    def infer(self, feeds: Mapping[str, Any], outputs: list[str], on_host: bool = False) -> list[Any]:
         try:
             return list(self.session.run(outputs, dict(feeds)))
         except Exception as e:  # noqa: BLE001 - ORT's Fail/RuntimeException/InvalidArgument
-            raise InferenceError(_run_message(e)) from None
+            raise InferenceError(_run_message(e), str(e)) from None
 
     def inputs(self) -> list[Any]:
         """ONNX Runtime's inputs of the open session (name, shape, type)."""
@@ -73,6 +81,10 @@ class OrtRunner(Timed):
     def outputs(self) -> list[Any]:
         """ONNX Runtime's outputs of the open session."""
         return list(self.session.get_outputs())
+
+    def to_device(self, a: np.ndarray) -> Any:
+        """``a`` where the runner's inputs live: on the CPU, itself."""
+        return a
 
     def end_profiling(self) -> str:
         """The profiler's file of a session opened with ``profiled=True``."""
@@ -102,8 +114,11 @@ class OrtCudaRunner(OrtRunner):
     backend = "ort-cuda"
     on_device = True
 
-    def infer(self, feeds: Mapping[str, Any], outputs: list[str]) -> list[Any]:
-        """OrtValues on the device; a feed may be a host array or an OrtValue already there (a decoder's cache)."""
+    def infer(self, feeds: Mapping[str, Any], outputs: list[str], on_host: bool = False) -> list[Any]:
+        """OrtValues on the device (``on_host``: arrays copied back); a feed may be a host array or an OrtValue
+        already there (a decoder's cache)."""
+        if on_host:
+            return super().infer(feeds, outputs)
         io = self.session.io_binding()
         for name, a in feeds.items():
             if isinstance(a, np.ndarray):
@@ -116,7 +131,7 @@ class OrtCudaRunner(OrtRunner):
             self.session.run_with_iobinding(io)
             io.synchronize_outputs()
         except Exception as e:  # noqa: BLE001
-            raise InferenceError(_run_message(e)) from None
+            raise InferenceError(_run_message(e), str(e)) from None
         return list(io.get_outputs())
 
     def to_device(self, a: np.ndarray) -> Any:

@@ -15,14 +15,17 @@ from __future__ import annotations
 
 from collections.abc import Generator, Mapping
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 from splitscope.engine.jobs import CancelToken, JobEvent
 from splitscope.engine.runtime.node_times import NodeTimes
 from splitscope.engine.runtime.timing import Timing
 
-__all__ = ["Runner", "Timing", "open_runner"]
+if TYPE_CHECKING:
+    from splitscope.engine.runtime.ort_runner import OrtRunner
+
+__all__ = ["Runner", "Timing", "open_ort", "open_runner"]
 
 
 @runtime_checkable
@@ -51,8 +54,9 @@ class Runner(Protocol):
         """One inference on the bound feeds, waited for."""
         ...
 
-    def infer(self, feeds: Mapping[str, Any], outputs: list[str]) -> list[Any]:
-        """One inference on ``feeds``: the ``outputs`` asked for (on a device runner they stay on the device)."""
+    def infer(self, feeds: Mapping[str, Any], outputs: list[str], on_host: bool = False) -> list[Any]:
+        """One inference on ``feeds``: the ``outputs`` asked for (on a device runner they stay on the device unless
+        ``on_host``)."""
         ...
 
     def time(
@@ -86,13 +90,15 @@ def open_runner(
     threads: int = 0,
     custom_ops: list[str] | None = None,
     exact_fp32: bool = False,
+    plain: bool = False,
     session_factory: Any = None,
 ) -> Runner:
     """The runner of ``path`` on ``backend`` (``ort-cpu``, ``ort-cuda``, ``tensorrt``, ``rtx``), after checking the
     backend can run here (:class:`~splitscope.engine.errors.BackendUnavailableError` says what to do).
     ``model``: what ONNX Runtime opens instead of the file (the model with more outputs, as bytes or a path);
     ``threads``: ONNX Runtime's intra-op threads (0: its default); ``exact_fp32``: CUDA with TF32 off (an FP32
-    reference); ``session_factory``: what runs a TensorRT engine (the tests' named fake, where none can)."""
+    reference); ``plain``: every node run as written, no graph optimisation (a Q/DQ model as TensorRT will see it);
+    ``session_factory``: what runs a TensorRT engine (the tests' named fake, where none can)."""
     from splitscope.engine.runtime.ort import check_backend
 
     if backend in ("tensorrt", "rtx"):
@@ -107,4 +113,18 @@ def open_runner(
     from splitscope.engine.runtime.ort_runner import OrtCudaRunner, OrtRunner
 
     kind = OrtCudaRunner if backend == "ort-cuda" else OrtRunner
-    return kind(Path(path), model=model, threads=threads, custom_ops=custom_ops, exact_fp32=exact_fp32)
+    return kind(Path(path), model=model, threads=threads, custom_ops=custom_ops, exact_fp32=exact_fp32, plain=plain)
+
+
+def open_ort(path: str | Path, backend: str, job: str, **options: Any) -> OrtRunner:
+    """The ONNX Runtime runner of ``path`` for a ``job`` that reads what the model computes (the statistics pass, the
+    accuracy, a decoder's cache), which an engine runner does not give back: a TensorRT backend is refused in one
+    line that says what to use. ``options`` as :func:`open_runner`'s."""
+    from splitscope.engine.errors import BackendUnavailableError
+    from splitscope.engine.runtime.ort_runner import OrtRunner
+
+    if backend in ("tensorrt", "rtx"):
+        raise BackendUnavailableError(f"{job} runs on ONNX Runtime: use --backend ort-cpu or ort-cuda.")
+    runner = open_runner(path, backend, **options)
+    assert isinstance(runner, OrtRunner)
+    return runner
