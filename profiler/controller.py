@@ -16,9 +16,10 @@ import contextlib
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Signal
+from splitscope.engine.api import EngineReport, Report
 from splitscope.engine.calib.results import CalibrationDoc
 from splitscope.engine.errors import SplitscopeError
 from splitscope.engine.jobs import CancelToken, JobEvent, Progress
@@ -34,6 +35,10 @@ from splitscope.profiler.profiling import ProfileRequest, Profiling, child_or_re
 from splitscope.profiler.queue import JobKind, JobQueue, Lane
 from splitscope.profiler.session import ModelSession
 
+if TYPE_CHECKING:
+    from splitscope.engine.rewrite.optimize import OptimizeResult
+    from splitscope.engine.trtdata.importer import EngineData
+
 
 @dataclass(slots=True)
 class ModelResults:
@@ -42,8 +47,8 @@ class ModelResults:
     profiles: dict[int, ProfileDoc] = field(default_factory=dict)
     """Job id -> profile result, finished or reloaded."""
     shown_profile: int | None = None
-    engine: Any = None
-    """The imported or built :class:`splitscope.engine.trtdata.importer.EngineData` (its JSON: ``engine.doc()``)."""
+    engine: EngineData | None = None
+    """The imported or built engine's layers mapped onto this model (its JSON: ``engine.doc()``)."""
     calibration: CalibrationDoc | None = None
     """The last calibration of this model, typed."""
     search: str = ""
@@ -64,6 +69,19 @@ class ModelResults:
     """The last sweep over this model."""
 
 
+@dataclass(frozen=True, slots=True)
+class EngineOutcome:
+    """A finished engine job: what was asked (``import``, ``compare``, ``build``) and titled, the engine's report as
+    the Python API gives it (layers mapped onto the model, the lint's advice in its JSON), the colourings made in the
+    job's worker for the view then on screen, and the model it was mapped onto."""
+
+    kind: str
+    title: str
+    report: EngineReport
+    heat: dict[tuple[str, int], Any]
+    model: str | None
+
+
 @dataclass(slots=True)
 class EngineRequest:
     """An engine import (trtexec files), a comparison with another engine, or a TensorRT-RTX build."""
@@ -82,21 +100,21 @@ class AppController(QObject):
     colour_mode_changed = Signal(str)
     """The canvas's colour mode (``status``, ``time``, ``precision``, ...) was asked for."""
     profile_ready = Signal(int, object)
-    """A profile finished or was reloaded: job id, result dict."""
+    """A profile finished or was reloaded: job id, its :class:`ProfileDoc`."""
     engine_ready = Signal(int, object)
-    """An engine job finished: job id, ``{"kind", "data", "doc", "lint", "title", "extra"}``."""
+    """An engine job finished: job id, its :class:`EngineOutcome`."""
     calibration_ready = Signal(int, object)
     """A calibration finished: job id, its :class:`CalibrationDoc`."""
     generation_ready = Signal(int, object)
     """A generation profile finished on the open model: its id, its :class:`GenerationDoc`."""
     kernel_ready = Signal(int, object)
+    """A kernel workbench job finished on the open model: its id, its :class:`KernelDoc`."""
     optimize_ready = Signal(int, object)
     """An Optimize Export finished: (job id, its :class:`~splitscope.engine.rewrite.optimize.OptimizeResult`)."""
     sweep_ready = Signal(int, object)
     """A sweep finished: (job id, its :class:`SweepDoc`)."""
-    """A kernel workbench job finished on the open model: its id, its JSON."""
     report_ready = Signal(int, object)
-    """A report job finished: job id, result dict."""
+    """A report was written: job id, its :class:`~splitscope.engine.api.Report`."""
     engine_graph_ready = Signal(int, object, object)
     """An engine's own graph was written (no ONNX model open): job id, its path, the engine files."""
     failed = Signal(str, str)
@@ -112,6 +130,7 @@ class AppController(QObject):
         self._current = ModelResults()
         self.session.model_ready.connect(self._model_ready)
         self.profiling.result_ready.connect(self._profile)
+        self.profiling.unreadable.connect(lambda message: self.failed.emit(message, ""))
         self.queue.finished.connect(self._finished)
         self.queue.failed.connect(lambda _jid, message, details: self.failed.emit(message, details))
 
@@ -259,12 +278,14 @@ class AppController(QObject):
             JobKind.KERNEL, args, f"Kernel workbench: {what[:60]} at {gm.shapes_label()}", str(gm.path)
         )
 
-    def submit_engine(self, req: EngineRequest, prepare: Callable[[Any], dict[str, Any]] | None = None) -> int:
+    def submit_engine(
+        self, req: EngineRequest, prepare: Callable[[Any], dict[tuple[str, int], Any]] | None = None
+    ) -> int:
         """Queue an engine job. A build runs TensorRT-RTX in a child process (it can crash) and maps its layers
         here; imports read trtexec's files in a worker. ``prepare(data)`` runs in the worker too (colourings)."""
         gm, view = self.graph_model, self.view
 
-        def job(token: CancelToken) -> Generator[JobEvent, None, Any]:
+        def job(token: CancelToken) -> Generator[JobEvent, None, EngineOutcome]:
             from splitscope.engine.trtdata.importer import import_files
             from splitscope.engine.trtdata.lint import lint
 
@@ -280,16 +301,11 @@ class AppController(QObject):
             else:
                 data = import_files(req.paths, gm)
             token.raise_if_cancelled()
-            extra = prepare(data) if prepare is not None and view is not None else {}
-            return {
-                "kind": req.kind,
-                "data": data,
-                "doc": data.to_json(),
-                "lint": lint(data),
-                "title": req.title,
-                "extra": extra,
-                "model": str(gm.path) if gm is not None and gm.path is not None else None,
-            }
+            heat = prepare(data) if prepare is not None and view is not None else {}
+            doc = data.to_json()
+            doc["lint"] = lint(data)
+            model = str(gm.path) if gm is not None and gm.path is not None else None
+            return EngineOutcome(req.kind, req.title, EngineReport(data, doc, gm), heat, model)
 
         return self.queue.submit(
             req.title, job, lane=Lane.GPU if req.kind == "build" else Lane.ENGINE, kind=JobKind.ENGINE
@@ -340,82 +356,81 @@ class AppController(QObject):
         self.colour_mode = "status"
         self.model_ready.emit(gm, view)
 
-    def _profile(self, jid: int, result: dict[str, Any]) -> None:
+    def _profile(self, jid: int, doc: ProfileDoc) -> None:
         """A profile finished (or came back saved): kept with the model it profiled, shown only if that
         model is the one open (a profile of A finishing after B was opened never colours B)."""
         rec = self.queue.jobs.get(jid)
-        model = (rec.meta.get("model") if rec is not None else None) or result.get("model")
+        model = (rec.meta.get("model") if rec is not None else None) or doc.json.get("model")
         mine = self._for(model) if model else self._current
-        try:
-            doc = ProfileDoc.from_json(result)
-        except SplitscopeError as e:  # a document of a later release (a saved file, a remote target): said
-            self.failed.emit(e.message, "")
-            return
         mine.profiles[jid] = doc
         mine.shown_profile = jid
         if not model or self._is_open(model):
             self.profile_ready.emit(jid, doc)
 
     def _finished(self, jid: int) -> None:
+        """A job of the queue ended: its kind's handler (:data:`_FINISHED`) keeps its result with its model and says
+        so; a result that cannot be read here (a later release's document) is said in one line, not kept."""
         rec = self.queue.jobs.get(jid)
-        if rec is None or rec.meta.get("shown"):
+        if rec is None or rec.meta.get("shown") or rec.result is None:
             return
-        if rec.kind == JobKind.ENGINE_GRAPH and rec.result is not None:
-            rec.meta["shown"] = True
-            self.engine_graph_ready.emit(jid, rec.result, list(rec.meta["paths"]))
-            return
-        if rec.kind == JobKind.OPTIMIZE and rec.result is not None:
-            rec.meta["shown"] = True
-            self.optimize_ready.emit(jid, rec.result)
-            return
-        if not isinstance(rec.result, dict):
+        done = _FINISHED.get(rec.kind)
+        if done is None:
             return
         rec.meta["shown"] = True
-        done = _FINISHED.get(rec.kind)
-        if done is not None:
-            try:
-                done(self, jid, rec.result, rec.meta.get("model"))
-            except SplitscopeError as e:  # its document cannot be read here (a later release's): said, not kept
-                self.failed.emit(e.message, "")
+        try:
+            done(self, jid, rec.result, rec.meta)
+        except SplitscopeError as e:
+            self.failed.emit(e.message, "")
 
-    def _engine_done(self, jid: int, res: dict[str, Any], _model: str | None) -> None:
-        if res["kind"] != "compare":
-            mine = self._for(res["model"]) if res.get("model") else self._current
-            mine.engine = res["data"]
-        if res.get("model") is None or self._is_open(res["model"]):
+    def _engine_graph_done(self, jid: int, path: Path, meta: dict[str, Any]) -> None:
+        self.engine_graph_ready.emit(jid, path, list(meta["paths"]))
+
+    def _optimize_done(self, jid: int, res: OptimizeResult, _meta: dict[str, Any]) -> None:
+        self.optimize_ready.emit(jid, res)
+
+    def _engine_done(self, jid: int, res: EngineOutcome, _meta: dict[str, Any]) -> None:
+        if res.kind != "compare":
+            mine = self._for(res.model) if res.model else self._current
+            mine.engine = res.report.data
+        if res.model is None or self._is_open(res.model):
             self.engine_ready.emit(jid, res)
 
-    def _calibration_done(self, jid: int, res: dict[str, Any], model: str | None) -> None:
+    def _calibration_done(self, jid: int, res: dict[str, Any], meta: dict[str, Any]) -> None:
+        model = meta.get("model")
         doc = self._for(model).calibration = CalibrationDoc.from_json(res)
         if self._is_open(model):
             self.calibration_ready.emit(jid, doc)
 
-    def _report_done(self, jid: int, res: dict[str, Any], _model: str | None) -> None:
-        self.report_ready.emit(jid, res)
+    def _report_done(self, jid: int, res: dict[str, Any], _meta: dict[str, Any]) -> None:
+        self.report_ready.emit(jid, Report(Path(res["out"]), int(res["bytes"]), str(res.get("headline", "")), res))
 
-    def _generation_done(self, jid: int, res: dict[str, Any], model: str | None) -> None:
+    def _generation_done(self, jid: int, res: dict[str, Any], meta: dict[str, Any]) -> None:
+        model = meta.get("model")
         doc = GenerationDoc.from_json(res)
         self._for(model).generation = doc
         if self._is_open(model):
             self.generation_ready.emit(jid, doc)
 
-    def _kernel_done(self, jid: int, res: dict[str, Any], model: str | None) -> None:
+    def _kernel_done(self, jid: int, res: dict[str, Any], meta: dict[str, Any]) -> None:
+        model = meta.get("model")
         doc = KernelDoc.from_json(res)
         self._for(model).kernels.append(doc)
         if self._is_open(model):
             self.kernel_ready.emit(jid, doc)
 
-    def _sweep_done(self, jid: int, res: dict[str, Any], model: str | None) -> None:
-        doc = self._for(model).sweep = SweepDoc.from_json(res)
+    def _sweep_done(self, jid: int, res: dict[str, Any], meta: dict[str, Any]) -> None:
+        doc = self._for(meta.get("model")).sweep = SweepDoc.from_json(res)
         self.sweep_ready.emit(jid, doc)
 
-    def _verify_done(self, _jid: int, res: dict[str, Any], model: str | None) -> None:
-        if self._is_open(model):
+    def _verify_done(self, _jid: int, res: dict[str, Any], meta: dict[str, Any]) -> None:
+        if self._is_open(meta.get("model")):
             self.session.apply_build(res)  # the model comes back with what the builder rejects
 
 
-_FINISHED: dict[JobKind, Callable[[AppController, int, dict[str, Any], str | None], None]] = {
+_FINISHED: dict[JobKind, Callable[[AppController, int, Any, dict[str, Any]], None]] = {
     JobKind.ENGINE: AppController._engine_done,
+    JobKind.ENGINE_GRAPH: AppController._engine_graph_done,
+    JobKind.OPTIMIZE: AppController._optimize_done,
     JobKind.CALIBRATE: AppController._calibration_done,
     JobKind.REPORT: AppController._report_done,
     JobKind.GENERATE: AppController._generation_done,
@@ -423,4 +438,5 @@ _FINISHED: dict[JobKind, Callable[[AppController, int, dict[str, Any], str | Non
     JobKind.SWEEP: AppController._sweep_done,
     JobKind.VERIFY: AppController._verify_done,
 }
-"""What a finished job of each kind does with its result: kept per model, shown where its model is open."""
+"""The job kinds' registry: what a finished job of each kind does with its result (kept per model, shown where its
+model is open; a profile goes through :class:`~splitscope.profiler.profiling.Profiling`)."""

@@ -40,7 +40,9 @@ class JobRunner(QObject):
     job_failed = Signal(str, str)
     """One-line message, details (traceback for unexpected errors, else empty)."""
     job_cancelled = Signal()
+    """The job stopped at a Cancel (nothing of it is kept)."""
     running_changed = Signal(bool)
+    """Whether a job is running now."""
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)

@@ -82,7 +82,9 @@ class Profiling(QObject):
     """Submits profiles to the queue and brings back saved ones."""
 
     result_ready = Signal(int, object)
-    """A profile finished or was reloaded: job id, result dict."""
+    """A profile finished or was reloaded: job id, its :class:`~splitscope.engine.runtime.results.ProfileDoc`."""
+    unreadable = Signal(str)
+    """A profile could not be read here (a later release's document): one line that says what to do."""
 
     reloaded = Signal(object, list)
     """The saved profiles of a model came back (model path, their job ids)."""
@@ -131,10 +133,22 @@ class Profiling(QObject):
                 {"model": str(model), "backend": res.get("backend")},
             )
             ids.append(jid)
-            self.result_ready.emit(jid, res)
+            self.deliver(jid, res)
         return ids
+
+    def deliver(self, job_id: int, result: dict[str, Any]) -> None:
+        """Read a profile's document as its type and say it is ready (or, unreadable here, say why)."""
+        from splitscope.engine.errors import SplitscopeError
+        from splitscope.engine.runtime.results import ProfileDoc
+
+        try:
+            doc = ProfileDoc.from_json(result)
+        except SplitscopeError as e:
+            self.unreadable.emit(e.message)
+            return
+        self.result_ready.emit(job_id, doc)
 
     def _finished(self, job_id: int) -> None:
         rec = self.queue.jobs.get(job_id)
         if rec is not None and rec.kind == JobKind.PROFILE and isinstance(rec.result, dict):
-            self.result_ready.emit(job_id, rec.result)
+            self.deliver(job_id, rec.result)

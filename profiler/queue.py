@@ -109,6 +109,7 @@ class JobQueue(QObject):
     sample = Signal(int, object)
     """A :class:`Sample` of the running job: its id, the sample."""
     log_line = Signal(int, object)
+    """A :class:`LogLine` of the running job: its id, the line."""
     finished = Signal(int)
     """A job ended well: its id (the record holds the result)."""
     failed = Signal(int, str, str)

@@ -52,7 +52,9 @@ class ModelSession(QObject):
     failed = Signal(str, str)
     """One-line message, details."""
     cancelled = Signal()
+    """The analysis stopped at a Cancel (the model on screen stays)."""
     running_changed = Signal(bool)
+    """Whether an analysis or a layout is running now."""
     body_changed = Signal(list)
     """The canvas entered or left an If / Loop / Scan body: the way in (crumbs), [] for the main graph."""
 

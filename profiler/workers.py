@@ -31,6 +31,7 @@ class _Signals(QObject):
     that what the pool thread emits is queued there, in the order emitted."""
 
     started = Signal()
+    """The work began on its pool thread."""
     yielded = Signal(object)
     """Each value a generator yields."""
     returned = Signal(object)

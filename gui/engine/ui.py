@@ -19,7 +19,7 @@ from splitscope.gui.canvas.render import Heat
 from splitscope.gui.engine.panel import EnginePanel
 from splitscope.gui.shell.exports import add_csv_menu
 from splitscope.gui.shell.palette import COLOURS
-from splitscope.profiler.controller import EngineRequest
+from splitscope.profiler.controller import EngineOutcome, EngineRequest
 
 if TYPE_CHECKING:
     from splitscope.engine.trtdata.importer import EngineData
@@ -278,27 +278,25 @@ class EngineUi(QObject):
 
         return self.controller.submit_engine(EngineRequest(kind, list(paths), title), prepare)
 
-    def _finished(self, _jid: int, res: dict[str, Any]) -> None:
-        if res["kind"] == "compare":
+    def _finished(self, _jid: int, res: EngineOutcome) -> None:
+        data, doc = res.report.data, res.report.json
+        if res.kind == "compare":
             from splitscope.engine.trtdata.compare import compare
 
             if self.data is not None:
-                self.comparison = compare(self.data, res["data"])
+                self.comparison = compare(self.data, data)
                 self.heat_cache = {k: v for k, v in self.heat_cache.items() if k[0] != "diff"}
                 self._show_comparison(self.comparison)
                 self.controller.set_colour_mode("engine-diff")
             return
-        self.heat_cache = dict(res["extra"])
-        self.panel.set_data(res["doc"], res["lint"], res["title"])
+        self.heat_cache = dict(res.heat)
+        self.panel.set_data(doc, doc["lint"], res.title)
         self.dock.raise_()
-        self.controller.set_colour_mode("precision" if any(x["precision"] for x in res["doc"]["layers"]) else "layer")
+        self.controller.set_colour_mode("precision" if any(x["precision"] for x in doc["layers"]) else "layer")
+        share = doc.get("mapped_data_node_share")
         self.shell.show_message(
-            f"{len(res['doc']['layers'])} engine layers imported"
-            + (
-                f"; {res['doc']['mapped_data_node_share']:.0%} of the model's data-path nodes mapped"
-                if res["doc"].get("mapped_data_node_share") is not None
-                else ""
-            ),
+            f"{len(doc['layers'])} engine layers imported"
+            + (f"; {share:.0%} of the model's data-path nodes mapped" if share is not None else ""),
             8000,
         )
 

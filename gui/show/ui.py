@@ -16,6 +16,7 @@ from splitscope.gui.show.planner import PlannerUi
 from splitscope.gui.show.present import PresentBoard
 
 if TYPE_CHECKING:
+    from splitscope.engine.api import Report
     from splitscope.gui.shell.host import Shell
 
 
@@ -65,8 +66,8 @@ class ShowUi(QObject):
         if self.board is not None and self.board.isVisible():
             self.planner.evaluated.connect(self._refresh_board, Qt.ConnectionType.SingleShotConnection)
 
-    def _report_ready(self, _jid: int, result: dict[str, Any]) -> None:
-        self.shell.show_message(f"Wrote the report {result['out']} ({result['bytes'] / 1e6:.2f} MB)", 10000)
+    def _report_ready(self, _jid: int, report: Report) -> None:
+        self.shell.show_message(f"Wrote the report {report.out} ({report.bytes / 1e6:.2f} MB)", 10000)
 
     def _refresh_board(self) -> None:
         if self.board is not None and self.board.isVisible():

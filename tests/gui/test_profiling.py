@@ -150,7 +150,7 @@ def test_a_profile_of_another_model_is_kept_with_it_and_never_shown_on_this_one(
     res = {"backend": "ort-cpu", "per_node": [], "latency_ms": {"mean": 1.0}, "verdict": {}}
     jid = c.queue.add_finished("Profile the other model", "profile", res, {"model": other})
     with qtbot.assertNotEmitted(c.profile_ready, wait=50):
-        c.profiling.result_ready.emit(jid, res)
+        c.profiling.deliver(jid, res)
     assert jid not in c.results.profiles and c._for(other).profiles[jid].json == stamp("profile", res)
     assert c.colour_mode == "status"
 
@@ -164,7 +164,7 @@ def test_a_profile_from_a_later_release_is_said_in_one_line_and_the_window_goes_
     res = {"schema": "splitscope-profile", "schema_version": 99, "latency_ms": {"mean": 1.0}}
     jid = c.queue.add_finished("Profile from a later release", "profile", res, {"model": str(SQUEEZENET)})
     with qtbot.waitSignal(c.failed) as said:
-        c.profiling.result_ready.emit(jid, res)
+        c.profiling.deliver(jid, res)
     assert "written by a newer Splitscope" in said.args[0] and "update Splitscope" in said.args[0]
     assert "newer Splitscope" in window.statusBar().currentMessage()
     assert jid not in c.results.profiles and window.graph_model is not None
