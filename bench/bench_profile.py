@@ -30,8 +30,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from splitscope.engine.dims import parse_dims  # noqa: E402
 from splitscope.engine.jobs import run_to_end  # noqa: E402
-from splitscope.engine.runtime.inputs import input_specs, parse_dims, random_feeds  # noqa: E402
+from splitscope.engine.runtime.inputs import input_specs, random_feeds  # noqa: E402
 from splitscope.engine.runtime.ort import OrtBackend  # noqa: E402
 from splitscope.engine.runtime.profile import profile  # noqa: E402
 from splitscope.engine.split.analyze import analyze_model  # noqa: E402

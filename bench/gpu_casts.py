@@ -26,8 +26,9 @@ def main() -> None:
         ort.preload_dlls()
     from splitscope.engine.calib.accuracy import compare_outputs
     from splitscope.engine.calib.calibrate import calibrate
+    from splitscope.engine.dims import parse_dims
     from splitscope.engine.jobs import run_to_end
-    from splitscope.engine.runtime.inputs import input_specs, parse_dims, random_feeds
+    from splitscope.engine.runtime.inputs import input_specs, random_feeds
 
     dims = parse_dims(args.dim)
     args.out.mkdir(parents=True, exist_ok=True)

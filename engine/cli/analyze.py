@@ -10,24 +10,12 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
+from splitscope.engine.dims import parse_dims
 from splitscope.engine.errors import SplitscopeError
 from splitscope.engine.text import plural
 
-
-def _dims(values: list[str]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for v in values:
-        name, sep, num = v.partition("=")
-        text = num.strip()
-        digits = text[1:] if text[:1] in "+-" else text
-        if not sep or not name.strip() or not (digits.isascii() and digits.isdigit()):
-            raise SplitscopeError(f"--dim expects NAME=INT (e.g. batch=8), got '{v}'.")
-        if int(text) < 1:
-            raise SplitscopeError(
-                f"--dim {name.strip()}={int(text)}: a dimension is 1 or more; give the size the model runs at."
-            )
-        out[name.strip()] = int(text)
-    return out
+_dims = parse_dims
+"""The ``--dim`` values of a verb (:func:`splitscope.engine.dims.parse_dims`)."""
 
 
 def _ranges(values: list[str]) -> dict[str, tuple[int, int]]:

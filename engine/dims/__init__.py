@@ -13,6 +13,24 @@ if TYPE_CHECKING:
     from splitscope.engine.model import GraphModel
 
 
+def parse_dims(values: Iterable[str]) -> dict[str, int]:
+    """``['batch=8', 'seq=128']`` (the CLI's ``--dim`` values) as a dict; a malformed one or a size below 1 is
+    refused in one line that shows how to write it."""
+    out: dict[str, int] = {}
+    for v in values:
+        name, sep, num = v.partition("=")
+        text = num.strip()
+        digits = text[1:] if text[:1] in "+-" else text
+        if not sep or not name.strip() or not (digits.isascii() and digits.isdigit()):
+            raise SplitscopeError(f"--dim expects NAME=INT (e.g. batch=8), got '{v}'.")
+        if int(text) < 1:
+            raise SplitscopeError(
+                f"--dim {name.strip()}={int(text)}: a dimension is 1 or more; give the size the model runs at."
+            )
+        out[name.strip()] = int(text)
+    return out
+
+
 class UnknownDimError(SplitscopeError):
     """A value was given for a dim the model's inputs do not have."""
 

@@ -102,17 +102,6 @@ def symbolic_dims(specs: list[InputSpec]) -> list[str]:
     return list(seen)
 
 
-def parse_dims(items: list[str]) -> dict[str, int]:
-    """``['batch=8', 'seq=128']`` to a dict; a bad item is a ProfileInputError."""
-    out = {}
-    for it in items:
-        name, sep, value = it.partition("=")
-        if not sep or not name or not value.strip().isdigit() or int(value) <= 0:
-            raise ProfileInputError(f"--dim {it!r}: write it as NAME=VALUE with a positive integer, e.g. batch=8.")
-        out[name.strip()] = int(value)
-    return out
-
-
 def random_feeds(
     specs: list[InputSpec],
     dims: dict[str, int],
