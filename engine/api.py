@@ -286,6 +286,7 @@ def engine_report(
     compare_profile: PathLike | None = None,
     parser: str = "auto",
     dims: dict[str, int] | None = None,
+    progress: ProgressFn | None = None,
     cancel: CancelToken | None = None,
 ) -> EngineReport:
     """Read what TensorRT did: trtexec's ``--exportLayerInfo`` (``layers``), ``--exportProfile`` and
@@ -304,7 +305,13 @@ def engine_report(
         )
     if build and not model:
         raise SplitscopeError("--build needs the ONNX model to build.")
-    gm = analyze(model, parser=parser, dims=dims, require_dims=bool(build), cancel=cancel).model if model else None
+    gm = (
+        analyze(model, parser=parser, dims=dims, require_dims=bool(build), progress=progress, cancel=cancel).model
+        if model
+        else None
+    )
+    if progress is not None:
+        progress(0, 0, f"Building with {build}" if build else "Reading the engine's files")
     if build:
         from splitscope.engine.runtime.trt import from_build
 
@@ -421,15 +428,41 @@ def kernel(
     model: PathLike,
     nodes: list[str] | None = None,
     *,
+    source: PathLike | None = None,
+    reference: PathLike | None = None,
+    compare_default: bool = True,
+    dims: dict[str, int] | None = None,
+    data: str = "random",
+    recipe: str = "",
+    parser: str = "auto",
+    iterations: int = 100,
+    atol: float = 1e-4,
+    rtol: float = 1e-3,
+    out: PathLike | None = None,
     progress: ProgressFn | None = None,
     cancel: CancelToken | None = None,
-    **options: Any,
 ) -> KernelRun:
     """The custom part worked (in a child process): ``nodes`` (default: the first plugin node) cut out alone with
-    their real tensors, a plugin project written to ``out``, and ``source`` (a CUDA kernel) checked against the
-    reference and timed on the GPU against ONNX Runtime's default (``compare_default``); the options are
-    :func:`kernel_args`'s."""
+    their real tensors (``data``: ``random`` or a folder of samples, read by ``recipe``), a plugin project written to
+    ``out``, and ``source`` (a CUDA kernel, or a Python one) checked against the reference (``reference``: another
+    implementation; within ``atol`` and ``rtol``) and timed over ``iterations`` on the GPU against ONNX Runtime's
+    default (``compare_default``)."""
     from splitscope.engine.process import JobProcess
 
+    args = kernel_args(
+        model,
+        nodes,
+        source=source,
+        reference=reference,
+        compare_default=compare_default,
+        dims=dims,
+        data=data,
+        recipe=recipe,
+        parser=parser,
+        iterations=iterations,
+        atol=atol,
+        rtol=rtol,
+        out=out,
+    )
     token = cancel or CancelToken()
-    return KernelRun(drive(JobProcess("kernel", kernel_args(model, nodes, **options)).events(token), progress, token))
+    return KernelRun(drive(JobProcess("kernel", args).events(token), progress, token))
