@@ -156,6 +156,24 @@ class AppController(QObject):
         self._current.colour_mode = mode  # the model's own: it comes back when the model is opened again
         self.colour_mode_changed.emit(mode)
 
+    def show_profile(self, jid: int) -> None:
+        """The open model's profile ``jid`` is the one shown (it comes back with the model)."""
+        self._current.shown_profile = jid
+
+    def remember_search(self, text: str) -> None:
+        """The search field's text on the open model (each model keeps its own)."""
+        self._current.search = text
+
+    def keep_saved_sweep(self, results: ModelResults, saved: list[dict[str, Any]]) -> None:
+        """The last of a model's saved sweeps (:func:`~splitscope.engine.runtime.store.load_results`), kept with its
+        results where they hold none yet; one saved by a later release is said in one line and not kept."""
+        if not saved or results.sweep is not None:
+            return
+        try:
+            results.sweep = SweepDoc.from_json(saved[-1]["result"])
+        except SplitscopeError as e:
+            self.failed.emit(e.message, "")
+
     def note_colour_mode(self, mode: str) -> None:
         """The mode the canvas actually shows (after a fall-back), without asking again."""
         self.colour_mode = mode

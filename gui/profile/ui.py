@@ -293,7 +293,7 @@ class ProfilingUi(QObject):
     def _selected(self, ids: list[int]) -> None:
         if len(ids) == 1 and ids[0] in self.results:
             rec = self.controller.queue.jobs.get(ids[0])
-            self.controller.results.shown_profile = ids[0]
+            self.controller.show_profile(ids[0])
             self.panel.show_result(ids[0], self.results[ids[0]], rec.title if rec else "Profile")
             if self.controller.colour_mode == "time":
                 self.controller.set_colour_mode("time")

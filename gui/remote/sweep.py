@@ -244,8 +244,9 @@ class SweepPanel(QWidget):
         self._redraw()
 
     def set_result(self, doc: SweepDoc) -> None:
-        """The finished sweep (the table and the plots read its JSON, as the CSV and the report do)."""
-        self.doc = doc.json
+        """The finished sweep (the table and the plots read its JSON, as the CSV and the report do; a copy of its
+        list of cells, which a cell arriving later changes, never the kept sweep's)."""
+        self.doc = {**doc.json, "cells": list(doc.json.get("cells") or [])}
         self.export.setEnabled(True)
         self._redraw()
 

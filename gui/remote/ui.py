@@ -127,11 +127,7 @@ class RemoteUi(QObject):
         gm = self._model
         if read is not self._read or results is not self.controller.results:
             return  # another model was opened while its sweep was read
-        if saved and results.sweep is None:
-            try:
-                results.sweep = SweepDoc.from_json(saved[-1]["result"])
-            except SplitscopeError as e:  # saved by a later release: said, and the panel offers a new sweep
-                self.controller.failed.emit(e.message, "")
+        self.controller.keep_saved_sweep(results, saved)  # a later release's is said; the panel offers a new sweep
         self._show_sweep(gm, results)
 
     def _show_sweep(self, gm: Any, results: Any) -> None:

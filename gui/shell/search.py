@@ -47,7 +47,7 @@ class Search(QObject):
         toolbar.addWidget(self.label)
 
     def _remember(self, text: str) -> None:
-        self.controller.results.search = text  # the open model's: each model keeps its own search
+        self.controller.remember_search(text)
 
     def _model_changed(self, *_: object) -> None:
         """A model was opened: its own search comes back (none for a model new to this window)."""
