@@ -113,6 +113,8 @@ class OrtCudaRunner(OrtRunner):
 
     backend = "ort-cuda"
     on_device = True
+    device = "cuda"
+    """Where the bound values live (ONNX Runtime's device name)."""
 
     def infer(self, feeds: Mapping[str, Any], outputs: list[str], on_host: bool = False) -> list[Any]:
         """OrtValues on the device (``on_host``: arrays copied back); a feed may be a host array or an OrtValue
@@ -126,7 +128,7 @@ class OrtCudaRunner(OrtRunner):
             else:
                 io.bind_ortvalue_input(name, a)
         for o in outputs:
-            io.bind_output(o, "cuda", 0)
+            io.bind_output(o, self.device, 0)
         try:
             self.session.run_with_iobinding(io)
             io.synchronize_outputs()
@@ -136,7 +138,7 @@ class OrtCudaRunner(OrtRunner):
 
     def to_device(self, a: np.ndarray) -> Any:
         """``a`` as an OrtValue on the GPU."""
-        return self.be.ort.OrtValue.ortvalue_from_numpy(a, "cuda", 0)
+        return self.be.ort.OrtValue.ortvalue_from_numpy(a, self.device, 0)
 
     def time(
         self, warmup: int, iterations: int, cancel: CancelToken, t0: float, sampler: Any = None

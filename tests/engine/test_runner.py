@@ -96,3 +96,59 @@ def test_an_engine_runner_says_it_does_not_read_outputs_back():
         runner.infer(_feeds(path), ["y"])
     assert "\n" not in str(e.value)
     runner.close()
+
+
+def test_the_cuda_runners_binding_feeds_a_cache_back_as_onnx_runtime_runs_it():
+    """The CUDA runner's I/O binding (host arrays and values already bound, outputs left where they were made, fed
+    back as the next step's inputs) run for real by ONNX Runtime, with every value on the host: no GPU here, so the
+    subclass changes only the device name and the provider."""
+    from splitscope.engine.runtime.ort_runner import OrtCudaRunner
+
+    class HostBound(OrtCudaRunner):
+        backend, device = "ort-cpu", "cpu"
+
+    path = DATA / "decoder_kv_tiny.onnx"
+    feeds = _feeds(path)
+    plain = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    outs = [o.name for o in plain.get_outputs()]
+    runner = HostBound(path)
+    try:
+        run_to_end(runner.open())
+        past = {k: runner.to_device(v) for k, v in feeds.items() if k.startswith("past_key_values")}
+        got = runner.infer({**feeds, **past}, outs)
+        assert all(isinstance(v, ort.OrtValue) for v in got)  # left where they were made, not copied back
+        host = runner.infer(feeds, outs, on_host=True)
+    finally:
+        runner.close()
+    want = plain.run(outs, feeds)
+    for a, b, c in zip(got, host, want, strict=True):
+        np.testing.assert_allclose(a.numpy(), c, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(b, c, rtol=1e-5, atol=1e-6)
+
+
+def test_a_generation_keeps_its_cache_bound_where_the_runner_lives(monkeypatch):
+    """The generation profile on a device runner: the empty cache put on the device, each step's present fed back
+    as the next step's past without a copy, the cache's bytes read from the bound values; the same figures as on the
+    CPU (the CUDA runner's code, every value on the host: no GPU here)."""
+    from splitscope.engine.runtime import runner as runner_mod
+    from splitscope.engine.runtime.generate import generate
+    from splitscope.engine.runtime.ort_runner import OrtCudaRunner
+
+    class HostBound(OrtCudaRunner):
+        backend, device = "ort-cpu", "cpu"
+
+    made: list[HostBound] = []
+
+    def open_ort(path, backend, job, **options):  # type: ignore[no-untyped-def]
+        made.append(HostBound(Path(path), **options))
+        return made[-1]
+
+    path = DATA / "decoder_kv_tiny.onnx"
+    cpu = run_to_end(generate(path, "ort-cpu", prompt_len=8, steps=4, generations=1))
+    monkeypatch.setattr(runner_mod, "open_ort", open_ort)
+    bound = run_to_end(generate(path, "ort-cpu", prompt_len=8, steps=4, generations=1))
+    assert made and made[0].on_device
+    assert (
+        (bound.kv_bytes_per_token, bound.kv_bytes_final) == (cpu.kv_bytes_per_token, cpu.kv_bytes_final) == (256, 3072)
+    )
+    assert len(bound.step_ms) == 4 and bound.per_node["decode"]
