@@ -69,7 +69,45 @@ def link_nodes(
 ) -> tuple[Rows, Rows, Edges, int | None]:
     """Predecessors, successors and the tensors of each edge of ``nodes`` (their inputs' producers by
     ``producer_of``; with ``all_inputs``, the outer tensors their bodies read too), and the first node that reads its
-    own output (a cycle of one), or None. Reads the nodes' columns, not a view a node."""
+    own output (a cycle of one), or None. Reads the nodes' columns, not a view a node: each input slot's producer
+    looked up once, the edges then made in numpy (a node's producers in the order it first reads them, each edge's
+    tensors in the order it reads them); a graph with bodies' outer reads or a node reading its own output goes
+    through :func:`_link_each`."""
+    n = len(nodes)
+    in_names = nodes.in_names
+    prod = np.fromiter(
+        (-1 if (u := producer_of(name)) is None else u for name in in_names), dtype=np.int64, count=len(in_names)
+    )
+    v_of = np.repeat(np.arange(n, dtype=np.int64), np.diff(np.frombuffer(nodes.in_off, dtype=np.int32)))
+    slots = np.flatnonzero(prod >= 0)
+    sv, su = v_of[slots], prod[slots]
+    if (all_inputs and nodes.implicit) or bool((su == sv).any()):
+        return _link_each(nodes, producer_of, all_inputs)
+    key = sv * max(n, 1) + su
+    _, first, inv = np.unique(key, return_index=True, return_inverse=True)
+    pair_order = np.argsort(first, kind="stable")  # by consumer, then by the slot that first names the producer
+    rank = np.empty_like(pair_order)
+    rank[pair_order] = np.arange(len(pair_order))
+    slot_pair = rank[inv.reshape(-1)]
+    src_np, dst_np = su[first[pair_order]], sv[first[pair_order]]
+    by = np.argsort(slot_pair, kind="stable")  # each edge's slots together, in the order the consumer reads them
+    names = [in_names[k] for k in slots[by].tolist()]
+    e_off = np.zeros(len(pair_order) + 1, dtype=np.int32)
+    np.cumsum(np.bincount(slot_pair, minlength=len(pair_order)), out=e_off[1:])
+    p_off = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(np.bincount(dst_np, minlength=n), out=p_off[1:])
+    src, dst = _ints(src_np), _ints(dst_np)
+    return Rows(_ints(p_off), _ints(src_np)), _successors(src, dst, n), Edges(src, dst, _ints(e_off), names), None
+
+
+def _ints(a: np.ndarray) -> array[int]:
+    return array("i", a.astype(np.int32).tobytes())
+
+
+def _link_each(
+    nodes: Nodes, producer_of: Callable[[str], int | None], all_inputs: bool = True
+) -> tuple[Rows, Rows, Edges, int | None]:
+    """:func:`link_nodes` a node at a time (bodies' outer reads; the first node reading its own output named)."""
     n = len(nodes)
     p_off, p_tgt = array("i", [0]), array("i")
     src, dst, e_off, names = array("i"), array("i"), array("i", [0]), []
