@@ -193,6 +193,10 @@ class Tensors(NamedRows["Tensor"]):
         """Whether row ``r`` is a weight."""
         return bool(self.flags[r] & _INITIALIZER)
 
+    def is_output_row(self, r: int) -> bool:
+        """Whether row ``r`` is a graph output."""
+        return bool(self.flags[r] & _OUTPUT)
+
     def is_input_row(self, r: int) -> bool:
         """Whether row ``r`` is a graph input."""
         return bool(self.flags[r] & _INPUT)
