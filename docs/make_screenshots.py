@@ -80,7 +80,7 @@ def board_and_planner(model: Path, tag: str, profile: Path | None) -> None:
 
         res = json.loads(profile.read_text())
         jid = w.controller.queue.add_finished("Profile (saved)", "profile", res)
-        w.controller.profiling.result_ready.emit(jid, res)  # as a saved profile comes back
+        w.controller.profiling.deliver(jid, res)  # as a saved profile comes back
     planner = w.show_ui.planner
     planner.new_scenario("plan A")
     wait(lambda: len(planner.results) == 2)

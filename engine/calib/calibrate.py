@@ -96,8 +96,11 @@ class Options:
     def check(self) -> None:
         """Refuse, in one line each, options no run can honour."""
         from splitscope.engine.calib.task import KINDS
+        from splitscope.engine.errors import BackendUnavailableError
         from splitscope.engine.runtime.ort import check_backend
 
+        if self.backend in ("tensorrt", "rtx"):  # what open_ort says, before a GPU is looked for
+            raise BackendUnavailableError("Calibration runs on ONNX Runtime: use --backend ort-cpu or ort-cuda.")
         check_backend(self.backend)
         if self.method not in METHODS:
             raise SplitscopeError(f"--method {self.method}: use one of {', '.join(METHODS)}.")

@@ -132,8 +132,8 @@ class _HostFolder:
 def _run_sample(runner: Runner, feeds: dict[str, np.ndarray], want: list[str], on_device: bool, done: int) -> Any:
     """One calibration sample through the runner: its outputs (and, on the device, the activations to fold there);
     an error names the sample and what to do."""
-    try:
-        outs = runner.infer(feeds, want)
+    try:  # left on the GPU only where they are folded there
+        outs = runner.infer(feeds, want, on_host=not on_device)
     except InferenceError as e:
         hint = str(e).replace("give real inputs with --input FILE.npz", "give real samples with --data DIR")
         raise InferenceError(f"Calibration sample {done + 1}: {hint}") from None

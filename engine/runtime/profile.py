@@ -209,7 +209,7 @@ def profile(
         telemetry=sampler.summary() if sampler is not None else None,
         telemetry_series=[{k: round(val, 3) for k, val in s.items()} for s in series[:: max(1, len(series) // 2000)]],
         notes=notes,
-        node_cover=round(min(cover, 9.99), 4),
+        node_cover=round(min(cover, 9.99) if runner.engine else cover, 4),
         profiled_run_ms=round(node_total if runner.engine else nt.run_us / nt.kept / 1000 if nt.kept else 0.0, 4),
         started=started,
         seconds=round(time.perf_counter() - t_start, 3),

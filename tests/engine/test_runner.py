@@ -152,3 +152,28 @@ def test_a_generation_keeps_its_cache_bound_where_the_runner_lives(monkeypatch):
         (bound.kv_bytes_per_token, bound.kv_bytes_final) == (cpu.kv_bytes_per_token, cpu.kv_bytes_final) == (256, 3072)
     )
     assert len(bound.step_ms) == 4 and bound.per_node["decode"]
+
+
+def test_statistics_on_a_device_runner_without_its_gpu_fold_are_folded_on_the_host(monkeypatch):
+    """Where the GPU's folder cannot be made (no NVRTC, no driver), the statistics pass on a device runner asks for
+    its activations on the host and folds them there: the same statistics as the CPU's (the CUDA runner's code with
+    every value on the host: no GPU here)."""
+    from splitscope.engine.calib import collect as collect_mod
+    from splitscope.engine.calib.collect import collect
+    from splitscope.engine.calib.data import open_data
+    from splitscope.engine.runtime.ort_runner import OrtCudaRunner
+
+    class HostBound(OrtCudaRunner):
+        backend, device = "ort-cpu", "cpu"
+
+    path = DATA / "torch_detector_if.onnx"
+    tensors = [n.output[0] for n in onnx.load(str(path)).graph.node if n.op_type in ("Conv", "Relu")][:6]
+    specs = input_specs(onnx.load(str(path), load_external_data=False))
+    cpu = run_to_end(collect(path, tensors, open_data("random", specs, samples=3), "ort-cpu"))
+    monkeypatch.setattr(collect_mod, "open_ort", lambda p, b, job, **o: HostBound(Path(p), **o))
+    where: list[str] = []
+    bound = run_to_end(collect(path, tensors, open_data("random", specs, samples=3), "ort-cpu", where=where))
+    assert where and where[0].startswith("host (the GPU's fold is unavailable")
+    assert tensors and set(bound) == set(cpu)
+    for t in tensors:
+        assert bound[t].count == cpu[t].count and bound[t].absmax == cpu[t].absmax
