@@ -48,35 +48,27 @@ def preview_model(path: str | os.PathLike[str], target: str) -> tuple[GraphModel
     if light is None or not light.names:
         return None
     tensors = Tensors()
-    producer: dict[str, int] = {}
-    nodes = Nodes()
     meta = light.meta
+    paths: dict[str, tuple[str, ...]] = {}  # by the name's path: most nodes share theirs with others
+    scopes = [scope_from(name, meta.get(i) if meta else None, paths) for i, name in enumerate(light.names)]
     verdicts: dict[tuple[str, str], tuple[Status, str]] = {}
-    scopes: dict[str, tuple[str, ...]] = {}  # by the name's path: most nodes share theirs with others
-    table = Source.TABLE
-    for i, (name, op, domain, ins, outs) in enumerate(
-        zip(light.names, light.ops, light.domains, light.inputs, light.outputs, strict=True)
-    ):
-        scope = scope_from(name, meta[i] if meta and i in meta else None, scopes)
-        verdict = verdicts.get((op, domain))
-        if verdict is None:
-            verdict = verdicts[(op, domain)] = predict_op(op, domain, target)
-        status = verdict[0]
-        nodes.add(
-            name,
-            op,
-            domain,
-            ins,
-            outs,
-            None,
-            scope,
-            status=status,
-            reason=verdict[1],
-            source=table,
-            table_status=status,
-        )
-        for o in outs:
-            producer[o] = i
+    for key in zip(light.ops, light.domains, strict=True):
+        if key not in verdicts:
+            verdicts[key] = predict_op(key[0], key[1], target)
+    said = [verdicts[key] for key in zip(light.ops, light.domains, strict=True)]
+    nodes = Nodes()
+    nodes.extend(
+        light.names,
+        light.ops,
+        light.domains,
+        light.inputs,
+        light.outputs,
+        scopes,
+        [v[0] for v in said],
+        [v[1] for v in said],
+        Source.TABLE,
+    )
+    producer = {o: i for i, outs in enumerate(light.outputs) for o in outs}
     producer.pop("", None)
     for w in light.weights:
         tensors.tensor(w).is_initializer = True
