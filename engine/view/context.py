@@ -27,7 +27,15 @@ class LayoutContext:
         # Unique graph edges (producer, consumer) with their tensors: the graph's own adjacency.
         pairs = gm.graph.adj.edges
         self.pairs = pairs
+        self.edge_src, self.edge_dst = _ints(pairs.src), _ints(pairs.dst)
+        folded = np.zeros(len(gm.nodes), bool)
+        folded[np.fromiter(h.folded, np.int64, len(h.folded))] = True
+        self.edge_live = ~folded[self.edge_src]
+        """Per graph edge, whether it can be drawn: a folded constant draws none (its consumer shows it)."""
         self.boundary = boundary
+        self.edge_bytes: np.ndarray | None = None
+        """Per graph edge, the bytes of the partition-boundary tensors it carries (None: the model has none)."""
+        self.edge_boundary: np.ndarray | None = None
         self.refresh_boundaries()
         # Each edge appears in the box of its lowest common group, between that group's children: in arrays (a
         # dict of pairs per group held a million small objects at 200k nodes, and took 0.4 s to fill).
@@ -41,8 +49,24 @@ class LayoutContext:
         return list(zip(ru[i0:i1].tolist(), rv[i0:i1].tolist(), strict=True))
 
     def refresh_boundaries(self) -> None:
-        """Re-read the partition-boundary tensors (after the parser changed the split)."""
-        self.boundary = {t.name: t.bytes or 0 for p in self.gm.partitions for t in p.boundary_tensors}
+        """Re-read the partition-boundary tensors (after the parser changed the split), and each graph edge's share
+        of them."""
+        self.boundary = boundary = {t.name: t.bytes or 0 for p in self.gm.partitions for t in p.boundary_tensors}
+        self.edge_bytes = self.edge_boundary = None
+        if not boundary:
+            return
+        names, offsets = self.pairs.names, np.asarray(self.pairs.offsets, np.int64)
+        at = [j for j, t in enumerate(names) if t in boundary]
+        edge = np.searchsorted(offsets, np.asarray(at, np.int64), "right") - 1
+        self.edge_bytes = np.zeros(len(self.edge_src), np.int64)
+        np.add.at(self.edge_bytes, edge, np.asarray([boundary[names[j]] for j in at], np.int64))
+        self.edge_boundary = np.zeros(len(self.edge_src), bool)
+        self.edge_boundary[edge] = True
+
+
+def _ints(a: Any) -> np.ndarray:
+    """An ``array('i')`` as int64 numpy (a copy: indexes further arrays)."""
+    return np.frombuffer(a, np.int32).astype(np.int64) if len(a) else np.zeros(0, np.int64)
 
 
 def _local_edges(

@@ -378,25 +378,29 @@ def _show_hidden(ctx: LayoutContext, exp: frozenset[int], node_item: list[int], 
 
 
 def _visible_edges(ctx: LayoutContext, node_item: list[int]) -> list[Edge]:
-    """The graph's edges between different items, aggregated per pair of items."""
-    folded = ctx.h.folded
-    agg: dict[tuple[int, int], Edge] = {}
-    for (u, v), names in ctx.pairs.items():
-        if u in folded:
-            continue  # a folded constant draws no edge: its consumer shows it
-        a, b = node_item[u], node_item[v]
-        if a == b or a < 0 or b < 0:
-            continue
-        bb = sum(ctx.boundary.get(t, 0) for t in names)
-        is_b = any(t in ctx.boundary for t in names)
-        e = agg.get((a, b))
-        if e is None:
-            agg[(a, b)] = Edge(a, b, 1, bb, is_b, names[0])
-        else:
-            e.count += 1
-            e.boundary_bytes += bb
-            e.boundary = e.boundary or is_b
-    return list(agg.values())
+    """The graph's edges between different items, aggregated per pair of items (in the order the graph's edges first
+    give each pair), in numpy: a relayout of a million nodes reads a million and a half edges."""
+    if not len(ctx.edge_src):
+        return []
+    item = np.asarray(node_item, np.int64)
+    a, b = item[ctx.edge_src], item[ctx.edge_dst]
+    idx = np.flatnonzero(ctx.edge_live & (a != b) & (a >= 0) & (b >= 0))
+    if not idx.size:
+        return []
+    a, b = a[idx], b[idx]
+    _, first, inv, count = np.unique(
+        a * (int(item.max()) + 1) + b, return_index=True, return_inverse=True, return_counts=True
+    )
+    inv = inv.reshape(-1)
+    bb, is_b = np.zeros(len(first), np.int64), np.zeros(len(first), bool)
+    if ctx.edge_bytes is not None and ctx.edge_boundary is not None:
+        np.add.at(bb, inv, ctx.edge_bytes[idx])
+        np.logical_or.at(is_b, inv, ctx.edge_boundary[idx])
+    names, offsets = ctx.pairs.names, ctx.pairs.offsets
+    return [
+        Edge(int(a[f]), int(b[f]), int(count[k]), int(bb[k]), bool(is_b[k]), names[offsets[int(idx[f])]])
+        for k, f in ((k, first[k]) for k in np.argsort(first, kind="stable").tolist())
+    ]
 
 
 def _arrays(ctx: LayoutContext, L: Layout) -> dict[str, np.ndarray]:
