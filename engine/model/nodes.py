@@ -91,6 +91,7 @@ class Nodes(Sequence["Node"]):
     list of :class:`Node` it replaces."""
 
     __slots__ = (
+        "__weakref__",
         "attributes",
         "bytes",
         "cause",

@@ -3,10 +3,15 @@ count, and stepping through the matches, expanding the collapsed groups on the w
 
 from __future__ import annotations
 
+import weakref
+from typing import Any
+
+import numpy as np
 from PySide6.QtCore import QObject, QTimer
 from PySide6.QtWidgets import QLabel, QLineEdit, QPushButton, QToolBar
-from splitscope.engine.model import Node
+from splitscope.engine.model import GraphModel, Node, Nodes
 from splitscope.engine.text import plural
+from splitscope.engine.view.find import LabelIndex
 from splitscope.gui.canvas.canvas import GraphCanvas
 from splitscope.gui.canvas.panels import Inspector
 from splitscope.profiler.controller import AppController
@@ -20,6 +25,9 @@ class Search(QObject):
         self.controller, self.canvas, self.inspector = controller, canvas, inspector
         self.matches: list[int] = []
         self.pos = -1
+        self._index: tuple[weakref.ref[Nodes], LabelIndex] | None = None
+        """The labels of the nodes last searched, in one string (made in a worker when a model is shown); held by a
+        weak reference to those nodes, so that it never keeps a model the window has let go of."""
         self.field = QLineEdit()
         self.field.setPlaceholderText("Search node name or op type (Ctrl+F)")
         self.field.setClearButtonEnabled(True)
@@ -49,8 +57,17 @@ class Search(QObject):
     def _remember(self, text: str) -> None:
         self.controller.remember_search(text)
 
-    def _model_changed(self, *_: object) -> None:
-        """A model was opened: its own search comes back (none for a model new to this window)."""
+    def _model_changed(self, gm: GraphModel | None = None, *_: object) -> None:
+        """A model was opened: its own search comes back (none for a model new to this window); its labels are
+        indexed in a worker meanwhile."""
+        if gm is not None:
+            from splitscope.profiler.workers import function_worker
+
+            self._index = None
+            nodes = weakref.ref(gm.nodes)
+            worker = function_worker(LabelIndex, gm.nodes)
+            worker.returned.connect(lambda index: self._indexed(nodes, index))
+            worker.start()
         self.field.blockSignals(True)
         self.field.setText(self.controller.results.search)
         self.field.blockSignals(False)
@@ -76,29 +93,40 @@ class Search(QObject):
         def hit(n: Node) -> bool:
             return text in n.label.lower() or text in n.op_type.lower()
 
-        hits = [n.index for n in gm.nodes if hit(n)]
+        direct = self._find(gm, text)
         # Matches inside If / Loop / Scan bodies: their owner is highlighted (double-click opens it).
         inside = {
-            n.index: sum(1 for sub in n.subgraphs.values() for _, m in sub.walk() if hit(m))
-            for n in gm.nodes
-            if n.subgraphs
+            i: sum(1 for sub in bodies.values() for _, m in sub.walk() if hit(m))
+            for i, bodies in gm.nodes.subgraphs.items()
+            if bodies
         }
         owners = [i for i, k in inside.items() if k]
-        hits = sorted(set(hits) | set(owners), key=lambda i: view.hier.topo_pos[i] if view is not None else i)
+        hits = _in_flow(sorted(set(direct) | set(owners)) if owners else direct, view)
         self.matches = hits
         self.pos = -1
         self.canvas.highlight_nodes = set(hits)
         deep = sum(inside.values())
-        direct = sum(1 for i in hits if hit(gm.nodes[i]))
+        count = len(direct)
         inside = f"{plural(deep, 'match', 'matches')} inside the bodies of {plural(len(owners), 'node')}"
-        if direct and deep:
-            label = f"{plural(direct, 'match', 'matches')}, and {inside} (double-click to open)"
+        if count and deep:
+            label = f"{plural(count, 'match', 'matches')}, and {inside} (double-click to open)"
         elif deep:
             label = f"{inside}, highlighted (double-click to open)"
         else:
-            label = f"{plural(direct, 'match', 'matches')}" if direct else "no match"
+            label = f"{plural(count, 'match', 'matches')}" if count else "no match"
         self.label.setText(label)
         self.canvas.update()
+
+    def _indexed(self, nodes: weakref.ref[Nodes], index: LabelIndex) -> None:
+        if nodes() is not None:
+            self._index = (nodes, index)
+
+    def _find(self, gm: GraphModel, text: str) -> list[int]:
+        """The nodes of ``gm`` whose label or op type holds ``text``: through its index (made now if the worker has
+        not made it yet, or for a body on screen)."""
+        if self._index is None or self._index[0]() is not gm.nodes:
+            self._index = (weakref.ref(gm.nodes), LabelIndex(gm.nodes))
+        return self._index[1].find(text)
 
     def highlight(self, nodes: list[int]) -> None:
         """Highlight ``nodes`` and go to the first (an op chosen in the table, the right-click menu)."""
@@ -135,3 +163,11 @@ class Search(QObject):
             self.controller.session.relayout(set(view.layout.expanded) | set(hidden), focus_node=node)
         else:
             self.canvas.select_node(node)
+
+
+def _in_flow(nodes: list[int], view: Any) -> list[int]:
+    """``nodes`` (in index order) in the order the graph flows on screen (its topological positions)."""
+    if view is None or not nodes:
+        return nodes
+    at = np.asarray(nodes, np.int64)
+    return at[np.argsort(np.asarray(view.hier.topo_pos, np.int64)[at], kind="stable")].tolist()
