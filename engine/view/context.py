@@ -28,18 +28,24 @@ class LayoutContext:
         pairs = gm.graph.adj.edges
         self.pairs = pairs
         self.edge_src, self.edge_dst = _ints(pairs.src), _ints(pairs.dst)
-        folded = np.zeros(len(gm.nodes), bool)
-        folded[np.fromiter(h.folded, np.int64, len(h.folded))] = True
-        self.edge_live = ~folded[self.edge_src]
+        self.folded = np.zeros(len(gm.nodes), bool)
+        """Per node, whether it is folded into its consumer (shown by it)."""
+        self.folded[np.fromiter(h.folded, np.int64, len(h.folded))] = True
+        self.edge_live = ~self.folded[self.edge_src]
         """Per graph edge, whether it can be drawn: a folded constant draws none (its consumer shows it)."""
         self.boundary = boundary
         self.edge_bytes: np.ndarray | None = None
         """Per graph edge, the bytes of the partition-boundary tensors it carries (None: the model has none)."""
         self.edge_boundary: np.ndarray | None = None
         self.refresh_boundaries()
+        self.path_table, self.path_length = _path_table(paths, len(h.groups))
+        """Each group's path from the root as a row of group ids, -1 padded (a group outside the tree: all -1)."""
+        self.node_group = np.asarray(h.node_group, np.int64)
+        self.folded_nodes = np.fromiter(h.folded, np.int64, len(h.folded))
+        self.folded_hosts = np.fromiter(h.folded.values(), np.int64, len(h.folded))
         # Each edge appears in the box of its lowest common group, between that group's children: in arrays (a
         # dict of pairs per group held a million small objects at 200k nodes, and took 0.4 s to fill).
-        self._local = _local_edges(paths, h.node_group, h.folded, pairs)
+        self._local = _local_edges(self.path_table, self.path_length, self.node_group, self.folded_nodes, pairs)
 
     def local_edges(self, gid: int) -> list[tuple[int, int]]:
         """The distinct edges between the children of group ``gid`` (encoded: nodes >= 0, group ``g`` as ``-g - 1``), in
@@ -69,28 +75,32 @@ def _ints(a: Any) -> np.ndarray:
     return np.frombuffer(a, np.int32).astype(np.int64) if len(a) else np.zeros(0, np.int64)
 
 
-def _local_edges(
-    paths: dict[int, tuple[int, ...]], node_group: list[int], folded: dict[int, int], pairs: Any
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For each graph edge ``u -> v`` (folded nodes left out): the lowest group holding both ends, and the children of
-    that group the edge runs between (the end node itself where it sits in that group directly; a group ``g`` encoded
-    as ``-g - 1``). Distinct triples, sorted by group and, within a group, by the first edge that gives them: three
-    arrays (group, from, to)."""
-    empty = np.zeros(0, np.int64)
-    src, dst = np.asarray(pairs.src, np.int64), np.asarray(pairs.dst, np.int64)
-    if folded:
-        gone = np.fromiter(folded, np.int64, len(folded))
-        keep = ~(np.isin(src, gone) | np.isin(dst, gone))
-        src, dst = src[keep], dst[keep]
-    if not len(src):
-        return empty, empty, empty
-    depth = max(len(p) for p in paths.values())
-    table = np.full((max(paths) + 1, depth + 1), -1, np.int64)  # each group's path from the root, -1 padded
+def _path_table(paths: dict[int, tuple[int, ...]], n_groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each group's path from the root, a row of ids padded with -1, and its length (0 for a group with none)."""
+    depth = max((len(p) for p in paths.values()), default=1)
+    table = np.full((max(n_groups, max(paths, default=0) + 1), depth + 1), -1, np.int64)
     length = np.zeros(len(table), np.int64)
     for g, path in paths.items():
         table[g, : len(path)] = path
         length[g] = len(path)
-    ng = np.asarray(node_group, np.int64)
+    return table, length
+
+
+def _local_edges(
+    table: np.ndarray, length: np.ndarray, ng: np.ndarray, gone: np.ndarray, pairs: Any
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For each graph edge ``u -> v`` (the folded nodes ``gone`` left out): the lowest group holding both ends, and the
+    children of that group the edge runs between (the end node itself where it sits in that group directly; a group
+    ``g`` encoded as ``-g - 1``). Distinct triples, sorted by group and, within a group, by the first edge that gives
+    them: three arrays (group, from, to). ``table`` and ``length``: each group's path (:func:`_path_table`); ``ng``:
+    each node's group."""
+    empty = np.zeros(0, np.int64)
+    src, dst = np.asarray(pairs.src, np.int64), np.asarray(pairs.dst, np.int64)
+    if len(gone):
+        keep = ~(np.isin(src, gone) | np.isin(dst, gone))
+        src, dst = src[keep], dst[keep]
+    if not len(src):
+        return empty, empty, empty
     ga, gb = ng[src], ng[dst]
     pa, pb = table[ga], table[gb]
     k = np.cumprod((pa == pb) & (pa >= 0), axis=1).sum(axis=1)  # the common prefix's length (the root at least)

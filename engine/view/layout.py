@@ -242,16 +242,30 @@ def compute_layout(
     exp = frozenset(expanded) | {0}
     boxes = _visible_boxes(ctx.h, exp)
     box_size, local_pos = yield from _lay_boxes(ctx, boxes, exp, cancel)
-    items = _Items(len(ctx.gm.nodes))
+    items = _Items()
     _place(ctx, boxes, exp, box_size, local_pos, items)
-    node_item, group_item = items.node_item, items.group_item
+    group_item = items.group_item
+    node_item = np.full(len(ctx.gm.nodes), -1, np.int64)
+    if items.placed:
+        node_item[np.fromiter(items.placed, np.int64, len(items.placed))] = np.fromiter(
+            items.placed.values(), np.int64, len(items.placed)
+        )
     _show_hidden(ctx, exp, node_item, group_item)
     edges = _visible_edges(ctx, node_item)
-    for i, host in ctx.h.folded.items():  # selecting or searching a folded node shows its host
-        node_item[i] = node_item[host]
+    node_item[ctx.folded_nodes] = node_item[ctx.folded_hosts]  # selecting or searching a folded node shows its host
     yield Progress("layout", len(boxes), len(boxes), "Layout done")
     layout = Layout(
-        items.kind, items.ref, items.x, items.y, items.w, items.h, items.depth, edges, node_item, group_item, exp
+        items.kind,
+        items.ref,
+        items.x,
+        items.y,
+        items.w,
+        items.h,
+        items.depth,
+        edges,
+        node_item.tolist(),
+        group_item,
+        exp,
     )
     layout.arrays = _arrays(ctx, layout)
     return layout
@@ -315,7 +329,7 @@ def _lay_boxes(
 class _Items:
     """A layout's items as they are placed: one entry per frame, block or node in each column."""
 
-    def __init__(self, n_nodes: int) -> None:
+    def __init__(self) -> None:
         self.kind: list[int] = []
         self.ref: list[int] = []
         self.x: list[float] = []
@@ -324,7 +338,8 @@ class _Items:
         self.h: list[float] = []
         self.depth: list[int] = []
         self.group_item: dict[int, int] = {}
-        self.node_item = [-1] * n_nodes
+        self.placed: dict[int, int] = {}
+        """The item of each node placed in an expanded group (the others are shown by a block, or folded)."""
 
     def add(self, kind: int, ref: int, x: float, y: float, w: float, h: float, depth: int) -> int:
         self.kind.append(kind)
@@ -357,7 +372,7 @@ def _place(
         bx, by = (ox + PAD, oy + PAD + HEADER) if gid != 0 else (ox, oy)
         for m, x, y in zip(members, xs, ys, strict=True):
             if m >= 0:
-                items.node_item[m] = items.add(KIND_NODE, m, bx + x, by + y, NODE_W, NODE_H, groups[gid].depth + 1)
+                items.placed[m] = items.add(KIND_NODE, m, bx + x, by + y, NODE_W, NODE_H, groups[gid].depth + 1)
                 continue
             cid = -m - 1
             if cid in exp:
@@ -366,18 +381,28 @@ def _place(
                 items.group_item[cid] = items.add(KIND_BLOCK, cid, bx + x, by + y, BLOCK_W, BLOCK_H, groups[cid].depth)
 
 
-def _show_hidden(ctx: LayoutContext, exp: frozenset[int], node_item: list[int], group_item: dict[int, int]) -> None:
-    """Nodes inside collapsed groups are shown by their nearest collapsed ancestor's block (in place)."""
-    ng, folded = ctx.h.node_group, ctx.h.folded
-    for i in range(len(node_item)):
-        if node_item[i] < 0 and i not in folded:
-            for gid in ctx.group_path[ng[i]]:
-                if gid not in exp:
-                    node_item[i] = group_item[gid]
-                    break
+def _show_hidden(ctx: LayoutContext, exp: frozenset[int], node_item: np.ndarray, group_item: dict[int, int]) -> None:
+    """Nodes inside collapsed groups are shown by their outermost collapsed ancestor's block (in place): each group's
+    first collapsed group on its path from the root, found for every group at once."""
+    table = ctx.path_table
+    n = len(table)
+    expanded = np.ones(n + 1, bool)  # the last entry stands for the padding: never a collapsed group
+    expanded[:n] = False
+    expanded[np.fromiter((g for g in exp if 0 <= g < n), np.int64)] = True
+    rows = np.where(table >= 0, table, n)
+    collapsed = ~expanded[rows]
+    first = rows[np.arange(n), collapsed.argmax(axis=1)]
+    item_of = np.full(n + 1, -1, np.int64)
+    if group_item:
+        item_of[np.fromiter(group_item, np.int64, len(group_item))] = np.fromiter(
+            group_item.values(), np.int64, len(group_item)
+        )
+    shown = np.where(collapsed.any(axis=1), item_of[first], -1)
+    hidden = (node_item < 0) & ~ctx.folded
+    node_item[hidden] = shown[ctx.node_group[hidden]]
 
 
-def _visible_edges(ctx: LayoutContext, node_item: list[int]) -> list[Edge]:
+def _visible_edges(ctx: LayoutContext, node_item: np.ndarray | list[int]) -> list[Edge]:
     """The graph's edges between different items, aggregated per pair of items (in the order the graph's edges first
     give each pair), in numpy: a relayout of a million nodes reads a million and a half edges."""
     if not len(ctx.edge_src):
