@@ -238,6 +238,12 @@ class Nodes(Sequence["Node"]):
         """Node ``i``'s outputs."""
         return self.out_names[self.out_off[i] : self.out_off[i + 1]]
 
+    def with_status(self, status: Status) -> list[int]:
+        """The indices of the nodes of ``status``, in order (one pass over the status column, in numpy)."""
+        if not self.status:
+            return []
+        return np.flatnonzero(np.frombuffer(self.status, np.uint8) == STATUS_CODE[status]).tolist()
+
     def delegates(self) -> list[bool]:
         """Per node, whether its status is delegate."""
         return [c == _DELEGATE for c in self.status]

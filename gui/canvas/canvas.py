@@ -127,7 +127,7 @@ class GraphCanvas(QWidget):
             return
         a = self._arrays
         x, y, w, h = a["x"], a["y"], a["w"], a["h"]
-        items = [L.node_item[n.index] for n in gm.nodes if n.status is Status.PLUGIN and L.node_item[n.index] >= 0]
+        items = [k for i in gm.nodes.with_status(Status.PLUGIN) if (k := L.node_item[i]) >= 0]
         x0, y0, x1, _ = L.bounds()
         self.scale = readable
         view_w, view_h = self.width() / self.scale, self.height() / self.scale
@@ -167,7 +167,7 @@ class GraphCanvas(QWidget):
         x, y, w, h = a["x"], a["y"], a["w"], a["h"]
         vis = (x + w >= x0) & (x <= x1) & (y + h >= y0) & (y <= y1)
         solid = vis & (a["kind"] != KIND_FRAME)
-        plugin = [n.index for n in gm.nodes if n.status is Status.PLUGIN]
+        plugin = gm.nodes.with_status(Status.PLUGIN)
         marked = self.scale >= LOD_BOXES  # below, boxes are plain colour without the ▲ marker
         shown = sum(1 for i in plugin if vis[L.node_item[i]]) if marked else 0
         ex0, ey0, ex1, ey1 = a["ex0"], a["ey0"], a["ex1"], a["ey1"]
