@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QObject, Signal
-from splitscope.engine.jobs import CancelToken, JobEvent, Partial, retire
+from splitscope.engine.jobs import CancelToken, JobEvent, Partial, Progress, retire
 from splitscope.engine.model import GraphModel
 from splitscope.engine.report.stats import panel_stats
 from splitscope.engine.view.layout import View, prepare_view, relayout
@@ -91,8 +91,11 @@ class ModelSession(QObject):
         self.outer_views: list[View] = []
         """The views a body was opened from, innermost last (Back returns to the last)."""
         """A ready model re-costed at new dims: its refreshed view is announced as ready again."""
-        self.analysis.progress_changed.connect(self.progress)
+        self._analysis_progress: Progress | None = None
+        """The analysis's last progress: shown again when a layout ends while the analysis still runs."""
+        self.analysis.progress_changed.connect(self._analysis_progressed)
         self.layout.progress_changed.connect(self.progress)
+        self.layout.running_changed.connect(self._layout_running)
         self.analysis.partial_result.connect(self._on_partial)
         self.analysis.job_finished.connect(self._on_analysed)
         self.layout.job_finished.connect(self._on_laid_out)
@@ -102,6 +105,16 @@ class ModelSession(QObject):
             r.running_changed.connect(lambda *_: self.running_changed.emit(self.running))
         self.analysis.job_failed.connect(self._analysis_stopped)
         self.analysis.job_cancelled.connect(self._analysis_stopped)
+
+    def _analysis_progressed(self, p: Progress) -> None:
+        self._analysis_progress = p
+        self.progress.emit(p)
+
+    def _layout_running(self, running: bool) -> None:
+        """A layout ended (the preview's, say) while the analysis goes on: the progress shown is the analysis's
+        again, not the finished layout's 100%."""
+        if not running and self.analysis.running and self._analysis_progress is not None:
+            self.progress.emit(self._analysis_progress)
 
     # ------------------------------------------------------------------ state
     @property

@@ -175,3 +175,22 @@ def test_a_job_record_speaks_in_closed_names_that_still_read_as_text(qtbot):
     assert f"{rec.kind}/{rec.state}" == "report/done" and rec.kind == "report"
     with pytest.raises(ValueError):
         q.submit("unknown", job, lane="cpu", kind="no such kind")
+
+
+def test_a_layout_that_ends_while_the_analysis_runs_gives_the_bar_back_to_the_analysis(qtbot):
+    """The preview's layout ends at 100% while the full analysis still loads: the progress shown is the analysis's
+    again (it said nothing new meanwhile: a large file's load is one long step), not a finished bar."""
+    session = ModelSession(parser="table")
+    shown: list[Progress] = []
+    session.progress.connect(shown.append)
+    loading = Progress("load", 0, 6, "Loading big.onnx")
+    session.analysis.progress_changed.emit(loading)
+    session.layout.progress_changed.emit(Progress("layout", 9, 9, "Layout done"))
+    session.analysis._worker = object()  # type: ignore[assignment]  # the analysis runs (a worker is held)
+    try:
+        session.layout.running_changed.emit(False)
+    finally:
+        session.analysis._worker = None
+    assert shown[-1] is loading
+    session.layout.running_changed.emit(False)  # with no analysis running, the layout's end is the last word
+    assert shown[-1] is loading and len(shown) == 3
