@@ -4,6 +4,7 @@ host-device copies, and what the timing gives back."""
 from __future__ import annotations
 
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,15 +26,17 @@ class Timing:
     no_graph: str = ""
 
 
-class Timed:
-    """What every runner shares: the timing loop over :meth:`run`, and the copies."""
+class Timed(ABC):
+    """What every runner shares: the timing loop over :meth:`run`, and the copies. A runner that does not say how it
+    runs one inference cannot be made (``run`` is abstract)."""
 
     on_device = False
     engine = False
     verified = True
 
-    def run(self) -> None:  # pragma: no cover - each runner has its own
-        raise NotImplementedError
+    @abstractmethod
+    def run(self) -> None:
+        """One inference on the bound feeds, waited for."""
 
     def time(
         self, warmup: int, iterations: int, cancel: CancelToken, t0: float, sampler: Any = None
