@@ -4,6 +4,7 @@ count, and stepping through the matches, expanding the collapsed groups on the w
 from __future__ import annotations
 
 import weakref
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,6 +26,8 @@ class Search(QObject):
         self.controller, self.canvas, self.inspector = controller, canvas, inspector
         self.matches: list[int] = []
         self.pos = -1
+        self._typed_on: Path | None = None
+        """The file of the view on screen when the user last typed a search."""
         self._index: tuple[weakref.ref[Nodes], LabelIndex] | None = None
         """The labels of the nodes last searched, in one string (made in a worker when a model is shown); held by a
         weak reference to those nodes, so that it never keeps a model the window has let go of."""
@@ -55,6 +58,8 @@ class Search(QObject):
         toolbar.addWidget(self.label)
 
     def _remember(self, text: str) -> None:
+        view = self.controller.view
+        self._typed_on = view.gm.path if view is not None else None
         self.controller.remember_search(text)
 
     def _model_changed(self, gm: GraphModel | None = None, *_: object) -> None:
@@ -68,9 +73,13 @@ class Search(QObject):
             worker = function_worker(LabelIndex, gm.nodes)
             worker.returned.connect(lambda index: self._indexed(nodes, index))
             worker.start()
-        self.field.blockSignals(True)
-        self.field.setText(self.controller.results.search)
-        self.field.blockSignals(False)
+        if gm is not None and gm.path is not None and gm.path == self._typed_on:
+            # typed on this model's first view while its analysis finished: the text stays, and is its own now
+            self.controller.remember_search(self.field.text())
+        else:
+            self.field.blockSignals(True)
+            self.field.setText(self.controller.results.search)
+            self.field.blockSignals(False)
         self.refresh()
 
     def focus(self) -> None:

@@ -774,3 +774,24 @@ def test_the_stall_watch_keeps_no_frame_of_another_thread_alive():
         assert refs[0]() is None
     finally:
         beat["stop"] = 1.0
+
+
+def test_a_search_typed_on_a_first_view_stays_when_its_analysis_finishes(qtbot, window):
+    """Text typed while a model's analysis finishes is kept when the final model arrives (it was wiped: the field
+    went back to what the model had remembered before), and stays that model's; another model gets its own."""
+    yolo = ROOT / "build" / "acceptance" / "nudenet" / "320n.onnx"
+    model = yolo if yolo.is_file() else ROOT / "tests" / "data" / "torch_detector_if.onnx"
+    window.open_model(model)
+    wait_idle(qtbot, window)
+    from splitscope.profiler.controller import ModelResults
+
+    c = window.controller
+    mine = c._current
+    c._current = ModelResults()  # typed before the window's results switched to this model (the race)
+    window.search.setText("sigmoid")  # typed on the view on screen
+    c._current = mine
+    window.finder._model_changed(window.graph_model)  # the final model of the same file arrives
+    assert window.search.text() == "sigmoid" and window.controller.results.search == "sigmoid"
+    window.open_model(ROOT / "tests" / "data" / "torch_transformer.onnx")
+    wait_idle(qtbot, window)
+    assert window.search.text() == ""  # a model new to this window has no search of its own
