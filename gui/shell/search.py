@@ -73,8 +73,8 @@ class Search(QObject):
             worker = function_worker(LabelIndex, gm.nodes)
             worker.returned.connect(lambda index: self._indexed(nodes, index))
             worker.start()
-        if gm is not None and gm.path is not None and gm.path == self._typed_on:
-            # typed on this model's first view while its analysis finished: the text stays, and is its own now
+        typed_here, self._typed_on = gm is not None and gm.path is not None and gm.path == self._typed_on, None
+        if typed_here:  # typed on this model's first view while its analysis finished: the text stays, its own now
             self.controller.remember_search(self.field.text())
         else:
             self.field.blockSignals(True)
