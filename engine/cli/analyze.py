@@ -7,7 +7,7 @@ import argparse
 import contextlib
 import sys
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from splitscope.engine.dims import parse_dims
@@ -139,7 +139,7 @@ def _verify_by_building(gm: object, budget: float, ranges: list[str] | None = No
     return doc
 
 
-def _folded_into(gm: object, part: list[int], const: list[bool]) -> int:
+def _folded_into(gm: object, part: Sequence[int], const: list[bool]) -> int:
     """How many constant-only nodes feed ``part`` (directly or through other constant-only nodes): one walk back
     from its nodes over constant producers, linear in the graph."""
     from splitscope.engine.model import GraphModel

@@ -106,7 +106,8 @@ class Partition:
     """A connected run of delegate nodes that TensorRT would build as one engine."""
 
     index: int
-    nodes: list[int]
+    nodes: Sequence[int]
+    """Its nodes' indices, ascending (an ``array('i')``: a 200k-node engine was 200k integers to free)."""
     boundary_tensors: list[BoundaryTensor]
     flops: int = 0
 

@@ -58,7 +58,7 @@ ROLE_CODE = {s: k for k, s in enumerate(_ROLE)}
 """The byte each role is kept as in :attr:`Nodes.role`."""
 SOURCE_CODE = {s: k for k, s in enumerate(_SOURCE)}
 """The byte each source is kept as in :attr:`Nodes.source`."""
-_NO_ATTRIBUTES: dict[str, Any] = {}
+NO_ATTRIBUTES: dict[str, Any] = {}
 """The attributes of every node added without any (shared: a node's attributes are read, never written)."""
 _HUGE = 2**63
 _new = object.__new__
@@ -165,7 +165,7 @@ class Nodes(Sequence["Node"]):
         self.in_off.append(len(self.in_names))
         self.out_names.extend(outputs)
         self.out_off.append(len(self.out_names))
-        self.attributes.append(_NO_ATTRIBUTES if attributes is None else attributes)
+        self.attributes.append(NO_ATTRIBUTES if attributes is None else attributes)
         self.scope.append(scope)
         if subgraphs:
             self.subgraphs[i] = subgraphs
@@ -208,7 +208,7 @@ class Nodes(Sequence["Node"]):
                 names_.extend(row)
             ends = np.cumsum(np.fromiter(map(len, rows), dtype=np.int64, count=k)) + base
             off.extend(array("i", ends.astype(np.int32).tobytes()))
-        self.attributes.extend([_NO_ATTRIBUTES] * k)
+        self.attributes.extend([NO_ATTRIBUTES] * k)
         self.scope.extend(scopes)
         self.flops.extend(array("q", [-1]) * k)
         self.bytes.extend(array("q", [-1]) * k)

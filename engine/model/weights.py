@@ -3,6 +3,8 @@ only; the data stays on disk until a job needs it. A model of 100k weights was 1
 
 from __future__ import annotations
 
+from array import array
+
 from splitscope.engine.model.table import NamedRows, RowView
 
 
@@ -16,7 +18,7 @@ class Initializers(NamedRows["Initializer"]):
         self.names: list[str] = []
         self.dtype: list[str] = []
         self.dims: list[tuple[int, ...]] = []
-        self.nbytes: list[int] = []
+        self.nbytes = array("q")
         self.external = bytearray()
         self._shapes: dict[tuple[int, ...], tuple[int, ...]] = {}  # one tuple a distinct shape
 

@@ -121,7 +121,7 @@ def child_args(
     return {
         "model": str(gm.path),
         "dims": dict(gm.dims),
-        "parts": [p.nodes for p in gm.partitions],
+        "parts": [list(p.nodes) for p in gm.partitions],
         "backend": backend,
         "budget": budget,
         "ranges": dict(ranges or {}),

@@ -15,6 +15,7 @@ subgraphs come out (pinned in tests against the real parser).
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Sequence
 
 from splitscope.engine.model import BoundaryTensor, Graph, Partition
@@ -101,7 +102,7 @@ def find_partitions(
         for m in members:
             part_of[m] = k
         total = sum(flops[m] if flops[m] >= 0 else nodes[m].flops or 0 for m in members)
-        parts.append(Partition(k, sorted(members), [], total))
+        parts.append(Partition(k, array("i", sorted(members)), [], total))
     for p in parts:
         p.boundary_tensors.extend(_boundary(graph, p, part_of, const, dims))
     return parts

@@ -58,7 +58,7 @@ def test_uint64_fails_without_naming_a_node(trt):
 def test_partitions_match_parser_subgraphs(save_model, trt):
     gm = analyze_model(save_model(M.five_node()), parser="rtx")
     _, subgraphs, _, _ = _bare(trt, M.five_node())
-    assert [p.nodes for p in gm.partitions] == subgraphs
+    assert [list(p.nodes) for p in gm.partitions] == subgraphs
     assert [n.status for n in gm.nodes] == [Status.DELEGATE] * 2 + [Status.PLUGIN] + [Status.DELEGATE] * 2
     assert all(n.source is Source.PARSER for n in gm.nodes)
     assert gm.parser.name == "tensorrt-rtx" and gm.parser.calls == 2
