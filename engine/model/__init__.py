@@ -76,6 +76,31 @@ class Graph:
         assert self.adjacency is not None, "graph built without adjacency"
         return self.adjacency
 
+    def slot_rows(self) -> tuple[array[int], array[int]]:
+        """Every node's input and output slots (:attr:`Nodes.in_off`, :attr:`Nodes.out_off`) as rows of
+        :attr:`tensors` (-1: an omitted input, or a name the tensors lack): the nodes' own rows when they index these
+        tensors' names, as a loaded graph's do (and a copy of them, as a body's view has)."""
+        nodes, names = self.nodes, self.tensors.names
+        if names.extends(nodes.tensor_names):
+            return nodes.in_rows, nodes.out_rows
+        table, get = nodes.tensor_names, names.get
+
+        def remap(rows: array[int]) -> array[int]:
+            return array("i", [-1 if r < 0 or (t := get(table[r])) is None else t for r in rows])
+
+        return remap(nodes.in_rows), remap(nodes.out_rows)
+
+    def read_rows(self, i: int, ins: array[int]) -> list[int]:
+        """Node ``i``'s inputs then the outer tensors its bodies read, as rows of :attr:`tensors` (``ins``: the input
+        rows of :meth:`slot_rows`; none of the omitted or unknown)."""
+        nodes = self.nodes
+        rows = [r for r in ins[nodes.in_off[i] : nodes.in_off[i + 1]] if r >= 0]
+        extra = nodes.implicit.get(i)
+        if extra:
+            get = self.tensors.names.get
+            rows += [r for name in extra if (r := get(name)) is not None]
+        return rows
+
     def walk(self) -> list[tuple[Graph, Node]]:
         """Every node of this graph and of the graphs nested in it, depth first."""
         out: list[tuple[Graph, Node]] = []

@@ -8,12 +8,14 @@ few lists and arrays per graph, whatever its size; a :class:`Node` is made when 
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from enum import Enum
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
+from splitscope.engine.model.names import Names
+from splitscope.engine.model.scopes import Scopes
 from splitscope.engine.model.table import RowView
 
 if TYPE_CHECKING:
@@ -101,12 +103,13 @@ class Nodes(Sequence["Node"]):
         "function",
         "huge",
         "implicit",
-        "in_names",
         "in_off",
+        "in_rows",
+        "intern",
         "name",
         "op_type",
-        "out_names",
         "out_off",
+        "out_rows",
         "parser_status",
         "reason",
         "remedy",
@@ -116,16 +119,23 @@ class Nodes(Sequence["Node"]):
         "status",
         "subgraphs",
         "table_status",
+        "tensor_names",
     )
 
-    def __init__(self) -> None:
-        self.name: list[str] = []
+    def __init__(self, tensor_names: Names | None = None, intern: Callable[[str], int] | None = None) -> None:
+        self.name = Names(indexed=False)
         self.op_type: list[str] = []
         self.domain: list[str] = []
-        self.in_off, self.in_names = array("i", [0]), list[str]()
-        self.out_off, self.out_names = array("i", [0]), list[str]()
+        self.tensor_names = Names() if tensor_names is None else tensor_names
+        """The names the input and output rows index: the graph's tensors' (:class:`Tensors`), else the nodes' own."""
+        self.intern = self.tensor_names.add if intern is None else intern
+        """A name's row in :attr:`tensor_names`, added if new (the graph's :meth:`Tensors.add`)."""
+        self.in_off, self.in_rows = array("i", [0]), array("i")
+        """Each node's inputs: ``in_rows[in_off[i]:in_off[i + 1]]``, rows of :attr:`tensor_names` (-1: omitted)."""
+        self.out_off, self.out_rows = array("i", [0]), array("i")
         self.attributes: list[dict[str, Any]] = []
-        self.scope: list[tuple[str, ...]] = []
+        self.scope = Scopes()
+        """Each node's module scope (read as a list of tuples; :meth:`Scopes.all` for every node's at once)."""
         self.subgraphs: dict[int, Mapping[str, Graph]] = {}
         self.function: dict[int, Graph] = {}
         self.implicit: dict[int, Sequence[str]] = {}
@@ -161,10 +171,11 @@ class Nodes(Sequence["Node"]):
         self.name.append(name)
         self.op_type.append(_word(op_type))
         self.domain.append(_word(domain))
-        self.in_names.extend(inputs)
-        self.in_off.append(len(self.in_names))
-        self.out_names.extend(outputs)
-        self.out_off.append(len(self.out_names))
+        intern = self.intern
+        self.in_rows.extend([intern(s) if s else -1 for s in inputs])
+        self.in_off.append(len(self.in_rows))
+        self.out_rows.extend([intern(s) if s else -1 for s in outputs])
+        self.out_off.append(len(self.out_rows))
         self.attributes.append(NO_ATTRIBUTES if attributes is None else attributes)
         self.scope.append(scope)
         if subgraphs:
@@ -202,10 +213,10 @@ class Nodes(Sequence["Node"]):
         self.name.extend(names)
         self.op_type.extend(map(_word, ops))
         self.domain.extend(map(_word, domains))
-        for names_, off, rows in ((self.in_names, self.in_off, inputs), (self.out_names, self.out_off, outputs)):
-            base = len(names_)
-            for row in rows:
-                names_.extend(row)
+        intern = self.intern
+        for slots, off, rows in ((self.in_rows, self.in_off, inputs), (self.out_rows, self.out_off, outputs)):
+            base = len(slots)
+            slots.extend([intern(s) if s else -1 for row in rows for s in row])
             ends = np.cumsum(np.fromiter(map(len, rows), dtype=np.int64, count=k)) + base
             off.extend(array("i", ends.astype(np.int32).tobytes()))
         self.attributes.extend([NO_ATTRIBUTES] * k)
@@ -226,17 +237,23 @@ class Nodes(Sequence["Node"]):
 
     def reads(self, i: int) -> list[str]:
         """Node ``i``'s inputs, then the outer tensors its bodies read (:attr:`Node.all_inputs`)."""
-        names = self.in_names[self.in_off[i] : self.in_off[i + 1]]
+        names = self.tensor_names.pick(self.in_rows[self.in_off[i] : self.in_off[i + 1]])
         extra = self.implicit.get(i)
         return [*names, *extra] if extra else names
 
     def inputs_of(self, i: int) -> list[str]:
-        """Node ``i``'s inputs."""
-        return self.in_names[self.in_off[i] : self.in_off[i + 1]]
+        """Node ``i``'s inputs ('' for an omitted optional one)."""
+        return self.tensor_names.pick(self.in_rows[self.in_off[i] : self.in_off[i + 1]])
 
     def outputs_of(self, i: int) -> list[str]:
         """Node ``i``'s outputs."""
-        return self.out_names[self.out_off[i] : self.out_off[i + 1]]
+        return self.tensor_names.pick(self.out_rows[self.out_off[i] : self.out_off[i + 1]])
+
+    def compact(self) -> None:
+        """Fold the names added into one string each (:meth:`Names.compact`): once the nodes are built."""
+        self.name.compact()
+        self.tensor_names.compact()
+        self.scope.compact()
 
     def with_status(self, status: Status) -> list[int]:
         """The indices of the nodes of ``status``, in order (one pass over the status column, in numpy)."""
@@ -348,14 +365,12 @@ class Node(RowView):
     @property
     def inputs(self) -> list[str]:
         """Its inputs' names ('' for an omitted optional input), a new list each time."""
-        t, i = self._t, self._i
-        return t.in_names[t.in_off[i] : t.in_off[i + 1]]
+        return self._t.inputs_of(self._i)
 
     @property
     def outputs(self) -> list[str]:
         """Its outputs' names, a new list each time."""
-        t, i = self._t, self._i
-        return t.out_names[t.out_off[i] : t.out_off[i + 1]]
+        return self._t.outputs_of(self._i)
 
     @property
     def attributes(self) -> dict[str, Any]:

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from splitscope.engine.model.names import Names
 
 V = TypeVar("V", bound="RowView")
 _new = object.__new__
@@ -35,16 +38,18 @@ class NamedRows(Mapping[str, V], Generic[V]):
 
     __slots__ = ()
     view: ClassVar[type[Any]]
-    _index: dict[str, int]
-    names: list[str]
+    names: Names
 
     def __getitem__(self, name: str) -> V:
         v = _new(self.view)
-        v._t, v._i = self, self._index[name]
+        i = self.names.get(name)
+        if i is None:
+            raise KeyError(name)
+        v._t, v._i = self, i
         return v
 
     def get(self, name: str, default: Any = None) -> Any:  # a view, or ``default``
-        i = self._index.get(name)
+        i = self.names.get(name)
         if i is None:
             return default
         v = _new(self.view)
@@ -52,10 +57,10 @@ class NamedRows(Mapping[str, V], Generic[V]):
         return v
 
     def __contains__(self, name: object) -> bool:
-        return name in self._index
+        return name in self.names
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._index)
+        return iter(self.names)
 
     def __len__(self) -> int:
         return len(self.names)

@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 from splitscope.engine.dims.expr import eval_dim
+from splitscope.engine.model.names import Names, RowsByName
 from splitscope.engine.model.rows import Rows
 from splitscope.engine.model.table import NamedRows, RowView
 
@@ -94,6 +95,8 @@ def _resolved(
 
 
 _INPUT, _OUTPUT, _INITIALIZER = 1, 2, 4
+INPUT_FLAG, OUTPUT_FLAG, INITIALIZER_FLAG = _INPUT, _OUTPUT, _INITIALIZER
+"""The bits of :attr:`Tensors.flags`: a graph input, a graph output, a weight."""
 _new = object.__new__
 _V = TypeVar("_V")
 
@@ -114,11 +117,11 @@ class Tensors(NamedRows["Tensor"]):
     ``array('i')``, the flags one ``bytearray``, consumers compressed rows (:class:`Rows`) once :meth:`freeze` has
     run. Read as the mapping of :class:`Tensor` it replaces; each :class:`Tensor` it gives is a view of one row."""
 
-    __slots__ = ("_index", "_pairs", "at", "consumers", "dtype", "flags", "names", "producer", "shape")
+    __slots__ = ("_pairs", "at", "consumers", "dtype", "flags", "names", "producer", "shape")
 
     def __init__(self) -> None:
-        self._index: dict[str, int] = {}
-        self.names: list[str] = []
+        self.names = Names()
+        """Each row's name (one string for the table once :meth:`freeze` has run), and the row of each name."""
         self.dtype: list[str | None] = []
         self.shape: list[tuple[Dim, ...] | None] = []
         self.at: list[tuple[int, ...] | None] = []
@@ -130,10 +133,9 @@ class Tensors(NamedRows["Tensor"]):
 
     def add(self, name: str) -> int:
         """The row of ``name``, made (untyped, unused) if it has none."""
-        i = self._index.get(name)
+        i = self.names.get(name)
         if i is None:
-            i = self._index[name] = len(self.names)
-            self.names.append(name)
+            i = self.names.append(name)
             self.dtype.append(None)
             self.shape.append(None)
             self.at.append(None)
@@ -146,8 +148,7 @@ class Tensors(NamedRows["Tensor"]):
     def copy(self) -> Tensors:
         """A table of the same rows, its own to change."""
         c = Tensors()
-        c._index = dict(self._index)
-        c.names, c.dtype, c.shape, c.at = list(self.names), list(self.dtype), list(self.shape), list(self.at)
+        c.names, c.dtype, c.shape, c.at = self.names.copy(), list(self.dtype), list(self.shape), list(self.at)
         c.producer, c.flags = array("i", self.producer), bytearray(self.flags)
         c.consumers = Rows(array("i", self.consumers.offsets), array("i", self.consumers.targets))
         c._pairs = None if self._pairs is None else (array("i", self._pairs[0]), array("i", self._pairs[1]))
@@ -166,6 +167,7 @@ class Tensors(NamedRows["Tensor"]):
     def freeze(self, rows: array[int] | None = None, nodes: array[int] | None = None) -> None:
         """Put the consumers added into rows (each tensor's in the order added); ``rows`` and ``nodes``: more
         (tensor row, node) pairs, collected by the caller."""
+        self.names.compact()
         if self._pairs is None:
             return
         t, n = self._pairs
@@ -203,26 +205,26 @@ class Tensors(NamedRows["Tensor"]):
 
     def numel_of(self, name: str, dims: dict[str, int]) -> int | None:
         """:meth:`Tensor.numel` of ``name`` (None for no such tensor), without a view."""
-        r = self._index.get(name)
+        r = self.names.get(name)
         return None if r is None else _numel(self.at[r], self.shape[r], dims)
 
     def resolved_of(self, name: str, dims: dict[str, int]) -> tuple[int, ...] | None:
         """:meth:`Tensor.resolved` of ``name`` (None for no such tensor), without a view."""
-        r = self._index.get(name)
+        r = self.names.get(name)
         return None if r is None else _resolved(self.at[r], self.shape[r], dims)
 
     def row_of(self, name: str) -> int | None:
         """The row of ``name``, None for none."""
-        return self._index.get(name)
+        return self.names.get(name)
 
     @property
     def rows(self) -> Mapping[str, int]:
         """Each name's row (read it: ``rows.get`` is the fast :meth:`row_of` of a loop over every node)."""
-        return self._index
+        return RowsByName(self.names)
 
     def producer_of(self, name: str) -> int | None:
         """The node that makes ``name``, None for none (or no such tensor)."""
-        i = self._index.get(name)
+        i = self.names.get(name)
         if i is None:
             return None
         p = self.producer[i]

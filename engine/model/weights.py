@@ -5,17 +5,17 @@ from __future__ import annotations
 
 from array import array
 
+from splitscope.engine.model.names import Names
 from splitscope.engine.model.table import NamedRows, RowView
 
 
 class Initializers(NamedRows["Initializer"]):
     """Every weight of one graph by name: dtype, dims, bytes and whether the bytes live in an external file."""
 
-    __slots__ = ("_index", "_shapes", "dims", "dtype", "external", "names", "nbytes")
+    __slots__ = ("_shapes", "dims", "dtype", "external", "names", "nbytes")
 
     def __init__(self) -> None:
-        self._index: dict[str, int] = {}
-        self.names: list[str] = []
+        self.names = Names()
         self.dtype: list[str] = []
         self.dims: list[tuple[int, ...]] = []
         self.nbytes = array("q")
@@ -25,9 +25,8 @@ class Initializers(NamedRows["Initializer"]):
     def add(self, name: str, dtype: str, dims: tuple[int, ...], nbytes: int, external: bool = False) -> None:
         """Record the weight ``name`` (again: the last record stands)."""
         dims = self._shapes.setdefault(dims, dims)
-        i = self._index.get(name)
+        i = self.names.get(name)
         if i is None:
-            self._index[name] = len(self.names)
             self.names.append(name)
             self.dtype.append(dtype)
             self.dims.append(dims)

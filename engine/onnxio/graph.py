@@ -7,6 +7,7 @@ from array import array
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import onnx
 from onnx import AttributeProto
 from splitscope.engine.errors import CyclicGraphError, ModelDecodeError
@@ -110,7 +111,8 @@ def scope_of(node: onnx.NodeProto, paths: dict[str, tuple[str, ...]] | None = No
 def adjacency_of(nodes: Nodes, tensors: Tensors, label: str) -> Adjacency:
     """Predecessors, successors, edges and a topological order; raises :class:`CyclicGraphError` on a cycle."""
 
-    preds, succs, edges, self_reader = link_nodes(nodes, tensors.producer_of)
+    made = np.frombuffer(tensors.producer, dtype=np.int32) if tensors.producer else np.zeros(0, np.int32)
+    preds, succs, edges, self_reader = link_nodes(nodes, made)
     if self_reader is not None:
         node = nodes[self_reader]
         raise CyclicGraphError(
@@ -184,9 +186,10 @@ def build_graph(
     _typed_tensors(g, tensors, label)
     init_names, constants = _initializer_tensors(g, tensors, initializers, label)
     tensor = tensors.tensor
-    add, names, index = tensors.add, tensors.names, tensors.rows
+    add = tensors.add
 
-    nodes = Nodes()
+    nodes = Nodes(tensors.names, add)  # inputs and outputs as rows of the tensors
+    in_off, in_rows, out_off, out_rows = nodes.in_off, nodes.in_rows, nodes.out_off, nodes.out_rows
     producer = tensors.producer
     consumed, readers = array("i"), array("i")  # (tensor row, node) of every read, in node order
     paths: dict[str, tuple[str, ...]] = {}  # scopes by a name's path: a layer's nodes share one
@@ -205,9 +208,6 @@ def build_graph(
             or bytes in map(type, outs)
         ):
             raise ModelTextError(f"{label}: node #{idx} ({pn.name!r}, {pn.op_type!r})")
-        # the table's own string of each name: protobuf gives a new one at every read
-        ins = [names[r if (r := index.get(i)) is not None else add(i)] if i else i for i in ins]
-        outs = [names[r if (r := index.get(o)) is not None else add(o)] if o else o for o in outs]
         node = nodes.add(
             pn.name, pn.op_type, pn.domain, ins, outs, attrs, scope, subgraphs, functions.get((pn.domain, pn.op_type))
         )
@@ -215,20 +215,22 @@ def build_graph(
             nodes.defect[idx] = node_defect(pn, opsets, tensors, constants, protos, node)
         if pn.op_type == "Constant" and len(outs) == 1 and outs[0]:
             _constant_type(tensor(outs[0]), protos)
-        reads = ins
+        for r in in_rows[in_off[idx] : in_off[idx + 1]]:
+            if r >= 0:
+                consumed.append(r)
+                readers.append(idx)
         if subgraphs:
             node.implicit_inputs = implicit = sorted(
                 {r for sub in subgraphs.values() for r in outer_references(sub)} - set(ins)
             )
-            reads = [*ins, *implicit]
-        for i in reads:
-            if i:
-                consumed.append(index[i] if i in index else add(i))
+            for i in implicit:
+                consumed.append(add(i))
                 readers.append(idx)
-        for o in outs:
-            if o:
-                producer[index[o]] = idx  # made a row above
+        for r in out_rows[out_off[idx] : out_off[idx + 1]]:
+            if r >= 0:
+                producer[r] = idx
     tensors.freeze(consumed, readers)
+    nodes.compact()
     graph = Graph(
         g.name,
         nodes,
@@ -353,13 +355,17 @@ def _constant_type(out: Any, protos: list[onnx.AttributeProto]) -> None:
 
 def is_topologically_sorted(graph: Graph) -> bool:
     """Whether every node comes after the producers of its inputs, as ONNX requires."""
-    nodes, producer_of = graph.nodes, graph.tensors.producer_of
-    for v in range(len(nodes)):
-        for i in nodes.reads(v):
-            p = producer_of(i) if i else None
-            if p is not None and p >= v:
-                return False
-    return True
+    nodes, producer = graph.nodes, graph.tensors.producer
+    ins, _ = graph.slot_rows()
+    if ins:
+        rows = np.frombuffer(ins, dtype=np.int32)
+        made = np.frombuffer(producer, dtype=np.int32) if producer else np.zeros(0, np.int32)
+        reader = np.repeat(np.arange(len(nodes)), np.diff(np.frombuffer(nodes.in_off, dtype=np.int32)))
+        known = rows >= 0
+        if bool((made[rows[known]] >= reader[known]).any()):
+            return False
+    # the outer tensors bodies read
+    return all(producer[r] < v for v in nodes.implicit for r in graph.read_rows(v, ins))
 
 
 def graph_from_onnx(loaded: LoadedModel) -> tuple[GraphModel, Sequence[int]]:

@@ -509,6 +509,7 @@ def prepare_model(m: onnx.ModelProto, path: Path | None, file_bytes: int = 0) ->
     _check_value_dims(m.graph, source)
     inits = Initializers()
     _strip_graph(m.graph, path.parent if path else None, inits, "")
+    inits.names.compact()
     for f in m.functions:
         _strip_nodes(f.node, path.parent if path else None, f" in function {_safe(f.name)}")
     return LoadedModel(m, path, inits, file_bytes)

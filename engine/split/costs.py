@@ -347,15 +347,18 @@ def node_bytes(
     tensor's bytes (:meth:`Tensors.sizes`) when the graph's tensors are a table, computed once for all nodes."""
     total = 0
     known = False
-    tensors = graph.tensors
-    row = tensors.rows.get if sizes is not None else None
+    if sizes is not None:
+        i, ins, outs = node.index, *graph.slot_rows()
+        off = graph.nodes.out_off
+        for r in (*graph.read_rows(i, ins), *outs[off[i] : off[i + 1]]):
+            b = sizes[r] if r >= 0 else None
+            if b is not None:
+                total += b
+                known = True
+        return total if known else None
     for name in (*node.all_inputs, *node.outputs):
-        if row is not None and sizes is not None:
-            r = row(name) if name else None
-            b = sizes[r] if r is not None else None
-        else:
-            t = _t(graph, name)
-            b = t.nbytes(dims) if t is not None else None
+        t = _t(graph, name)
+        b = t.nbytes(dims) if t is not None else None
         if b is not None:
             total += b
             known = True

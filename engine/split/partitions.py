@@ -18,7 +18,8 @@ from __future__ import annotations
 from array import array
 from collections.abc import Sequence
 
-from splitscope.engine.model import BoundaryTensor, Graph, Partition
+from splitscope.engine.model import BoundaryTensor, Graph, Partition, Tensor
+from splitscope.engine.model.tensors import INITIALIZER_FLAG
 
 
 def constant_nodes(graph: Graph, order: Sequence[int]) -> list[bool]:
@@ -28,8 +29,10 @@ def constant_nodes(graph: Graph, order: Sequence[int]) -> list[bool]:
     nodes = graph.nodes
     tensors = graph.tensors
     ops, domains, bodies = nodes.op_type, nodes.domain, nodes.subgraphs
-    row, flags, producer = tensors.rows.get, tensors.flags, tensors.producer
-    weight = 4  # the initializer flag (engine.model.tensors)
+    flags, producer = tensors.flags, tensors.producer
+    weight = INITIALIZER_FLAG
+    slots, _ = graph.slot_rows()
+    in_off, own = nodes.in_off, nodes.in_rows  # own: -1 for an omitted input
     const = [False] * len(nodes)
     for idx in order:
         op = ops[idx]
@@ -38,13 +41,12 @@ def constant_nodes(graph: Graph, order: Sequence[int]) -> list[bool]:
         if op == "Constant":
             const[idx] = True
             continue
-        ins = [i for i in nodes.reads(idx) if i]
+        ins = [slots[k] for k in range(in_off[idx], in_off[idx + 1]) if own[k] >= 0]  # -1 left: no such tensor
         if not ins:
             continue
         ok = True
-        for name in ins:
-            r = row(name)
-            if r is None:
+        for r in ins:
+            if r < 0:
                 ok = False
                 break
             p = producer[r]
@@ -166,26 +168,26 @@ def _boundary(
     """The tensors partition ``p`` reads from a node outside it (``in``) or writes to one (``out``); model inputs,
     outputs and constants are none."""
     nodes, tensors = graph.nodes, graph.tensors
-    row, producer, consumers = tensors.rows.get, tensors.producer, tensors.consumers
+    producer, consumers = tensors.producer, tensors.consumers
+    ins, outs = graph.slot_rows()
+    out_off = nodes.out_off
     out: list[BoundaryTensor] = []
-    seen: set[str] = set()
+    seen: set[int] = set()
     for m in p.nodes:
-        for name in nodes.reads(m):
-            r = row(name) if name else None
-            if r is None or name in seen:
+        for r in graph.read_rows(m, ins):
+            if r in seen:
                 continue
             u = producer[r]
             if u < 0 or part_of[u] == p.index or const[u]:
                 continue
-            seen.add(name)
-            t = tensors[name]
-            out.append(BoundaryTensor(name, t.nbytes(dims), "in", t.symbolic))
-        for name in nodes.outputs_of(m):
-            r = row(name) if name else None
-            if r is None or name in seen:
+            seen.add(r)
+            t = Tensor.of(tensors, r)
+            out.append(BoundaryTensor(t.name, t.nbytes(dims), "in", t.symbolic))
+        for r in outs[out_off[m] : out_off[m + 1]]:
+            if r < 0 or r in seen:
                 continue
             if any(part_of[c] != p.index for c in consumers[r]):
-                seen.add(name)
-                t = tensors[name]
-                out.append(BoundaryTensor(name, t.nbytes(dims), "out", t.symbolic))
+                seen.add(r)
+                t = Tensor.of(tensors, r)
+                out.append(BoundaryTensor(t.name, t.nbytes(dims), "out", t.symbolic))
     return out

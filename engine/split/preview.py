@@ -8,9 +8,11 @@ yields it before the full load and replaces it with the full model, laid out aga
 from __future__ import annotations
 
 import os
+from array import array
 from collections.abc import Generator, Sequence
 from pathlib import Path
 
+import numpy as np
 from splitscope.engine.jobs import JobEvent, Partial, Progress, gc_paused
 from splitscope.engine.model import (
     Adjacency,
@@ -33,9 +35,9 @@ PREVIEW_MIN_BYTES = 4_000_000
 """Files smaller than this are loaded whole before the first view (the full load takes well under a second)."""
 
 
-def _adjacency(nodes: Nodes, producer: dict[str, int]) -> Adjacency | None:
+def _adjacency(nodes: Nodes, producer: np.ndarray) -> Adjacency | None:
     """The preview's adjacency, or None on a cycle (the full load names it)."""
-    preds, succs, edges, self_reader = link_nodes(nodes, producer.get, all_inputs=False)
+    preds, succs, edges, self_reader = link_nodes(nodes, producer, all_inputs=False)
     if self_reader is not None:
         return None
     order, _ = kahn_order(preds, succs)
@@ -56,7 +58,7 @@ def preview_model(path: str | os.PathLike[str], target: str) -> tuple[GraphModel
         if key not in verdicts:
             verdicts[key] = predict_op(key[0], key[1], target)
     said = [verdicts[key] for key in zip(light.ops, light.domains, strict=True)]
-    nodes = Nodes()
+    nodes = Nodes(tensors.names, tensors.add)  # inputs and outputs as rows of the tensors
     nodes.extend(
         light.names,
         light.ops,
@@ -68,8 +70,6 @@ def preview_model(path: str | os.PathLike[str], target: str) -> tuple[GraphModel
         [v[1] for v in said],
         Source.TABLE,
     )
-    producer = {o: i for i, outs in enumerate(light.outputs) for o in outs}
-    producer.pop("", None)
     for w in light.weights:
         tensors.tensor(w).is_initializer = True
     for name in light.graph_inputs:
@@ -77,12 +77,17 @@ def preview_model(path: str | os.PathLike[str], target: str) -> tuple[GraphModel
             tensors.tensor(name).is_input = True
     for name in light.graph_outputs:
         tensors.tensor(name).is_output = True
+    out_rows = np.frombuffer(nodes.out_rows, dtype=np.int32) if nodes.out_rows else np.zeros(0, np.int32)
+    maker = np.repeat(np.arange(len(nodes), dtype=np.int32), np.diff(np.frombuffer(nodes.out_off, dtype=np.int32)))
+    made = out_rows >= 0
+    producer = np.full(len(tensors.names), -1, dtype=np.int32)
+    producer[out_rows[made]] = maker[made]  # a name made twice: the last maker, as the full load has it
     adjacency = _adjacency(nodes, producer)
     if adjacency is None:
         return None  # a cycle: the full load names it
-    for name, i in producer.items():
-        tensors.producer[tensors.add(name)] = i
+    tensors.producer = array("i", producer.tobytes())
     tensors.freeze()  # the preview records no consumers
+    nodes.compact()
     graph = Graph(
         light.name,
         nodes,

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from splitscope.engine.model import Graph, Role
 from splitscope.engine.model.nodes import ROLE_CODE
+from splitscope.engine.model.tensors import INITIALIZER_FLAG, INPUT_FLAG
 
 HEAVY_OPS = frozenset(
     {
@@ -165,22 +166,24 @@ def _shape_roles(graph: Graph, order: Sequence[int]) -> tuple[list[bool], list[b
     n = len(nodes)
     preds = graph.adj.preds
     ops, domains = nodes.op_type, nodes.domain
-    row, flags, producer, shapes = tensors.rows.get, tensors.flags, tensors.producer, tensors.shape
-    graph_input, weight = 1, 4  # the tensors' flags (engine.model.tensors)
+    flags, producer, shapes = tensors.flags, tensors.producer, tensors.shape
+    graph_input, weight = INPUT_FLAG, INITIALIZER_FLAG
+    slots, out_slots = graph.slot_rows()
+    in_off, out_off = nodes.in_off, nodes.out_off
 
     # Shape role: Shape/Size and what computes only on their results and constants.
     is_shape = [False] * n
     from_input = [False] * n
     for idx in order:
         op = ops[idx]
-        ins = [r for i in nodes.inputs_of(idx) if i and (r := row(i)) is not None]
+        ins = [r for r in slots[in_off[idx] : in_off[idx + 1]] if r >= 0]
         from_input[idx] = any(flags[r] & graph_input for r in ins) or any(from_input[p] for p in preds[idx])
         if op in SHAPE_SOURCES:
             is_shape[idx] = True
         elif op in SHAPE_FOLLOWERS and domains[idx] in ("", "ai.onnx"):
             dyn = preds[idx]
             if op == "Constant":
-                outs = [r for o in nodes.outputs_of(idx) if (r := row(o)) is not None]
+                outs = [r for r in out_slots[out_off[idx] : out_off[idx + 1]] if r >= 0]
                 is_shape[idx] = all(len(shapes[r] or ()) <= 1 for r in outs)
                 continue
             non_const = [r for r in ins if not flags[r] & weight and producer[r] < 0]

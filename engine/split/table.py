@@ -321,12 +321,13 @@ def predict_node(graph: Graph, node: Node, target: str = TARGET_TENSORRT) -> tup
             f"custom op {domain}::{op}: no built-in importer; it needs a TensorRT plugin "
             f"named '{op}' (the parser falls back to a plugin of that name)",
         )
-    row, dtypes = graph.tensors.rows.get, graph.tensors.dtype
-    for name in (*cols.inputs_of(i), *cols.outputs_of(i)):
-        r = row(name) if name else None
-        dt = dtypes[r] if r is not None else None
+    tensors = graph.tensors
+    dtypes = tensors.dtype
+    ins, outs = graph.slot_rows()
+    for r in (*ins[cols.in_off[i] : cols.in_off[i + 1]], *outs[cols.out_off[i] : cols.out_off[i + 1]]):
+        dt = dtypes[r] if r >= 0 else None
         if dt is not None and dt not in TRT_DTYPES:
-            return Status.PLUGIN, f"tensor '{name}' is {dt}, a type TensorRT does not have"
+            return Status.PLUGIN, f"tensor '{tensors.names[r]}' is {dt}, a type TensorRT does not have"
     entry = table.get(op)
     if entry is None:
         return Status.PLUGIN, f"{op} is not in the {src}: no importer"

@@ -17,12 +17,11 @@ class LayoutContext:
     def __init__(self, gm: GraphModel, h: Hierarchy) -> None:
         self.gm = gm
         self.h = h
-        paths: dict[int, tuple[int, ...]] = {}  # each group's ids from the root
+        paths: dict[int, tuple[int, ...]] = {}  # each group's ids from the root (made here, kept as one table)
         for g in h.groups:
             if g.parent != -1 or g.id == 0:
                 above = paths.get(g.parent) if g.parent is not None else ()  # a parent made before its children
                 paths[g.id] = (*above, g.id) if above is not None else tuple(h.path(g.id))
-        self.group_path = paths
         boundary: dict[str, int] = {}
         # Unique graph edges (producer, consumer) with their tensors: the graph's own adjacency.
         pairs = gm.graph.adj.edges
@@ -61,11 +60,16 @@ class LayoutContext:
         self.edge_bytes = self.edge_boundary = None
         if not boundary:
             return
-        names, offsets = self.pairs.names, np.asarray(self.pairs.offsets, np.int64)
-        at = [j for j, t in enumerate(names) if t in boundary]
-        edge = np.searchsorted(offsets, np.asarray(at, np.int64), "right") - 1
+        table, offsets = self.pairs.table, np.asarray(self.pairs.offsets, np.int64)
+        by_row = {r: b for name, b in boundary.items() if (r := table.get(name)) is not None}
+        keys = np.fromiter(by_row, np.int64, len(by_row))
+        rows = _ints(self.pairs.rows)
+        at = np.flatnonzero(np.isin(rows, keys))  # the edges' slots carrying a boundary tensor
+        edge = np.searchsorted(offsets, at, "right") - 1
+        by = np.argsort(keys)
+        sizes = np.fromiter(by_row.values(), np.int64, len(by_row))[by]
         self.edge_bytes = np.zeros(len(self.edge_src), np.int64)
-        np.add.at(self.edge_bytes, edge, np.asarray([boundary[names[j]] for j in at], np.int64))
+        np.add.at(self.edge_bytes, edge, sizes[np.searchsorted(keys[by], rows[at])])
         self.edge_boundary = np.zeros(len(self.edge_src), bool)
         self.edge_boundary[edge] = True
 

@@ -19,9 +19,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from splitscope.engine.model import GraphModel, Status
+from splitscope.engine.model import GraphModel, Nodes, Status, Tensors
 from splitscope.engine.model.nodes import STATUS_CODE
+from splitscope.engine.model.tensors import INITIALIZER_FLAG, OUTPUT_FLAG
 from splitscope.engine.view.blocks import Repeat, block_name, find_repeats
+from splitscope.engine.view.groups import NO_PARENT, Group, GroupDraft, Groups
 
 CHUNK = 200
 """Most direct nodes a group shows before they are split into runs."""
@@ -45,45 +47,20 @@ NONDETERMINISTIC_OPS = frozenset(
 
 
 @dataclass(slots=True)
-class Group:
-    """A name scope (or a run of unscoped nodes) and the split inside it."""
+class _Tree:
+    """The tree while it is built: drafts of the groups, each node's deepest group and topological position."""
 
-    id: int
-    label: str
-    parent: int | None
-    depth: int
-    groups: list[int] = field(default_factory=list)
-    nodes: list[int] = field(default_factory=list)
-    """Direct member nodes (main-graph indices), in topological order."""
-    size: int = 0
-    """All nodes below this group."""
-    plugin: int = 0
-    flops: int = 0
-    flops_delegate: int = 0
-    first: int = 0
-    """Topological position of its first node (orders siblings)."""
-
-    @property
-    def delegate_share(self) -> float:
-        """Share of FLOPs delegated (of nodes, when FLOPs are unknown)."""
-        if self.flops:
-            return self.flops_delegate / self.flops
-        return 1.0 - self.plugin / self.size if self.size else 1.0
-
-    @property
-    def bar_share(self) -> float:
-        """The delegate part of the group's share bar: the smaller of the FLOPs and the node share, so that
-        plugin nodes with no or unknown FLOPs (a custom op, NMS) still show in the plugin colour."""
-        node_share = 1.0 - self.plugin / self.size if self.size else 1.0
-        return min(self.delegate_share, node_share)
+    groups: list[GroupDraft]
+    node_group: list[int]
+    topo_pos: Sequence[int]
 
 
 @dataclass(slots=True)
 class Hierarchy:
     """The group tree of a graph model."""
 
-    groups: list[Group]
-    node_group: list[int]
+    groups: Groups
+    node_group: array[int]
     """Deepest group of each node."""
     topo_pos: Sequence[int]
     """Topological position of each node."""
@@ -119,7 +96,8 @@ class Hierarchy:
         groups = self.groups
         n = len(groups)
         own = _own_counts(gm.nodes, self.node_group, n)
-        parent = np.fromiter((g.parent if g.parent is not None else -1 for g in groups), np.int64, n)
+        parent = np.frombuffer(groups.parent, dtype=np.int32).astype(np.int64)
+        parent[parent == NO_PARENT] = -1
         depth = np.zeros(n, np.int64)
         up = parent.copy()
         while (above := up >= 0).any():  # each group's depth, by walking every chain up a step at a time
@@ -129,8 +107,7 @@ class Hierarchy:
             at = np.flatnonzero(depth == d)
             for col in own:
                 np.add.at(col, parent[at], col[at])
-        for g, size, plugin, flops, delegate in zip(groups, *(c.tolist() for c in own), strict=True):
-            g.size, g.plugin, g.flops, g.flops_delegate = size, plugin, flops, delegate
+        groups.put_counts(*own)
 
 
 _EXACT = 1 << 62
@@ -159,7 +136,7 @@ def effective_scopes(gm: GraphModel, order: Sequence[int]) -> list[tuple[str, ..
     """Each node's scope; a node exported without one joins the scope its consumers share (their longest
     common prefix), so the weight aliases and shape arithmetic of a layer sit in that layer."""
     nodes = gm.nodes
-    scopes = [n.scope for n in nodes]
+    scopes = nodes.scope.all()
     succs = gm.graph.adj.succs
     for i in reversed(order):
         if scopes[i] or not succs[i]:
@@ -180,6 +157,18 @@ def effective_scopes(gm: GraphModel, order: Sequence[int]) -> list[tuple[str, ..
     return scopes
 
 
+def _rows_flagged(nodes: Nodes, tensors: Tensors, flag: int) -> set[int]:
+    """The tensors with ``flag`` (weights, graph outputs) as rows of the nodes' names: the tensors' own rows when
+    the nodes index the tensors' names, as a loaded graph's do."""
+    table = nodes.tensor_names
+    flags = np.frombuffer(tensors.flags, dtype=np.uint8) if tensors.flags else np.zeros(0, np.uint8)
+    rows = np.flatnonzero(flags & flag).tolist()
+    if table is tensors.names:
+        return set(rows)
+    names = tensors.names
+    return {r for k in rows if (r := table.get(names[k])) is not None}
+
+
 def constant_carriers(gm: GraphModel, order: Sequence[int], shapes: bool = True) -> dict[int, int]:
     """Nodes that only carry constants, each with the node that shows it (its first consumer that is not itself
     folded). Graph outputs and plugin nodes never fold.
@@ -192,26 +181,25 @@ def constant_carriers(gm: GraphModel, order: Sequence[int], shapes: bool = True)
     """
     nodes, tensors = gm.nodes, gm.graph.tensors
     const: set[int] = set()
-    known = {name for r, name in enumerate(tensors.names) if tensors.is_initializer_row(r)}
-    """Tensors that carry only a constant: weights, then the outputs of the nodes found to fold."""
-    known.add("")  # an omitted optional input
-    outputs = {name for r, name in enumerate(tensors.names) if tensors.is_output_row(r)}
+    known = _rows_flagged(nodes, tensors, INITIALIZER_FLAG)
+    """Tensors (rows of the nodes' names) that carry only a constant: weights, then the outputs of the nodes
+    found to fold."""
+    known.add(-1)  # an omitted optional input
+    outputs = _rows_flagged(nodes, tensors, OUTPUT_FLAG)
     plugin = STATUS_CODE[Status.PLUGIN]
     ops, domains, status, bodies = nodes.op_type, nodes.domain, nodes.status, nodes.subgraphs
-    in_off, in_names, out_off, out_names = nodes.in_off, nodes.in_names, nodes.out_off, nodes.out_names
+    in_off, in_rows, out_off, out_rows = nodes.in_off, nodes.in_rows, nodes.out_off, nodes.out_rows
     free = known.issuperset
     for i in order:  # the columns read directly: a million nodes' views and lists were most of the time
         op = ops[i]
         if shapes:
-            if op in NONDETERMINISTIC_OPS or (
-                op not in SHAPE_READERS and not free(in_names[in_off[i] : in_off[i + 1]])
-            ):
+            if op in NONDETERMINISTIC_OPS or (op not in SHAPE_READERS and not free(in_rows[in_off[i] : in_off[i + 1]])):
                 continue
-        elif op not in CONSTANT_OPS or not free(in_names[in_off[i] : in_off[i + 1]]):
+        elif op not in CONSTANT_OPS or not free(in_rows[in_off[i] : in_off[i + 1]]):
             continue
         if domains[i] not in ("", "ai.onnx") or bodies.get(i) or status[i] == plugin:
             continue
-        outs = out_names[out_off[i] : out_off[i + 1]]
+        outs = out_rows[out_off[i] : out_off[i + 1]]
         if (op == "Constant" or in_off[i + 1] > in_off[i]) and outputs.isdisjoint(outs):
             const.add(i)
             known.update(outs)
@@ -251,7 +239,7 @@ def build_hierarchy(
     topo_pos = array("i", bytes(4 * len(gm.nodes)))  # one block, not an int object a node
     for pos, i in enumerate(order):
         topo_pos[i] = pos
-    groups = [Group(0, gm.path.name if gm.path else "model", None, 0)]
+    groups = [GroupDraft(0, gm.path.name if gm.path else "model", None, 0)]
     index: dict[tuple[int, str], int] = {}
     node_group = [0] * len(gm.nodes)
     scopes = effective_scopes(gm, order)
@@ -265,7 +253,7 @@ def build_hierarchy(
             child = index.get(key)
             if child is None:
                 child = len(groups)
-                groups.append(Group(child, seg, g, groups[g].depth + 1, first=topo_pos[i]))
+                groups.append(GroupDraft(child, seg, g, groups[g].depth + 1, first=topo_pos[i]))
                 groups[g].groups.append(child)
                 index[key] = child
             g = child
@@ -274,19 +262,20 @@ def build_hierarchy(
     hosted: dict[int, int] = {}
     for hst in folded.values():
         hosted[hst] = hosted.get(hst, 0) + 1
-    h = Hierarchy(groups, node_group, topo_pos, folded, hosted)
-    _merge_chains(h)
-    _group_repeats(h, gm)
-    _split_large(h, chunk)
-    _split_children(h)
+    t = _Tree(groups, node_group, topo_pos)
+    _merge_chains(t)
+    _group_repeats(t, gm)
+    _split_large(t, chunk)
+    _split_children(t)
     for i, hst in folded.items():
-        h.node_group[i] = h.node_group[hst]
-    _renumber_depths(h)
+        t.node_group[i] = t.node_group[hst]
+    _renumber_depths(t)
+    h = Hierarchy(Groups(t.groups), array("i", t.node_group), topo_pos, folded, hosted)
     h.refresh_counts(gm)
     return h
 
 
-def _merge_chains(h: Hierarchy) -> None:
+def _merge_chains(h: _Tree) -> None:
     """Merge a group that holds one subgroup and no nodes into it; dissolve one-node groups."""
     groups = h.groups
     for g in reversed(groups):  # children before parents
@@ -321,7 +310,7 @@ def _merge_chains(h: Hierarchy) -> None:
 _NUMBERED = re.compile(r"^(.*?)(\d+)$")
 
 
-def _numbered_sibling(g: Group, parent: Group, groups: list[Group]) -> bool:
+def _numbered_sibling(g: GroupDraft, parent: GroupDraft, groups: list[GroupDraft]) -> bool:
     """Whether ``g`` is one of a numbered list of layers (``model.0``, ``model.1``, ...) among its siblings."""
     m = _NUMBERED.match(g.label)
     if m is None:
@@ -351,7 +340,7 @@ def run_label(labels: list[str]) -> str:
     return f"{ordered[0]} … {ordered[-1]}"
 
 
-def _group_repeats(h: Hierarchy, gm: GraphModel) -> None:
+def _group_repeats(h: _Tree, gm: GraphModel) -> None:
     """Give each group whose direct nodes are mostly repeated blocks (a model exported without scopes: ResNet
     bottlenecks, transformer layers) a ``Conv block ×N`` subgroup per repeat, one child per block."""
     preds, ops = gm.graph.adj.preds, [n.op_type for n in gm.nodes]
@@ -376,12 +365,12 @@ def _group_repeats(h: Hierarchy, gm: GraphModel) -> None:
         _make_blocks(h, gid, seq, repeats, ops)
 
 
-def _make_blocks(h: Hierarchy, gid: int, seq: list[int], repeats: list[Repeat], ops: list[str]) -> None:
+def _make_blocks(h: _Tree, gid: int, seq: list[int], repeats: list[Repeat], ops: list[str]) -> None:
     """Turn ``repeats`` of the direct nodes ``seq`` of group ``gid`` into groups; the runs between them of
     :data:`RUN_MIN_NODES` or more into one group each; then, where those items repeat in turn (a ResNet stage:
     a downsampling block, then ``Conv block ×N``), a group per repeat of items (``Conv stage ×4``)."""
     g = h.groups[gid]
-    items: list[tuple[object, list[int], Group | None]] = []  # (token, nodes, group)
+    items: list[tuple[object, list[int], GroupDraft | None]] = []  # (token, nodes, group)
     taken: set[int] = set()
 
     def run(nodes: list[int]) -> None:
@@ -431,7 +420,7 @@ def _make_blocks(h: Hierarchy, gid: int, seq: list[int], repeats: list[Repeat], 
             stage.nodes.sort(key=lambda v: h.topo_pos[v])
 
 
-def _nodes_below(h: Hierarchy, grp: Group) -> list[int]:
+def _nodes_below(h: _Tree, grp: GroupDraft) -> list[int]:
     out, stack = [], [grp.id]
     while stack:
         g = h.groups[stack.pop()]
@@ -440,28 +429,28 @@ def _nodes_below(h: Hierarchy, grp: Group) -> list[int]:
     return out
 
 
-def _fill(h: Hierarchy, grp: Group, nodes: list[int]) -> None:
+def _fill(h: _Tree, grp: GroupDraft, nodes: list[int]) -> None:
     grp.nodes = sorted(nodes, key=lambda v: h.topo_pos[v])
     for v in grp.nodes:
         h.node_group[v] = grp.id
     grp.first = h.topo_pos[grp.nodes[0]]
 
 
-def _new_group(h: Hierarchy, label: str, parent: int) -> Group:
-    g = Group(len(h.groups), label, parent, h.groups[parent].depth + 1)
+def _new_group(h: _Tree, label: str, parent: int) -> GroupDraft:
+    g = GroupDraft(len(h.groups), label, parent, h.groups[parent].depth + 1)
     h.groups.append(g)
     h.groups[parent].groups.append(g.id)
     return g
 
 
-def _split_large(h: Hierarchy, chunk: int) -> None:
+def _split_large(h: _Tree, chunk: int) -> None:
     """Split every group with more than 2*chunk direct nodes into runs."""
     for gid in range(len(h.groups)):
         if h.groups[gid].parent != -1:
             _split(h, gid, chunk)
 
 
-def _split(h: Hierarchy, gid: int, chunk: int) -> None:
+def _split(h: _Tree, gid: int, chunk: int) -> None:
     g = h.groups[gid]
     if len(g.nodes) <= 2 * chunk:
         return
@@ -472,7 +461,7 @@ def _split(h: Hierarchy, gid: int, chunk: int) -> None:
         size *= chunk
     for k in range(0, len(nodes), size):
         run = nodes[k : k + size]
-        child = Group(
+        child = GroupDraft(
             len(h.groups),
             f"nodes {h.topo_pos[run[0]]}–{h.topo_pos[run[-1]]}",
             gid,
@@ -487,7 +476,7 @@ def _split(h: Hierarchy, gid: int, chunk: int) -> None:
         _split(h, child.id, chunk)
 
 
-def _split_children(h: Hierarchy, most: int = MAX_CHILDREN) -> None:
+def _split_children(h: _Tree, most: int = MAX_CHILDREN) -> None:
     """A group with more than ``most`` subgroups (hundreds of layers) gets runs of them, ``layers.0 … layers.99``,
     so that each level shows a handful of blocks."""
     for gid in range(len(h.groups)):
@@ -496,7 +485,7 @@ def _split_children(h: Hierarchy, most: int = MAX_CHILDREN) -> None:
             _split_children_one(h, gid, most)
 
 
-def _split_children_one(h: Hierarchy, gid: int, most: int) -> None:
+def _split_children_one(h: _Tree, gid: int, most: int) -> None:
     g = h.groups[gid]
     kids = g.groups
     size = most
@@ -507,7 +496,7 @@ def _split_children_one(h: Hierarchy, gid: int, most: int) -> None:
         run = kids[k : k + size]
         first = h.groups[run[0]]
         label = run_label([h.groups[c].label for c in run])
-        child = Group(len(h.groups), label, gid, g.depth + 1, first=first.first)
+        child = GroupDraft(len(h.groups), label, gid, g.depth + 1, first=first.first)
         h.groups.append(child)
         g.groups.append(child.id)
         child.groups = run
@@ -518,7 +507,7 @@ def _split_children_one(h: Hierarchy, gid: int, most: int) -> None:
             _split_children_one(h, c, most)
 
 
-def _renumber_depths(h: Hierarchy) -> None:
+def _renumber_depths(h: _Tree) -> None:
     """Order siblings by their first node and set depths from the root down."""
     for g in h.groups:
         if g.parent != -1:

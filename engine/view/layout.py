@@ -421,9 +421,9 @@ def _visible_edges(ctx: LayoutContext, node_item: np.ndarray | list[int]) -> lis
     if ctx.edge_bytes is not None and ctx.edge_boundary is not None:
         np.add.at(bb, inv, ctx.edge_bytes[idx])
         np.logical_or.at(is_b, inv, ctx.edge_boundary[idx])
-    names, offsets = ctx.pairs.names, ctx.pairs.offsets
+    table, rows, offsets = ctx.pairs.table, ctx.pairs.rows, ctx.pairs.offsets
     return [
-        Edge(int(a[f]), int(b[f]), int(count[k]), int(bb[k]), bool(is_b[k]), names[offsets[int(idx[f])]])
+        Edge(int(a[f]), int(b[f]), int(count[k]), int(bb[k]), bool(is_b[k]), table[rows[offsets[int(idx[f])]]])
         for k, f in ((k, first[k]) for k in np.argsort(first, kind="stable").tolist())
     ]
 

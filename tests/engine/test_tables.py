@@ -1,12 +1,16 @@
 """The graph's tables (engine/model): views read and write their rows, counts past 64 bits stay exact, consumers
-come out in node order, and a built model holds few objects whatever its size."""
+come out in node order, names find their rows, scopes read back, and a built model holds the same few objects
+whatever its size."""
 
 from __future__ import annotations
 
 import gc
+import types
 
 import onnx
 from splitscope.engine.model import Nodes, Status, Tensors
+from splitscope.engine.model.names import Names
+from splitscope.engine.model.scopes import Scopes
 from splitscope.engine.onnxio.graph import graph_from_onnx
 from splitscope.engine.onnxio.loader import load_model
 
@@ -60,15 +64,62 @@ def test_consumers_come_in_node_order_and_a_copy_is_its_own():
     assert "z" in c and "z" not in t and list(c["z"].consumers) == [] and c["z"].is_input
 
 
-def test_a_large_model_is_a_few_objects(tmp_path):
-    path = tmp_path / "t.onnx"
-    onnx.save(make_transformer(5000), path)
-    gc.collect()
-    before = len(gc.get_objects())
-    gm, _ = graph_from_onnx(load_model(path))
-    gc.collect()
-    held = len(gc.get_objects()) - before
-    assert len(gm.nodes) >= 4900
-    # Not one object (or ten, as before the tables) a node: what the collector still tracks is the attribute dicts
-    # that hold lists (perm, axes), about one node in four here.
-    assert held < len(gm.nodes) // 3, held
+def _reachable(root: object) -> int:
+    """Objects reachable from ``root`` through its references (classes, modules and functions not followed)."""
+    seen, stack = set(), [root]
+    while stack:
+        o = stack.pop()
+        if id(o) in seen or isinstance(o, (type, types.ModuleType, types.FunctionType)):
+            continue
+        seen.add(id(o))
+        stack.extend(gc.get_referents(o))
+    return len(seen)
+
+
+def test_a_model_holds_the_same_few_objects_at_any_size(tmp_path):
+    held = {}
+    for n in (1000, 4000):
+        path = tmp_path / f"t{n}.onnx"
+        onnx.save(make_transformer(n), path)
+        gm, _ = graph_from_onnx(load_model(path))
+        assert len(gm.nodes) >= n * 0.95
+        held[n] = _reachable(gm.graph)
+    # Names, scopes, inputs and outputs are a few arrays and strings a table: four times the nodes, the same count
+    # (the distinct attribute sets are the only thing that may grow, and these layers repeat theirs).
+    assert held[4000] == held[1000] and held[4000] < 400, held
+
+
+def test_names_find_their_rows_before_and_after_they_are_compacted():
+    names = [f"layer.{k}/out" for k in range(3000)] + ["é", "😀 x", "a" * 500]
+    t = Names()
+    assert [t.add(s) for s in names] == list(range(len(names)))
+    for compacted in (False, True):
+        assert [t.get(s) for s in names] == list(range(len(names))), compacted
+        assert t.get("absent") is None and "absent" not in t and "é" in t
+        assert list(t) == names and t[-1] == "a" * 500 and t[1:3] == names[1:3]
+        t.compact()
+    for k in range(5000):  # past the tail a compacted table lets wait: folded in again as it goes
+        t.add(f"late{k}")
+    assert t.get("late4999") == len(names) + 4999 and t.get("layer.7/out") == 7 and t.add("é") == len(names) - 3
+    assert t.pick([0, -1, 2]) == ["layer.0/out", "", "layer.2/out"]
+    c = t.copy()
+    assert c.extends(t) and c.add("only in the copy") == len(t) and "only in the copy" not in t
+    t.add("only in the original")
+    assert not c.extends(t)  # the original grew: its new rows are not the copy's
+    u = Names(indexed=False)
+    u.extend(["a", "a", "b"])
+    u.compact()
+    assert list(u) == ["a", "a", "b"]
+
+
+def test_scopes_read_back_as_the_tuples_they_were_given():
+    s = Scopes()
+    given = [("enc", "layer.0", "attn"), (), ("enc", "layer.0"), ("enc", "layer.0", "attn"), ("dec",)]
+    s.extend(given)
+    deep = tuple(f"s{k}" for k in range(3000))  # a path thousands deep: no prefix of it made as a tuple
+    s.append(deep)
+    s.compact()
+    s.append(("enc", "layer.1"))  # after the lookups were dropped
+    want = [*given, deep, ("enc", "layer.1")]
+    assert list(s) == s.all() == want and [s[k] for k in range(len(s))] == want
+    assert len(s.parent) == 3 + 1 + 3000 + 1  # enc, layer.0, attn; dec; the deep path; layer.1
