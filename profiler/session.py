@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QObject, Signal
-from splitscope.engine.jobs import CancelToken, JobEvent, Partial, Progress, retire
+from splitscope.engine.heap import give_back_when_freed
+from splitscope.engine.jobs import CancelToken, JobEvent, Partial, Progress
 from splitscope.engine.model import GraphModel
 from splitscope.engine.report.stats import panel_stats
 from splitscope.engine.view.layout import View, prepare_view, relayout
@@ -351,7 +352,6 @@ class ModelSession(QObject):
         if isinstance(ev.value, GraphModel):
             early, gm = self._early, ev.value
             self._early = gm
-            _retire(early)
             if early is not None and early.preview and not gm.preview:
                 return  # the preview's view stays until the full model is laid out
             viewport = self.viewport
@@ -372,12 +372,10 @@ class ModelSession(QObject):
             self.outer_views.clear()  # a body of the model that failed: its way back leads nowhere
             self.body_changed.emit([])
         early, self._early, self._pending = self._early, None, None
-        _retire(early, self._final if self._final is not self.graph_model else None)
         self._first_layout.set()
         if early is not None and self._layout_gm is early:
             self.layout.cancel()
         if self.view is not None and self.view.gm is not self.graph_model and self._ready_view is not None:
-            _retire(self.view, self.view.gm)
             self.view = self._ready_view
             self.view_changed.emit(self._ready_view, False)
 
@@ -414,8 +412,6 @@ class ModelSession(QObject):
             self._start_layout(gm, first)
 
     def _set_ready_view(self, view: View) -> None:
-        if self._ready_view is not None and self._ready_view is not view:
-            _retire(self._ready_view)
         self._ready_view = view
 
     def _on_laid_out(self, view: View) -> None:
@@ -432,13 +428,10 @@ class ModelSession(QObject):
         if view.stats is None and keep and self.view is not None:
             view.stats = self.view.stats  # expand/collapse: same figures
         old, self.view = self.view, view
-        if old is not None and old.gm is not view.gm:  # another model's view (a preview's, the one before)
-            _retire(old, old.gm)  # freed a step at a time once nothing holds them: 200k nodes held the window 0.4 s
-            if self.outer_views:  # a body of that model opened meanwhile: its way back leads nowhere now
-                _retire(*self.outer_views)
-                self.outer_views.clear()
-                self.body_changed.emit([])
-        del old
+        if old is not None and old.gm is not view.gm and self.outer_views:  # another model's view
+            self.outer_views.clear()  # a body of that model opened meanwhile: its way back leads nowhere now
+            self.body_changed.emit([])
+        del old  # freed here, in a few milliseconds: a 200k-node model and its view are a few hundred objects
         if view.gm is self.graph_model:
             self._set_ready_view(view)
         self.view_changed.emit(view, keep)
@@ -447,14 +440,8 @@ class ModelSession(QObject):
             self._refine(view.gm)  # the analysis finished while the first layout ran
             return
         if view.stats is not None and view.gm is self._final and view.gm is not self.graph_model:
-            _retire(self.graph_model)  # the model before (freed once the panels have let go of it too)
+            if self.graph_model is not None:  # freed once the panels have let go of it too: then its heap goes back
+                give_back_when_freed(self.graph_model.nodes)
             self.graph_model = view.gm
             self._set_ready_view(view)
             self.model_ready.emit(view.gm, view)
-
-
-def _retire(*objs: object) -> None:
-    """:func:`~splitscope.engine.jobs.retire` each of ``objs`` that is not None (a model or a view being replaced)."""
-    for obj in objs:
-        if obj is not None:
-            retire(obj)

@@ -127,7 +127,7 @@ def _stall_watch(beat: dict[str, float]) -> Any:
 
     def where(me: int) -> str | None:
         """What the UI thread (and, asked, the others) is doing now; no frame outlives the call (a frame kept
-        would keep its locals alive: a retired model among them)."""
+        would keep its locals alive: a replaced model among them)."""
         frames = sys._current_frames()
         try:  # cleared at the end: the dict holds this very frame too (a cycle only the collector would break)
             return _describe(frames, main or 0, me)

@@ -30,7 +30,7 @@ def test_give_back_free_memory_does_nothing_where_the_c_library_cannot_be_asked(
 def test_give_back_free_memory_clears_the_type_cache_where_it_keeps_names(monkeypatch, holds_names):
     cleared: list[int] = []
     me = threading.get_ident()
-    # Only this thread's calls: a retire thread left by another test may give memory back meanwhile.
+    # Only this thread's calls: an analysis left running by another test may give memory back meanwhile.
     monkeypatch.setattr(heap.sys, "_clear_type_cache", lambda: cleared.append(threading.get_ident()))
     monkeypatch.setattr(heap, "_TYPE_CACHE_HOLDS_NAMES", holds_names)
     heap.give_back_free_memory()
@@ -111,3 +111,19 @@ def test_an_analysis_gives_memory_back_when_it_ends_or_fails(monkeypatch, tmp_pa
     else:
         analyze_model(parser="table")
     assert calls == [1]
+
+
+def test_memory_goes_back_once_a_replaced_model_is_freed_not_before(monkeypatch):
+    asked = threading.Event()
+    monkeypatch.setattr(heap, "give_back_free_memory", asked.set)
+
+    class Table:  # stands for a model's node table
+        pass
+
+    table, other = Table(), None
+    other = table
+    heap.give_back_when_freed(table)
+    del table
+    assert not asked.is_set()  # another holder remains: nothing freed, nothing to give back
+    del other
+    assert asked.wait(30)

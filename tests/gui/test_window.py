@@ -669,7 +669,6 @@ def holders(path, depth: int = 4) -> list[str]:
             return f"frame {o.f_code.co_name} ({o.f_code.co_filename.rsplit('/', 1)[-1]}:{o.f_lineno})"
         return type(o).__qualname__
 
-    gc.unfreeze()  # frozen objects are not listed by get_objects
     found = [o for o in gc.get_objects() if isinstance(o, GraphModel) and o.path == path]
     chains: list[str] = []
     here = inspect.currentframe()
@@ -709,7 +708,6 @@ def test_the_model_before_is_let_go_of_when_another_is_opened(qtbot, window, tmp
     qtbot.waitUntil(lambda: window.graph_model.path == SAMPLE_MODEL, timeout=30000)
 
     def left() -> int:
-        gc.unfreeze()
         gc.collect()
         return sum(1 for o in gc.get_objects() if isinstance(o, GraphModel) and o.path == first)
 
@@ -718,7 +716,7 @@ def test_the_model_before_is_let_go_of_when_another_is_opened(qtbot, window, tmp
     # The workers that read its ops and saved results have ended and delivered their last signal.
     qtbot.waitUntil(settled, timeout=60000)
     end = time.monotonic() + 120
-    while left() and time.monotonic() < end:  # the retiring thread lets go within a poll of the last holder
+    while left() and time.monotonic() < end:  # the panels let go as each takes the next model
         qtbot.wait(100)
     assert left() == 0, (holders(first), [t.name for t in threading.enumerate()], live())
 
@@ -738,7 +736,7 @@ def test_showing_a_node_brings_the_tabbed_inspector_to_the_front(qtbot, window):
 
 
 def test_the_stall_watch_keeps_no_frame_of_another_thread_alive():
-    """It samples every thread's frames during a stall; a frame it kept would keep a retired model alive."""
+    """It samples every thread's frames during a stall; a frame it kept would keep a replaced model alive."""
     import threading
     import time
     import weakref
