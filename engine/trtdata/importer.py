@@ -11,6 +11,7 @@ from typing import Any
 
 from splitscope.engine.codec import stamp
 from splitscope.engine.model import GraphModel
+from splitscope.engine.trtdata.doc import EngineDoc
 from splitscope.engine.trtdata.mapping import FOREIGN, Mapping, is_reformat, map_layers, metadata_nodes
 from splitscope.engine.trtdata.precision import layer_precision
 from splitscope.engine.trtdata.readers import EngineDataError, Layer, LayerInfo, Profile, Times, read_file
@@ -28,6 +29,7 @@ class EngineData:
     notes: list[str] = field(default_factory=list)
     _node_prec: dict[int, str] | None = None
     _doc: dict[str, Any] | None = None
+    _typed: EngineDoc | None = None
 
     @property
     def rows(self) -> list[Layer]:
@@ -81,6 +83,14 @@ class EngineData:
         if self._doc is None:
             self._doc = self.to_json()
         return self._doc
+
+    def typed(self) -> EngineDoc:
+        """:meth:`doc` read as its type, with the lint's findings (made once, like the document)."""
+        if self._typed is None:
+            from splitscope.engine.trtdata.lint import lint
+
+            self._typed = EngineDoc.from_json(self.doc(), lint(self))
+        return self._typed
 
     def to_json(self) -> dict[str, Any]:
         """The document of ``splitscope engine --json`` (lint and comparison are added by the caller)."""

@@ -4,11 +4,13 @@ filterable, selection synced with the canvas, and the performance lint below."""
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 from typing import Any
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt, Signal
 from PySide6.QtWidgets import QLabel, QLineEdit, QSplitter, QTableView, QTextBrowser, QVBoxLayout, QWidget
 from splitscope.engine.text import plural
+from splitscope.engine.trtdata.doc import EngineDoc, LayerRow, LintFinding
 
 COLUMNS = ("Layer", "Type", "Precision", "ms", "Share", "ONNX nodes", "Mapped by")
 
@@ -20,13 +22,13 @@ EMPTY_TITLE = (
 
 
 class LayerModel(QAbstractTableModel):
-    """Rows of :meth:`EngineData.to_json`'s ``layers`` (a list model: 50k layers cost nothing to show)."""
+    """The engine's :class:`LayerRow`\\ s (a list model: 50k layers cost nothing to show)."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.rows: list[dict[str, Any]] = []
+        self.rows: Sequence[LayerRow] = ()
 
-    def set_rows(self, rows: list[dict[str, Any]]) -> None:
+    def set_rows(self, rows: Sequence[LayerRow]) -> None:
         self.beginResetModel()
         self.rows = rows
         self.endResetModel()
@@ -47,30 +49,22 @@ class LayerModel(QAbstractTableModel):
         c = index.column()
         if role == Qt.ItemDataRole.DisplayRole:
             if c == 0:
-                return r["name"]
+                return r.name
             if c == 1:
-                return r["type"]
+                return r.type
             if c == 2:
-                return r["precision"] or "—"
+                return r.precision or "—"
             if c == 3:
-                return "" if r["ms"] is None else f"{r['ms']:.4f}"
+                return "" if r.ms is None else f"{r.ms:.4f}"
             if c == 4:
-                return "" if r["share"] is None else f"{r['share']:.1%}"
+                return "" if r.share is None else f"{r.share:.1%}"
             if c == 5:
-                return str(len(r["onnx_nodes"]))
-            return r["mapped_by"] or "unmapped"
+                return str(len(r.onnx_nodes))
+            return r.mapped_by or "unmapped"
         if role == Qt.ItemDataRole.UserRole:  # sort keys
-            return (
-                r["name"],
-                r["type"],
-                r["precision"],
-                r["ms"] or 0.0,
-                r["share"] or 0.0,
-                len(r["onnx_nodes"]),
-                r["mapped_by"],
-            )[c]
+            return (r.name, r.type, r.precision, r.ms or 0.0, r.share or 0.0, len(r.onnx_nodes), r.mapped_by)[c]
         if role == Qt.ItemDataRole.ToolTipRole and c in (0, 5):
-            return "\n".join([r["name"], *r["onnx_nodes"][:30]])
+            return "\n".join([r.name, *r.onnx_nodes[:30]])
         if role == Qt.ItemDataRole.TextAlignmentRole and c in (3, 4, 5):
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         return None
@@ -120,38 +114,38 @@ class EnginePanel(QWidget):
         lay.addWidget(self.title)
         lay.addWidget(self.filter)
         lay.addWidget(split, 1)
-        self.findings: list[dict[str, Any]] = []
+        self.findings: tuple[LintFinding, ...] = ()
 
     def clear(self) -> None:
         """No engine for this model."""
-        self.model.set_rows([])
-        self.findings = []
+        self.model.set_rows(())
+        self.findings = ()
         self.title.setText(EMPTY_TITLE)
         self.lint.setHtml("")
 
-    def set_data(self, doc: dict[str, Any], findings: list[dict[str, Any]], title: str) -> None:
+    def set_data(self, doc: EngineDoc, title: str) -> None:
         """Show an import: its layers, mapping figures and lint."""
-        self.model.set_rows(doc["layers"])
-        self.findings = findings
+        self.model.set_rows(doc.layers)
+        self.findings = doc.lint
         mapped = (
-            f"; {doc['mapped_data_node_share']:.0%} of the model's data-path nodes and "
-            f"{doc['mapped_layer_share']:.0%} of the layers mapped, {len(doc['unmapped_layers'])} unmapped"
-            if doc.get("mapped_data_node_share") is not None
+            f"; {doc.mapped_data_node_share:.0%} of the model's data-path nodes and "
+            f"{doc.mapped_layer_share or 0:.0%} of the layers mapped, {doc.unmapped} unmapped"
+            if doc.mapped_data_node_share is not None
             else ""
         )
-        total = f", {doc['total_layer_ms']:.4f} ms of layer time" if doc.get("total_layer_ms") else ""
+        total = f", {doc.total_layer_ms:.4f} ms of layer time" if doc.total_layer_ms else ""
         self.title.setText(
-            f"<b>{html.escape(title)}</b>: {len(doc['layers'])} layers ({doc['layout']} layout"
-            f"{'' if doc['detailed'] else ', names only'}){total}{mapped}."
+            f"<b>{html.escape(title)}</b>: {len(doc.layers)} layers ({doc.layout} layout"
+            f"{'' if doc.detailed else ', names only'}){total}{mapped}."
         )
         parts = []
-        for k, f in enumerate(findings):
-            n_layers = plural(len(f["layers"]), "layer")
+        for k, f in enumerate(doc.lint):
+            n_layers = plural(len(f.layers), "layer")
             parts.append(
-                f"<p><a href='lint:{k}'><b>{html.escape(f['kind'])}</b></a> ({n_layers}, "
-                f"{f['ms']:.4f} ms): {html.escape(f['advice'])}.</p>"
+                f"<p><a href='lint:{k}'><b>{html.escape(f.kind)}</b></a> ({n_layers}, "
+                f"{f.ms:.4f} ms): {html.escape(f.advice)}.</p>"
             )
-        for n in doc.get("notes", []):
+        for n in doc.notes:
             parts.append(f"<p><i>{html.escape(n)}</i></p>")
         self.lint.setHtml("".join(parts) or "<p>No lint findings.</p>")
         self.table.sortByColumn(3, Qt.SortOrder.DescendingOrder)
@@ -174,4 +168,4 @@ class EnginePanel(QWidget):
     def _lint_clicked(self, url: Any) -> None:
         k = int(url.toString().split(":", 1)[1])
         if 0 <= k < len(self.findings):
-            self.nodes_chosen.emit(self.findings[k]["nodes"])
+            self.nodes_chosen.emit(list(self.findings[k].nodes))

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QObject, QSettings, Qt
 from PySide6.QtWidgets import QDialog, QFileDialog, QTableWidget, QTableWidgetItem, QVBoxLayout
 from splitscope.engine.errors import SplitscopeError
+from splitscope.engine.trtdata.doc import EngineComparison, EngineDoc
 from splitscope.engine.view.layout import View
 from splitscope.engine.view.rollup import sums_up, values_up
 from splitscope.gui.canvas.render import Heat
@@ -91,25 +92,18 @@ def time_heat(view: View, data: EngineData) -> Heat | None:
     )
 
 
-def diff_heat(view: View, cmp: dict[str, Any]) -> Heat | None:
-    rows = cmp.get("by_node")
-    if not rows:
-        return None
+def diff_heat(view: View, cmp: EngineComparison) -> Heat | None:
     nodes = {
-        r["index"]: max(-1.0, min(1.0, math.log2(r["b_ms"] / r["a_ms"]) / 2))
-        for r in rows
-        if r["a_ms"] > 0 and r["b_ms"] > 0
+        r.index: max(-1.0, min(1.0, math.log2(r.b_ms / r.a_ms) / 2))
+        for r in cmp.by_node
+        if r.index is not None and r.a_ms > 0 and r.b_ms > 0
     }
+    if not nodes:
+        return None
     return Heat(nodes, {}, "engine B vs A", True, "B 4x faster", "B 4x slower")
 
 
-def _lint_of(data: Any) -> list[dict[str, Any]]:
-    from splitscope.engine.trtdata.lint import lint
-
-    return lint(data) if data is not None else []
-
-
-def heats(kind: str, view: View, data: EngineData, comparison: dict[str, Any] | None) -> Heat | None:
+def heats(kind: str, view: View, data: EngineData, comparison: EngineComparison | None) -> Heat | None:
     """The colouring ``kind`` of ``view`` from an import."""
     if kind == "precision":
         return precision_heat(view, data)
@@ -130,7 +124,7 @@ class EngineUi(QObject):
         self.controller = c = shell.controller
         self.panel = EnginePanel()
         self.dock = shell.add_dock("Engine", self.panel)
-        self.comparison: dict[str, Any] | None = None
+        self.comparison: EngineComparison | None = None
         self.heat_cache: dict[tuple[str, int], Heat | None] = {}
         """Colourings made in the import's worker for the view then on screen (the UI thread only paints)."""
         self.pending: list[str] | None = None
@@ -159,10 +153,10 @@ class EngineUi(QObject):
         return self.controller.results.engine
 
     @property
-    def doc(self) -> dict[str, Any] | None:
-        """Its JSON (the CLI's ``engine --json``)."""
+    def doc(self) -> EngineDoc | None:
+        """Its document (the CLI's ``engine --json``, with the lint), read as its type."""
         data = self.controller.results.engine
-        return data.doc() if data is not None else None
+        return data.typed() if data is not None else None
 
     def add_file_actions(self, file_menu: Any) -> None:
         """File › Import Engine Data…, Compare With Engine Data…."""
@@ -279,23 +273,24 @@ class EngineUi(QObject):
         return self.controller.submit_engine(EngineRequest(kind, list(paths), title), prepare)
 
     def _finished(self, _jid: int, res: EngineOutcome) -> None:
-        data, doc = res.report.data, res.report.json
+        data = res.report.data
         if res.kind == "compare":
             from splitscope.engine.trtdata.compare import compare
 
             if self.data is not None:
-                self.comparison = compare(self.data, data)
+                self.comparison = EngineComparison.from_json(compare(self.data, data))
                 self.heat_cache = {k: v for k, v in self.heat_cache.items() if k[0] != "diff"}
                 self._show_comparison(self.comparison)
                 self.controller.set_colour_mode("engine-diff")
             return
         self.heat_cache = dict(res.heat)
-        self.panel.set_data(doc, doc["lint"], res.title)
+        doc = data.typed()
+        self.panel.set_data(doc, res.title)
         self.dock.raise_()
-        self.controller.set_colour_mode("precision" if any(x["precision"] for x in doc["layers"]) else "layer")
-        share = doc.get("mapped_data_node_share")
+        self.controller.set_colour_mode("precision" if doc.has_precision else "layer")
+        share = doc.mapped_data_node_share
         self.shell.show_message(
-            f"{len(doc['layers'])} engine layers imported"
+            f"{len(doc.layers)} engine layers imported"
             + (f"; {share:.0%} of the model's data-path nodes mapped" if share is not None else ""),
             8000,
         )
@@ -330,28 +325,26 @@ class EngineUi(QObject):
                 f"Map {', '.join(Path(p).name for p in paths)} onto {gm.path.name if gm.path else ''}", paths, "import"
             )
         elif self.doc is not None:
-            self.panel.set_data(self.doc, _lint_of(self.data), "Engine (kept with this model)")
+            self.panel.set_data(self.doc, "Engine (kept with this model)")
         else:
             self.panel.clear()
 
     # ------------------------------------------------------------ views
-    def _show_comparison(self, cmp: dict[str, Any]) -> None:
+    def _show_comparison(self, cmp: EngineComparison) -> None:
         dlg = QDialog(self.shell.window())
-        dlg.setWindowTitle(f"Compare engines: A {cmp['a_total_ms']:.4f} ms, B {cmp['b_total_ms']:.4f} ms of layer time")
+        dlg.setWindowTitle(f"Compare engines: A {cmp.a_total_ms:.4f} ms, B {cmp.b_total_ms:.4f} ms of layer time")
         dlg.resize(820, 520)
-        rows = cmp.get("largest_changes", [])
-        t = QTableWidget(len(rows) + len(cmp["by_layer_type"]), 5)
+        rows = cmp.largest_changes
+        t = QTableWidget(len(rows) + len(cmp.by_layer_type), 5)
         t.setHorizontalHeaderLabels(["Node / layer type", "A ms", "B ms", "A precision", "B precision"])
         add_csv_menu(t, "engine-comparison")
         r = 0
-        for row in cmp["by_layer_type"]:
-            for c, v in enumerate((f"[type] {row['type']}", f"{row['a_ms']:.4f}", f"{row['b_ms']:.4f}", "", "")):
+        for row in cmp.by_layer_type:
+            for c, v in enumerate((f"[type] {row.name}", f"{row.a_ms:.4f}", f"{row.b_ms:.4f}", "", "")):
                 t.setItem(r, c, QTableWidgetItem(v))
             r += 1
         for row in rows:
-            for c, v in enumerate(
-                (row["name"], f"{row['a_ms']:.4f}", f"{row['b_ms']:.4f}", row["a_precision"], row["b_precision"])
-            ):
+            for c, v in enumerate((row.name, f"{row.a_ms:.4f}", f"{row.b_ms:.4f}", row.a_precision, row.b_precision)):
                 t.setItem(r, c, QTableWidgetItem(v))
             r += 1
         t.resizeColumnsToContents()
@@ -371,14 +364,14 @@ class EngineUi(QObject):
         parts = ["<h4>Engine</h4>"]
         rows = self.data.rows
         for k in ks[:4]:
-            d, layer = self.doc["layers"][k], rows[k]
+            d, layer = self.doc.layers[k], rows[k]
             fmts = ", ".join(sorted({t.format for t in (*layer.inputs, *layer.outputs) if t.format}))[:300]
-            ms = f"{d['ms']:.4f} ms ({d['share']:.1%})" if d["ms"] is not None else "no profile"
+            ms = f"{d.ms:.4f} ms ({d.share or 0:.1%})" if d.ms is not None else "no profile"
             parts.append(
-                f"<p><b>{html.escape(d['name'])}</b><br>{html.escape(d['type'])} · "
-                f"{html.escape(d['precision'] or 'precision not recorded')} · {ms}<br>"
+                f"<p><b>{html.escape(d.name)}</b><br>{html.escape(d.type)} · "
+                f"{html.escape(d.precision or 'precision not recorded')} · {ms}<br>"
                 f"tactic: {html.escape(layer.tactic or '—')}<br>formats: {html.escape(fmts or '—')}<br>"
-                f"holds {len(d['onnx_nodes'])} ONNX node{'s' if len(d['onnx_nodes']) != 1 else ''}</p>"
+                f"holds {len(d.onnx_nodes)} ONNX node{'s' if len(d.onnx_nodes) != 1 else ''}</p>"
             )
         return "".join(parts)
 

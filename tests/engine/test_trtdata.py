@@ -12,6 +12,7 @@ import pytest
 from splitscope.engine.cli import main as cli
 from splitscope.engine.split.analyze import analyze_model
 from splitscope.engine.trtdata.compare import compare
+from splitscope.engine.trtdata.doc import EngineComparison
 from splitscope.engine.trtdata.importer import import_files
 from splitscope.engine.trtdata.lint import lint
 from splitscope.engine.trtdata.mapping import metadata_nodes, name_tokens
@@ -46,6 +47,9 @@ def test_tensorrt8_samples_read_with_precision_and_lint():
     mobilenet = import_files(_pair("tests-inputs__mobilenet.qat"))
     assert len(mobilenet.rows) == 73 and mobilenet.profile.count == 6610
     c = compare(fp16, qat)
+    typed = EngineComparison.from_json(c)
+    assert (typed.a_total_ms, typed.b_total_ms) == (c["a_total_ms"], c["b_total_ms"])
+    assert [r.name for r in typed.by_layer_type] == [r["type"] for r in c["by_layer_type"]]
     assert c["a_layers"] == 36 and c["b_layers"] == 37 and c["largest_changes"]
     times = read_file(SAMPLES / "tensorflow__resnet__RTX-3090__fp32__resnet.onnx.engine.timing.json")
     s = times.summary()
@@ -74,6 +78,14 @@ def test_tensorrt10_and_11_files_map_onto_the_onnx_graph(tmp_path, layout):
     assert kinds["foreign-node"]["ms"] == pytest.approx(0.5)
     # Every ONNX node a layer holds knows the layer's time share and precision.
     assert data.node_ms() and set(data.node_precision().values()) <= {"FP16", "FP32"}
+    # What the window reads: the same document through its types.
+    typed = data.typed()
+    assert [(r.name, r.type, r.precision, r.ms, list(r.onnx_nodes), r.mapped_by) for r in typed.layers] == [
+        (x["name"], x["type"], x["precision"] or "", x["ms"], x["onnx_nodes"], x["mapped_by"]) for x in j["layers"]
+    ]
+    assert typed.unmapped == 0 and typed.mapped_data_node_share == j["mapped_data_node_share"]
+    assert [(f.kind, list(f.nodes), f.ms) for f in typed.lint] == [(f["kind"], f["nodes"], f["ms"]) for f in lint(data)]
+    assert data.typed() is typed  # made once
 
 
 def test_names_metadata_and_formats():

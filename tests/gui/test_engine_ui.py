@@ -51,7 +51,7 @@ def test_import_onto_the_open_model_colours_and_inspects(qtbot, window, tmp_path
     lp2, pp2, _ = trt_files.write(window.graph_model, tmp_path, "bindings", "encoder/layers.0/self_attn")
     jid = ui._submit("Compare", [str(lp2), str(pp2)], "compare")
     _wait_engine(qtbot, window, jid)
-    assert ui.comparison is not None and ui.comparison["by_node"]
+    assert ui.comparison is not None and ui.comparison.by_node
     assert window.canvas.heat is not None and window.canvas.heat.diverging
     ui.compare_dialog.close()
 
@@ -65,7 +65,7 @@ def test_an_engine_without_its_model_is_drawn_as_its_own_graph(qtbot, window):
     q = window.controller.queue
     qtbot.waitUntil(lambda: any(r.kind == "engine" and r.meta.get("shown") for r in q.jobs.values()), timeout=60000)
     doc = window.engine_ui.doc
-    assert doc["mapped_layer_share"] == 1.0 and doc["total_layer_ms"] > 0
+    assert doc.mapped_layer_share == 1.0 and doc.total_layer_ms > 0
     assert window.canvas.heat is not None
 
 
@@ -76,8 +76,8 @@ def test_our_own_rtx_build_shows_its_layers(qtbot, window):
     jid = window.engine_ui.build_rtx()
     _wait_engine(qtbot, window, jid)
     doc = window.engine_ui.doc
-    assert doc["unmapped_layers"] == [] and doc["mapped_data_node_share"] >= 0.8
-    assert window.engine_ui.panel.model.rowCount() == len(doc["layers"])
+    assert doc.unmapped == 0 and (doc.mapped_data_node_share or 0) >= 0.8
+    assert window.engine_ui.panel.model.rowCount() == len(doc.layers)
 
 
 def test_an_engine_seen_alone_maps_onto_its_model_when_that_is_opened(qtbot, window, tmp_path):
@@ -95,10 +95,12 @@ def test_an_engine_seen_alone_maps_onto_its_model_when_that_is_opened(qtbot, win
     qtbot.waitUntil(
         lambda: (
             ui.doc is not None
-            and ui.doc.get("mapped_data_node_share") is not None
+            and ui.doc.mapped_data_node_share is not None
             and not ui.on_engine_graph
             and sum(r.kind == "engine" for r in q.jobs.values()) >= 2
         ),
         timeout=60000,
     )
-    qtbot.waitUntil(lambda: ui.doc["mapped_data_node_share"] > 0.5 and ui.data.gm is window.graph_model, timeout=30000)
+    qtbot.waitUntil(
+        lambda: (ui.doc.mapped_data_node_share or 0) > 0.5 and ui.data.gm is window.graph_model, timeout=30000
+    )
