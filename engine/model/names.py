@@ -8,6 +8,7 @@ built (every name looked up as it goes in) runs at a dict's pace."""
 
 from __future__ import annotations
 
+import itertools
 from array import array
 from collections.abc import Iterable, Iterator, Mapping
 from typing import overload
@@ -137,6 +138,18 @@ class Names:
         """The row of ``name``, added if it has none (an indexed table)."""
         r = self.get(name)
         return self.append(name) if r is None else r
+
+    def add_many(self, names: Iterable[str]) -> list[int]:
+        """:meth:`add` each of ``names`` ('' gives -1: an omitted input), in one pass: a million nodes' inputs and
+        outputs in a fraction of a second (an indexed table)."""
+        if self._mask >= 0 or not self.indexed:  # a compacted index to consult: one by one
+            return [self.add(s) if s else -1 for s in names]
+        rows, tail = self._tail_rows, self._tail
+        base, before = len(self._off) - 1, len(rows)
+        put = rows.setdefault  # a new name takes the next row: the dict's size, read before it grows
+        out = [put(s, base + len(rows)) if s else -1 for s in names]
+        tail.extend(itertools.islice(rows, before, None))  # the new names, in the order they came
+        return out
 
     def extend(self, names: Iterable[str]) -> None:
         """Append each of ``names`` (an unindexed table: an indexed one adds them one by one)."""

@@ -106,6 +106,7 @@ class Nodes(Sequence["Node"]):
         "in_off",
         "in_rows",
         "intern",
+        "intern_many",
         "name",
         "op_type",
         "out_off",
@@ -122,7 +123,12 @@ class Nodes(Sequence["Node"]):
         "tensor_names",
     )
 
-    def __init__(self, tensor_names: Names | None = None, intern: Callable[[str], int] | None = None) -> None:
+    def __init__(
+        self,
+        tensor_names: Names | None = None,
+        intern: Callable[[str], int] | None = None,
+        intern_many: Callable[[list[str]], list[int]] | None = None,
+    ) -> None:
         self.name = Names(indexed=False)
         self.op_type: list[str] = []
         self.domain: list[str] = []
@@ -130,6 +136,8 @@ class Nodes(Sequence["Node"]):
         """The names the input and output rows index: the graph's tensors' (:class:`Tensors`), else the nodes' own."""
         self.intern = self.tensor_names.add if intern is None else intern
         """A name's row in :attr:`tensor_names`, added if new (the graph's :meth:`Tensors.add`)."""
+        self.intern_many = self.tensor_names.add_many if intern_many is None else intern_many
+        """:attr:`intern` for many names at once ('' gives -1; the graph's :meth:`Tensors.add_many`)."""
         self.in_off, self.in_rows = array("i", [0]), array("i")
         """Each node's inputs: ``in_rows[in_off[i]:in_off[i + 1]]``, rows of :attr:`tensor_names` (-1: omitted)."""
         self.out_off, self.out_rows = array("i", [0]), array("i")
@@ -213,10 +221,9 @@ class Nodes(Sequence["Node"]):
         self.name.extend(names)
         self.op_type.extend(map(_word, ops))
         self.domain.extend(map(_word, domains))
-        intern = self.intern
         for slots, off, rows in ((self.in_rows, self.in_off, inputs), (self.out_rows, self.out_off, outputs)):
             base = len(slots)
-            slots.extend([intern(s) if s else -1 for row in rows for s in row])
+            slots.extend(self.intern_many([s for row in rows for s in row]))
             ends = np.cumsum(np.fromiter(map(len, rows), dtype=np.int64, count=k)) + base
             off.extend(array("i", ends.astype(np.int32).tobytes()))
         self.attributes.extend([NO_ATTRIBUTES] * k)

@@ -40,6 +40,15 @@ class Scopes(Sequence[Scope]):
         k = by_scope.get(scope)
         if k is not None:
             return k
+        parent = by_scope.get(scope[:-1]) if scope else None
+        if parent is not None:  # most often: a scope one step below one seen before
+            k = by_step.get((parent, scope[-1]))
+            if k is None:
+                k = by_step[(parent, scope[-1])] = len(self.parent)
+                self.parent.append(parent)
+                self.step.append(self.steps.add(scope[-1]))
+            by_scope[scope] = k
+            return k
         k = ROOT
         for s in scope:  # a step at a time: a deep scope's prefixes are never made as tuples
             nxt = by_step.get((k, s))
@@ -62,8 +71,15 @@ class Scopes(Sequence[Scope]):
         self.ids.append(self.id_of(scope))
 
     def extend(self, scopes: Iterable[Scope]) -> None:
-        id_of = self.id_of
-        self.ids.extend([id_of(s) for s in scopes])
+        """Append each of ``scopes``: a tuple seen before in this call is looked up by its identity (the nodes of a
+        layer share one tuple), not hashed again."""
+        id_of, ids = self.id_of, self.ids
+        seen: dict[int, tuple[Scope, int]] = {}  # the tuple kept too: its id is never another's meanwhile
+        for s in scopes:
+            hit = seen.get(id(s))
+            if hit is None or hit[0] is not s:
+                hit = seen[id(s)] = (s, id_of(s))
+            ids.append(hit[1])
 
     def compact(self) -> None:
         """Drop the lookups used while the nodes were added (once they are all in)."""

@@ -145,6 +145,22 @@ class Tensors(NamedRows["Tensor"]):
                 self.consumers.offsets.append(self.consumers.offsets[-1])
         return i
 
+    def add_many(self, names: Sequence[str]) -> list[int]:
+        """:meth:`add` each of ``names`` ('' gives -1), the new rows' columns extended at once."""
+        before = len(self.names)
+        rows = self.names.add_many(names)
+        new = len(self.names) - before
+        if new:
+            blank: list[Any] = [None] * new
+            self.dtype.extend(blank)
+            self.shape.extend(blank)
+            self.at.extend(blank)
+            self.producer.extend(array("i", [-1]) * new)
+            self.flags.extend(bytes(new))
+            if self._pairs is None:  # frozen: the new rows read as used by no node
+                self.consumers.offsets.extend(array("i", [self.consumers.offsets[-1]]) * new)
+        return rows
+
     def copy(self) -> Tensors:
         """A table of the same rows, its own to change."""
         c = Tensors()

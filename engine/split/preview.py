@@ -58,7 +58,7 @@ def preview_model(path: str | os.PathLike[str], target: str) -> tuple[GraphModel
         if key not in verdicts:
             verdicts[key] = predict_op(key[0], key[1], target)
     said = [verdicts[key] for key in zip(light.ops, light.domains, strict=True)]
-    nodes = Nodes(tensors.names, tensors.add)  # inputs and outputs as rows of the tensors
+    nodes = Nodes(tensors.names, tensors.add, tensors.add_many)  # inputs and outputs as rows of the tensors
     nodes.extend(
         light.names,
         light.ops,

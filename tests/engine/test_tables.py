@@ -123,3 +123,5 @@ def test_scopes_read_back_as_the_tuples_they_were_given():
     want = [*given, deep, ("enc", "layer.1")]
     assert list(s) == s.all() == want and [s[k] for k in range(len(s))] == want
     assert len(s.parent) == 3 + 1 + 3000 + 1  # enc, layer.0, attn; dec; the deep path; layer.1
+    s.append(("enc", "layer.0"))  # known through its parent and step, not as this tuple: no second id
+    assert len(s.parent) == 3 + 1 + 3000 + 1 and s[-1] == ("enc", "layer.0")
