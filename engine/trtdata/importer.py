@@ -29,7 +29,7 @@ class EngineData:
     notes: list[str] = field(default_factory=list)
     _node_prec: dict[int, str] | None = None
     _doc: dict[str, Any] | None = None
-    _typed: EngineDoc | None = None
+    typed_doc: EngineDoc | None = None  # made by :func:`.lint.engine_doc`
 
     @property
     def rows(self) -> list[Layer]:
@@ -83,14 +83,6 @@ class EngineData:
         if self._doc is None:
             self._doc = self.to_json()
         return self._doc
-
-    def typed(self) -> EngineDoc:
-        """:meth:`doc` read as its type, with the lint's findings (made once, like the document)."""
-        if self._typed is None:
-            from splitscope.engine.trtdata.lint import lint
-
-            self._typed = EngineDoc.from_json(self.doc(), lint(self))
-        return self._typed
 
     def to_json(self) -> dict[str, Any]:
         """The document of ``splitscope engine --json`` (lint and comparison are added by the caller)."""

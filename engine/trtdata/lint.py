@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from splitscope.engine.text import plural
+from splitscope.engine.trtdata.doc import EngineDoc
 from splitscope.engine.trtdata.importer import EngineData
 from splitscope.engine.trtdata.mapping import FOREIGN, is_reformat
 from splitscope.engine.trtdata.precision import ORDER, layer_precision
@@ -189,3 +190,10 @@ def lint(data: EngineData) -> list[dict[str, Any]]:
         )
     out.sort(key=lambda f: -f["ms"])
     return out
+
+
+def engine_doc(data: EngineData) -> EngineDoc:
+    """The engine's document read as its type, with this lint's findings (made once, like the document)."""
+    if data.typed_doc is None:
+        data.typed_doc = EngineDoc.from_json(data.doc(), lint(data))
+    return data.typed_doc

@@ -14,6 +14,7 @@ from PySide6.QtCore import QObject, QSettings, Qt
 from PySide6.QtWidgets import QDialog, QFileDialog, QTableWidget, QTableWidgetItem, QVBoxLayout
 from splitscope.engine.errors import SplitscopeError
 from splitscope.engine.trtdata.doc import EngineComparison, EngineDoc
+from splitscope.engine.trtdata.lint import engine_doc
 from splitscope.engine.view.layout import View
 from splitscope.engine.view.rollup import sums_up, values_up
 from splitscope.gui.canvas.render import Heat
@@ -156,7 +157,7 @@ class EngineUi(QObject):
     def doc(self) -> EngineDoc | None:
         """Its document (the CLI's ``engine --json``, with the lint), read as its type."""
         data = self.controller.results.engine
-        return data.typed() if data is not None else None
+        return engine_doc(data) if data is not None else None
 
     def add_file_actions(self, file_menu: Any) -> None:
         """File › Import Engine Data…, Compare With Engine Data…."""
@@ -284,7 +285,7 @@ class EngineUi(QObject):
                 self.controller.set_colour_mode("engine-diff")
             return
         self.heat_cache = dict(res.heat)
-        doc = data.typed()
+        doc = engine_doc(data)
         self.panel.set_data(doc, res.title)
         self.dock.raise_()
         self.controller.set_colour_mode("precision" if doc.has_precision else "layer")

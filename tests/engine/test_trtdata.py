@@ -14,7 +14,7 @@ from splitscope.engine.split.analyze import analyze_model
 from splitscope.engine.trtdata.compare import compare
 from splitscope.engine.trtdata.doc import EngineComparison
 from splitscope.engine.trtdata.importer import import_files
-from splitscope.engine.trtdata.lint import lint
+from splitscope.engine.trtdata.lint import engine_doc, lint
 from splitscope.engine.trtdata.mapping import metadata_nodes, name_tokens
 from splitscope.engine.trtdata.precision import format_precision, layer_precision
 from splitscope.engine.trtdata.readers import EngineDataError, read_file
@@ -79,13 +79,13 @@ def test_tensorrt10_and_11_files_map_onto_the_onnx_graph(tmp_path, layout):
     # Every ONNX node a layer holds knows the layer's time share and precision.
     assert data.node_ms() and set(data.node_precision().values()) <= {"FP16", "FP32"}
     # What the window reads: the same document through its types.
-    typed = data.typed()
+    typed = engine_doc(data)
     assert [(r.name, r.type, r.precision, r.ms, list(r.onnx_nodes), r.mapped_by) for r in typed.layers] == [
         (x["name"], x["type"], x["precision"] or "", x["ms"], x["onnx_nodes"], x["mapped_by"]) for x in j["layers"]
     ]
     assert typed.unmapped == 0 and typed.mapped_data_node_share == j["mapped_data_node_share"]
     assert [(f.kind, list(f.nodes), f.ms) for f in typed.lint] == [(f["kind"], f["nodes"], f["ms"]) for f in lint(data)]
-    assert data.typed() is typed  # made once
+    assert engine_doc(data) is typed  # made once
 
 
 def test_names_metadata_and_formats():
