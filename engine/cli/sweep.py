@@ -24,6 +24,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     from splitscope.engine.remote.target import parse_target
     from splitscope.engine.report.files import write_text_atomic
     from splitscope.engine.sweep.grid import expand, parse_dim_values
+    from splitscope.engine.sweep.results import SweepDoc
     from splitscope.engine.sweep.run import run_sweep
     from splitscope.engine.sweep.summary import rows, to_csv
 
@@ -54,9 +55,10 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
             print(search_note(ranking, args.search_candidates))
     ray: str | bool | None = False if args.no_ray else (args.ray or None)
     doc = _run_with_bar(run_sweep(cells, ray=ray, timeout_s=args.timeout, cancel=CancelToken()))
+    sweep = SweepDoc.from_json(doc)
     if not args.quiet:
-        table = rows(doc)
-        how = "run by Ray" if doc["runner"] == "ray" else "run one after another"
+        table = rows(sweep)
+        how = "run by Ray" if sweep.runner == "ray" else "run one after another"
         print(f"{len(table)} cells, {how}:")
         for r in table:
             lat = f"{r['p50_ms']:9.3f} ms" if r["p50_ms"] is not None else f"{r['status']:>12}"
@@ -69,18 +71,18 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
                 f"{snr}{mark}{tail}{err}".rstrip()
             )
         print("  * on the Pareto front of latency against accuracy (per model)")
-        for note in doc["notes"]:
+        for note in sweep.notes:
             print(f"  note: {note}")
     if args.json:
         write_text_atomic(args.json, json.dumps(doc, indent=1))
     if args.csv:
-        write_text_atomic(args.csv, to_csv(doc))
-    failed = [c for c in doc["cells"] if c.get("status") != "done"]
+        write_text_atomic(args.csv, to_csv(sweep))
+    failed = [c for c in sweep.cells if not c.done]
     if failed:  # said even with -q: the exit status alone does not say which cell or why
         first = failed[0]
-        why = str(first.get("error") or first.get("status") or "failed").splitlines()[0]
+        why = (first.error or first.status or "failed").splitlines()[0]
         print(
-            f"splitscope: {len(failed)} of {len(doc['cells'])} cells did not finish; the first: {why}",
+            f"splitscope: {len(failed)} of {len(sweep.cells)} cells did not finish; the first: {why}",
             file=sys.stderr,
         )
     return 0 if not failed else 3

@@ -27,6 +27,7 @@ from splitscope.engine.palette import colour_table
 from splitscope.engine.plan.scenario import PLANS, Scenario, decision, evaluate, items, work_share
 from splitscope.engine.present import figures
 from splitscope.engine.present.inputs import check_same_model, load_doc
+from splitscope.engine.sweep.results import SweepDoc
 from splitscope.engine.text import format_bytes as fmt_bytes
 
 TITLE = "Splitscope report"
@@ -35,11 +36,11 @@ TITLE = "Splitscope report"
 @dataclass(frozen=True, slots=True)
 class ReportExtras:
     """What the report shows beside the analysis that the model does not hold: a generation profile's section
-    (:func:`generation_section`), a sweep (its JSON) and the kernel workbench's results (each a kernel job's JSON:
+    (:func:`generation_section`), a sweep and the kernel workbench's results (each a kernel job's JSON:
     the "Custom work" section, and the parser's answers the planner counts)."""
 
     generation: dict[str, Any] | None = None
-    sweep: dict[str, Any] | None = None
+    sweep: SweepDoc | None = None
     kernels: tuple[dict[str, Any], ...] = ()
 
 
@@ -507,9 +508,9 @@ def make_report(
             )
         extras = replace(extras, generation=generation_section(gdoc))
     if sweep:
-        sdoc = load_doc(sweep, "sweep")
+        sdoc = SweepDoc.from_json(load_doc(sweep, "sweep"))
         mine = gm.path.name if gm.path else ""
-        if not any(Path(str(c.get("params", {}).get("model", ""))).name == mine for c in sdoc["cells"]):
+        if not any(Path(c.params.model).name == mine for c in sdoc.cells):
             raise SplitscopeError(f"--sweep {Path(sweep).name} has no cell of {mine}: it is a sweep of other models.")
         extras = replace(extras, sweep=sdoc)
     workbench = []
@@ -553,7 +554,7 @@ def report_job(
     return data
 
 
-def sweep_section(doc: dict[str, Any], model: str) -> dict[str, Any]:
+def sweep_section(doc: SweepDoc, model: str) -> dict[str, Any]:
     """The report's sweep: its cells of ``model`` (a file name) as the table's rows
     (:func:`splitscope.engine.sweep.summary.rows`), and how it ran."""
     from splitscope.engine.sweep.summary import rows
@@ -561,7 +562,7 @@ def sweep_section(doc: dict[str, Any], model: str) -> dict[str, Any]:
     table = [r for r in rows(doc) if Path(str(r["model"])).name == model]
     return {
         "rows": table,
-        "runner": doc.get("runner", ""),
-        "notes": list(doc.get("notes") or []),
+        "runner": doc.runner,
+        "notes": list(doc.notes),
         "done": sum(1 for r in table if r["status"] == "done"),
     }

@@ -29,13 +29,13 @@ from PySide6.QtWidgets import (
 )
 from splitscope.engine.errors import SplitscopeError
 from splitscope.engine.sweep.grid import BACKENDS, PRECISIONS, Cell, expand, parse_dim_values
-from splitscope.engine.sweep.summary import COLUMNS, accuracy, latency, pareto, rows, to_csv, workload
+from splitscope.engine.sweep.results import SweepCell, SweepDoc
+from splitscope.engine.sweep.summary import COLUMNS, accuracy, dims_text, latency, pareto, rows, to_csv, workload
 from splitscope.gui.shell.charts import pg
 from splitscope.gui.shell.palette import COLOURS
 
 if TYPE_CHECKING:
     from splitscope.engine.model import GraphModel
-    from splitscope.engine.sweep.results import SweepDoc
 
 _PENS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
 
@@ -211,17 +211,13 @@ class SweepPanel(QWidget):
         split.addWidget(plots)
         split.setSizes([600, 500])
         lay.addWidget(split, 1)
-        self.doc: dict[str, Any] = {"cells": [], "notes": [], "runner": ""}
+        self.doc = SweepDoc()
         self.setMinimumHeight(160)
 
-    def start(self, cells: list[dict[str, Any]], ranking: bool = False) -> None:
-        """A new sweep: every cell (its parameters) listed as pending; ``ranking``: a precision search ranks its
-        nodes first (its cells come once it has)."""
-        self.doc = {
-            "cells": [{"index": i, "params": p, "status": "pending"} for i, p in enumerate(cells)],
-            "notes": [],
-            "runner": "",
-        }
+    def start(self, cells: list[Cell], ranking: bool = False) -> None:
+        """A new sweep: every cell listed as pending; ``ranking``: a precision search ranks its nodes first (its
+        cells come once it has)."""
+        self.doc = SweepDoc.planned(cells)
         self.export.setEnabled(False)
         self._redraw()
         if ranking:
@@ -229,24 +225,19 @@ class SweepPanel(QWidget):
 
     def clear(self, text: str = "") -> None:
         """Another model, without a sweep: no row or point of the last one's left."""
-        self.doc = {"cells": [], "notes": [], "runner": ""}
+        self.doc = SweepDoc()
         self.export.setEnabled(False)
         self._redraw()
         self.summary.setText(text)
 
-    def add_cell(self, doc: dict[str, Any]) -> None:
+    def add_cell(self, cell: SweepCell) -> None:
         """A cell ended (or was reused): its row and points."""
-        i = int(doc["index"])
-        cells = self.doc["cells"]
-        while len(cells) <= i:
-            cells.append({"index": len(cells), "params": doc["params"], "status": "pending"})
-        cells[i] = doc
+        self.doc = self.doc.with_cell(cell)
         self._redraw()
 
     def set_result(self, doc: SweepDoc) -> None:
-        """The finished sweep (the table and the plots read its JSON, as the CSV and the report do; a copy of its
-        list of cells, which a cell arriving later changes, never the kept sweep's)."""
-        self.doc = {**doc.json, "cells": list(doc.json.get("cells") or [])}
+        """The finished sweep (kept as it is: a cell arriving later makes a new one, never changes this)."""
+        self.doc = doc
         self.export.setEnabled(True)
         self._redraw()
 
@@ -272,38 +263,38 @@ class SweepPanel(QWidget):
                     item.setToolTip(str(row["error"]))
                 self.table.setItem(r, c, item)
         self.table.setSortingEnabled(True)
-        cells = self.doc["cells"]
-        done = [c for c in cells if c.get("status") == "done"]
-        failed = [c for c in cells if c.get("status") not in ("done", "pending")]
+        cells = self.doc.cells
+        done = list(self.doc.done)
+        failed = [c for c in cells if c.status not in ("done", "pending")]
         pending = len(cells) - len(done) - len(failed)
-        reused = sum(1 for c in done if c.get("reused"))
+        reused = sum(1 for c in done if c.reused)
         text = f"{len(done)} of {len(cells)} cells done" + (f" ({reused} reused)" if reused else "")
         if failed:
             text += f", {len(failed)} failed or stopped (hover the status for why)"
         if pending:
             text += f", {pending} to go"
-        if self.doc.get("runner"):
-            text += f"; ran on {self.doc['runner']}"
-        notes = " ".join(self.doc.get("notes") or [])
+        if self.doc.runner:
+            text += f"; ran on {self.doc.runner}"
+        notes = " ".join(self.doc.notes)
         self.summary.setText(text + (f". {notes}" if notes else ""))
         self._plot(done)
 
-    def _plot(self, done: list[dict[str, Any]]) -> None:
+    def _plot(self, done: list[SweepCell]) -> None:
         self.by_dim.clear()
         self.by_precision.clear()
         self.front.clear()
         if not done:
             return
-        dim = next(iter(sorted(done[0]["params"]["dims"])), None)
+        dim = next(iter(sorted(done[0].params.dims)), None)
         self.by_dim.setLabel("bottom", dim or "cell")
         series: dict[str, list[tuple[float, float]]] = {}
         for c in done:
-            p = c["params"]
-            x = float(p["dims"].get(dim, c["index"])) if dim else float(c["index"])
+            p = c.params
+            x = float(p.dims.get(dim, c.index)) if dim else float(c.index)
             lat = latency(c)
             assert lat is not None
-            where = "" if p["target"] == "local" else f" @{p['target'].split('?')[0]}"
-            key = f"{p['backend']} {p['precision']}{where}"
+            where = "" if p.target == "local" else f" @{p.target.split('?')[0]}"
+            key = f"{p.backend} {p.precision}{where}"
             series.setdefault(key, []).append((x, lat))
         for k, (name, pts) in enumerate(sorted(series.items())):
             pts.sort()
@@ -319,16 +310,14 @@ class SweepPanel(QWidget):
         if dim and len({x for pts in series.values() for x, _ in pts}) > 2:
             self.by_dim.setLogMode(x=True, y=False)
         # Throughput against precision: one line a workload and backend, precisions in their usual order.
-        order = [q for q in PRECISIONS if any(c["params"]["precision"] == q for c in done)]
+        order = [q for q in PRECISIONS if any(c.params.precision == q for c in done)]
         self.by_precision.getAxis("bottom").setTicks([list(enumerate(order))])
         lines: dict[str, list[tuple[int, float]]] = {}
         for c in done:
-            p, thr = c["params"], c.get("throughput") or {}
-            value = thr.get("items_per_s", thr.get("inferences_per_s"))
-            if value is None:
+            if c.items_per_s is None:
                 continue
-            dims_label = " ".join(f"{d}={v}" for d, v in sorted(p["dims"].items()))
-            lines.setdefault(f"{p['backend']} {dims_label}".strip(), []).append((order.index(p["precision"]), value))
+            label = f"{c.params.backend} {dims_text(c)}".strip()
+            lines.setdefault(label, []).append((order.index(c.params.precision), c.items_per_s))
         for k, (name, pts) in enumerate(sorted(lines.items())):
             pts.sort()
             colour = _PENS[k % len(_PENS)]
@@ -344,8 +333,8 @@ class SweepPanel(QWidget):
         # a workload (model and dims: only cells of one workload compete); its Pareto front joined and enlarged.
         finite = [accuracy(c) for c in done if math.isfinite(accuracy(c))]
         top = (max(finite) + 10.0) if finite else 60.0
-        front = pareto(self.doc["cells"])
-        groups: dict[Any, list[dict[str, Any]]] = {}
+        front = pareto(self.doc.cells)
+        groups: dict[Any, list[SweepCell]] = {}
         for c in done:
             groups.setdefault(workload(c), []).append(c)
         self.front.addLegend(offset=(-5, 5))
@@ -353,7 +342,7 @@ class SweepPanel(QWidget):
             colour = _PENS[k % len(_PENS)]
             # FP32 (the reference) on top; a reduced precision whose accuracy was not measured is not drawn.
             pts = [
-                (latency(c), accuracy(c) if math.isfinite(accuracy(c)) else top, int(c["index"]) in front)
+                (latency(c), accuracy(c) if math.isfinite(accuracy(c)) else top, c.index in front)
                 for c in members
                 if accuracy(c) != float("-inf")
             ]

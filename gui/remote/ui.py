@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QObject, Qt
 from PySide6.QtWidgets import QDialog, QMainWindow
 from splitscope.engine.errors import SplitscopeError
-from splitscope.engine.sweep.results import SweepDoc
+from splitscope.engine.sweep.results import SweepCell, SweepDoc, cell_from_params
 from splitscope.gui.remote.sweep import SweepDialog, SweepPanel
 from splitscope.gui.shell.lazy import LazyPanel
 
@@ -80,7 +80,7 @@ class RemoteUi(QObject):
 
     def run(self, cells: list[Any], ray: str | bool | None = None, search: int = 0) -> int:
         self.pending = self.controller.submit_sweep(cells, ray, search)
-        self.panel.start([c.params() for c in cells], ranking=bool(search))
+        self.panel.start(list(cells), ranking=bool(search))
         self.dock.show()
         self.dock.raise_()
         win = self.shell.window()
@@ -90,9 +90,9 @@ class RemoteUi(QObject):
 
     def _sample(self, jid: int, s: Any) -> None:
         if jid == self.pending and s.series == "sweep":
-            self.panel.add_cell(s.values)
+            self.panel.add_cell(SweepCell.from_json(s.values))
         elif jid == self.pending and s.series == "sweep-plan":  # a search ranked its nodes: its cells
-            self.panel.start(list(s.values["cells"]))
+            self.panel.start([cell_from_params(p) for p in s.values["cells"]])
 
     def _finished(self, jid: int, doc: SweepDoc) -> None:
         if jid == self.pending:

@@ -137,7 +137,7 @@ class ShowUi(QObject):
             "chosen": cur.name if cur else None,
             "extras": ReportExtras(
                 generation_section(res.generation.json) if res.generation else None,
-                res.sweep.json if res.sweep else None,
+                res.sweep,
                 tuple(k.json for k in res.kernels if mine(k.json, "kernel")),
             ),
         }

@@ -14,6 +14,7 @@ from splitscope.engine.errors import JobCancelledError, SplitscopeError
 from splitscope.engine.jobs import CancelToken, Sample, run_to_end
 from splitscope.engine.sweep import run as R
 from splitscope.engine.sweep.grid import Cell, cell_key, expand, parse_dim_values
+from splitscope.engine.sweep.results import SweepCell, SweepDoc
 from splitscope.engine.sweep.summary import pareto, to_csv
 
 
@@ -60,8 +61,9 @@ def test_pareto_front_of_latency_against_accuracy():
     def cell(i, ms, snr, model="a"):  # type: ignore[no-untyped-def]
         return {"index": i, "status": "done", "latency_ms": {"p50": ms}, "snr_db": snr, "params": {"model": model}}
 
-    cells = [cell(0, 1.0, None), cell(1, 0.5, 30.0), cell(2, 0.6, 25.0), cell(3, 0.4, 20.0), cell(4, 2.0, 10.0, "b")]
-    cells.append({"index": 5, "status": "failed", "params": {"model": "a"}})
+    docs = [cell(0, 1.0, None), cell(1, 0.5, 30.0), cell(2, 0.6, 25.0), cell(3, 0.4, 20.0), cell(4, 2.0, 10.0, "b")]
+    docs.append({"index": 5, "status": "failed", "params": {"model": "a"}})
+    cells = [SweepCell.from_json(d) for d in docs]
     assert pareto(cells) == {0, 1, 3, 4}
 
 
@@ -103,7 +105,7 @@ def test_without_ray_the_sweep_runs_in_sequence_and_says_so(tmp_path, monkeypatc
     doc = run_to_end(R.run_sweep(cells, folder=tmp_path / "store"))
     assert doc["runner"] == "sequence" and any("Ray is not installed" in n for n in doc["notes"])
     assert [c["status"] for c in doc["cells"]] == ["done", "done"]
-    csv_text = to_csv(doc)
+    csv_text = to_csv(SweepDoc.from_json(doc))
     assert csv_text.splitlines()[0].startswith("model,dims,backend,precision") and len(csv_text.splitlines()) == 3
 
 

@@ -104,6 +104,6 @@ def test_the_sweep_dialog_runs_a_precision_search(qtbot, window, tmp_path):  # n
     assert "Ranking" in panel.summary.text() and panel.table.rowCount() == 2
     qtbot.waitUntil(lambda: window.controller.queue.jobs[jid].state == DONE, timeout=180000)
     qtbot.waitUntil(lambda: panel.export.isEnabled(), timeout=60000)
-    kept = sorted((c["params"]["precision"], len(c["params"]["keep"])) for c in panel.doc["cells"])
+    kept = sorted((c.params.precision, len(c.params.keep)) for c in panel.doc.cells)
     assert kept == [("fp32", 0), ("int8", 0), ("int8", 1), ("int8", 2)] and panel.table.rowCount() == 4
-    assert all(c["status"] == "done" for c in panel.doc["cells"])
+    assert all(c.status == "done" for c in panel.doc.cells)
