@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 from splitscope.engine.model import GraphModel, Role, Status
 from splitscope.engine.plan.catalog import match
+from splitscope.engine.plan.outcome import LatencyPart, LatencyRange, ScenarioOutcome
 from splitscope.engine.split.partitions import find_partitions
 from splitscope.engine.text import plural
 
@@ -192,7 +193,7 @@ def evaluate(
     profile: dict[str, Any] | None = None,
     all_items: list[Item] | None = None,
     answers: Mapping[str, Answer] | None = None,
-) -> dict[str, Any]:
+) -> ScenarioOutcome:
     """The split and the cost under ``scenario``: partitions, boundary bytes, host copies and (with a profile,
     the JSON of :class:`splitscope.engine.runtime.profile.ProfileResult`) the estimated latency range. ``answers``:
     the real parser's answer with a generated plugin registered, by node label
@@ -228,25 +229,23 @@ def evaluate(
     d2h, h2d = _host_bytes(gm, host)
     gbps, gbps_source = _copy_rate(profile)
     back = _copy_rate(profile, "d2h_pinned_gbps")[0] if profile else gbps
-    doc: dict[str, Any] = {
-        "name": scenario.name,
-        "plans": chosen,
-        "partitions": len(parts),
-        "boundary_bytes": sum(seen.values()),
-        "boundary_tensors": len(seen),
-        "host_bytes": d2h + h2d,
-        "host_bytes_d2h": d2h,
-        "host_bytes_h2d": h2d,
-        "host_copy_ms": round((h2d / gbps + d2h / back) / 1e9 * 1e3, 6),
-        "copy_gbps": gbps,
-        "copy_source": gbps_source,
-        "custom_work": sorted(k for k, v in chosen.items() if v == "write-plugin"),
-        "plugin_basis": basis,
-        "delegated_flops_share": _share(gm, inside),
-    }
-    if profile:
-        doc["latency"] = _latency(gm, its, chosen, profile, doc["host_copy_ms"])
-    return doc
+    copy_ms = round((h2d / gbps + d2h / back) / 1e9 * 1e3, 6)
+    return ScenarioOutcome(
+        name=scenario.name,
+        plans=chosen,
+        partitions=len(parts),
+        boundary_bytes=sum(seen.values()),
+        boundary_tensors=len(seen),
+        host_bytes_d2h=d2h,
+        host_bytes_h2d=h2d,
+        host_copy_ms=copy_ms,
+        copy_gbps=gbps,
+        copy_source=gbps_source,
+        custom_work=tuple(sorted(k for k, v in chosen.items() if v == "write-plugin")),
+        plugin_basis=basis,
+        delegated_flops_share=_share(gm, inside),
+        latency=_latency(gm, its, chosen, profile, copy_ms) if profile else None,
+    )
 
 
 def _share(gm: GraphModel, inside: list[bool]) -> float:
@@ -300,7 +299,7 @@ def _copy_rate(profile: dict[str, Any] | None, key: str = "h2d_pinned_gbps") -> 
 
 def _latency(
     gm: GraphModel, its: list[Item], chosen: dict[str, str], profile: dict[str, Any], host_copy_ms: float
-) -> dict[str, Any]:
+) -> LatencyRange:
     """Today's measured latency, less what each item's plan changes: a range with the source of each part."""
     today = float(profile["latency_ms"]["mean"])
     by_name = {r["name"]: r for r in profile.get("per_node", [])}
@@ -309,7 +308,7 @@ def _latency(
     # (the profiler's own overhead, a busy machine), they are scaled into it, so no plan saves more than all.
     fit = min(1.0, today / node_total) if node_total > 0 else 1.0
     low = high = today
-    parts = []
+    parts: list[LatencyPart] = []
     for it in its:
         plan = chosen[it.key]
         rows = [by_name.get(gm.nodes[i].name) for i in it.nodes]
@@ -321,47 +320,35 @@ def _latency(
         if plan in IN_ENGINE:
             lo_ms = min(sol, measured) if has_sol else 0.0
             low -= measured - lo_ms
-            parts.append(
-                {
-                    "item": it.key,
-                    "plan": plan,
-                    "measured_ms": round(measured, 4),
-                    "low_ms": round(lo_ms, 4),
-                    "high_ms": round(measured, 4),
-                    "source": (
-                        "measured node time"
-                        + (f" (scaled by {fit:.2f} into the timed latency)" if fit < 1 else "")
-                        + (
-                            "; the low end is the speed-of-light bound at the GPU's peaks"
-                            if has_sol
-                            else "; no GPU peaks known, so the low end assumes it is free"
-                        )
-                    ),
-                }
+            source = (
+                "measured node time"
+                + (f" (scaled by {fit:.2f} into the timed latency)" if fit < 1 else "")
+                + (
+                    "; the low end is the speed-of-light bound at the GPU's peaks"
+                    if has_sol
+                    else "; no GPU peaks known, so the low end assumes it is free"
+                )
             )
+            parts.append(LatencyPart(it.key, plan, round(measured, 4), source, round(lo_ms, 4), round(measured, 4)))
         elif plan == "host":
             on_cpu = profile.get("backend") == "ort-cpu"
-            parts.append(
-                {
-                    "item": it.key,
-                    "plan": plan,
-                    "measured_ms": round(measured, 4),
-                    "source": "measured on the CPU"
-                    if on_cpu
-                    else "its time on the host is not measured (profile with ort-cpu to price it)",
-                }
+            source = (
+                "measured on the CPU"
+                if on_cpu
+                else "its time on the host is not measured (profile with ort-cpu to price it)"
             )
+            parts.append(LatencyPart(it.key, plan, round(measured, 4), source))
     low += host_copy_ms
     high += host_copy_ms
-    return {
-        "today_ms": round(today, 4),
-        "low_ms": round(max(low, 0.0), 4),
-        "high_ms": round(high, 4),
-        "saves_at_most_ms": round(today - max(low, 0.0), 4),
-        "parts": parts,
-        "source": f"measured mean latency of {profile.get('backend', '?')} on {profile.get('device', '?')}",
-        "not_priced": "engine switches beyond the copies, and kernel launches saved by fusion",
-    }
+    return LatencyRange(
+        today_ms=round(today, 4),
+        low_ms=round(max(low, 0.0), 4),
+        high_ms=round(high, 4),
+        saves_at_most_ms=round(today - max(low, 0.0), 4),
+        parts=tuple(parts),
+        source=f"measured mean latency of {profile.get('backend', '?')} on {profile.get('device', '?')}",
+        not_priced="engine switches beyond the copies, and kernel launches saved by fusion",
+    )
 
 
 def fmt_ms(v: float) -> str:
@@ -373,7 +360,7 @@ def fmt_ms(v: float) -> str:
     return f"{v:.2g} ms" if v >= 0.01 else f"{v * 1000:.2g} µs"
 
 
-def decision(its: list[Item], today: dict[str, Any] | None, mine: dict[str, Any] | None = None) -> str:
+def decision(its: list[Item], today: ScenarioOutcome | None, mine: ScenarioOutcome | None = None) -> str:
     """The decision in one sentence, for people who will not read a graph: how many ops need custom CUDA,
     whether TensorRT ships plugins for them, and what the chosen scenario changes against today."""
     plugins = [it for it in its if it.kind == "plugin"]
@@ -389,31 +376,31 @@ def decision(its: list[Item], today: dict[str, Any] | None, mine: dict[str, Any]
         )
     elif related:
         parts.append(f"TensorRT ships a related plugin for {'it' if n == 1 else related}")
-    if mine is not None and today is not None and mine["name"] != today["name"]:
+    if mine is not None and today is not None and mine.name != today.name:
         effects = []
-        gone = today["partitions"] - mine["partitions"]
+        gone = today.partitions - mine.partitions
         if gone > 0:
             effects.append(f"removes {gone} partition boundar{'y' if gone == 1 else 'ies'}")
         elif gone < 0:
             effects.append(f"adds {-gone} partition{'s' if gone < -1 else ''}")
-        lat = mine.get("latency")
-        if lat and lat["saves_at_most_ms"] >= 0:
-            effects.append(f"saves at most {fmt_ms(lat['saves_at_most_ms'])} of {fmt_ms(lat['today_ms'])}")
+        lat = mine.latency
+        if lat and lat.saves_at_most_ms >= 0:
+            effects.append(f"saves at most {fmt_ms(lat.saves_at_most_ms)} of {fmt_ms(lat.today_ms)}")
         elif lat:
-            effects.append(f"adds at least {fmt_ms(-lat['saves_at_most_ms'])} to {fmt_ms(lat['today_ms'])}")
-        elif mine["boundary_bytes"] != today["boundary_bytes"]:
+            effects.append(f"adds at least {fmt_ms(-lat.saves_at_most_ms)} to {fmt_ms(lat.today_ms)}")
+        elif mine.boundary_bytes != today.boundary_bytes:
             from splitscope.engine.text import format_bytes
 
             effects.append(
-                f"takes the bytes crossing engines from {format_bytes(today['boundary_bytes'])} to "
-                f"{format_bytes(mine['boundary_bytes'])} per inference"
+                f"takes the bytes crossing engines from {format_bytes(today.boundary_bytes)} to "
+                f"{format_bytes(mine.boundary_bytes)} per inference"
             )
-        work = len(mine["custom_work"])
+        work = len(mine.custom_work)
         if work:
             effects.insert(0, f"writes {work} plugin{'s' if work > 1 else ''}")
         if effects:
             parts.append(
-                f"{mine['name']} " + ", ".join(effects[:-1]) + (" and " if len(effects) > 1 else "") + effects[-1]
+                f"{mine.name} " + ", ".join(effects[:-1]) + (" and " if len(effects) > 1 else "") + effects[-1]
             )
     return "; ".join(parts) + "."
 

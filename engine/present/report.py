@@ -24,6 +24,7 @@ from splitscope.engine.kernel.answers import parser_answers
 from splitscope.engine.kernel.results import KernelDoc
 from splitscope.engine.model import GraphModel, Status
 from splitscope.engine.palette import colour_table
+from splitscope.engine.plan.outcome import ScenarioOutcome
 from splitscope.engine.plan.scenario import PLANS, Scenario, decision, evaluate, items, work_share
 from splitscope.engine.present import figures
 from splitscope.engine.present.inputs import check_same_model, load_doc
@@ -76,7 +77,7 @@ def report_data(
             f"({', '.join(s.name for s in scen[1:]) or 'none saved yet'}); make it in the "
             "planner (View › Panels › Planner) first."
         )
-    pick = next((e for e in evaluated if e["name"] == chosen), evaluated[0])  # none chosen: today
+    pick = next((e for e in evaluated if e.name == chosen), evaluated[0])  # none chosen: today
     share, share_caption = work_share(gm, prof)
     plugins = [n for n in gm.nodes if n.status is Status.PLUGIN]
     dele = summary.get("delegate", {})
@@ -108,8 +109,8 @@ def report_data(
             "partitions": len(gm.partitions),
             "boundary_bytes": gm.boundary_bytes,
         },
-        "scenarios": evaluated,
-        "chosen": pick["name"],
+        "scenarios": [e.to_json() for e in evaluated],
+        "chosen": pick.name,
         "custom": [_custom_row(it, pick) for it in its],
         "partitions": [
             {
@@ -124,18 +125,10 @@ def report_data(
         "figures": {"overview": figures.overview(view)},
         "sources": _sources(gm, prof, engine, calibration),
     }
-    lat = [e for e in evaluated if "latency" in e]
+    lat = [(e.name, e.latency) for e in evaluated if e.latency is not None]
     if lat:
         data["figures"]["scenarios"] = figures.bars(
-            [
-                {
-                    "name": e["name"],
-                    "ms": e["latency"]["high_ms"],
-                    "low": e["latency"]["low_ms"],
-                    "high": e["latency"]["high_ms"],
-                }
-                for e in lat
-            ],
+            [{"name": name, "ms": r.high_ms, "low": r.low_ms, "high": r.high_ms} for name, r in lat],
             "ms",
             "estimated latency per inference (range)",
             "ms",
@@ -144,7 +137,7 @@ def report_data(
         )
     elif len(evaluated) > 1:  # nothing to compare with today alone
         data["figures"]["scenarios"] = figures.bars(
-            [{"name": e["name"], "kb": e["boundary_bytes"] / 1e3} for e in evaluated],
+            [{"name": e.name, "kb": e.boundary_bytes / 1e3} for e in evaluated],
             "kb",
             "bytes crossing engine boundaries per inference",
             "kB",
@@ -163,8 +156,6 @@ def report_data(
         data.setdefault(key, None)
     data["figures"].setdefault("roofline", "")
     data["figures"].setdefault("scenarios", "")
-    for e in evaluated:
-        e.setdefault("latency", None)
     return data
 
 
@@ -174,7 +165,7 @@ def _trt_version(gm: GraphModel, engine: dict[str, Any] | None) -> str:
     return "none here: the split is the support table's prediction"
 
 
-def _custom_row(it: Any, pick: dict[str, Any]) -> dict[str, Any]:
+def _custom_row(it: Any, pick: ScenarioOutcome) -> dict[str, Any]:
     best = it.matches[0] if it.matches else None
     return {
         "key": it.key,
@@ -182,7 +173,7 @@ def _custom_row(it: Any, pick: dict[str, Any]) -> dict[str, Any]:
         "kind": it.kind,
         "reason": it.reason,
         "remedy": it.remedy,
-        "plan": PLANS[pick["plans"].get(it.key, it.today)],
+        "plan": PLANS[pick.plans.get(it.key, it.today)],
         "suggested": PLANS[it.suggested],
         "shipped": f"{best['plugin']} ({best['kind']})" if best else "",
         "flops": it.flops,

@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+from splitscope.engine.plan.outcome import ScenarioOutcome
 from splitscope.engine.plan.scenario import PLANS, Item, Scenario, evaluate, fmt_ms, items
 from splitscope.engine.text import format_bytes, plural
 from splitscope.gui.shell import exports
@@ -40,19 +41,19 @@ TODAY = "today"
 COMPARE_COLUMNS = ("scenario", "partitions", "boundary bytes", "host copies", "estimated latency", "custom work")
 
 
-def latency_text(doc: dict[str, Any]) -> str:
-    lat = doc.get("latency")
-    if not lat:
+def latency_text(doc: ScenarioOutcome) -> str:
+    lat = doc.latency
+    if lat is None:
         return "profile to estimate"
-    if abs(lat["high_ms"] - lat["low_ms"]) < 1e-6:
-        return f"{fmt_ms(lat['high_ms'])}" + (" (measured)" if doc["name"] == TODAY else "")
-    return f"{fmt_ms(lat['low_ms'])} – {fmt_ms(lat['high_ms'])}"
+    if lat.exact:
+        return f"{fmt_ms(lat.high_ms)}" + (" (measured)" if doc.name == TODAY else "")
+    return f"{fmt_ms(lat.low_ms)} – {fmt_ms(lat.high_ms)}"
 
 
-def custom_work_text(doc: dict[str, Any], shown: int = 3) -> str:
+def custom_work_text(doc: ScenarioOutcome, shown: int = 3) -> str:
     """A scenario's custom work for one cell: the first few items with their basis, then how many more (a large
     export can plan tens of thousands)."""
-    work, basis = doc["custom_work"], doc.get("plugin_basis", {})
+    work, basis = doc.custom_work, doc.plugin_basis
     text = ", ".join(f"{k} ({basis.get(k, 'estimate')})" for k in work[:shown])
     if len(work) > shown:
         text += f" and {len(work) - shown:,} more"
@@ -144,7 +145,7 @@ class PlannerUi(QObject):
         self.gm: GraphModel | None = None
         self.items: list[Item] = []
         self.scenarios: list[Scenario] = []
-        self.results: list[dict[str, Any]] = []
+        self.results: list[ScenarioOutcome] = []
         self._generation = 0
         self._loading = False
         p = self.panel
@@ -334,12 +335,12 @@ class PlannerUi(QObject):
         scen = [Scenario(TODAY)] + [Scenario(s.name, dict(s.plans)) for s in self.scenarios]
         answers = self.shell.controller.results.plugin_answers()
 
-        def work() -> tuple[int, list[dict[str, Any]]]:
+        def work() -> tuple[int, list[ScenarioOutcome]]:
             return gen, [evaluate(gm, s, prof, its, answers) for s in scen]
 
         self._start(work, self._evaluated)
 
-    def _evaluated(self, res: tuple[int, list[dict[str, Any]]]) -> None:
+    def _evaluated(self, res: tuple[int, list[ScenarioOutcome]]) -> None:
         gen, docs = res
         if gen != self._generation:
             return
@@ -348,10 +349,10 @@ class PlannerUi(QObject):
         p.compare.setRowCount(len(docs))
         for r, d in enumerate(docs):
             cells = [
-                d["name"],
-                str(d["partitions"]),
-                format_bytes(d["boundary_bytes"]),
-                fmt_ms(d["host_copy_ms"]) if d["host_copy_ms"] else "none",
+                d.name,
+                str(d.partitions),
+                format_bytes(d.boundary_bytes),
+                fmt_ms(d.host_copy_ms) if d.host_copy_ms else "none",
                 latency_text(d),
                 custom_work_text(d),
             ]
@@ -368,37 +369,40 @@ class PlannerUi(QObject):
             return
         s = self.current()
         today = self.results[0]
-        mine = next((d for d in self.results if s is not None and d["name"] == s.name), today)
+        mine = next((d for d in self.results if s is not None and d.name == s.name), today)
         self.panel.summary.setText(self.summary_html(today, mine))
 
-    def summary_html(self, today: dict[str, Any], mine: dict[str, Any]) -> str:
-        def line(d: dict[str, Any]) -> str:
-            copies = f"host copies {fmt_ms(d['host_copy_ms'])}" if d["host_copy_ms"] else "no host copies"
+    def summary_html(self, today: ScenarioOutcome, mine: ScenarioOutcome) -> str:
+        def line(d: ScenarioOutcome) -> str:
+            copies = f"host copies {fmt_ms(d.host_copy_ms)}" if d.host_copy_ms else "no host copies"
             return (
-                f"<b>{html.escape(d['name'])}</b>: {plural(d['partitions'], 'partition')}, "
-                f"{format_bytes(d['boundary_bytes'])} crossing them, {copies}, latency {latency_text(d)}"
+                f"<b>{html.escape(d.name)}</b>: {plural(d.partitions, 'partition')}, "
+                f"{format_bytes(d.boundary_bytes)} crossing them, {copies}, latency {latency_text(d)}"
             )
 
         out = line(today)
         if mine is not today:
             out += "<br>" + line(mine)
-            lat = mine.get("latency")
-            if lat and lat["saves_at_most_ms"] >= 0:
-                out += f"<br>saves at most <b>{fmt_ms(lat['saves_at_most_ms'])}</b> of {fmt_ms(lat['today_ms'])}"
+            lat = mine.latency
+            if lat and lat.saves_at_most_ms >= 0:
+                out += f"<br>saves at most <b>{fmt_ms(lat.saves_at_most_ms)}</b> of {fmt_ms(lat.today_ms)}"
             elif lat:
-                out += f"<br>adds at least <b>{fmt_ms(-lat['saves_at_most_ms'])}</b> to {fmt_ms(lat['today_ms'])}"
+                out += f"<br>adds at least <b>{fmt_ms(-lat.saves_at_most_ms)}</b> to {fmt_ms(lat.today_ms)}"
         else:
             out += "<br>Make or pick a scenario to compare it with today."
-        src = mine.get("latency", {}) or {}
-        note = f"copies at {mine['copy_gbps']:g} GB/s ({mine['copy_source']})"
+        src = mine.latency
+        note = f"copies at {mine.copy_gbps:g} GB/s ({mine.copy_source})"
         if src:
-            note += f"; latency: {src['source']}; not priced: {src['not_priced']}"
+            note += f"; latency: {src.source}; not priced: {src.not_priced}"
         return out + f"<br><i>{html.escape(note)}</i>"
 
-    def _chart(self, docs: list[dict[str, Any]]) -> None:
+    def _chart(self, docs: list[ScenarioOutcome]) -> None:
         p = self.panel
-        lat = all(d.get("latency") for d in docs)
-        vals = [d["latency"]["high_ms"] if lat else d["boundary_bytes"] / 1e3 for d in docs]
+        ranges = [d.latency for d in docs]
+        lat = all(r is not None for r in ranges)
+        vals = [
+            r.high_ms if r is not None and lat else d.boundary_bytes / 1e3 for d, r in zip(docs, ranges, strict=True)
+        ]
         colours = [COLOURS["chart"]["today"]] + [COLOURS["chart"]["primary"]] * (len(docs) - 1)
         p.bars.setOpts(
             x0=[0] * len(docs),
@@ -407,7 +411,7 @@ class PlannerUi(QObject):
             height=0.6,
             brushes=[pg.mkBrush(c) for c in colours],
         )
-        p.chart.getAxis("left").setTicks([[(k, d["name"]) for k, d in enumerate(docs)]])
+        p.chart.getAxis("left").setTicks([[(k, d.name) for k, d in enumerate(docs)]])
         p.chart.setLabel(
             "bottom",
             "estimated latency (upper end)" if lat else "bytes crossing engine boundaries",

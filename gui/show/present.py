@@ -57,7 +57,7 @@ class PresentBoard(QWidget):
         results = planner.results
         scen = planner.current()
         self.today = results[0] if results else None
-        self.mine = next((d for d in results if scen is not None and d["name"] == scen.name), None)
+        self.mine = next((d for d in results if scen is not None and d.name == scen.name), None)
         prof = planner.profile()
         self.profile = prof
         self.node_ms = {r["name"]: r["ms"] for r in (prof or {}).get("per_node", [])}
@@ -342,7 +342,7 @@ class PresentBoard(QWidget):
         p.setPen(c["text"])
         p.setFont(self._font(26 * u, True))
         if self.mine:
-            title = "Today against " + self.mine["name"]
+            title = "Today against " + self.mine.name
         elif self.planner.scenarios:
             title = "Today (pick a scenario in the planner to compare)"
         else:
@@ -351,32 +351,23 @@ class PresentBoard(QWidget):
         p.drawText(QRectF(area.left(), y + 4 * u, area.width(), 36 * u), Qt.AlignmentFlag.AlignLeft, title)
         y += 46 * u
         rows = [
-            ("partitions", str(self.today["partitions"]), str(self.mine["partitions"]) if self.mine else "—"),
+            ("partitions", str(self.today.partitions), str(self.mine.partitions) if self.mine else "—"),
             (
                 "bytes crossing",
-                format_bytes(self.today["boundary_bytes"]),
-                format_bytes(self.mine["boundary_bytes"]) if self.mine else "—",
+                format_bytes(self.today.boundary_bytes),
+                format_bytes(self.mine.boundary_bytes) if self.mine else "—",
             ),
         ]
-        if self.today.get("latency"):
-            lat = self.mine.get("latency") if self.mine else None
+        if self.today.latency is not None:
+            lat = self.mine.latency if self.mine else None
             from splitscope.engine.plan.scenario import fmt_ms
 
-            rows.append(
-                (
-                    "latency",
-                    fmt_ms(self.today["latency"]["today_ms"]),
-                    (
-                        fmt_ms(lat["high_ms"])
-                        if abs(lat["high_ms"] - lat["low_ms"]) < 1e-6
-                        else f"{fmt_ms(lat['low_ms'])} – {fmt_ms(lat['high_ms'])}"
-                    )
-                    if lat
-                    else "—",
-                )
-            )
+            mine_ms = "—"
+            if lat is not None:
+                mine_ms = fmt_ms(lat.high_ms) if lat.exact else f"{fmt_ms(lat.low_ms)} – {fmt_ms(lat.high_ms)}"
+            rows.append(("latency", fmt_ms(self.today.latency.today_ms), mine_ms))
         if self.mine:
-            rows.append(("custom work", "—", ", ".join(self.mine["custom_work"]) or "none"))
+            rows.append(("custom work", "—", ", ".join(self.mine.custom_work) or "none"))
         p.setFont(self._font(22 * u))
         col = area.width() / 3
         fm = p.fontMetrics()

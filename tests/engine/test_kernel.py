@@ -149,7 +149,7 @@ def test_the_parser_maps_the_custom_op_to_the_generated_plugin(tmp_path):
     its = items(gm)
     key = next(it.key for it in its if "/neck/dcn/DCNv4" in [gm.nodes[i].label for i in it.nodes])
     res = evaluate(gm, Scenario("plugin", {key: "write-plugin"}), all_items=its, answers=answers)
-    assert res["plugin_basis"][key] == "parser: mapped" and res["partitions"] == 1
+    assert res.plugin_basis[key] == "parser: mapped" and res.partitions == 1
 
 
 @pytest_rtx

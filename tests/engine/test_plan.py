@@ -57,12 +57,12 @@ def test_planner_partitions_and_bytes_equal_the_real_parser_on_the_hand_edited_m
     _rtx()
     gm = analyze_model(TWO_STAGE_ORT, parser="rtx")
     today = evaluate(gm, Scenario("today"))
-    assert today["partitions"] == len(gm.partitions) and today["boundary_bytes"] == gm.boundary_bytes
+    assert today.partitions == len(gm.partitions) and today.boundary_bytes == gm.boundary_bytes
     plan = evaluate(gm, Scenario("plugin", {"/RoiAlign": "shipped-plugin"}))
     edited = analyze_model(_replace_roialign(TWO_STAGE_ORT, tmp_path / "edited.onnx"), parser="rtx")
     assert edited.parser.name == "tensorrt-rtx" and not [n for n in edited.nodes if n.status.value == "plugin"]
-    assert plan["partitions"] == len(edited.partitions) < today["partitions"]
-    assert plan["boundary_bytes"] == edited.boundary_bytes < today["boundary_bytes"]
+    assert plan.partitions == len(edited.partitions) < today.partitions
+    assert plan.boundary_bytes == edited.boundary_bytes < today.boundary_bytes
 
 
 def test_the_sample_made_supported_by_hand_agrees_with_the_planner(tmp_path):
@@ -77,9 +77,9 @@ def test_the_sample_made_supported_by_hand_agrees_with_the_planner(tmp_path):
             del n.attribute[:]
     onnx.save(m, tmp_path / "edited.onnx")
     edited = analyze_model(tmp_path / "edited.onnx", parser="rtx")
-    assert plan["partitions"] == len(edited.partitions) == 1
-    assert plan["boundary_bytes"] == edited.boundary_bytes
-    assert plan["custom_work"] == ["/neck/dcn/DCNv4"]
+    assert plan.partitions == len(edited.partitions) == 1
+    assert plan.boundary_bytes == edited.boundary_bytes
+    assert plan.custom_work == ("/neck/dcn/DCNv4",)
 
 
 def test_shipped_plugin_matches_on_the_sample_and_a_detector():
@@ -111,21 +111,21 @@ def test_latency_ranges_come_from_a_real_profile(tmp_path):
     prof = run_to_end(profile(TWO_STAGE_ORT, gm, iterations=20, warmup=3, profiled=5, telemetry=False)).to_json()
     its = items(gm)
     today = evaluate(gm, Scenario("today"), prof, its)
-    assert today["latency"]["low_ms"] == today["latency"]["high_ms"] == today["latency"]["today_ms"]
-    inside = evaluate(gm, Scenario("A", {"/RoiAlign": "write-plugin"}), prof, its)["latency"]
+    assert today.latency.low_ms == today.latency.high_ms == today.latency.today_ms
+    inside = evaluate(gm, Scenario("A", {"/RoiAlign": "write-plugin"}), prof, its).latency
     roi_ms = next(r["ms"] for r in prof["per_node"] if r["name"] == "/RoiAlign")
     node_total = sum(r["ms"] for r in prof["per_node"])
-    lat = today["latency"]["today_ms"]
+    lat = today.latency.today_ms
     fit = min(1.0, lat / node_total)  # node times scaled into the timed latency when they add up to more
-    assert inside["high_ms"] == lat  # a kernel no better than today's
-    assert inside["low_ms"] == pytest.approx(lat - roi_ms * fit, abs=1e-3) and inside["low_ms"] > 0  # no peaks
-    assert "no GPU peaks" in inside["parts"][0]["source"] and "measured mean latency" in inside["source"]
+    assert inside.high_ms == lat  # a kernel no better than today's
+    assert inside.low_ms == pytest.approx(lat - roi_ms * fit, abs=1e-3) and inside.low_ms > 0  # no peaks
+    assert "no GPU peaks" in inside.parts[0].source and "measured mean latency" in inside.source
     host = evaluate(gm, Scenario("B", {"/RoiAlign": "host"}), prof, its)
-    assert host["host_bytes"] > 0 and host["latency"]["parts"][0]["source"] == "measured on the CPU"
+    assert host.host_bytes > 0 and host.latency.parts[0].source == "measured on the CPU"
     # Both ways: RoiAlign pulls its features and boxes from the GPU and pushes its pooled features back.
-    assert host["host_bytes_d2h"] > 0 and host["host_bytes_h2d"] > 0
-    assert host["host_bytes"] == host["host_bytes_d2h"] + host["host_bytes_h2d"]
-    assert "assumed" in host["copy_source"] and host["partitions"] == today["partitions"]
+    assert host.host_bytes_d2h > 0 and host.host_bytes_h2d > 0
+    assert host.host_bytes == host.host_bytes_d2h + host.host_bytes_h2d
+    assert "assumed" in host.copy_source and host.partitions == today.partitions
 
 
 def test_scenarios_are_saved_with_the_models_session(tmp_path):
@@ -153,7 +153,7 @@ def test_a_plan_not_offered_for_an_item_falls_back_to_today(tmp_path):
     onnx.save(helper.make_model(g), path)
     gm = analyze_model(path, parser="table")
     doc = evaluate(gm, Scenario("x", {"nope": "host"}))
-    assert doc["partitions"] == 1 and doc["plans"] == {}
+    assert doc.partitions == 1 and doc.plans == {}
 
 
 def test_the_decision_in_one_sentence():
@@ -176,7 +176,7 @@ def test_the_decision_in_one_sentence():
         "per_node": [{"name": "/neck/dcn/DCNv4", "ms": 0.9, "sol_ms": 0.1}],
     }
     with_time = evaluate(gm, Scenario("plan A", {"/neck/dcn/DCNv4": "write-plugin"}), prof, its)
-    assert with_time["latency"]["saves_at_most_ms"] == pytest.approx(0.8)
+    assert with_time.latency.saves_at_most_ms == pytest.approx(0.8)
     assert decision(its, today, with_time).endswith("saves at most 0.8 ms of 6.1 ms.")
 
 

@@ -39,12 +39,12 @@ def test_planner_scenarios_recompute_and_are_saved_with_the_session(qtbot, windo
     planner = window.show_ui.planner
     keys = [it.key for it in planner.items]
     assert "/neck/dcn/DCNv4" in keys and "/postprocess/threshold/Compress" in keys
-    assert planner.panel.table.model().rowCount() == len(keys) and planner.results[0]["partitions"] == 2
+    assert planner.panel.table.model().rowCount() == len(keys) and planner.results[0].partitions == 2
     with qtbot.waitSignal(planner.evaluated, timeout=30000):
         s = planner.new_scenario("plan A")
     assert s.plans["/neck/dcn/DCNv4"] == "write-plugin" and s.plans["/postprocess/threshold/Compress"] == "replace"
-    assert planner.panel.compare.rowCount() == 2 and planner.results[1]["partitions"] == 1
-    assert planner.results[1]["boundary_bytes"] == 0 and "plan A" in planner.panel.summary.text()
+    assert planner.panel.compare.rowCount() == 2 and planner.results[1].partitions == 1
+    assert planner.results[1].boundary_bytes == 0 and "plan A" in planner.panel.summary.text()
     # The plan is chosen in the table's plan cell, as a user does: its combo box lists the item's options.
     table, model = planner.panel.table, planner.panel.table.model()
     row = keys.index("/postprocess/threshold/Compress")
@@ -58,7 +58,7 @@ def test_planner_scenarios_recompute_and_are_saved_with_the_session(qtbot, windo
     with qtbot.waitSignal(planner.evaluated, timeout=30000):
         table.itemDelegateForColumn(3).setModelData(editor, model, index)
     assert s.plans["/postprocess/threshold/Compress"] == "host" and model.data(index) == PLANS["host"]
-    assert planner.results[1]["host_bytes"] > 0 and planner.results[1]["boundary_bytes"] == 500
+    assert planner.results[1].host_bytes > 0 and planner.results[1].boundary_bytes == 500
     assert PLANS["host"] in table_csv_of(table)
     assert [x.to_json() for x in load_scenarios(sample)] == [s.to_json()]
     s.plans["/postprocess/threshold/Compress"] = "no-such-plan"  # an edited file: shown as evaluated, today's
@@ -90,7 +90,7 @@ def test_present_board_steps_through_the_custom_nodes(qtbot, window):
     assert board.isFullScreen() and not board.dark
     nums = board.numbers()
     assert nums[0][0] == "100%" and nums[1][0] == "2" and "profile" in nums[2][1]
-    assert board.mine["name"] == "plan A" and board.card() is None
+    assert board.mine.name == "plan A" and board.card() is None
     qtbot.keyClick(board, Qt.Key.Key_Right)
     title, text = board.card()
     assert "DCNv4" in title and title.startswith("1/") and "ModulatedDeformConv2d" in text
