@@ -84,30 +84,8 @@ def top1(outputs: list[np.ndarray], labels: list[int]) -> float | None:
 
 
 def accuracy_line(a: dict[str, Any]) -> str:
-    """One output's accuracy in one line, the task's figure first (what the CLI, the window and the report say)."""
-    from splitscope.engine.calib.task import text
+    """One output's accuracy in one line, the task's figure first (what the CLI, the window and the report say):
+    :attr:`splitscope.engine.calib.results.OutputAccuracy.line` of the output's document."""
+    from splitscope.engine.calib.results import OutputAccuracy
 
-    snr = "identical to FP32" if a["snr_db"] >= 999 else f"SNR {a['snr_db']:.1f} dB"
-    task = a.get("task") or {}
-    lead = text(task)
-    parts = [lead] if lead else []
-    parts.append(f"{snr}, cosine {a['cosine']:.5f}, max |error| {a['max_abs']:.4g}")
-    if "top1" in a:
-        parts.append(f"top-1 accuracy {a['top1']:.1%} (FP32 {a['top1_fp32']:.1%})")
-    if task.get("kind") == "none" and task.get("why"):
-        parts.append(f"no task metric: {task['why']}")
-    return "; ".join(parts)
-
-
-def weights_text(res: dict[str, Any]) -> str:
-    """How many weights were made reduced, how, and where they came from."""
-    n = int(res.get("weights") or 0)
-    text = f"{n} weight{'s' if n != 1 else ''}"
-    per_c, per_t = res.get("weights_per_channel"), res.get("weights_per_tensor")
-    if per_c or per_t:
-        text += f" ({per_c or 0} per-channel, {per_t or 0} per-tensor)"
-    src = res.get("weight_sources") or {}
-    if src:
-        names = {"initializer": "initializers", "constant": "Constant nodes", "folded": "folded constant chains"}
-        text += " from " + ", ".join(f"{v} {names.get(k, k)}" for k, v in src.items())
-    return text
+    return OutputAccuracy.from_json(a).line

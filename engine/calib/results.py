@@ -24,11 +24,48 @@ class OutputAccuracy:
     top1: float | None = None
     """Top-1 accuracy against the user's labels (with ``--labels``), and FP32's beside it."""
     top1_fp32: float | None = None
+    task: str = ""
+    """The task's figure in one phrase (:func:`splitscope.engine.calib.task.text`); empty when none was chosen."""
+    no_task_why: str = ""
+    """Why no task metric was chosen for it (its layout or values said no task), when that was asked."""
 
     @property
     def identical(self) -> bool:
         """The reduced output equals FP32's (an SNR of 999 dB stands for that)."""
         return self.snr_db >= 999
+
+    @property
+    def line(self) -> str:
+        """Its accuracy in one line, the task's figure first (what the CLI, the window and the report say)."""
+        snr = "identical to FP32" if self.identical else f"SNR {self.snr_db:.1f} dB"
+        parts = [self.task] if self.task else []
+        parts.append(f"{snr}, cosine {self.cosine:.5f}, max |error| {self.max_abs or 0.0:.4g}")
+        if self.top1 is not None and self.top1_fp32 is not None:
+            parts.append(f"top-1 accuracy {self.top1:.1%} (FP32 {self.top1_fp32:.1%})")
+        if self.no_task_why:
+            parts.append(f"no task metric: {self.no_task_why}")
+        return "; ".join(parts)
+
+    @property
+    def lead(self) -> str:
+        """The one figure a status line gives: the task's, else the SNR."""
+        return self.task or f"SNR {self.snr_db:.1f} dB"
+
+    @classmethod
+    def from_json(cls, a: dict[str, Any]) -> OutputAccuracy:
+        from splitscope.engine.calib.task import text
+
+        task = a.get("task") or {}
+        return cls(
+            float(a.get("snr_db") or 0.0),
+            float(a.get("cosine") or 0.0),
+            a.get("max_abs"),
+            a.get("top1_agreement"),
+            a.get("top1"),
+            a.get("top1_fp32"),
+            text(task),
+            str(task.get("why") or "") if task.get("kind") == "none" else "",
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +136,11 @@ class CalibrationDoc:
         return str((self.json.get("accuracy_measured") or {}).get("runtime") or "ONNX Runtime")
 
     @property
+    def weights_line(self) -> str:
+        """How many weights were made reduced, how, and where they came from."""
+        return weights_text(self.json)
+
+    @property
     def model(self) -> str | None:
         """The FP32 model it calibrated."""
         return self.json.get("model")
@@ -106,17 +148,7 @@ class CalibrationDoc:
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> CalibrationDoc:
         d = read("calibration", d)
-        acc = {
-            o: OutputAccuracy(
-                float(a.get("snr_db") or 0.0),
-                float(a.get("cosine") or 0.0),
-                a.get("max_abs"),
-                a.get("top1_agreement"),
-                a.get("top1"),
-                a.get("top1_fp32"),
-            )
-            for o, a in (d.get("accuracy") or {}).items()
-        }
+        acc = {o: OutputAccuracy.from_json(a) for o, a in (d.get("accuracy") or {}).items()}
         hists = {
             t: Histogram(
                 tuple(h.get("counts") or ()),
@@ -167,3 +199,17 @@ class CalibrationDoc:
         from splitscope.engine.frames import frame
 
         return frame({"output": name, **(self.json.get("accuracy") or {}).get(name, {})} for name in self.accuracy)
+
+
+def weights_text(res: dict[str, Any]) -> str:
+    """How many weights were made reduced, how, and where they came from."""
+    n = int(res.get("weights") or 0)
+    text = f"{n} weight{'s' if n != 1 else ''}"
+    per_c, per_t = res.get("weights_per_channel"), res.get("weights_per_tensor")
+    if per_c or per_t:
+        text += f" ({per_c or 0} per-channel, {per_t or 0} per-tensor)"
+    src = res.get("weight_sources") or {}
+    if src:
+        names = {"initializer": "initializers", "constant": "Constant nodes", "folded": "folded constant chains"}
+        text += " from " + ", ".join(f"{v} {names.get(k, k)}" for k, v in src.items())
+    return text

@@ -144,7 +144,8 @@ def _cmd_profile(args: argparse.Namespace) -> int:
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
     from splitscope.engine import api
-    from splitscope.engine.calib.accuracy import accuracy_line, weights_text
+    from splitscope.engine.calib.accuracy import accuracy_line
+    from splitscope.engine.calib.results import weights_text
     from splitscope.engine.sample import SAMPLE_MODEL
 
     target = target_of(args)

@@ -352,22 +352,19 @@ class CalibPanel(QWidget):
             f"{len(res.excluded)} nodes in FP32, {len(res.quantized)} in {low}"
             + (f", {len(half.nodes)} in {half.precision.upper()}" if half else "")
         )
-        from splitscope.engine.calib.accuracy import accuracy_line, weights_text
-
-        raw = res.json.get("accuracy") or {}
         said = "<b>estimated</b> (an emulation)" if res.estimated else f"measured in {html.escape(res.runtime)}"
         acc = f"Accuracy {said}: " + "; ".join(
-            f"{html.escape(o)}: {html.escape(accuracy_line(a))}" for o, a in raw.items()
+            f"{html.escape(o)}: {html.escape(a.line)}" for o, a in res.accuracy.items()
         )
         if res.uses_casts:
             what = (
                 f"<b>{low}</b> with casts: {res.quantized_nodes} nodes reduced, "
-                f"{res.casts} casts, {html.escape(weights_text(res.json))} stored reduced"
+                f"{res.casts} casts, {html.escape(res.weights_line)} stored reduced"
             )
         else:
             what = (
                 f"<b>{low} by {res.method}</b> on {res.samples} samples: {res.tensors} activations, "
-                f"{html.escape(weights_text(res.json))}"
+                f"{html.escape(res.weights_line)}"
             )
         from splitscope.engine.text import plural
 
@@ -588,10 +585,8 @@ class CalibUi(QObject):
         self.panel.set_result(doc)
         self.dock.raise_()
         self.controller.set_colour_mode("plan")
-        from splitscope.engine.calib.task import text
-
-        first = next(iter((doc.json.get("accuracy") or {}).values()), None)
-        lead = (text(first.get("task")) or f"SNR {first['snr_db']:.1f} dB") if first else ""
+        first = next(iter(doc.accuracy.values()), None)
+        lead = first.lead if first else ""
         how = " (estimated)" if doc.estimated else ""
         self.shell.show_message(f"Calibrated: wrote {Path(doc.out).name}" + (f", {lead}{how}" if lead else ""), 10000)
 
