@@ -270,7 +270,9 @@ def parse_with_plugin(
     from splitscope.engine.split.analyze import set_partitions
 
     before = (len(gm.partitions), gm.boundary_bytes)
-    answer = ParserAnswer("not-run", backend, partitions_before=before[0], boundary_bytes_before=before[1])
+    answer = ParserAnswer(
+        "not-run", backend, partitions_before=before[0], boundary_bytes_before=before[1], partitions_counted=True
+    )
     yield Progress("parser", 0, 0, f"Parsing {gm.path.name if gm.path else 'the model'} with the plugin registered")
     logs: list[str] = []
     result: dict[str, Any] | None = None

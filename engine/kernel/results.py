@@ -74,9 +74,14 @@ class ParserAnswer:
     boundary_bytes_after: int = 0
     nodes_after: list[str] = field(default_factory=list)
     """The nodes counted as taken after (the plugin's)."""
+    partitions_counted: bool = False
+    """The partitions and boundary bytes before and after were counted (not in the document: whether it holds
+    them)."""
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        del d["partitions_counted"]
+        return d
 
     @property
     def taken(self) -> bool:
@@ -90,7 +95,7 @@ class ParserAnswer:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> ParserAnswer:
-        return cls(**_known(cls, {"how": "not-run", **d}))
+        return cls(**_known(cls, {"how": "not-run", **d, "partitions_counted": "partitions_before" in d}))
 
 
 @dataclass(frozen=True)

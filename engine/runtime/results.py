@@ -9,6 +9,7 @@ not string keys. Figures that were not measured are ``None``, never 0.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from splitscope.engine.codec import read
@@ -240,7 +241,21 @@ class ProfileDoc:
     node_cover: float
     verified: bool
     notes: tuple[str, ...]
+    model: str
+    """The model's path as profiled."""
+    model_key: str
+    """Its content's key (:func:`splitscope.engine.runtime.store.model_key`); empty in older files."""
     json: dict[str, Any]
+
+    def of_model(self, path: Path) -> bool:
+        """Whether this is a profile of the model at ``path``: by content where the profile keeps its key, else
+        (an older file) by path; True where the file is gone (nothing to compare with)."""
+        from splitscope.engine.runtime.store import model_key
+
+        try:
+            return self.model_key == model_key(path) if self.model_key else self.model in ("", str(path))
+        except OSError:
+            return True
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> ProfileDoc:
@@ -264,6 +279,8 @@ class ProfileDoc:
             float(d.get("node_cover") or 0.0),
             bool(d.get("verified", True)),
             tuple(str(n) for n in d.get("notes") or ()),
+            str(d.get("model") or ""),
+            str(d.get("model_key") or ""),
             d,
         )
 

@@ -174,7 +174,7 @@ class KernelPanel(QWidget):
         more = f" and {len(doc.inputs) - 4} more" if len(doc.inputs) > 4 else ""
         a = doc.answer
         parser = ""
-        if a is not None and "partitions_before" in (doc.json.get("plugin") or {}).get("parser", {}):
+        if a is not None and a.partitions_counted:
             parser = (
                 f"<br>Parser with the plugin registered: <b>{a.how}</b>; partitions "
                 f"{a.partitions_before} → {a.partitions_after}, boundary bytes "

@@ -121,7 +121,6 @@ class ProfilePanel(QWidget):
         """Nodes whose time ties with the one ranked before them (the profile's ``tie``)."""
         self.node_ops: dict[str, str] = {}
         """Op type by node name, for the bars' labels (set with the model)."""
-        self.result: dict[str, Any] | None = None
         self.doc: ProfileDoc | None = None
         """The shown profile, typed (the panel reads it, not the JSON's keys)."""
         self._dirty = False
@@ -218,7 +217,7 @@ class ProfilePanel(QWidget):
 
     def start_live(self, job_id: int, title: str) -> None:
         """A new run: clear the plots and follow ``job_id``'s samples."""
-        self.live_id, self.result, self.doc = job_id, None, None
+        self.live_id, self.doc = job_id, None
         self.lat.clear()
         self.tel_t.clear()
         for r in self.tel.values():
@@ -245,7 +244,7 @@ class ProfilePanel(QWidget):
 
     def show_result(self, job_id: int, doc: ProfileDoc, title: str) -> None:
         """A finished profile: every plot from its figures."""
-        self.live_id, self.result, self.doc = job_id, doc.json, doc
+        self.live_id, self.doc = job_id, doc
         self.lat.clear()
         self.lat.extend(np.asarray(doc.samples_ms, dtype=float))
         self.tel_t.clear()
@@ -273,7 +272,7 @@ class ProfilePanel(QWidget):
 
     def reset(self, model_name: str) -> None:
         """Another model is open: nothing of the last one's profile stays (plots, axes, roofline, summary)."""
-        self.live_id, self.result, self.doc = None, None, None
+        self.live_id, self.doc = None, None
         self.lat.clear()
         self.tel_t.clear()
         for r in self.tel.values():

@@ -216,7 +216,7 @@ class ProfilingUi(QObject):
         self._node_ops = {}
         if self._panel.built:
             self.panel.node_ops = self._node_ops
-            if self.panel.result is None or not self._of_open_model(self.panel.result):
+            if self.panel.doc is None or not self._of_open_model(self.panel.doc):
                 self.panel.reset(gm.path.name if gm.path else "this model")  # its saved profiles come back below
 
         def ops() -> tuple[GraphModel, dict[str, str]]:
@@ -229,19 +229,10 @@ class ProfilingUi(QObject):
         with contextlib.suppress(OSError):
             self.controller.profiling.reload(gm.path)
 
-    def _of_open_model(self, result: dict[str, Any]) -> bool:
-        """Whether ``result`` is a profile of the model open now: by its content key, else (an older file) by its
-        path; True when no model is open."""
+    def _of_open_model(self, doc: ProfileDoc) -> bool:
+        """Whether ``doc`` is a profile of the model open now; True when no model is open."""
         gm = self.controller.graph_model
-        if gm is None or gm.path is None:
-            return True
-        from splitscope.engine.runtime.store import model_key
-
-        key = result.get("model_key")
-        try:
-            return key == model_key(gm.path) if key else str(result.get("model", gm.path)) == str(gm.path)
-        except OSError:  # the file is gone: nothing to compare with
-            return True
+        return gm is None or gm.path is None or doc.of_model(gm.path)
 
     def _ops_ready(self, res: tuple[GraphModel, dict[str, str]]) -> None:
         gm, ops = res
@@ -280,7 +271,7 @@ class ProfilingUi(QObject):
         rec = self.controller.queue.jobs.get(jid)
         if rec is not None and rec.kind != JobKind.PROFILE and not self._panel.built:
             return  # a saved profile coming back with its model: shown when the panel is first built
-        if not self._of_open_model(doc.json):
+        if not self._of_open_model(doc):
             return  # a profile of a model no longer open: it stays in the Jobs panel, not in this model's panel
         self.panel.show_result(jid, doc, rec.title if rec else "Profile")
         self.shell.show_message(

@@ -178,18 +178,18 @@ def test_the_profile_panel_follows_the_open_model_and_a_finished_job_says_what_i
     ui = window.profiling
     jid = ui.submit(ProfileRequest(SQUEEZENET, iterations=5, warmup=1, profiled=2))
     qtbot.waitUntil(lambda: jid in ui.results, timeout=120000)
-    qtbot.waitUntil(lambda: ui.panel.result is not None, timeout=30000)
+    qtbot.waitUntil(lambda: ui.panel.doc is not None, timeout=30000)
     rec = window.controller.queue.jobs[jid]
     assert "ms mean" in rec.message and "done in" in rec.message, rec.message
     other = ROOT / "tests" / "data" / "torch_transformer.onnx"
     window.open_model(other)
     wait_idle(qtbot, window)
-    qtbot.waitUntil(lambda: ui.panel.result is None, timeout=30000)
+    qtbot.waitUntil(lambda: ui.panel.doc is None, timeout=30000)
     assert "No profile of torch_transformer.onnx yet" in ui.panel.title.text()
     assert len(ui.panel.lat.view()) == 0 and not ui.panel.nodes
     window.open_model(SQUEEZENET)  # its profile comes back with it
     wait_idle(qtbot, window)
-    qtbot.waitUntil(lambda: ui.panel.result is not None, timeout=30000)
+    qtbot.waitUntil(lambda: ui.panel.doc is not None, timeout=30000)
 
 
 def test_a_generation_profile_from_the_window(qtbot, window):
