@@ -28,6 +28,7 @@ from typing import Any, Protocol
 from splitscope.engine.model import GraphModel, Role, Status
 from splitscope.engine.plan.catalog import match
 from splitscope.engine.plan.outcome import LatencyPart, LatencyRange, ScenarioOutcome
+from splitscope.engine.runtime.results import ProfileDoc
 from splitscope.engine.split.partitions import find_partitions
 from splitscope.engine.text import plural
 
@@ -190,12 +191,12 @@ class Answer(Protocol):
 def evaluate(
     gm: GraphModel,
     scenario: Scenario,
-    profile: dict[str, Any] | None = None,
+    profile: ProfileDoc | None = None,
     all_items: list[Item] | None = None,
     answers: Mapping[str, Answer] | None = None,
 ) -> ScenarioOutcome:
-    """The split and the cost under ``scenario``: partitions, boundary bytes, host copies and (with a profile,
-    the JSON of :class:`splitscope.engine.runtime.profile.ProfileResult`) the estimated latency range. ``answers``:
+    """The split and the cost under ``scenario``: partitions, boundary bytes, host copies and (with a profile)
+    the estimated latency range. ``answers``:
     the real parser's answer with a generated plugin registered, by node label
     (:func:`splitscope.engine.kernel.plugin.parser_answers`), counted instead of the estimate."""
     answers = answers or {}
@@ -228,7 +229,7 @@ def evaluate(
             seen[t.name] = t.bytes or 0
     d2h, h2d = _host_bytes(gm, host)
     gbps, gbps_source = _copy_rate(profile)
-    back = _copy_rate(profile, "d2h_pinned_gbps")[0] if profile else gbps
+    back = _copy_rate(profile, back=True)[0] if profile else gbps
     copy_ms = round((h2d / gbps + d2h / back) / 1e9 * 1e3, 6)
     return ScenarioOutcome(
         name=scenario.name,
@@ -284,26 +285,25 @@ def _host_bytes(gm: GraphModel, host: set[int]) -> tuple[int, int]:
     return d2h, h2d
 
 
-def _copy_rate(profile: dict[str, Any] | None, key: str = "h2d_pinned_gbps") -> tuple[float, str]:
+def _copy_rate(profile: ProfileDoc | None, back: bool = False) -> tuple[float, str]:
+    """GB/s of pinned copies host to device (``back``: device to host): measured, else the link's peak."""
     if profile:
-        measured = (profile.get("copies") or {}).get("measured") or []
-        rates = [m.get(key, 0) for m in measured if m.get(key)]
-        if rates:
-            return float(max(rates)), f"measured pinned host-to-device copies on {profile.get('device', 'the GPU')}"
-        gpu = profile.get("gpu") or {}
-        if gpu.get("pcie_peak"):
-            name = gpu.get("name", "the GPU")
-            return round(gpu["pcie_peak"] / 1e9, 2), f"estimate: the nominal peak of {name}'s link"
+        rates = [m.d2h_pinned_gbps if back else m.h2d_pinned_gbps for m in profile.copies.measured]
+        if any(rates):
+            return max(rates), f"measured pinned host-to-device copies on {profile.device or 'the GPU'}"
+        gpu = profile.gpu
+        if gpu is not None and gpu.pcie_peak:
+            return round(gpu.pcie_peak / 1e9, 2), f"estimate: the nominal peak of {gpu.name or 'the GPU'}'s link"
     return ASSUMED_PCIE_GBPS, "estimate: 25 GB/s assumed (PCIe 4.0 x16, pinned; no copy was measured)"
 
 
 def _latency(
-    gm: GraphModel, its: list[Item], chosen: dict[str, str], profile: dict[str, Any], host_copy_ms: float
+    gm: GraphModel, its: list[Item], chosen: dict[str, str], profile: ProfileDoc, host_copy_ms: float
 ) -> LatencyRange:
     """Today's measured latency, less what each item's plan changes: a range with the source of each part."""
-    today = float(profile["latency_ms"]["mean"])
-    by_name = {r["name"]: r for r in profile.get("per_node", [])}
-    node_total = sum(float(r.get("ms") or 0.0) for r in profile.get("per_node", []))
+    today = profile.latency.mean
+    by_name = {r.name: r for r in profile.per_node}
+    node_total = sum(r.ms for r in profile.per_node)
     # Per-node times come from separate profiled runs; where they add up to more than the timed latency
     # (the profiler's own overhead, a busy machine), they are scaled into it, so no plan saves more than all.
     fit = min(1.0, today / node_total) if node_total > 0 else 1.0
@@ -312,9 +312,9 @@ def _latency(
     for it in its:
         plan = chosen[it.key]
         rows = [by_name.get(gm.nodes[i].name) for i in it.nodes]
-        measured = sum(r["ms"] for r in rows if r) * fit
-        sol = sum(r["sol_ms"] for r in rows if r and r.get("sol_ms") is not None)
-        has_sol = all(r and r.get("sol_ms") is not None for r in rows)
+        measured = sum(r.ms for r in rows if r) * fit
+        sol = sum(r.sol_ms for r in rows if r and r.sol_ms is not None)
+        has_sol = all(r and r.sol_ms is not None for r in rows)
         if plan == it.today or plan == "outside-gpu" or not any(rows):
             continue
         if plan in IN_ENGINE:
@@ -331,7 +331,7 @@ def _latency(
             )
             parts.append(LatencyPart(it.key, plan, round(measured, 4), source, round(lo_ms, 4), round(measured, 4)))
         elif plan == "host":
-            on_cpu = profile.get("backend") == "ort-cpu"
+            on_cpu = profile.backend == "ort-cpu"
             source = (
                 "measured on the CPU"
                 if on_cpu
@@ -346,7 +346,7 @@ def _latency(
         high_ms=round(high, 4),
         saves_at_most_ms=round(today - max(low, 0.0), 4),
         parts=tuple(parts),
-        source=f"measured mean latency of {profile.get('backend', '?')} on {profile.get('device', '?')}",
+        source=f"measured mean latency of {profile.backend or '?'} on {profile.device or '?'}",
         not_priced="engine switches beyond the copies, and kernel launches saved by fusion",
     )
 
@@ -405,17 +405,16 @@ def decision(its: list[Item], today: ScenarioOutcome | None, mine: ScenarioOutco
     return "; ".join(parts) + "."
 
 
-def work_share(gm: GraphModel, profile: dict[str, Any] | None = None) -> tuple[float | None, str]:
+def work_share(gm: GraphModel, profile: ProfileDoc | None = None) -> tuple[float | None, str]:
     """The share of the work TensorRT takes, said honestly: of the measured node time when a profile says
     it, else of the FLOPs, naming the custom nodes whose FLOPs are unknown (then it is an upper bound)."""
     from splitscope.engine.report.stats import split_summary
 
-    prof = profile or {}
-    rows = prof.get("per_node") or []
-    total = sum(float(r.get("ms") or 0.0) for r in rows)
-    if total > 0:
-        mine = sum(float(r.get("ms") or 0.0) for r in rows if r.get("status") == "delegate")
-        return mine / total, f"of the measured node time runs in TensorRT's part ({prof.get('backend')})"
+    rows = profile.per_node if profile is not None else ()
+    total = sum(r.ms for r in rows)
+    if total > 0 and profile is not None:
+        mine = sum(r.ms for r in rows if r.status == "delegate")
+        return mine / total, f"of the measured node time runs in TensorRT's part ({profile.backend})"
     share = split_summary(gm)["delegate"]["flops_share"]
     unknown = sum(1 for n in gm.nodes if n.status is Status.PLUGIN and not n.flops)
     if unknown:

@@ -28,6 +28,7 @@ from splitscope.engine.plan.outcome import ScenarioOutcome
 from splitscope.engine.plan.scenario import PLANS, Scenario, decision, evaluate, items, work_share
 from splitscope.engine.present import figures
 from splitscope.engine.present.inputs import check_same_model, load_doc
+from splitscope.engine.runtime.results import ProfileDoc
 from splitscope.engine.sweep.results import SweepDoc
 from splitscope.engine.text import format_bytes as fmt_bytes
 
@@ -70,7 +71,8 @@ def report_data(
     scen = [Scenario("today"), *(scenarios or [])]
     kernels = extras.kernels if extras else ()
     answers = parser_answers(KernelDoc.from_json(k) for k in kernels)
-    evaluated = [evaluate(gm, s, prof, its, answers) for s in scen]
+    typed = ProfileDoc.from_json(prof) if prof else None
+    evaluated = [evaluate(gm, s, typed, its, answers) for s in scen]
     if chosen is not None and chosen not in {s.name for s in scen}:
         raise SplitscopeError(
             f"--scenario {chosen!r}: no scenario of that name is saved for this model "
@@ -78,7 +80,7 @@ def report_data(
             "planner (View › Panels › Planner) first."
         )
     pick = next((e for e in evaluated if e.name == chosen), evaluated[0])  # none chosen: today
-    share, share_caption = work_share(gm, prof)
+    share, share_caption = work_share(gm, typed)
     plugins = [n for n in gm.nodes if n.status is Status.PLUGIN]
     dele = summary.get("delegate", {})
     gpu = next((p.get("gpu") for p in profiles if p.get("gpu")), None)

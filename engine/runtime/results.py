@@ -208,6 +208,8 @@ class Gpu:
     name: str = ""
     peak_flops: dict[str, float] = field(default_factory=dict)
     peak_bandwidth: float = 0.0
+    pcie_peak: float = 0.0
+    """The nominal peak of its host link in bytes/s (0: not known)."""
 
     @classmethod
     def from_json(cls, d: dict[str, Any] | None) -> Gpu | None:
@@ -217,6 +219,7 @@ class Gpu:
             str(d.get("name", "")),
             {k: float(v) for k, v in (d.get("peak_flops") or {}).items()},
             float(d.get("peak_bandwidth") or 0.0),
+            float(d.get("pcie_peak") or 0.0),
         )
 
 

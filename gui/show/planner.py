@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 )
 from splitscope.engine.plan.outcome import ScenarioOutcome
 from splitscope.engine.plan.scenario import PLANS, Item, Scenario, evaluate, fmt_ms, items
+from splitscope.engine.runtime.results import ProfileDoc
 from splitscope.engine.text import format_bytes, plural
 from splitscope.gui.shell import exports
 from splitscope.gui.shell.charts import pg
@@ -199,21 +200,20 @@ class PlannerUi(QObject):
         worker.errored.connect(lambda e: self.shell.show_message(f"Planner: {e}", 8000))
         worker.start()
 
-    def profile(self) -> dict[str, Any] | None:
-        """The profile shown in the Profile panel, when it is of this model."""
+    def profile(self) -> ProfileDoc | None:
+        """The profile shown in the Profile panel, when it is of this model (and at its dims)."""
         res = self.controller.results
         shown = res.profiles.get(res.shown_profile) if res.shown_profile is not None else None
         if shown is None or self.gm is None:
             return None
-        doc = shown.json
         from splitscope.engine.errors import SplitscopeError
         from splitscope.engine.present.inputs import check_same_model
 
         try:
-            check_same_model(self.gm, doc, "profile", "the shown profile")
+            check_same_model(self.gm, shown.json, "profile", "the shown profile")
         except SplitscopeError:
             return None
-        return doc
+        return shown
 
     def refresh_plans(self) -> None:
         """A profile came: the plans' latency ranges change."""
@@ -314,7 +314,7 @@ class PlannerUi(QObject):
         p.rename_btn.setEnabled(editable)
         p.delete_btn.setEnabled(editable)
         prof = self.profile()
-        ms = {r["name"]: r["ms"] for r in (prof or {}).get("per_node", [])}
+        ms = {r.name: r.ms for r in prof.per_node} if prof is not None else {}
         gm = self.gm
         measured = (
             [sum(ms.get(gm.nodes[i].name, 0.0) for i in it.nodes) or None for it in self.items]

@@ -60,7 +60,7 @@ class PresentBoard(QWidget):
         self.mine = next((d for d in results if scen is not None and d.name == scen.name), None)
         prof = planner.profile()
         self.profile = prof
-        self.node_ms = {r["name"]: r["ms"] for r in (prof or {}).get("per_node", [])}
+        self.node_ms = {r.name: r.ms for r in prof.per_node} if prof is not None else {}
         self._figures = self._compute_numbers()  # once: paintEvent runs every frame, a 50k-node sum does not
         self.update()
 
@@ -134,11 +134,11 @@ class PresentBoard(QWidget):
                 else "engine partition: nothing crosses between engines",
             ),
         ]
-        v = (self.profile or {}).get("verdict") or {}
-        if v:
+        prof = self.profile
+        if prof is not None and (prof.verdict.verdict or prof.verdict.why):
             from splitscope.engine.runtime.roofline import time_split_text
 
-            out.append((str(v.get("verdict", "")), time_split_text(self.profile or {})))
+            out.append((prof.verdict.verdict, time_split_text(prof.json)))
         else:
             out.append(("?", "where the time goes: profile the model (Tools › Profile…)"))
         return out

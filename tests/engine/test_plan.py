@@ -13,6 +13,7 @@ from splitscope.engine.jobs import run_to_end
 from splitscope.engine.plan.catalog import catalog, match
 from splitscope.engine.plan.scenario import PLANS, Scenario, evaluate, items
 from splitscope.engine.plan.store import load_scenarios, save_scenarios
+from splitscope.engine.runtime.results import ProfileDoc
 from splitscope.engine.sample import SAMPLE_MODEL
 from splitscope.engine.split.analyze import analyze_model
 
@@ -108,13 +109,15 @@ def test_latency_ranges_come_from_a_real_profile(tmp_path):
 
     _rtx()
     gm = analyze_model(TWO_STAGE_ORT, parser="rtx")
-    prof = run_to_end(profile(TWO_STAGE_ORT, gm, iterations=20, warmup=3, profiled=5, telemetry=False)).to_json()
+    prof = ProfileDoc.from_json(
+        run_to_end(profile(TWO_STAGE_ORT, gm, iterations=20, warmup=3, profiled=5, telemetry=False)).to_json()
+    )
     its = items(gm)
     today = evaluate(gm, Scenario("today"), prof, its)
     assert today.latency.low_ms == today.latency.high_ms == today.latency.today_ms
     inside = evaluate(gm, Scenario("A", {"/RoiAlign": "write-plugin"}), prof, its).latency
-    roi_ms = next(r["ms"] for r in prof["per_node"] if r["name"] == "/RoiAlign")
-    node_total = sum(r["ms"] for r in prof["per_node"])
+    roi_ms = next(r["ms"] for r in prof.json["per_node"] if r["name"] == "/RoiAlign")
+    node_total = sum(r["ms"] for r in prof.json["per_node"])
     lat = today.latency.today_ms
     fit = min(1.0, lat / node_total)  # node times scaled into the timed latency when they add up to more
     assert inside.high_ms == lat  # a kernel no better than today's
@@ -175,7 +178,7 @@ def test_the_decision_in_one_sentence():
         "device": "GPU",
         "per_node": [{"name": "/neck/dcn/DCNv4", "ms": 0.9, "sol_ms": 0.1}],
     }
-    with_time = evaluate(gm, Scenario("plan A", {"/neck/dcn/DCNv4": "write-plugin"}), prof, its)
+    with_time = evaluate(gm, Scenario("plan A", {"/neck/dcn/DCNv4": "write-plugin"}), ProfileDoc.from_json(prof), its)
     assert with_time.latency.saves_at_most_ms == pytest.approx(0.8)
     assert decision(its, today, with_time).endswith("saves at most 0.8 ms of 6.1 ms.")
 
