@@ -9,11 +9,11 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Generator
-from typing import Any
+from pathlib import Path
 
 from PySide6.QtCore import QSettings
 from splitscope.engine.jobs import CancelToken, JobEvent, Progress
-from splitscope.engine.remote.target import Target
+from splitscope.engine.remote.target import Target, TargetCheck
 
 _LIST = "targets/list"
 _CURRENT = "targets/current"
@@ -47,7 +47,7 @@ def set_current_target(target: Target) -> None:
     QSettings().setValue(_CURRENT, target.label)
 
 
-def check_job(target: Target, token: CancelToken) -> Generator[JobEvent, None, dict[str, Any]]:
+def check_job(target: Target, token: CancelToken) -> Generator[JobEvent, None, TargetCheck]:
     """A job for the queue: connect, and say whether Splitscope runs there and on which GPU."""
     from splitscope.engine.remote.ssh import HostKeyUnknownError, RemoteError, check
 
@@ -55,14 +55,16 @@ def check_job(target: Target, token: CancelToken) -> Generator[JobEvent, None, d
     try:
         info = asyncio.run(check(target))
     except HostKeyUnknownError as e:
-        return {
-            "ok": False,
-            "unknown_key": True,
-            "fingerprint": e.fingerprint,
-            "algorithm": e.key_type,
-            "message": e.message,
-        }
+        return TargetCheck(False, e.message, unknown_key=True, algorithm=e.key_type, fingerprint=e.fingerprint)
     except RemoteError as e:
-        return {"ok": False, "message": e.message}
+        return TargetCheck(False, e.message)
     token.raise_if_cancelled()
     return info
+
+
+def trust_job(target: Target, fingerprint: str) -> Generator[JobEvent, None, Path]:
+    """A job for the queue: record ``fingerprint`` as ``target``'s host key; the file it went to."""
+    from splitscope.engine.remote.ssh import trust
+
+    yield from ()
+    return trust(target, fingerprint)

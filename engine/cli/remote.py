@@ -98,10 +98,9 @@ def _cmd_targets(args: argparse.Namespace) -> int:
         print(f"Trusted {target.label} ({algorithm} {fingerprint}) in {path}.")
         return 0
     info = asyncio.run(ssh.check(target))
-    if not info["ok"]:
-        raise SplitscopeError(info["message"])
-    gpus = ", ".join(info["gpus"]) or "no GPU"
-    print(f"{target.label}: Splitscope {info['version']} (Python {info['python']}) on {info['host']}, {gpus}")
+    if not info.ok:
+        raise SplitscopeError(info.message)
+    print(f"{target.label}: {info.summary}")
     return 0
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from splitscope.engine.errors import SplitscopeError
-from splitscope.engine.remote.target import Target
+from splitscope.engine.remote.target import Target, TargetCheck
 
 CONNECT_TIMEOUT_S = 15.0
 
@@ -213,7 +213,7 @@ def remote_cache(target: Target) -> str:
     return shlex.quote(c)
 
 
-async def check(target: Target) -> dict[str, Any]:
+async def check(target: Target) -> TargetCheck:
     """Whether Splitscope runs on the target, its version, and the target's GPU (for the Targets dialog)."""
     conn = await connect(target)
     try:
@@ -231,11 +231,10 @@ async def check(target: Target) -> dict[str, Any]:
                 if missing
                 else f"{target.python} on {target.label} failed: " + (err[-1][:160] if err else f"exit {r.exit_status}")
             )
-            return {"ok": False, "message": hint}
+            return TargetCheck(False, hint)
         import json
 
-        info = json.loads(str(r.stdout).strip().splitlines()[-1])
-        return {"ok": True, **info}
+        return TargetCheck.found(json.loads(str(r.stdout).strip().splitlines()[-1]))
     finally:
         conn.close()
         with contextlib.suppress(Exception):

@@ -143,3 +143,39 @@ def target_of(args: Any) -> Target | None:
         return None
     t = parse_target(text)
     return None if t.local else t
+
+
+@dataclass(frozen=True, slots=True)
+class TargetCheck:
+    """What checking a target found: Splitscope's version there, its host, Python and GPUs; or why not, with the
+    host key to compare when the machine is not known yet."""
+
+    ok: bool
+    message: str = ""
+    version: str = ""
+    host: str = ""
+    python: str = ""
+    gpus: tuple[str, ...] = ()
+    unknown_key: bool = False
+    algorithm: str = ""
+    fingerprint: str = ""
+
+    @property
+    def summary(self) -> str:
+        """``Splitscope 0.9 (Python 3.11.7) on host, NVIDIA H100`` (a check that passed)."""
+        return f"Splitscope {self.version} (Python {self.python}) on {self.host}, {self.gpus_text}"
+
+    @property
+    def gpus_text(self) -> str:
+        return ", ".join(self.gpus) or "no GPU"
+
+    @classmethod
+    def found(cls, info: dict[str, Any]) -> TargetCheck:
+        """A target that answered: its :func:`splitscope.engine.remote.serve.describe`."""
+        return cls(
+            True,
+            version=str(info.get("version", "")),
+            host=str(info.get("host", "")),
+            python=str(info.get("python", "")),
+            gpus=tuple(str(g) for g in info.get("gpus") or ()),
+        )

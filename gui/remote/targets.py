@@ -4,7 +4,8 @@ the one jobs run on. Checks run as jobs in the queue (progress, Cancel); the dia
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
@@ -21,9 +22,16 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 from splitscope.engine.errors import SplitscopeError
-from splitscope.engine.remote.target import Target, parse_target
+from splitscope.engine.remote.target import Target, TargetCheck, parse_target
 from splitscope.profiler.queue import JobKind, Lane
-from splitscope.profiler.targets import check_job, current_target, save_targets, saved_targets, set_current_target
+from splitscope.profiler.targets import (
+    check_job,
+    current_target,
+    save_targets,
+    saved_targets,
+    set_current_target,
+    trust_job,
+)
 
 if TYPE_CHECKING:
     from splitscope.profiler.controller import AppController
@@ -149,25 +157,24 @@ class TargetsDialog(QDialog):
         trusted = self._trusts.pop(jid, None)
         if trusted is not None:
             rec = self.controller.queue.jobs.get(jid)
-            path = rec.result.get("trusted") if rec is not None and isinstance(rec.result, dict) else None
+            path = rec.result if rec is not None and isinstance(rec.result, Path) else None
             self._keys.pop(trusted.label, None)
             self.message.setText(f"Trusted {trusted.label} in {path}.")
             self.check(trusted)
             return
         t = self._checks.pop(jid, None)
         rec = self.controller.queue.jobs.get(jid)
-        if t is None or rec is None or not isinstance(rec.result, dict):
+        if t is None or rec is None or not isinstance(rec.result, TargetCheck):
             return
-        r: dict[str, Any] = rec.result
-        if r.get("ok"):
-            gpus = ", ".join(r.get("gpus") or []) or "no GPU"
-            self.status[t.label] = f"Splitscope {r['version']}, {gpus}"
-            self.message.setText(f"{t.label}: Splitscope {r['version']} (Python {r['python']}) on {r['host']}, {gpus}.")
+        r = rec.result
+        if r.ok:
+            self.status[t.label] = f"Splitscope {r.version}, {r.gpus_text}"
+            self.message.setText(f"{t.label}: {r.summary}.")
         else:
-            self.status[t.label] = "host key unknown" if r.get("unknown_key") else "not ready"
-            self.message.setText(r.get("message", "The check failed."))
-            if r.get("unknown_key"):
-                self._keys[t.label] = (r["algorithm"], r["fingerprint"])
+            self.status[t.label] = "host key unknown" if r.unknown_key else "not ready"
+            self.message.setText(r.message or "The check failed.")
+            if r.unknown_key:
+                self._keys[t.label] = (r.algorithm, r.fingerprint)
         self._refill()
 
     def _failed(self, jid: int, msg: str) -> None:
@@ -210,14 +217,11 @@ class TargetsDialog(QDialog):
 
     def trust(self, t: Target, fingerprint: str) -> int:
         """Record ``fingerprint`` for ``t`` in a job, then check ``t`` again."""
-        from splitscope.engine.remote.ssh import trust
-
-        def job(token: Any) -> Any:
-            yield from ()
-            return {"trusted": str(trust(t, fingerprint))}
-
         jid = self.controller.queue.submit(
-            f"Trust {t.label}'s host key", job, lane=Lane.REMOTE, kind=JobKind.TARGET_TRUST
+            f"Trust {t.label}'s host key",
+            lambda _token: trust_job(t, fingerprint),
+            lane=Lane.REMOTE,
+            kind=JobKind.TARGET_TRUST,
         )
         self._trusts[jid] = t
         return jid
