@@ -248,6 +248,10 @@ class ProfileDoc:
     """The model's path as profiled."""
     model_key: str
     """Its content's key (:func:`splitscope.engine.runtime.store.model_key`); empty in older files."""
+    dims: dict[str, int]
+    """The dims it ran at (its figures hold at those shapes only)."""
+    started: str
+    """When it started (as the document says it)."""
     json: dict[str, Any]
 
     def of_model(self, path: Path) -> bool:
@@ -284,6 +288,8 @@ class ProfileDoc:
             tuple(str(n) for n in d.get("notes") or ()),
             str(d.get("model") or ""),
             str(d.get("model_key") or ""),
+            dict(d["dims"]) if isinstance(d.get("dims"), dict) else {},
+            str(d.get("started") or ""),
             d,
         )
 

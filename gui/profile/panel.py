@@ -470,20 +470,18 @@ def _tick(label: str, tied: bool) -> str:
     return "= " + _short(label, 31) if tied else _short(label, 33)
 
 
-def _at(d: dict[str, Any]) -> str:
+def _at(dims: dict[str, int]) -> str:
     """`` at height=320, width=320``: the dims the profile ran at (its figures hold at those shapes only)."""
-    dims = d.get("dims") if isinstance(d.get("dims"), dict) else {}
     return (" at " + ", ".join(f"{html.escape(str(k))}={v}" for k, v in dims.items())) if dims else ""
 
 
-def summary_html(r: ProfileDoc | dict[str, Any]) -> str:
+def summary_html(doc: ProfileDoc) -> str:
     """The Summary tab: the verdict first, then the custom part's cost, latency, copies, notes."""
-    doc = r if isinstance(r, ProfileDoc) else ProfileDoc.from_json(r)
     v, lat, sc = doc.verdict, doc.latency, doc.split_cost
     parts = [
         f"<h3>{html.escape(v.verdict or '?')}</h3><p>{html.escape(v.why)}.<br><b>Fix:</b> {html.escape(v.fix)}.</p>",
         f"<p>Mean {lat.mean:.3f} ms (p50 {lat.p50:.3f}, p90 {lat.p90:.3f}, p99 {lat.p99:.3f}) over "
-        f"{doc.iterations} iterations after {doc.warmup} warm-up{_at(doc.json)}; {doc.inferences_per_s:.1f} "
+        f"{doc.iterations} iterations after {doc.warmup} warm-up{_at(doc.dims)}; {doc.inferences_per_s:.1f} "
         "inferences/s. Per-node "
         f"times cover {doc.node_cover:.0%} of a profiled run; small (launch-bound) nodes take "
         f"{v.launch_bound_ms:.3f} ms.</p>",

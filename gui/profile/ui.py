@@ -79,9 +79,7 @@ class CompareDialog(QDialog):
 
     def __init__(self, a: ProfileDoc, b: ProfileDoc, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.setWindowTitle(
-            f"Compare: A {a.backend} ({a.json.get('started', '')}) · B {b.backend} ({b.json.get('started', '')})"
-        )
+        self.setWindowTitle(f"Compare: A {a.backend} ({a.started}) · B {b.backend} ({b.started})")
         self.resize(760, 520)
         tabs = QTabWidget()
         for key, label in (("op_type", "By op type"), ("name", "By node")):

@@ -128,6 +128,7 @@ def test_the_summary_of_a_cpu_profile_with_a_plugin_node_says_the_copies_were_no
     copies its partition boundaries force: the summary says so and prints no 0 ms for them."""
     from splitscope.engine.jobs import run_to_end
     from splitscope.engine.runtime.profile import profile
+    from splitscope.engine.runtime.results import ProfileDoc
     from splitscope.engine.split.analyze import analyze_model
     from splitscope.gui.profile.panel import summary_html
 
@@ -136,7 +137,7 @@ def test_the_summary_of_a_cpu_profile_with_a_plugin_node_says_the_copies_were_no
     assert any(n.status.value == "plugin" for n in gm.nodes) and len(gm.partitions) > 1
     doc = run_to_end(profile(model, gm, iterations=3, warmup=1, profiled=2)).to_json()
     assert doc["split_cost"]["boundary_copy_ms"] is None and doc["copies"]["not_measured"]
-    text = summary_html(doc)
+    text = summary_html(ProfileDoc.from_json(doc))
     assert "not measured" in text and "0.000 ms of partition-boundary copies" not in text
 
 
