@@ -53,7 +53,7 @@ class SplitFigures:
         )
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class OptimizeResult:
     """Before and after, how long the optimizer took, and how closely the outputs agree."""
 

@@ -44,7 +44,7 @@ UNVERIFIED = "not yet run against a real engine"
 """What the TensorRT backends say of themselves until a real engine has confirmed their figures."""
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class ProfileResult:
     """Everything a profile found; :meth:`to_json` is the CLI's ``--json`` and the saved session file."""
 
