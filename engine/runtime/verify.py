@@ -29,7 +29,7 @@ from splitscope.engine.jobs import CancelToken, JobEvent, Progress
 from splitscope.engine.model import GraphModel
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class PartitionBuild:
     """One partition's build."""
 
@@ -47,7 +47,7 @@ class PartitionBuild:
     """Whether the blame comes from building halves (the builder's message named no node)."""
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class BuildReport:
     """What building each partition found, as the analysis JSON's ``build``."""
 
@@ -296,40 +296,41 @@ def verify(
     cancel = cancel or CancelToken()
     trt = trt_module(backend)
     t0 = time.perf_counter()
-    report = BuildReport(backend, str(getattr(trt, "__version__", "")), gm.shapes_label(), budget_s=budget_s)
     proto = onnx.load(str(path))  # with its weights: an engine is built from them
-    report.ranges = dict(ranges or {})
-    ends = None
-    if report.ranges:
-        spans = ", ".join(f"{k} {lo}..{hi} (opt {opt})" for k, (lo, opt, hi) in report.ranges.items())
-        report.shapes = f"{report.shapes}, over {spans}"
+    ranges = dict(ranges or {})
+    shapes, ends = gm.shapes_label(), None
+    if ranges:
+        spans = ", ".join(f"{k} {lo}..{hi} (opt {opt})" for k, (lo, opt, hi) in ranges.items())
+        shapes = f"{shapes}, over {spans}"
         yield Progress("build", 0, 0, "Inferring the shapes at the ends of the ranges")
-        ends = shapes_at_ends(proto, gm, report.ranges)
+        ends = shapes_at_ends(proto, gm, ranges)
     parts = gm.partitions or []
+    built: list[PartitionBuild] = []
+    complete = True
     for k, part in enumerate(parts):
         cancel.raise_if_cancelled()
         nodes = list(part.nodes)
         yield Progress("build", k, len(parts), f"Building partition {k + 1} of {len(parts)} ({len(nodes)} nodes)")
         if time.perf_counter() - t0 > budget_s:
-            report.partitions.append(PartitionBuild(k, "skipped", len(nodes), error="over the time budget"))
-            report.complete = False
+            built.append(PartitionBuild(k, "skipped", len(nodes), error="over the time budget"))
+            complete = False
             continue
         ok, secs, size, layers, err = _build_cut(proto, nodes, gm, backend, ends)
-        pb = PartitionBuild(k, "built" if ok else "failed", len(nodes), round(secs, 3), size, layers, err)
+        named, narrowed = [], False
         if not ok:
             named = [gm.nodes[i].label for i in nodes if gm.nodes[i].label and f"'{gm.nodes[i].label}'" in err]
-            if named:
-                pb.nodes_blamed = named
-            else:
+            if not named:
                 blamed, finished = yield from _narrow(
                     proto, nodes, gm, backend, t0, budget_s, cancel, k, len(parts), ends
                 )
-                pb.nodes_blamed, pb.narrowed = [gm.nodes[i].label for i in blamed], True
-                report.complete = report.complete and finished
-        report.partitions.append(pb)
-    report.seconds = round(time.perf_counter() - t0, 3)
-    yield Progress("build", len(parts), len(parts), "Built every partition" if report.complete else "Stopped")
-    return report
+                named, narrowed = [gm.nodes[i].label for i in blamed], True
+                complete = complete and finished
+        status = "built" if ok else "failed"
+        built.append(PartitionBuild(k, status, len(nodes), round(secs, 3), size, layers, err, named, narrowed))
+    seconds = round(time.perf_counter() - t0, 3)
+    yield Progress("build", len(parts), len(parts), "Built every partition" if complete else "Stopped")
+    version = str(getattr(trt, "__version__", ""))
+    return BuildReport(backend, version, shapes, built, seconds, budget_s, complete, ranges)
 
 
 def _narrow(
