@@ -120,6 +120,10 @@ class KernelDoc:
     """Where the plugin project was written (an export), else None."""
     json: dict[str, Any] = field(repr=False)
 
+    def to_json(self) -> dict[str, Any]:
+        """The document it was read from, unchanged."""
+        return self.json
+
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> KernelDoc:
         doc = read("kernel", doc)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from splitscope.engine.codec import stamp
+from splitscope.engine.codec import read, stamp
 from splitscope.engine.errors import SplitscopeError
 from splitscope.engine.jobs import CancelToken, JobEvent, Progress
 from splitscope.engine.model import GraphModel, Status
@@ -37,7 +37,7 @@ class OptimizeError(SplitscopeError):
     """The optimizer failed, or its result did not pass a check; nothing was written."""
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class SplitFigures:
     """What the split of one model comes to."""
 
@@ -45,6 +45,11 @@ class SplitFigures:
     plugin: int
     partitions: int
     boundary_bytes: int
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any] | None) -> SplitFigures:
+        d = d or {}
+        return cls(*(int(d.get(k) or 0) for k in ("nodes", "plugin", "partitions", "boundary_bytes")))
 
     @classmethod
     def of(cls, gm: GraphModel) -> SplitFigures:
@@ -89,6 +94,24 @@ class OptimizeResult:
                 "tolerance": {"rtol": RTOL, "atol": ATOL},
                 "notes": self.notes,
             },
+        )
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> OptimizeResult:
+        """Read ``splitscope optimize --json`` (any release's); the optimized model is not in it."""
+        d = read("optimize", d)
+        return cls(
+            Path(str(d.get("source", ""))),
+            Path(str(d.get("output", ""))),
+            SplitFigures.from_json(d.get("before")),
+            SplitFigures.from_json(d.get("after")),
+            str(d.get("optimizer", "")),
+            float(d.get("optimizer_seconds") or 0.0),
+            bool(d.get("compared")),
+            d.get("max_abs_diff"),
+            d.get("max_rel_diff"),
+            int(d.get("outputs_compared") or 0),
+            [str(n) for n in d.get("notes") or ()],
         )
 
 

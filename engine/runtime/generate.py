@@ -116,6 +116,10 @@ class GenerationDoc:
         g = Generation.from_json(doc.get("generation") or {})
         return cls(str(doc.get("model", "")), str(doc.get("backend") or g.backend), g, doc)
 
+    def to_json(self) -> dict[str, Any]:
+        """The document it was read from, unchanged."""
+        return self.json
+
 
 def _empty_past(shape: list[Any]) -> list[int]:
     """An empty cache of a past input's shape: its fixed dims kept, the first symbolic axis (the batch) 1, the

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import onnx
-from splitscope.engine.codec import stamp
+from splitscope.engine.codec import read, stamp
 from splitscope.engine.jobs import CancelToken, JobEvent, Progress
 from splitscope.engine.model import GraphModel
 
@@ -64,6 +64,36 @@ class BuildReport:
 
     def to_json(self) -> dict[str, Any]:
         return stamp("build", asdict(self))
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> BuildReport:
+        """Read a build document (the analysis JSON's ``build``; any release's)."""
+        d = read("build", d)
+        rows: list[dict[str, Any]] = list(d.get("partitions") or [])
+        parts = tuple(
+            PartitionBuild(
+                int(p.get("index", k)),
+                str(p.get("status", "")),
+                int(p.get("nodes") or 0),
+                float(p.get("seconds") or 0.0),
+                p.get("engine_bytes"),
+                p.get("layers"),
+                str(p.get("error") or ""),
+                [str(n) for n in p.get("nodes_blamed") or []],
+                bool(p.get("narrowed")),
+            )
+            for k, p in enumerate(rows)
+        )
+        return cls(
+            str(d.get("backend", "")),
+            str(d.get("version", "")),
+            str(d.get("shapes", "")),
+            list(parts),
+            float(d.get("seconds") or 0.0),
+            float(d.get("budget_s") or 0.0),
+            bool(d.get("complete", True)),
+            {str(k): [int(x) for x in v] for k, v in (d.get("ranges") or {}).items()},
+        )
 
 
 class _Logger:

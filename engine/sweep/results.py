@@ -101,6 +101,10 @@ class SweepDoc:
             d,
         )
 
+    def to_json(self) -> dict[str, Any]:
+        """The document it was read from (a sweep still running: none yet)."""
+        return self.json
+
     @classmethod
     def planned(cls, cells: list[Cell]) -> SweepDoc:
         """A sweep about to run: every cell pending."""

@@ -5,8 +5,10 @@ reads these, never the document's keys; the document itself stays what the CLI w
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+from splitscope.engine.codec import read
 
 
 def _ms(v: Any) -> float | None:
@@ -76,10 +78,12 @@ class EngineDoc:
     """Share of the model's data-path nodes some layer holds (None: no model to map onto)."""
     mapped_layer_share: float | None
     lint: tuple[LintFinding, ...] = ()
+    json: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_json(cls, d: dict[str, Any], lint: list[dict[str, Any]] | None = None) -> EngineDoc:
         """Read a document; ``lint``: findings kept apart from it (else its own ``lint`` key)."""
+        d = read("engine", d)
         return cls(
             str(d.get("layout") or "none"),
             bool(d.get("detailed")),
@@ -90,7 +94,12 @@ class EngineDoc:
             _ms(d.get("mapped_data_node_share")),
             _ms(d.get("mapped_layer_share")),
             tuple(LintFinding.from_json(f) for f in (d.get("lint") or () if lint is None else lint)),
+            d,
         )
+
+    def to_json(self) -> dict[str, Any]:
+        """The document it was read from (its lint as it came)."""
+        return self.json
 
     @property
     def has_precision(self) -> bool:
