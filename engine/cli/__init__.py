@@ -4,6 +4,6 @@ verb. ``python -m splitscope.engine.cli`` runs it."""
 
 from __future__ import annotations
 
-from splitscope.engine.cli.main import build_parser, main
+from splitscope.engine.cli.main import build_parser, main, run
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "main", "run"]

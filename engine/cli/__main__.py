@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
+from splitscope.engine.cli.main import run
 
-from splitscope.engine.cli.main import main
-
-sys.exit(main())
+run()

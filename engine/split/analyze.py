@@ -7,10 +7,12 @@ from array import array
 from collections.abc import Generator, Sequence
 from pathlib import Path
 
+import numpy as np
 import onnx
 from splitscope.engine.heap import give_back_free_memory
 from splitscope.engine.jobs import CancelToken, JobEvent, Partial, Progress, gc_paused, run_to_end
 from splitscope.engine.model import GraphModel, ParserInfo, Source, Status
+from splitscope.engine.model.nodes import SOURCE_CODE, STATUS_CODE, Nodes
 from splitscope.engine.onnxio.concrete import DimPlan, classify_dims, input_dim_name, input_dims
 from splitscope.engine.onnxio.graph import graph_from_onnx
 from splitscope.engine.onnxio.loader import LoadedModel, load_model
@@ -247,9 +249,9 @@ def _parser_answer(
     answer = yield from proc.events(cancel)
     if answer.crashed:
         answer = yield from crash.recover(gm, answer, proc.module, kids.model_path, cut, cancel)
-    before = [n.status for n in gm.nodes]
+    before = bytes(gm.nodes.status)
     apply_parser_answer(gm, answer)
-    if any(n.status is not b for n, b in zip(gm.nodes, before, strict=True)):
+    if gm.nodes.status != before:
         yield Progress("partitions", 5, 6, "Finding engine partitions")
         set_partitions(gm)
 
@@ -379,8 +381,12 @@ def apply_parser_answer(gm: GraphModel, answer: ParserAnswer) -> None:
         return
     gm.parser = ParserInfo(DISPLAY[answer.module], answer.version, "", answer.calls, answer.seconds, list(answer.notes))
     name = DISPLAY[answer.module]
-    for node in gm.nodes:
-        i = node.index
+    nodes = gm.nodes
+    named = set(answer.crashers) | set(answer.cut) | set(answer.plugin) | set(answer.unverified)
+    checked = {i for i, op in enumerate(nodes.op_type) if op in BUILD_TIME_CHECKS}
+    _imported_all_but(nodes, named | checked, f"{name} {answer.version} parser imports it")
+    for i in sorted(named | checked):
+        node = nodes[i]
         if i in answer.crashers:
             node.status, node.source, node.parser_status = Status.PLUGIN, Source.PARSER, Status.PLUGIN
             node.reason = answer.crashers[i]
@@ -395,8 +401,8 @@ def apply_parser_answer(gm: GraphModel, answer: ParserAnswer) -> None:
             node.source = Source.TABLE
         else:
             node.parser_status = Status.DELEGATE
-            check = BUILD_TIME_CHECKS.get(node.op_type)
-            why = check(gm.graph, node) if check is not None and not node.is_custom_domain else None
+            check = BUILD_TIME_CHECKS[node.op_type]
+            why = check(gm.graph, node) if not node.is_custom_domain else None
             if why:
                 node.status, node.source = Status.PLUGIN, Source.TABLE
                 node.reason = (
@@ -418,6 +424,21 @@ def apply_parser_answer(gm: GraphModel, answer: ParserAnswer) -> None:
             "(malformed ONNX, or the parser crashed with it); the table's prediction stands for "
             f"{'it' if n == 1 else 'them'}."
         )
+
+
+def _imported_all_but(nodes: Nodes, skip: set[int], reason: str) -> None:
+    """Every node but ``skip`` imported by the parser: delegate, by the parser's word, with ``reason`` (columns
+    set at once: the common case of a large model, where the parser names a few nodes or none)."""
+    n = len(nodes)
+    mask = np.ones(n, bool)
+    mask[list(skip)] = False
+    for column, code in (
+        (nodes.status, STATUS_CODE[Status.DELEGATE]),
+        (nodes.parser_status, STATUS_CODE[Status.DELEGATE]),
+        (nodes.source, SOURCE_CODE[Source.PARSER]),
+    ):
+        np.frombuffer(column, np.uint8)[mask] = code
+    nodes.reason[:] = [reason if m else r for m, r in zip(mask.tolist(), nodes.reason, strict=True)]
 
 
 def parser_reason(op_type: str, parser: str, desc: str) -> str:

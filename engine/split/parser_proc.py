@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -409,4 +410,9 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    code = main(sys.argv[1:])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Out at once: the parser's network of the whole model is the OS's to free, not the interpreter's one object at
+    # a time, and the parent reads the answer when this process ends (70 ms at 50k nodes).
+    os._exit(code)
