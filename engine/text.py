@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from splitscope.engine.dims.expr import readable_dim
-from splitscope.engine.model import GraphModel, Node, ParserInfo, Tensor
+
+if TYPE_CHECKING:
+    from splitscope.engine.model import GraphModel, Node, ParserInfo, Tensor
 
 
 def plural(n: int, word: str, many: str | None = None) -> str:

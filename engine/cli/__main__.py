@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from splitscope.engine.cli.main import run
+from splitscope.engine.cli.start import run
 
 run()

@@ -11,7 +11,6 @@ Exit status: 0 success, 2 bad input (one line on stderr, no traceback),
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sys
 from collections.abc import Sequence
@@ -528,21 +527,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as e:
         print(f"splitscope: {e.strerror or e}: {e.filename or ''}".rstrip(": "), file=sys.stderr)
         return 2
-
-
-QUICK_EXIT = frozenset({"analyze"})
-"""Verbs that leave nothing to tidy at exit (no Ray, no temporary folder, no child left): the console script ends
-them without the interpreter's teardown, which frees a large model's heap one object at a time (0.1 s at 50k
-nodes) for the OS to throw away anyway."""
-
-
-def run() -> None:
-    """The console script (``splitscope``) and ``python -m splitscope.engine.cli``: :func:`main`, then exit."""
-    argv = sys.argv[1:]
-    rc = main(argv)
-    if argv and argv[0] in QUICK_EXIT:
-        with contextlib.suppress(OSError):  # a reader gone away (| head) has nothing more to take
-            sys.stdout.flush()
-            sys.stderr.flush()
-        os._exit(rc)
-    sys.exit(rc)

@@ -7,7 +7,6 @@ its JSON is the local one with ``target`` added; the calibrated model comes back
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from typing import Any
 
@@ -97,6 +96,8 @@ def _cmd_targets(args: argparse.Namespace) -> int:
         path = ssh.trust(target, fingerprint)
         print(f"Trusted {target.label} ({algorithm} {fingerprint}) in {path}.")
         return 0
+    import asyncio
+
     info = asyncio.run(ssh.check(target))
     if not info.ok:
         raise SplitscopeError(info.message)

@@ -26,7 +26,7 @@ from splitscope.engine.onnxio.validate import shape_defects
 from splitscope.engine.sample import SAMPLE_MODEL
 from splitscope.engine.split import crash
 from splitscope.engine.split.costs import fill_costs
-from splitscope.engine.split.parser import DISPLAY, ParserAnswer, ParserProcess, resolve_backend
+from splitscope.engine.split.parser import DISPLAY, ParserAnswer, ParserProcess, resolve_backend, take_early
 from splitscope.engine.split.partitions import constant_nodes, find_partitions
 from splitscope.engine.split.remedies import assign_remedies
 from splitscope.engine.split.roles import assign_roles
@@ -155,7 +155,8 @@ class _Children:
     def start_parser(self, cut: dict[int, str]) -> None:
         self.kill_parser()
         if self.module:
-            self.proc = ParserProcess(self.module, self.model_path, cut)
+            early = take_early(self.module, self.model_path) if not cut else None
+            self.proc = early or ParserProcess(self.module, self.model_path, cut)
 
     def kill_parser(self) -> None:
         if self.proc is not None:

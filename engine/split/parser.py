@@ -52,6 +52,34 @@ def resolve_backend(parser: str) -> str | None:
     return module
 
 
+_EARLY: dict[tuple[str, Path], ParserProcess] = {}
+"""Parser children started before the analysis asked (:func:`start_early`), by module and model path."""
+
+
+def start_early(parser: str, model: str) -> None:
+    """Start the parser on ``model`` now, before the rest of the engine is imported (the command line's
+    ``analyze``: the parser is the longest part, so it goes first); the analysis takes it (:func:`take_early`).
+    Nothing starts for the table, a parser not installed, or a path that is not a file (the analysis says why)."""
+    try:
+        module = resolve_backend(parser)
+    except ParserUnavailableError:
+        return
+    path = Path(model).resolve()
+    if module is not None and path.is_file() and (module, path) not in _EARLY:
+        _EARLY[(module, path)] = ParserProcess(module, path)
+
+
+def take_early(module: str, model: Path) -> ParserProcess | None:
+    """The parser started early on ``model`` with ``module``, now the caller's; None when there is none."""
+    return _EARLY.pop((module, model.resolve()), None)
+
+
+def drop_early() -> None:
+    """Stop the parsers started early that no analysis took (it failed before asking)."""
+    while _EARLY:
+        _EARLY.popitem()[1].kill()
+
+
 @dataclass(slots=True)
 class ParserAnswer:
     """What the parser said about the main graph's nodes (by index)."""

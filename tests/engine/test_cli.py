@@ -66,11 +66,15 @@ def test_analyze_with_real_parser(tmp_path, parser):
         (b"\x08\x07garbage\xff\xff\xff\xff", "not"),
     ],
 )
-def test_bad_input_exit_2_one_line(tmp_path, content, needle):
+@pytest.mark.parametrize("parser", ["table", "rtx"])
+def test_bad_input_exit_2_one_line(tmp_path, content, needle, parser):
+    """With a real parser asked, the parser started before the engine is loaded is stopped when the file is bad."""
+    if parser == "rtx":
+        pytest.importorskip("tensorrt_rtx", reason="TensorRT-RTX not installed")
     p = tmp_path / "bad.onnx"
     if content is not None:
         p.write_bytes(content)
-    r = _run("analyze", str(p), "--parser", "table")
+    r = _run("analyze", str(p), "--parser", parser)
     assert r.returncode == 2
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("splitscope: ") and needle in lines[0]
@@ -170,3 +174,25 @@ def test_the_summary_counts_the_constant_nodes_folded_into_each_partition(tmp_pa
     lines = [ln.strip() for ln in capsys.readouterr().out.splitlines() if ln.strip().startswith("engine partition ")]
     assert lines[0].startswith("engine partition 1: 1 node (+2 constant-only, folded in as weights)")
     assert lines[1].startswith("engine partition 2: 1 node,")
+
+
+def test_the_parser_started_first_is_the_one_the_analysis_takes(tmp_path):
+    """``analyze`` starts the real parser before importing the engine; the analysis takes that child (no second
+    one), and one nobody takes is stopped."""
+    pytest.importorskip("tensorrt_rtx", reason="TensorRT-RTX not installed")
+    from splitscope.engine.split import parser as P
+    from splitscope.engine.split.analyze import analyze_model
+
+    model = ROOT / "tests" / "data" / "torch_two_stage_ort.onnx"
+    P.start_early("rtx", str(model))
+    early = next(iter(P._EARLY.values()))
+    gm = analyze_model(model, parser="rtx")
+    assert not P._EARLY and early.proc.poll() is not None  # taken, asked and ended
+    assert gm.parser.name == "tensorrt-rtx" and any(n.status.value == "plugin" for n in gm.nodes)
+    P.start_early("rtx", str(model))
+    left = next(iter(P._EARLY.values()))
+    P.drop_early()
+    assert not P._EARLY and left.proc.poll() is not None
+    P.start_early("table", str(model))
+    P.start_early("rtx", str(tmp_path / "missing.onnx"))
+    assert not P._EARLY  # nothing to start: the analysis says what is wrong
