@@ -19,6 +19,10 @@ _MIN_TAIL = 4096
 """Names a compacted table lets wait before it folds them in (and at least a quarter of its size)."""
 
 
+_STEP = 50_000
+"""Names folded (and let go of) per step of :meth:`Names.compact`."""
+
+
 class Names:
     """Names in row order, read as a list of strings; with ``indexed``, each name's row too (:meth:`get`, ``in``),
     the names then distinct. Rows are only ever added."""
@@ -165,18 +169,29 @@ class Names:
         """Fold the names waiting in the list into the one string (and the index): done once a table is built, and
         then whenever enough have been added since."""
         self._compacted = True
-        tail = self._tail
+        tail, rows = self._tail, self._tail_rows
         if not tail:
             return
         nc = len(self._off) - 1
-        lengths = np.fromiter(map(len, tail), dtype=np.int64, count=len(tail))
-        ends = np.cumsum(lengths) + self._off[-1]
-        self._blob += "".join(tail)
-        self._off.frombytes(ends.tobytes())
+        # A slice at a time, and the names let go of a slice at a time: each step is one call that holds the
+        # interpreter, and a tensor table of a 200k-node model is 400k names (other threads, the window's among
+        # them, get their turn between steps).
+        parts = [self._blob]
+        for i in range(0, len(tail), _STEP):
+            chunk = tail[i : i + _STEP]
+            end = self._off[-1]
+            lengths = np.fromiter(map(len, chunk), dtype=np.int64, count=len(chunk))
+            self._off.frombytes((np.cumsum(lengths) + end).tobytes())
+            parts.append("".join(chunk))
+            if self.indexed:
+                self._hash.frombytes(np.fromiter(map(hash, chunk), dtype=np.int64, count=len(chunk)).tobytes())
+        self._blob = "".join(parts)
         if self.indexed:
-            self._hash.frombytes(np.fromiter(map(hash, tail), dtype=np.int64, count=len(tail)).tobytes())
             self._build_slots(nc + len(tail))
         self._tail, self._tail_rows = [], {}
+        rows.clear()  # its keys are the tail's names: references only
+        while tail:
+            del tail[-_STEP:]
 
     def _build_slots(self, n: int) -> None:
         """The open-addressing table: at most half full; each row at its hash's slot or the next free one after."""

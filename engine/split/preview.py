@@ -13,6 +13,7 @@ from collections.abc import Generator, Sequence
 from pathlib import Path
 
 import numpy as np
+from splitscope.engine.heap import drop_in_steps
 from splitscope.engine.jobs import JobEvent, Partial, Progress, gc_paused
 from splitscope.engine.model import (
     Adjacency,
@@ -100,6 +101,7 @@ def preview_model(path: str | os.PathLike[str], target: str) -> tuple[GraphModel
         adjacency,
     )
     gm = GraphModel(Path(path), graph, light.ir_version, light.opsets, "", preview=True)
+    drop_in_steps(light.inputs, light.outputs, light.names, scopes)  # its objects, not the preview's: let go of
     return gm, adjacency.order
 
 

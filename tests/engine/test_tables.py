@@ -9,7 +9,7 @@ import types
 
 import onnx
 from splitscope.engine.model import Nodes, Status, Tensors
-from splitscope.engine.model.names import Names
+from splitscope.engine.model.names import _STEP, Names
 from splitscope.engine.model.scopes import Scopes
 from splitscope.engine.onnxio.graph import graph_from_onnx
 from splitscope.engine.onnxio.loader import load_model
@@ -110,6 +110,13 @@ def test_names_find_their_rows_before_and_after_they_are_compacted():
     u.extend(["a", "a", "b"])
     u.compact()
     assert list(u) == ["a", "a", "b"]
+    # More than one step of folding (a large model's tensors): every row found, in order, whatever its step.
+    many = [f"t{k}/{'é' if k % 7 == 0 else 'x'}" for k in range(2 * _STEP + 123)]
+    big = Names()
+    assert big.add_many(many) == list(range(len(many)))
+    big.compact()
+    assert list(big) == many and big.pick([0, _STEP, len(many) - 1]) == [many[0], many[_STEP], many[-1]]
+    assert [big.get(many[k]) for k in (0, _STEP - 1, _STEP, 2 * _STEP + 122)] == [0, _STEP - 1, _STEP, 2 * _STEP + 122]
 
 
 def test_scopes_read_back_as_the_tuples_they_were_given():
