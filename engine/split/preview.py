@@ -27,6 +27,7 @@ from splitscope.engine.model import (
     kahn_order,
     link_nodes,
 )
+from splitscope.engine.model.tensors import INITIALIZER_FLAG
 from splitscope.engine.onnxio.light import read_light
 from splitscope.engine.onnxio.scopes import scope_from
 from splitscope.engine.split.parser import resolve_backend
@@ -71,8 +72,11 @@ def preview_model(path: str | os.PathLike[str], target: str) -> tuple[GraphModel
         [v[1] for v in said],
         Source.TABLE,
     )
-    for w in light.weights:
-        tensors.tensor(w).is_initializer = True
+    if light.weights:  # the flag set on every weight's row at once (a large export has as many weights as nodes)
+        rows = np.asarray(tensors.add_many(list(light.weights)), np.intp)  # first: adding rows grows the flags
+        flags = np.frombuffer(tensors.flags, np.uint8)
+        flags[rows] |= INITIALIZER_FLAG
+        del flags  # the column may grow again
     for name in light.graph_inputs:
         if name not in light.weights:
             tensors.tensor(name).is_input = True
