@@ -15,20 +15,25 @@ throw away anyway."""
 
 
 def _parser_first(argv: list[str]) -> None:
-    """``analyze MODEL [--parser P]``: start the parser on MODEL now (it takes most of the time; the rest of the
-    analysis runs beside it). Anything else, or anything unclear, is left to the command line."""
-    if len(argv) < 2 or argv[0] != "analyze" or any(a in ("-h", "--help") for a in argv):
+    """``analyze MODEL``: start the parser on MODEL now (it takes most of the time; the rest of the analysis runs
+    beside it). The command line is read by its own parser, quietly (it says what is wrong itself, next)."""
+    if not argv or argv[0] != "analyze":
         return
-    import argparse
+    import io
 
-    ap = argparse.ArgumentParser(add_help=False)
-    ap.add_argument("model")
-    ap.add_argument("--parser", default="auto")
-    known, _ = ap.parse_known_args(argv[1:])
+    from splitscope.engine.cli.main import build_parser
+
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            args = build_parser().parse_args(argv)
+    except SystemExit:  # --help, or a mistake the command line says in its own words
+        return
+    if getattr(args, "model", None) is None:
+        return  # the bundled sample: too small to be worth a head start
     from splitscope.engine.split.parser import start_early
 
     with contextlib.suppress(Exception):  # the analysis starts it again and says what is wrong
-        start_early(known.parser, known.model)
+        start_early(args.parser, str(args.model))
 
 
 def run() -> None:

@@ -196,3 +196,14 @@ def test_the_parser_started_first_is_the_one_the_analysis_takes(tmp_path):
     P.start_early("table", str(model))
     P.start_early("rtx", str(tmp_path / "missing.onnx"))
     assert not P._EARLY  # nothing to start: the analysis says what is wrong
+    # What the console script reads: the model analyze is given, never another path on its command line.
+    from splitscope.engine.cli.start import _parser_first
+
+    other = tmp_path / "out.json"
+    other.write_text("{}")
+    for argv in (["analyze", "--json", str(other)], ["analyze", "--parser", "table", str(model)], ["analyze", "-x"]):
+        _parser_first(argv)
+        assert not P._EARLY, argv
+    _parser_first(["analyze", "--json", str(other), "--parser", "rtx", str(model)])
+    assert list(P._EARLY) == [("tensorrt_rtx", model.resolve())]
+    P.drop_early()
