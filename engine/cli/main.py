@@ -512,7 +512,11 @@ def _absolute_paths(args: argparse.Namespace) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return the exit status."""
-    args = build_parser().parse_args(argv)
+    return execute(build_parser().parse_args(argv))
+
+
+def execute(args: argparse.Namespace) -> int:
+    """Run the verb of an already parsed command line; return the exit status."""
     _absolute_paths(args)
     try:
         return int(args.func(args))

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import sys
@@ -14,11 +15,12 @@ interpreter's teardown, which frees a large model's heap one object at a time (0
 throw away anyway."""
 
 
-def _parser_first(argv: list[str]) -> None:
+def _parser_first(argv: list[str]) -> argparse.Namespace | None:
     """``analyze MODEL``: start the parser on MODEL now (it takes most of the time; the rest of the analysis runs
-    beside it). The command line is read by its own parser, quietly (it says what is wrong itself, next)."""
+    beside it). The command line is read by its own parser, quietly, and returned to be run; None for any other
+    verb, or a mistake (the command line says it in its own words when it reads the line again)."""
     if not argv or argv[0] != "analyze":
-        return
+        return None
     import io
 
     from splitscope.engine.cli.main import build_parser
@@ -26,25 +28,25 @@ def _parser_first(argv: list[str]) -> None:
     try:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             args = build_parser().parse_args(argv)
-    except SystemExit:  # --help, or a mistake the command line says in its own words
-        return
-    if getattr(args, "model", None) is None:
-        return  # the bundled sample: too small to be worth a head start
-    from splitscope.engine.split.parser import start_early
+    except SystemExit:  # --help, or a mistake
+        return None
+    if getattr(args, "model", None) is not None:  # not the bundled sample: too small to be worth a head start
+        from splitscope.engine.split.parser import start_early
 
-    with contextlib.suppress(Exception):  # the analysis starts it again and says what is wrong
-        start_early(args.parser, str(args.model))
+        with contextlib.suppress(Exception):  # the analysis starts it again and says what is wrong
+            start_early(args.parser, str(args.model))
+    return args
 
 
 def run() -> None:
     """Run the command line on ``sys.argv`` and exit with its status."""
     argv = sys.argv[1:]
-    _parser_first(argv)
-    from splitscope.engine.cli.main import main
+    args = _parser_first(argv)
+    from splitscope.engine.cli.main import execute, main
     from splitscope.engine.split.parser import drop_early
 
     try:
-        rc = main(argv)
+        rc = main(argv) if args is None else execute(args)
     finally:
         drop_early()
     if argv and argv[0] in QUICK_EXIT:

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import overload
 
 import numpy as np
+from splitscope.engine.heap import drop_in_steps
 
 _MIN_TAIL = 4096
 """Names a compacted table lets wait before it folds them in (and at least a quarter of its size)."""
@@ -190,8 +191,7 @@ class Names:
             self._build_slots(nc + len(tail))
         self._tail, self._tail_rows = [], {}
         rows.clear()  # its keys are the tail's names: references only
-        while tail:
-            del tail[-_STEP:]
+        drop_in_steps(tail, step=_STEP)
 
     def _build_slots(self, n: int) -> None:
         """The open-addressing table: at most half full; each row at its hash's slot or the next free one after."""

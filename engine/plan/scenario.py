@@ -360,6 +360,11 @@ def fmt_ms(v: float) -> str:
     return f"{v:.2g} ms" if v >= 0.01 else f"{v * 1000:.2g} µs"
 
 
+def range_text(lat: LatencyRange) -> str:
+    """``0.97 ms – 1.5 ms``, or one figure when the plans change nothing priced."""
+    return fmt_ms(lat.high_ms) if lat.exact else f"{fmt_ms(lat.low_ms)} – {fmt_ms(lat.high_ms)}"
+
+
 def decision(its: list[Item], today: ScenarioOutcome | None, mine: ScenarioOutcome | None = None) -> str:
     """The decision in one sentence, for people who will not read a graph: how many ops need custom CUDA,
     whether TensorRT ships plugins for them, and what the chosen scenario changes against today."""

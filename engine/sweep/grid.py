@@ -47,9 +47,13 @@ class Cell:
         """The cell's parameters as saved and shown (the model as its path)."""
         return asdict(self)
 
+    def dims_text(self) -> str:
+        """``batch=8 seq=128``."""
+        return " ".join(f"{k}={v}" for k, v in sorted(self.dims.items()))
+
     def label(self) -> str:
         """``model.onnx batch=8 ort-cpu int8`` (the target when it is not this machine)."""
-        dims = " ".join(f"{k}={v}" for k, v in sorted(self.dims.items()))
+        dims = self.dims_text()
         where = "" if self.target == "local" else f" @{self.target.split('?')[0]}"
         kept = f"+{len(self.keep)} in float" if self.keep else ""
         return " ".join(s for s in (Path(self.model).name, dims, self.backend, self.precision, kept) if s) + where

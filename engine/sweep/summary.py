@@ -63,18 +63,13 @@ COLUMNS = (
 )
 
 
-def dims_text(cell: SweepCell) -> str:
-    """``batch=8 seq=128``."""
-    return " ".join(f"{k}={v}" for k, v in sorted(cell.params.dims.items()))
-
-
 def rows(sweep: SweepDoc) -> list[dict[str, Any]]:
     """One flat row a cell, the columns of :data:`COLUMNS` (the table, the CSV, the report)."""
     front = pareto(sweep.cells)
     return [
         {
             "model": c.params.model,
-            "dims": dims_text(c),
+            "dims": c.params.dims_text(),
             "backend": c.params.backend,
             "precision": c.params.precision,
             "kept_in_float": len(c.params.keep),

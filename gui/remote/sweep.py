@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 from splitscope.engine.errors import SplitscopeError
 from splitscope.engine.sweep.grid import BACKENDS, PRECISIONS, Cell, expand, parse_dim_values
 from splitscope.engine.sweep.results import SweepCell, SweepDoc
-from splitscope.engine.sweep.summary import COLUMNS, accuracy, dims_text, latency, pareto, rows, to_csv, workload
+from splitscope.engine.sweep.summary import COLUMNS, accuracy, latency, pareto, rows, to_csv, workload
 from splitscope.gui.shell.charts import pg
 from splitscope.gui.shell.palette import COLOURS
 
@@ -316,7 +316,7 @@ class SweepPanel(QWidget):
         for c in done:
             if c.items_per_s is None:
                 continue
-            label = f"{c.params.backend} {dims_text(c)}".strip()
+            label = f"{c.params.backend} {c.params.dims_text()}".strip()
             lines.setdefault(label, []).append((order.index(c.params.precision), c.items_per_s))
         for k, (name, pts) in enumerate(sorted(lines.items())):
             pts.sort()

@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 from splitscope.engine.plan.outcome import ScenarioOutcome
-from splitscope.engine.plan.scenario import PLANS, Item, Scenario, evaluate, fmt_ms, items
+from splitscope.engine.plan.scenario import PLANS, Item, Scenario, evaluate, fmt_ms, items, range_text
 from splitscope.engine.runtime.results import ProfileDoc
 from splitscope.engine.text import format_bytes, plural
 from splitscope.gui.shell import exports
@@ -46,9 +46,7 @@ def latency_text(doc: ScenarioOutcome) -> str:
     lat = doc.latency
     if lat is None:
         return "profile to estimate"
-    if lat.exact:
-        return f"{fmt_ms(lat.high_ms)}" + (" (measured)" if doc.name == TODAY else "")
-    return f"{fmt_ms(lat.low_ms)} – {fmt_ms(lat.high_ms)}"
+    return range_text(lat) + (" (measured)" if lat.exact and doc.name == TODAY else "")
 
 
 def custom_work_text(doc: ScenarioOutcome, shown: int = 3) -> str:

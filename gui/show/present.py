@@ -360,12 +360,9 @@ class PresentBoard(QWidget):
         ]
         if self.today.latency is not None:
             lat = self.mine.latency if self.mine else None
-            from splitscope.engine.plan.scenario import fmt_ms
+            from splitscope.engine.plan.scenario import fmt_ms, range_text
 
-            mine_ms = "—"
-            if lat is not None:
-                mine_ms = fmt_ms(lat.high_ms) if lat.exact else f"{fmt_ms(lat.low_ms)} – {fmt_ms(lat.high_ms)}"
-            rows.append(("latency", fmt_ms(self.today.latency.today_ms), mine_ms))
+            rows.append(("latency", fmt_ms(self.today.latency.today_ms), range_text(lat) if lat is not None else "—"))
         if self.mine:
             rows.append(("custom work", "—", ", ".join(self.mine.custom_work) or "none"))
         p.setFont(self._font(22 * u))
