@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from splitscope.engine.codec import read
+from splitscope.engine.errors import SplitscopeError
 from splitscope.engine.sweep.grid import Cell
 
 _CELL_FIELDS = frozenset(f.name for f in fields(Cell))
@@ -94,8 +95,14 @@ class SweepDoc:
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> SweepDoc:
         d = read("sweep", d)
+        try:
+            cells = tuple(SweepCell.from_json(c) for c in d.get("cells") or ())
+        except (AttributeError, TypeError, ValueError) as e:
+            raise SplitscopeError(
+                f"the sweep's cells are not as 'splitscope sweep --json' writes them ({e}): run the sweep again."
+            ) from None
         return cls(
-            tuple(SweepCell.from_json(c) for c in d.get("cells") or ()),
+            cells,
             str(d.get("runner") or ""),
             tuple(str(n) for n in d.get("notes") or ()),
             d,

@@ -235,3 +235,11 @@ def test_a_precision_search_runs_as_a_grid_of_its_candidates(tmp_path):
     assert one and set(one) <= set(doc["cells"][3]["params"]["keep"]), "candidates grow by the next most sensitive"
     snr = [c["snr_db"] for c in doc["cells"][1:]]
     assert snr[2] >= snr[0] - 1.0, "keeping nodes in float does not lose accuracy"
+
+
+def test_a_sweep_file_edited_out_of_shape_is_refused_in_one_line():
+    from splitscope.engine.errors import SplitscopeError
+
+    bad = {"cells": [{"index": 0, "params": {"model": "m.onnx", "dims": {"batch": "eight"}}, "status": "done"}]}
+    with pytest.raises(SplitscopeError, match="run the sweep again"):
+        SweepDoc.from_json(bad)
