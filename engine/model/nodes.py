@@ -208,26 +208,26 @@ class Nodes(Sequence["Node"]):
         names: Sequence[str],
         ops: Sequence[str],
         domains: Sequence[str],
-        inputs: Sequence[Sequence[str]],
-        outputs: Sequence[Sequence[str]],
-        scopes: Sequence[tuple[str, ...]],
+        rows: tuple[array[int], array[int], array[int], array[int]],
+        scopes: array[int],
         status: Sequence[Status],
         reasons: Sequence[str],
         source: Source = Source.TABLE,
     ) -> None:
         """Append many nodes at once, column by column (no attributes, bodies or functions; each node's table
-        status its status): what :meth:`add` does a node at a time, for a first pass over a million nodes."""
+        status its status): what :meth:`add` does a node at a time, for a first pass over a million nodes. ``rows``:
+        the nodes' inputs and outputs as rows of :attr:`tensor_names` (``in_rows, in_off, out_rows, out_off``, the
+        offsets from 0 with each node's end); ``scopes``: their ids in :attr:`scope`."""
         k = len(names)
         self.name.extend(names)
         self.op_type.extend(map(_word, ops))
         self.domain.extend(map(_word, domains))
-        for slots, off, rows in ((self.in_rows, self.in_off, inputs), (self.out_rows, self.out_off, outputs)):
+        for slots, off, (new, ends) in ((self.in_rows, self.in_off, rows[:2]), (self.out_rows, self.out_off, rows[2:])):
             base = len(slots)
-            slots.extend(self.intern_many([s for row in rows for s in row]))
-            ends = np.cumsum(np.fromiter(map(len, rows), dtype=np.int64, count=k)) + base
-            off.extend(array("i", ends.astype(np.int32).tobytes()))
+            slots.extend(new)
+            off.extend(array("i", (np.frombuffer(ends, np.int32)[1:] + base).tobytes()))
         self.attributes.extend([NO_ATTRIBUTES] * k)
-        self.scope.extend(scopes)
+        self.scope.ids.extend(scopes)
         self.flops.extend(array("q", [-1]) * k)
         self.bytes.extend(array("q", [-1]) * k)
         codes = bytes(STATUS_CODE[x] for x in status)

@@ -60,6 +60,18 @@ class Scopes(Sequence[Scope]):
         by_scope[scope] = k
         return k
 
+    def child(self, parent: int, step: str) -> int:
+        """The id of the scope one ``step`` below scope ``parent``, added if new."""
+        by_step = self._by_step
+        if by_step is None:
+            _, by_step = self._reindex()
+        k = by_step.get((parent, step))
+        if k is None:
+            k = by_step[(parent, step)] = len(self.parent)
+            self.parent.append(parent)
+            self.step.append(self.steps.add(step))
+        return k
+
     def _reindex(self) -> tuple[dict[Scope, int], dict[tuple[int, str], int]]:
         """The lookups :meth:`compact` dropped, made again (a scope added after the table was built)."""
         names, step = self.steps, self.step

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import ast
+from array import array
+from collections.abc import Sequence
+
+from splitscope.engine.model.scopes import ROOT, Scopes
 
 
 def scope_from(
@@ -63,3 +67,36 @@ def _scope_of_head(head: str, paths: dict[str, tuple[str, ...]]) -> tuple[str, .
         last = h.rpartition("/")[2]
         scope = paths[h] = (*scope, last) if last else scope
     return scope
+
+
+def scope_ids(names: Sequence[str], meta: dict[int, dict[str, str]], scopes: Scopes) -> array[int]:
+    """Each node's scope (:func:`scope_from`) as its id in ``scopes``, added there: a scope in a node's name is
+    looked up by the name's path, each distinct path made once from its parent path's id (no tuple per scope);
+    a node whose metadata gives its scope goes through :func:`scope_from`."""
+    by_head: dict[str, int] = {"": ROOT}
+    out = array("i")
+    add = out.append
+    for i, name in enumerate(names):
+        m = meta.get(i) if meta else None
+        if m and ("pkg.torch.onnx.name_scopes" in m or "namespace" in m):
+            add(scopes.id_of(scope_from(name, m)))
+            continue
+        head = name.rpartition("/")[0]
+        k = by_head.get(head)
+        add(k if k is not None else _head_id(head, by_head, scopes))
+    return out
+
+
+def _head_id(head: str, by_head: dict[str, int], scopes: Scopes) -> int:
+    """The scope id of a name path, its unknown ancestors' made on the way (each kept in ``by_head``)."""
+    chain = []
+    while head not in by_head:  # "" is always there
+        chain.append(head)
+        head = head.rpartition("/")[0]
+    k = by_head[head]
+    for h in reversed(chain):
+        last = h.rpartition("/")[2]
+        if last:
+            k = scopes.child(k, last)
+        by_head[h] = k
+    return k

@@ -29,7 +29,7 @@ from splitscope.engine.model import (
 )
 from splitscope.engine.model.tensors import INITIALIZER_FLAG
 from splitscope.engine.onnxio.light import read_light
-from splitscope.engine.onnxio.scopes import scope_from
+from splitscope.engine.onnxio.scopes import scope_ids
 from splitscope.engine.split.parser import resolve_backend
 from splitscope.engine.split.table import TARGET_RTX, TARGET_TENSORRT, predict_op
 
@@ -52,30 +52,23 @@ def preview_model(path: str | os.PathLike[str], target: str) -> tuple[GraphModel
     if light is None or not light.names:
         return None
     tensors = Tensors()
-    meta = light.meta
-    paths: dict[str, tuple[str, ...]] = {}  # by the name's path: most nodes share theirs with others
-    scopes = [scope_from(name, meta.get(i) if meta else None, paths) for i, name in enumerate(light.names)]
     verdicts: dict[tuple[str, str], tuple[Status, str]] = {}
     for key in zip(light.ops, light.domains, strict=True):
         if key not in verdicts:
             verdicts[key] = predict_op(key[0], key[1], target)
     said = [verdicts[key] for key in zip(light.ops, light.domains, strict=True)]
     nodes = Nodes(tensors.names, tensors.add, tensors.add_many)  # inputs and outputs as rows of the tensors
+    # The light pass's names come distinct, in the order interning every input, then every output, gives.
+    tensors.add_many(light.tensor_names)
+    rows = (light.in_rows, light.in_off, light.out_rows, light.out_off)
+    scopes = scope_ids(light.names, light.meta, nodes.scope)
     nodes.extend(
-        light.names,
-        light.ops,
-        light.domains,
-        light.inputs,
-        light.outputs,
-        scopes,
-        [v[0] for v in said],
-        [v[1] for v in said],
-        Source.TABLE,
+        light.names, light.ops, light.domains, rows, scopes, [v[0] for v in said], [v[1] for v in said], Source.TABLE
     )
     if light.weights:  # the flag set on every weight's row at once (a large export has as many weights as nodes)
-        rows = np.asarray(tensors.add_many(list(light.weights)), np.intp)  # first: adding rows grows the flags
+        weight_rows = np.asarray(tensors.add_many(list(light.weights)), np.intp)  # first: adding rows grows flags
         flags = np.frombuffer(tensors.flags, np.uint8)
-        flags[rows] |= INITIALIZER_FLAG
+        flags[weight_rows] |= INITIALIZER_FLAG
         del flags  # the column may grow again
     for name in light.graph_inputs:
         if name not in light.weights:
@@ -105,7 +98,7 @@ def preview_model(path: str | os.PathLike[str], target: str) -> tuple[GraphModel
         adjacency,
     )
     gm = GraphModel(Path(path), graph, light.ir_version, light.opsets, "", preview=True)
-    drop_in_steps(light.inputs, light.outputs, light.names, scopes)  # its objects, not the preview's: let go of
+    drop_in_steps(light.tensor_names, light.names)  # its objects, not the preview's: let go of
     return gm, adjacency.order
 
 

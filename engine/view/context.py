@@ -17,11 +17,6 @@ class LayoutContext:
     def __init__(self, gm: GraphModel, h: Hierarchy) -> None:
         self.gm = gm
         self.h = h
-        paths: dict[int, tuple[int, ...]] = {}  # each group's ids from the root (made here, kept as one table)
-        for g in h.groups:
-            if g.parent != -1 or g.id == 0:
-                above = paths.get(g.parent) if g.parent is not None else ()  # a parent made before its children
-                paths[g.id] = (*above, g.id) if above is not None else tuple(h.path(g.id))
         boundary: dict[str, int] = {}
         # Unique graph edges (producer, consumer) with their tensors: the graph's own adjacency.
         pairs = gm.graph.adj.edges
@@ -37,7 +32,7 @@ class LayoutContext:
         """Per graph edge, the bytes of the partition-boundary tensors it carries (None: the model has none)."""
         self.edge_boundary: np.ndarray | None = None
         self.refresh_boundaries()
-        self.path_table, self.path_length = _path_table(paths, len(h.groups))
+        self.path_table, self.path_length = _path_table(h.groups.parent)
         """Each group's path from the root as a row of group ids, -1 padded (a group outside the tree: all -1)."""
         self.node_group = np.asarray(h.node_group, np.int64)
         self.folded_nodes = np.fromiter(h.folded, np.int64, len(h.folded))
@@ -79,14 +74,24 @@ def _ints(a: Any) -> np.ndarray:
     return np.frombuffer(a, np.int32).astype(np.int64) if len(a) else np.zeros(0, np.int64)
 
 
-def _path_table(paths: dict[int, tuple[int, ...]], n_groups: int) -> tuple[np.ndarray, np.ndarray]:
-    """Each group's path from the root, a row of ids padded with -1, and its length (0 for a group with none)."""
-    depth = max((len(p) for p in paths.values()), default=1)
-    table = np.full((max(n_groups, max(paths, default=0) + 1), depth + 1), -1, np.int64)
-    length = np.zeros(len(table), np.int64)
-    for g, path in paths.items():
-        table[g, : len(path)] = path
-        length[g] = len(path)
+def _path_table(parent: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Each group's path from the root, a row of ids padded with -1, and its length (0 for a group outside the
+    tree: merged away, its parent -1), from the groups' parent column (the root's is -2)."""
+    par = _ints(parent)
+    n = len(par)
+    up: list[np.ndarray] = []  # the k-th ancestor of every group still climbing (-1: none)
+    cur = np.where(par != -1, np.arange(n), -1)
+    while (cur >= 0).any():
+        up.append(cur)
+        cur = np.where(cur >= 0, par[np.maximum(cur, 0)], -1)
+        cur[cur < 0] = -1  # the root's NO_PARENT ends its path
+    length = np.zeros(n, np.int64)
+    for col in up:
+        length += col >= 0
+    table = np.full((n, max(len(up), 1) + 1), -1, np.int64)
+    for k, col in enumerate(up):
+        rows = np.flatnonzero(col >= 0)
+        table[rows, length[rows] - 1 - k] = col[rows]
     return table, length
 
 

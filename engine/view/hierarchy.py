@@ -24,6 +24,7 @@ from splitscope.engine.model.nodes import STATUS_CODE
 from splitscope.engine.model.tensors import INITIALIZER_FLAG, OUTPUT_FLAG
 from splitscope.engine.view.blocks import Repeat, block_name, find_repeats
 from splitscope.engine.view.groups import NO_PARENT, Group, GroupDraft, Groups
+from splitscope.engine.view.scoped import effective_scope_ids, scope_groups
 
 CHUNK = 200
 """Most direct nodes a group shows before they are split into runs."""
@@ -134,27 +135,11 @@ def _own_counts(nodes: Any, node_group: Sequence[int], n: int) -> tuple[np.ndarr
 
 def effective_scopes(gm: GraphModel, order: Sequence[int]) -> list[tuple[str, ...]]:
     """Each node's scope; a node exported without one joins the scope its consumers share (their longest
-    common prefix), so the weight aliases and shape arithmetic of a layer sit in that layer."""
-    nodes = gm.nodes
-    scopes = nodes.scope.all()
-    succs = gm.graph.adj.succs
-    for i in reversed(order):
-        if scopes[i] or not succs[i]:
-            continue
-        common: tuple[str, ...] | None = None
-        for s in succs[i]:
-            sc = scopes[s]
-            if common is None:
-                common = sc
-            else:
-                k = 0
-                while k < len(common) and k < len(sc) and common[k] == sc[k]:
-                    k += 1
-                common = common[:k]
-            if not common:
-                break
-        scopes[i] = common or ()
-    return scopes
+    common prefix), so the weight aliases and shape arithmetic of a layer sit in that layer
+    (:func:`~splitscope.engine.view.scoped.effective_scope_ids`, as tuples)."""
+    table = gm.nodes.scope.table()
+    table.append(())  # ROOT, read at -1
+    return [table[k] for k in effective_scope_ids(gm, order).tolist()]
 
 
 def _rows_flagged(nodes: Nodes, tensors: Tensors, flag: int) -> set[int]:
@@ -236,29 +221,12 @@ def build_hierarchy(
     shapes
         Fold shape arithmetic too.
     """
-    topo_pos = array("i", bytes(4 * len(gm.nodes)))  # one block, not an int object a node
-    for pos, i in enumerate(order):
-        topo_pos[i] = pos
-    groups = [GroupDraft(0, gm.path.name if gm.path else "model", None, 0)]
-    index: dict[tuple[int, str], int] = {}
-    node_group = [0] * len(gm.nodes)
-    scopes = effective_scopes(gm, order)
+    n = len(gm.nodes)
+    pos = np.zeros(n, dtype=np.int32)
+    pos[np.asarray(order, dtype=np.int64)] = np.arange(len(order), dtype=np.int32)
+    topo_pos = array("i", pos.tobytes())  # one block, not an int object a node
     folded = constant_carriers(gm, order, shapes) if fold else {}
-    for i in order:
-        if i in folded:
-            continue
-        g = 0
-        for seg in scopes[i]:
-            key = (g, seg)
-            child = index.get(key)
-            if child is None:
-                child = len(groups)
-                groups.append(GroupDraft(child, seg, g, groups[g].depth + 1, first=topo_pos[i]))
-                groups[g].groups.append(child)
-                index[key] = child
-            g = child
-        groups[g].nodes.append(i)
-        node_group[i] = g
+    groups, node_group = scope_groups(gm, order, pos, list(folded), gm.path.name if gm.path else "model")
     hosted: dict[int, int] = {}
     for hst in folded.values():
         hosted[hst] = hosted.get(hst, 0) + 1
@@ -343,7 +311,7 @@ def run_label(labels: list[str]) -> str:
 def _group_repeats(h: _Tree, gm: GraphModel) -> None:
     """Give each group whose direct nodes are mostly repeated blocks (a model exported without scopes: ResNet
     bottlenecks, transformer layers) a ``Conv block ×N`` subgroup per repeat, one child per block."""
-    preds, ops = gm.graph.adj.preds, [n.op_type for n in gm.nodes]
+    preds, ops = gm.graph.adj.preds, gm.nodes.op_type
     gid, made = -1, len(h.groups)
     while gid + 1 < len(h.groups):  # the blocks made here are searched in turn (a stage's bottlenecks)
         gid += 1
