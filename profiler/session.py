@@ -36,7 +36,8 @@ from splitscope.engine.view.layout import View, prepare_view, relayout
 from splitscope.profiler.jobs import JobRunner
 
 FIRST_LAYOUT_HEAD_START_S = 3.0
-"""How long the analysis waits for the first layout before refining."""
+"""How long the analysis waits for the first layout of its structure before refining (a preview's layout is waited
+for to its end)."""
 
 
 class ModelSession(QObject):
@@ -100,6 +101,8 @@ class ModelSession(QObject):
         self.analysis.partial_result.connect(self._on_partial)
         self.analysis.job_finished.connect(self._on_analysed)
         self.layout.job_finished.connect(self._on_laid_out)
+        self.layout.job_failed.connect(self._first_layout_ended)
+        self.layout.job_cancelled.connect(self._first_layout_ended)
         for r in (self.analysis, self.layout):
             r.job_failed.connect(self.failed)
             r.job_cancelled.connect(self.cancelled)
@@ -153,7 +156,10 @@ class ModelSession(QObject):
             for ev in preview_job(path, parser):
                 yield ev
                 if isinstance(ev, Partial):
-                    first_layout.wait(timeout=FIRST_LAYOUT_HEAD_START_S)
+                    # The full load starts once the preview is laid out (or its layout ends otherwise): sharing the
+                    # two cores and the interpreter with it made the first view of a million nodes 3-4 s later,
+                    # and the load's memory came on top of the first view's.
+                    first_layout.wait()
             token.raise_if_cancelled()
             from splitscope.engine.split.analyze import analyze  # onnx loads in the worker
             from splitscope.profiler.dims import remembered_dims
@@ -410,6 +416,10 @@ class ModelSession(QObject):
                 return new
 
             self._start_layout(gm, first)
+
+    def _first_layout_ended(self, *_: object) -> None:
+        """A layout failed or was cancelled: an analysis waiting for the first one goes on."""
+        self._first_layout.set()
 
     def _set_ready_view(self, view: View) -> None:
         self._ready_view = view

@@ -131,6 +131,43 @@ def test_a_large_file_shows_its_preview_first_then_the_full_model_in_place(qtbot
     qtbot.waitUntil(lambda: not session.running, timeout=30000)
 
 
+@pytest.mark.parametrize("layout_fails", [False, True], ids=["laid-out", "layout-failed"])
+def test_the_full_load_waits_for_the_previews_layout_and_never_for_a_failed_one(qtbot, monkeypatch, layout_fails):
+    """A large file's full load starts once its preview is laid out (not beside that layout); a preview whose layout
+    fails lets the load go on all the same, and the full model is shown."""
+    from pathlib import Path
+
+    from splitscope.engine.split import analyze as A
+    from splitscope.engine.split import preview
+    from splitscope.profiler import session as S
+
+    monkeypatch.setattr(preview, "PREVIEW_MIN_BYTES", 0)
+    laid_out: list[bool] = []
+    seen_at_load: list[list[bool]] = []
+    real_prepare, real_analyze = S.prepare_view, A.analyze
+
+    def prepare(gm, **kw):
+        if gm.preview and layout_fails:
+            raise RuntimeError("no layout for this preview")
+        view = yield from real_prepare(gm, **kw)
+        laid_out.append(gm.preview)
+        return view
+
+    def analyze(*a, **kw):
+        seen_at_load.append(list(laid_out))
+        return real_analyze(*a, **kw)
+
+    monkeypatch.setattr(S, "prepare_view", prepare)
+    monkeypatch.setattr(A, "analyze", analyze)
+    model = Path(__file__).resolve().parents[1] / "data" / "torch_transformer.onnx"
+    session = ModelSession(parser="table")
+    with qtbot.waitSignal(session.model_ready, timeout=60000) as ready:
+        session.open(model)
+    assert not ready.args[0].preview
+    assert seen_at_load == [[] if layout_fails else [True]], "the load starts after the preview's layout, once"
+    qtbot.waitUntil(lambda: not session.running, timeout=30000)
+
+
 def test_a_cancelled_job_lets_go_of_the_collectors_pause_and_cleans_up(qtbot):
     """A job cancelled at a yield inside engine.jobs.gc_paused (an analysis is one) is closed once its worker stops:
     its finally blocks run and the pause is given back, instead of waiting for a garbage collection that itself
