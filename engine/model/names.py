@@ -156,6 +156,14 @@ class Names:
         tail.extend(itertools.islice(rows, before, None))  # the new names, in the order they came
         return out
 
+    def extend_distinct(self, names: list[str]) -> None:
+        """Add ``names``, distinct and none of them here yet, and fold them in at once (:meth:`compact`, which lets
+        go of the list given): a fresh table of a million names without a dict of them first (an indexed table)."""
+        if not self.indexed or self._tail:
+            raise ValueError("extend_distinct fills an indexed table with nothing waiting")
+        self._tail = names
+        self.compact()
+
     def extend(self, names: Iterable[str]) -> None:
         """Append each of ``names`` (an unindexed table: an indexed one adds them one by one)."""
         if self.indexed:

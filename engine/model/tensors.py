@@ -161,6 +161,20 @@ class Tensors(NamedRows["Tensor"]):
                 self.consumers.offsets.extend(array("i", [self.consumers.offsets[-1]]) * new)
         return rows
 
+    def add_distinct(self, names: list[str]) -> None:
+        """Add rows for ``names``, distinct and new to the table (:meth:`Names.extend_distinct`: the list is let go
+        of), their columns extended at once."""
+        new = len(names)
+        self.names.extend_distinct(names)
+        blank: list[Any] = [None] * new
+        self.dtype.extend(blank)
+        self.shape.extend(blank)
+        self.at.extend(blank)
+        self.producer.extend(array("i", [-1]) * new)
+        self.flags.extend(bytes(new))
+        if self._pairs is None:
+            self.consumers.offsets.extend(array("i", [self.consumers.offsets[-1]]) * new)
+
     def copy(self) -> Tensors:
         """A table of the same rows, its own to change."""
         c = Tensors()

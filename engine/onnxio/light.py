@@ -21,6 +21,7 @@ from array import array
 from pathlib import Path
 
 import numpy as np
+from splitscope.engine.heap import drop_in_steps
 from splitscope.engine.onnxio.wire import WireError, skip, string_field, varint
 
 # Tags (field number << 3 | wire type) of the fields read.
@@ -39,6 +40,7 @@ _NODE_NAME = 3 << 3 | 2
 _NODE_OP = 4 << 3 | 2
 _NODE_DOMAIN = 7 << 3 | 2
 _NODE_META = 9 << 3 | 2
+_NODE_IO = (_NODE_IN, _NODE_OUT)
 _TENSOR_NAME = 8 << 3 | 2
 _VALUE_NAME = 1 << 3 | 2
 _SPARSE_VALUES = 1 << 3 | 2
@@ -74,7 +76,8 @@ class LightGraph:
         "out_off",
         "out_rows",
         "tensor_names",
-        "weights",
+        "weight_names",
+        "weight_rows",
     )
 
     def __init__(self) -> None:
@@ -89,7 +92,10 @@ class LightGraph:
         self.out_off, self.out_rows = array("i", [0]), array("i")
         self.meta: dict[int, dict[str, str]] = {}
         """Node index to its metadata_props, for the nodes that have any."""
-        self.weights: set[str] = set()
+        self.weight_names: list[str] = []
+        """The initializers' names, as read (sparse ones too)."""
+        self.weight_rows = array("i")
+        """Each initializer's row of :attr:`tensor_names` (one no node reads is added after the nodes' names)."""
         self.graph_inputs: list[str] = []
         self.graph_outputs: list[str] = []
         self.opsets: dict[str, int] = {}
@@ -105,39 +111,71 @@ class LightGraph:
         """Each node's outputs by name."""
         return self._by_name(self.out_rows, self.out_off)
 
+    @property
+    def weights(self) -> set[str]:
+        """The initializers' names."""
+        return set(self.weight_names)
+
     def _by_name(self, rows: array[int], off: array[int]) -> list[list[str]]:
         names = self.tensor_names
         return [[names[r] if r >= 0 else "" for r in rows[off[i] : off[i + 1]]] for i in range(len(off) - 1)]
 
 
-class _Interned:
-    """The nodes' tensor names as the reader meets them: raw bytes to a row, inputs and outputs apart (decoded once
-    each at the end, in :meth:`finish`)."""
+_SHARDS = 256
+"""Dicts the names are spread over by hash: a dict of a million names grows in one step that holds the interpreter
+for tens of milliseconds (and is freed in one); 256 of them grow and go a few thousand names at a time."""
 
-    __slots__ = ("ins", "outs")
+
+_MASK = _SHARDS - 1
+
+
+class _Interned:
+    """The nodes' tensor names as the reader meets them: raw bytes to a row, inputs and outputs apart, each over
+    :data:`_SHARDS` dicts (decoded once each at the end, in :meth:`finish`)."""
+
+    __slots__ = ("ins", "n_in", "n_out", "outs")
 
     def __init__(self) -> None:
-        self.ins: dict[bytes, int] = {b"": -1}
-        self.outs: dict[bytes, int] = {b"": -1}
+        self.ins: list[dict[bytes, int]] = [{} for _ in range(_SHARDS)]
+        self.outs: list[dict[bytes, int]] = [{} for _ in range(_SHARDS)]
+        self.n_in = self.n_out = 0
 
     def finish(self, out: LightGraph) -> None:
-        """Decode the names and number the outputs' rows after the inputs' (an output also read keeps its row)."""
-        ins, outs = self.ins, self.outs
-        del ins[b""], outs[b""]
-        names = [k.decode() for k in ins]
-        remap = array("i", bytes(4 * len(outs)))
-        for k, r in outs.items():
-            have = ins.get(k)
+        """Decode the names, number the outputs' rows after the inputs' (an output also read keeps its row) and
+        find each initializer's row; the lookups are let go of a few at a time."""
+        ins, outs, mask = self.ins, self.outs, _MASK
+        names = [""] * self.n_in
+        for d in ins:
+            for k, r in d.items():
+                names[r] = k.decode()
+        out_keys = [b""] * self.n_out
+        for d in outs:
+            for k, r in d.items():
+                out_keys[r] = k
+        drop_in_steps(outs, step=8)
+        remap = array("i", bytes(4 * len(out_keys)))
+        for r, k in enumerate(out_keys):
+            shard = ins[hash(k) & mask]
+            have = shard.get(k)
             if have is None:
-                have = len(names)
+                have = shard[k] = len(names)
                 names.append(k.decode())
             remap[r] = have
-        if outs:
-            rows = np.frombuffer(out.out_rows, np.int32)
+        drop_in_steps(out_keys)
+        if len(out.out_rows):
+            rows = np.frombuffer(out.out_rows, np.int32).copy()
             made = rows >= 0
-            rows = rows.copy()
             rows[made] = np.frombuffer(remap, np.int32)[rows[made]]
             out.out_rows = array("i", rows.tobytes())
+        for w in out.weight_names:
+            k = w.encode()
+            shard = ins[hash(k) & mask]
+            r = shard.get(k)
+            if r is None:  # a weight no node reads
+                r = shard[k] = len(names)
+                names.append(w)
+            out.weight_rows.append(r)
+        drop_in_steps(ins, step=8)
         out.tensor_names = names
 
 
@@ -161,9 +199,9 @@ def _read_graph(b: _Buf, p: int, g1: int, out: LightGraph) -> None:
             ops.append(op)
             domains.append(domain)
         elif k == _GRAPH_INIT:
-            out.weights.add(string_field(b, p, e, _TENSOR_NAME))
+            out.weight_names.append(string_field(b, p, e, _TENSOR_NAME))
         elif k == _GRAPH_SPARSE_INIT:
-            _read_sparse(b, p, e, out.weights)
+            _read_sparse(b, p, e, out.weight_names)
         elif k == _GRAPH_INPUT:
             out.graph_inputs.append(string_field(b, p, e, _VALUE_NAME))
         elif k == _GRAPH_OUTPUT:
@@ -171,24 +209,32 @@ def _read_graph(b: _Buf, p: int, g1: int, out: LightGraph) -> None:
         elif k == _GRAPH_NAME:
             out.name = b[p:e].decode()
         p = e
+    node.done()
     seen.finish(out)
 
 
 class _NodeReader:
     """Reads one NodeProto at a time (:meth:`read`), its inputs and outputs straight into the graph's rows."""
 
-    __slots__ = ("b", "in_off", "in_rows", "ins", "out_off", "out_rows", "outs")
+    __slots__ = ("b", "in_off", "in_rows", "ins", "n_in", "n_out", "out_off", "out_rows", "outs", "seen")
 
     def __init__(self, b: _Buf, out: LightGraph, seen: _Interned) -> None:
         self.b = b
         self.in_rows, self.in_off, self.out_rows, self.out_off = out.in_rows, out.in_off, out.out_rows, out.out_off
+        self.seen = seen
         self.ins, self.outs = seen.ins, seen.outs
+        self.n_in = self.n_out = 0
+
+    def done(self) -> None:
+        """Hand the counts of distinct names over (:meth:`_Interned.finish` reads them)."""
+        self.seen.n_in, self.seen.n_out = self.n_in, self.n_out
 
     def read(self, q: int, e: int, idx: int, meta: dict[int, dict[str, str]]) -> tuple[str, str, str]:
         """The NodeProto at ``b[q:e]``: its name, op and domain (its rows appended, its metadata into ``meta``).
         The light pass's innermost loop: the varints of its keys and lengths, almost always one byte, are read
-        inline; a name is looked up by its bytes, decoded only once the graph is read."""
+        inline; a name is looked up by its bytes (numbered in first-met order), decoded once the graph is read."""
         b, ins, outs, in_rows, out_rows = self.b, self.ins, self.outs, self.in_rows, self.out_rows
+        n_in, n_out = self.n_in, self.n_out
         name = op = domain = ""
         while q < e:
             kk = b[q]
@@ -202,18 +248,19 @@ class _NodeReader:
             q += 1
             if m >= 0x80:
                 m, q = varint(b, q - 1)
-            if kk == _NODE_IN:
-                key = b[q : q + m]
-                r = ins.get(key)
-                if r is None:
-                    r = ins[key] = len(ins) - 1
-                in_rows.append(r)
-            elif kk == _NODE_OUT:
-                key = b[q : q + m]
-                r = outs.get(key)
-                if r is None:
-                    r = outs[key] = len(outs) - 1
-                out_rows.append(r)
+            if kk in _NODE_IO:
+                r = -1
+                if m:
+                    key = b[q : q + m]
+                    d = (ins if kk == _NODE_IN else outs)[hash(key) & _MASK]
+                    r = d.get(key, -1)
+                    if r < 0 and kk == _NODE_IN:
+                        r = d[key] = n_in
+                        n_in += 1
+                    elif r < 0:
+                        r = d[key] = n_out
+                        n_out += 1
+                (in_rows if kk == _NODE_IN else out_rows).append(r)
             elif kk == _NODE_NAME:
                 name = b[q : q + m].decode()
             elif kk == _NODE_OP:
@@ -221,23 +268,28 @@ class _NodeReader:
             elif kk == _NODE_DOMAIN:
                 domain = b[q : q + m].decode()
             elif kk == _NODE_META:
-                key_s = string_field(b, q, q + m, _ENTRY_KEY)
-                meta.setdefault(idx, {})[key_s] = string_field(b, q, q + m, _ENTRY_VALUE)
+                _read_meta(b, q, q + m, meta.setdefault(idx, {}))
             q += m
         if q != e:
             raise WireError("truncated node")
+        self.n_in, self.n_out = n_in, n_out
         self.in_off.append(len(in_rows))
         self.out_off.append(len(out_rows))
         return name, op, domain
 
 
-def _read_sparse(b: _Buf, q: int, e: int, weights: set[str]) -> None:
+def _read_meta(b: _Buf, q: int, e: int, into: dict[str, str]) -> None:
+    """One metadata_props entry (a StringStringEntryProto) into ``into``."""
+    into[string_field(b, q, e, _ENTRY_KEY)] = string_field(b, q, e, _ENTRY_VALUE)
+
+
+def _read_sparse(b: _Buf, q: int, e: int, weights: list[str]) -> None:
     """A sparse initializer: its ``values`` is a TensorProto named as the weight."""
     while q < e:
         kk, q = varint(b, q)
         if kk == _SPARSE_VALUES:
             m, q = varint(b, q)
-            weights.add(string_field(b, q, q + m, _TENSOR_NAME))
+            weights.append(string_field(b, q, q + m, _TENSOR_NAME))
             q += m
         else:
             q = skip(b, q, kk & 7)

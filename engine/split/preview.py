@@ -46,6 +46,11 @@ def _adjacency(nodes: Nodes, producer: np.ndarray) -> Adjacency | None:
     return Adjacency(order, preds, succs, edges) if len(order) == len(nodes) else None
 
 
+def _weight(tensors: Tensors, name: str) -> bool:
+    r = tensors.names.get(name)
+    return r is not None and tensors.is_initializer_row(r)
+
+
 def preview_model(path: str | os.PathLike[str], target: str) -> tuple[GraphModel, Sequence[int]] | None:
     """A preview :class:`GraphModel` of the file's main graph (see the module's note), or None."""
     light = read_light(path)
@@ -58,21 +63,20 @@ def preview_model(path: str | os.PathLike[str], target: str) -> tuple[GraphModel
             verdicts[key] = predict_op(key[0], key[1], target)
     said = [verdicts[key] for key in zip(light.ops, light.domains, strict=True)]
     nodes = Nodes(tensors.names, tensors.add, tensors.add_many)  # inputs and outputs as rows of the tensors
-    # The light pass's names come distinct, in the order interning every input, then every output, gives.
-    tensors.add_many(light.tensor_names)
+    # The light pass's names come distinct, in the order interning every input, then every output, gives (then the
+    # weights no node reads): its rows are the table's.
+    tensors.add_distinct(light.tensor_names)
     rows = (light.in_rows, light.in_off, light.out_rows, light.out_off)
     scopes = scope_ids(light.names, light.meta, nodes.scope)
     nodes.extend(
         light.names, light.ops, light.domains, rows, scopes, [v[0] for v in said], [v[1] for v in said], Source.TABLE
     )
-    if light.weights:  # the flag set on every weight's row at once (a large export has as many weights as nodes)
-        weight_rows = np.asarray(tensors.add_many(list(light.weights)), np.intp)  # first: adding rows grows flags
-        flags = np.frombuffer(tensors.flags, np.uint8)
-        flags[weight_rows] |= INITIALIZER_FLAG
-        del flags  # the column may grow again
-    for name in light.graph_inputs:
-        if name not in light.weights:
-            tensors.tensor(name).is_input = True
+    flags = np.frombuffer(tensors.flags, np.uint8)
+    flags[np.frombuffer(light.weight_rows, np.int32)] |= INITIALIZER_FLAG
+    del flags  # the column may grow again
+    inputs = [name for name in light.graph_inputs if not _weight(tensors, name)]
+    for name in inputs:
+        tensors.tensor(name).is_input = True
     for name in light.graph_outputs:
         tensors.tensor(name).is_output = True
     out_rows = np.frombuffer(nodes.out_rows, dtype=np.int32) if nodes.out_rows else np.zeros(0, np.int32)
@@ -90,7 +94,7 @@ def preview_model(path: str | os.PathLike[str], target: str) -> tuple[GraphModel
         light.name,
         nodes,
         tensors,
-        [i for i in light.graph_inputs if i not in light.weights],
+        inputs,
         light.graph_outputs,
         Initializers(),
         {},
@@ -98,7 +102,7 @@ def preview_model(path: str | os.PathLike[str], target: str) -> tuple[GraphModel
         adjacency,
     )
     gm = GraphModel(Path(path), graph, light.ir_version, light.opsets, "", preview=True)
-    drop_in_steps(light.tensor_names, light.names)  # its objects, not the preview's: let go of
+    drop_in_steps(light.names)  # its objects, not the preview's: let go of
     return gm, adjacency.order
 
 
