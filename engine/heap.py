@@ -83,3 +83,12 @@ def drop_in_steps(*columns: list[Any], step: int = 20_000) -> None:
     for column in columns:
         while column:
             del column[-step:]
+
+
+def empty_in_steps(mapping: dict[Any, Any], step: int = 20_000) -> None:
+    """Empty a large dict a few items at a time (:func:`drop_in_steps` for a dict: the scope tree's lookup of 394k
+    tuples at a million nodes held the interpreter 87 ms when it went in one)."""
+    pop = mapping.popitem
+    while mapping:
+        for _ in range(min(step, len(mapping))):
+            pop()

@@ -11,6 +11,7 @@ from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from typing import overload
 
+from splitscope.engine.heap import empty_in_steps
 from splitscope.engine.model.names import Names
 
 Scope = tuple[str, ...]
@@ -95,7 +96,11 @@ class Scopes(Sequence[Scope]):
 
     def compact(self) -> None:
         """Drop the lookups used while the nodes were added (once they are all in)."""
+        by_step, by_scope = self._by_step, self._by_scope
         self._by_scope = self._by_step = None
+        for lookup in (by_step, by_scope):
+            if lookup:
+                empty_in_steps(lookup)
         self.steps.compact()
 
     def table(self) -> list[Scope]:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from splitscope.engine.heap import drop_in_steps
 from splitscope.engine.model import GraphModel, Nodes, Status, Tensors
 from splitscope.engine.model.nodes import STATUS_CODE
 from splitscope.engine.model.tensors import INITIALIZER_FLAG, OUTPUT_FLAG
@@ -27,6 +28,8 @@ from splitscope.engine.view.groups import NO_PARENT, Group, GroupDraft, Groups
 from splitscope.engine.view.scoped import effective_scope_ids, scope_groups
 
 CHUNK = 200
+_SET_STEP = 50_000
+"""Rows put in a set per step (one call holds the interpreter for as long as it takes)."""
 """Most direct nodes a group shows before they are split into runs."""
 MAX_CHILDREN = 16
 """Most subgroups a group shows (1,650 transformer layers) before they are split into runs of subgroups."""
@@ -149,7 +152,10 @@ def _rows_flagged(nodes: Nodes, tensors: Tensors, flag: int) -> set[int]:
     flags = np.frombuffer(tensors.flags, dtype=np.uint8) if tensors.flags else np.zeros(0, np.uint8)
     rows = np.flatnonzero(flags & flag).tolist()
     if table is tensors.names:
-        return set(rows)
+        out: set[int] = set()
+        for k in range(0, len(rows), _SET_STEP):  # a slice at a time: 485k weights' rows at a million nodes
+            out.update(rows[k : k + _SET_STEP])
+        return out
     names = tensors.names
     return {r for k in rows if (r := table.get(names[k])) is not None}
 
@@ -239,6 +245,7 @@ def build_hierarchy(
         t.node_group[i] = t.node_group[hst]
     _renumber_depths(t)
     h = Hierarchy(Groups(t.groups), array("i", t.node_group), topo_pos, folded, hosted)
+    drop_in_steps(t.groups, t.node_group)  # a slice at a time: 396k drafts and their lists at a million nodes
     h.refresh_counts(gm)
     return h
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from splitscope.engine.heap import drop_in_steps
 from splitscope.engine.model import GraphModel
 from splitscope.engine.model.scopes import ROOT, Scopes
 from splitscope.engine.view.groups import GroupDraft
@@ -83,7 +84,8 @@ def scope_groups(
     group_of[ROOT] = 0  # the last item: ROOT is read at -1
     parent, labels = scopes.parent, scopes.steps.pick(scopes.step)
     chain: list[int] = []
-    for t, at in zip(uniq.tolist(), seq[first].tolist(), strict=True):
+    leaves, firsts = uniq.tolist(), seq[first].tolist()
+    for t, at in zip(leaves, firsts, strict=True):
         while group_of[t] < 0:  # the scope and its ancestors without a group yet, deepest first
             chain.append(t)
             t = parent[t]
@@ -105,4 +107,5 @@ def scope_groups(
         if end > start:
             groups[g].nodes = members[start:end]
             start = end
+    drop_in_steps(members, ends, group_of, leaves, firsts)  # a million ints at a million nodes: not in one go
     return groups, node_group.tolist()
