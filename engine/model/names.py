@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import overload
 
 import numpy as np
-from splitscope.engine.heap import drop_in_steps
+from splitscope.engine.heap import drop_in_steps, empty_in_steps
 
 _MIN_TAIL = 4096
 """Names a compacted table lets wait before it folds them in (and at least a quarter of its size)."""
@@ -198,7 +198,7 @@ class Names:
         if self.indexed:
             self._build_slots(nc + len(tail))
         self._tail, self._tail_rows = [], {}
-        rows.clear()  # its keys are the tail's names: references only
+        empty_in_steps(rows, step=_STEP)  # its keys are the tail's names: references only, but 400k of them
         drop_in_steps(tail, step=_STEP)
 
     def _build_slots(self, n: int) -> None:

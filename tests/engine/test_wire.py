@@ -46,11 +46,31 @@ def test_truncation_detected(tmp_path):
         read_structure(p, 1024)
 
 
-def test_a_large_graph_decodes_in_chunks_to_the_same_model(monkeypatch):
-    """Decoding in steps (the window's thread runs between them) gives exactly the model decoded whole."""
+def test_a_file_with_nothing_to_drop_is_read_as_it_is():
+    path = M.LIGHT_DIR / "light_resnet50.onnx"
+    assert read_structure(path, 10**12) == path.read_bytes()
+
+
+def _with_value_info(tmp_path: Path) -> Path:
+    """A real export with its shapes inferred and kept as value_info (a repeated field decoded in steps too)."""
+    model = onnx.shape_inference.infer_shapes(onnx.load(M.LIGHT_DIR / "light_inception_v1.onnx"))
+    assert len(model.graph.value_info) > 10
+    out = tmp_path / "inferred.onnx"
+    onnx.save(model, out)
+    return out
+
+
+@pytest.mark.parametrize("which", ["dynamo-metadata", "weights", "value-info"])
+def test_a_large_graph_decodes_in_chunks_to_the_same_model(monkeypatch, tmp_path, which):
+    """Decoding in steps (the window's thread runs between them: nodes, initializers and value infos a chunk at a
+    time) gives exactly the model decoded whole."""
     from splitscope.engine.onnxio import loader, wire
 
-    path = Path(__file__).resolve().parents[1] / "data" / "torch_transformer_dynamo.onnx"  # node metadata too
+    path = {
+        "dynamo-metadata": Path(__file__).resolve().parents[1] / "data" / "torch_transformer_dynamo.onnx",
+        "weights": M.LIGHT_DIR / "light_resnet50.onnx",
+        "value-info": None,
+    }[which] or _with_value_info(tmp_path)
     data = path.read_bytes()
     monkeypatch.setattr(wire, "CHUNK_BYTES", 4096)
     _head, chunks = wire.node_chunks(data)
