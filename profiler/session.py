@@ -27,7 +27,7 @@ from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, QThreadPool, Signal
 from splitscope.engine.heap import give_back_when_freed
 from splitscope.engine.jobs import CancelToken, JobEvent, Partial, Progress
 from splitscope.engine.model import GraphModel
@@ -38,6 +38,18 @@ from splitscope.profiler.jobs import JobRunner
 FIRST_LAYOUT_HEAD_START_S = 3.0
 """How long the analysis waits for the first layout of its structure before refining (a preview's layout is waited
 for to its end)."""
+
+
+def _wait_giving_up_the_thread(event: threading.Event, timeout: float | None = None) -> None:
+    """Wait for ``event`` in a worker of the global thread pool, its place in the pool lent meanwhile (Qt's
+    ``releaseThread``): the layout being waited for runs in that pool too, and with every thread taken (one core, or
+    another job running) it would never start."""
+    pool = QThreadPool.globalInstance()
+    pool.releaseThread()
+    try:
+        event.wait(timeout)
+    finally:
+        pool.reserveThread()
 
 
 class ModelSession(QObject):
@@ -88,6 +100,7 @@ class ModelSession(QObject):
         self._ready_view: View | None = None
         """The last view of :attr:`graph_model`, to go back to when a newer analysis fails."""
         self._first_layout = threading.Event()
+        self._starting_layout = False
         self._recounting = False
         """Whether the analysis job that runs is a re-count at new dims (which a newer one may replace)."""
         self.outer_views: list[View] = []
@@ -159,7 +172,7 @@ class ModelSession(QObject):
                     # The full load starts once the preview is laid out (or its layout ends otherwise): sharing the
                     # two cores and the interpreter with it made the first view of a million nodes 3-4 s later,
                     # and the load's memory came on top of the first view's.
-                    first_layout.wait()
+                    _wait_giving_up_the_thread(first_layout)
             token.raise_if_cancelled()
             from splitscope.engine.split.analyze import analyze  # onnx loads in the worker
             from splitscope.profiler.dims import remembered_dims
@@ -175,7 +188,7 @@ class ModelSession(QObject):
                 yield ev
                 if isinstance(ev, Partial):
                     # Let the first layout have the CPU (and the GIL) before refining.
-                    first_layout.wait(timeout=FIRST_LAYOUT_HEAD_START_S)
+                    _wait_giving_up_the_thread(first_layout, FIRST_LAYOUT_HEAD_START_S)
 
         self.analysis.start(job)
 
@@ -352,7 +365,11 @@ class ModelSession(QObject):
     # ------------------------------------------------------------ job results
     def _start_layout(self, gm: GraphModel, factory: Any) -> None:
         self._layout_gm = gm
-        self.layout.start(factory)
+        self._starting_layout = True  # the layout running before is cancelled in here
+        try:
+            self.layout.start(factory)
+        finally:
+            self._starting_layout = False
 
     def _on_partial(self, ev: Partial) -> None:
         if isinstance(ev.value, GraphModel):
@@ -418,8 +435,10 @@ class ModelSession(QObject):
             self._start_layout(gm, first)
 
     def _first_layout_ended(self, *_: object) -> None:
-        """A layout failed or was cancelled: an analysis waiting for the first one goes on."""
-        self._first_layout.set()
+        """The preview's layout failed or was cancelled: the analysis waiting for it goes on. (Another layout's
+        end says nothing: starting the preview's own cancels the one before it.)"""
+        if not self._starting_layout and self._layout_gm is not None and self._layout_gm.preview:
+            self._first_layout.set()
 
     def _set_ready_view(self, view: View) -> None:
         self._ready_view = view

@@ -131,12 +131,17 @@ def test_a_large_file_shows_its_preview_first_then_the_full_model_in_place(qtbot
     qtbot.waitUntil(lambda: not session.running, timeout=30000)
 
 
-@pytest.mark.parametrize("layout_fails", [False, True], ids=["laid-out", "layout-failed"])
-def test_the_full_load_waits_for_the_previews_layout_and_never_for_a_failed_one(qtbot, monkeypatch, layout_fails):
-    """A large file's full load starts once its preview is laid out (not beside that layout); a preview whose layout
-    fails lets the load go on all the same, and the full model is shown."""
+@pytest.mark.parametrize(
+    "case", ["laid-out", "layout-failed", "one-thread", "a-layout-running"], ids=lambda c: c.replace("-", " ")
+)
+def test_the_full_load_waits_for_the_previews_layout_and_never_for_a_failed_one(qtbot, monkeypatch, case):
+    """A large file's full load starts once its preview is laid out (not beside that layout), whatever else holds
+    the thread pool (one thread in all; another model's layout running when the preview comes, which the preview's
+    cancels); a preview whose layout fails lets the load go on all the same, and the full model is shown."""
+    import threading
     from pathlib import Path
 
+    from PySide6.QtCore import QThreadPool
     from splitscope.engine.split import analyze as A
     from splitscope.engine.split import preview
     from splitscope.profiler import session as S
@@ -147,7 +152,7 @@ def test_the_full_load_waits_for_the_previews_layout_and_never_for_a_failed_one(
     real_prepare, real_analyze = S.prepare_view, A.analyze
 
     def prepare(gm, **kw):
-        if gm.preview and layout_fails:
+        if gm.preview and case == "layout-failed":
             raise RuntimeError("no layout for this preview")
         view = yield from real_prepare(gm, **kw)
         laid_out.append(gm.preview)
@@ -161,11 +166,29 @@ def test_the_full_load_waits_for_the_previews_layout_and_never_for_a_failed_one(
     monkeypatch.setattr(A, "analyze", analyze)
     model = Path(__file__).resolve().parents[1] / "data" / "torch_transformer.onnx"
     session = ModelSession(parser="table")
-    with qtbot.waitSignal(session.model_ready, timeout=60000) as ready:
-        session.open(model)
-    assert not ready.args[0].preview
-    assert seen_at_load == [[] if layout_fails else [True]], "the load starts after the preview's layout, once"
-    qtbot.waitUntil(lambda: not session.running, timeout=30000)
+    pool = QThreadPool.globalInstance()
+    threads = pool.maxThreadCount()
+    if case == "one-thread":
+        pool.setMaxThreadCount(1)
+    if case == "a-layout-running":  # another model's relayout, still running when the preview comes
+        holding = threading.Event()
+
+        def hold(token):
+            holding.set()
+            while not token.cancelled:
+                yield Progress("layout", 0, 0, "laying out")
+                threading.Event().wait(0.01)
+
+        session.layout.start(hold)
+        assert holding.wait(30)
+    try:
+        with qtbot.waitSignal(session.model_ready, timeout=60000) as ready:
+            session.open(model)
+        assert not ready.args[0].preview
+        assert seen_at_load == [[] if case == "layout-failed" else [True]], "the load starts after the preview's layout"
+        qtbot.waitUntil(lambda: not session.running, timeout=30000)
+    finally:
+        pool.setMaxThreadCount(threads)
 
 
 def test_a_cancelled_job_lets_go_of_the_collectors_pause_and_cleans_up(qtbot):
