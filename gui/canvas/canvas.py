@@ -80,6 +80,9 @@ class GraphCanvas(QWidget):
         """Colour by a measured figure instead of the status (View › Colour by)."""
         self.show_legend = True
         self.busy_text = ""
+        self.legend_rect: QRectF | None = None
+        """Where the last paint drew the legend and the busy notice (None: not drawn)."""
+        self.notice_rect: QRectF | None = None
         """A notice over the canvas while a long job runs (empty: none)."""
         self._press: QPointF | None = None
         self._press_center = (0.0, 0.0)
@@ -416,19 +419,26 @@ class GraphCanvas(QWidget):
 
         t0 = time.perf_counter()
         p = QPainter(self)
-        self.snapshot().render_to(p, self.rect(), self.scene_rect(), self.scale, legend=self.show_legend)
-        if self.busy_text:
-            self._draw_notice(p, self.busy_text)
+        legend = self.snapshot().render_to(p, self.rect(), self.scene_rect(), self.scale, legend=self.show_legend)
+        self.legend_rect = legend
+        self.notice_rect = self._draw_notice(p, self.busy_text, legend) if self.busy_text else None
         p.end()
         self.last_paint_ms = (time.perf_counter() - t0) * 1000
         if self.layout_ is not None:
             self.painted.emit()
 
-    def _draw_notice(self, p: QPainter, text: str) -> None:
+    def _draw_notice(self, p: QPainter, text: str, legend: QRectF | None = None) -> QRectF:
+        """A notice at the top, centred, clear of the ``legend`` (beside it where there is room, else under it)."""
         pal = self.palette_
+        p.setFont(self.font())
         fm = QFontMetrics(self.font())
         w = fm.horizontalAdvance(text) + 40
         box = QRectF((self.width() - w) / 2, 16, w, fm.height() + 20)
+        if legend is not None and box.intersects(legend):
+            if legend.right() + 12 + w <= self.width() - 8:
+                box.moveLeft(legend.right() + 12)
+            else:
+                box.moveTop(legend.bottom() + 8)
         bg = QColor(pal.background)
         bg.setAlpha(235)
         p.setPen(QPen(pal.selection, 1.5))
@@ -436,6 +446,7 @@ class GraphCanvas(QWidget):
         p.drawRoundedRect(box, 8, 8)
         p.setPen(pal.text)
         p.drawText(box, Qt.AlignmentFlag.AlignCenter, text)
+        return box
 
     def snapshot(self, plain: bool = False) -> GraphPainter:
         """What is on screen now, as a painter that any thread may use: it holds references to the

@@ -106,15 +106,16 @@ class GraphPainter:
         """The base font (the canvas widget's)."""
         return QFont(self.base_font) if self.base_font is not None else QFont()
 
-    def render_to(self, p: QPainter, target: Any, view: QRectF, scale: float, legend: bool = True) -> None:
-        """Draw ``view`` (scene units) into ``target`` at ``scale``; used for screen and export."""
+    def render_to(self, p: QPainter, target: Any, view: QRectF, scale: float, legend: bool = True) -> QRectF | None:
+        """Draw ``view`` (scene units) into ``target`` at ``scale``; used for screen and export. Returns where the
+        legend was drawn (None: none was)."""
         pal = self.palette_
         p.fillRect(target, pal.background)
         a = self._arrays
         if not a or self.gm is None or self.hier is None or self.layout_ is None:
             p.setPen(pal.muted)
             p.drawText(target, Qt.AlignmentFlag.AlignCenter, "Open an ONNX model (Ctrl+O) or drop one here.")
-            return
+            return None
         x0, y0, x1, y1 = view.left(), view.top(), view.right(), view.bottom()
         ox = target.left() if hasattr(target, "left") else 0
         oy = target.top() if hasattr(target, "top") else 0
@@ -173,8 +174,7 @@ class GraphPainter:
                     self._draw_node(p, rect, L.ref[i], scale)
                 else:
                     self._draw_block(p, rect, L.ref[i], scale)
-        if legend:
-            self._draw_legend(p)
+        return self._draw_legend(p) if legend else None
 
     def _draw_partitions(self, p: QPainter, solid: np.ndarray, sx: Any, sy: Any, scale: float) -> None:
         """Each item in an engine partition gets an outline in that partition's colour, behind it, and (zoomed

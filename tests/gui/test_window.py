@@ -793,3 +793,20 @@ def test_a_search_typed_on_a_first_view_stays_when_its_analysis_finishes(qtbot, 
     window.open_model(ROOT / "tests" / "data" / "torch_transformer.onnx")
     wait_idle(qtbot, window)
     assert window.search.text() == ""  # a model new to this window has no search of its own
+
+
+@pytest.mark.parametrize("width", [1000, 700], ids=["beside", "under"])
+def test_the_busy_notice_never_covers_the_legend(qtbot, window, width):
+    """The "still analysing" notice sits beside the legend where there is room, else under it."""
+    window.open_model(SAMPLE_MODEL)
+    wait_idle(qtbot, window)
+    canvas = window.canvas
+    canvas.resize(width, 500)
+    canvas.busy_text = "Large model: still analysing (the parser proves every node), this may take a while."
+    canvas.grab()  # paints
+    assert canvas.legend_rect is not None and canvas.notice_rect is not None
+    assert not canvas.notice_rect.intersects(canvas.legend_rect)
+    assert canvas.notice_rect.left() >= 0 and canvas.notice_rect.right() <= width
+    beside = canvas.notice_rect.top() < canvas.legend_rect.bottom()
+    assert beside == (width == 1000)
+    canvas.busy_text = ""
