@@ -129,3 +129,17 @@ def test_preview_job_only_for_large_files_and_imports_no_onnx(tmp_path, monkeypa
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False", "the light pass must not import ONNX (a second and a half before the first view)"
+
+
+def test_a_mapped_file_reads_as_one_read_whole(monkeypatch):
+    """Files past the read-whole size are mapped (their pages asked for ahead): the same columns."""
+    from splitscope.engine.onnxio import light as L
+
+    path = M.LIGHT_DIR / "light_resnet50.onnx"
+    whole = read_light(path)
+    monkeypatch.setattr(L, "_READ_WHOLE", 0)
+    mapped = read_light(path)
+    assert whole is not None and mapped is not None
+    for column in ("names", "ops", "domains", "tensor_names", "weight_names", "graph_inputs", "graph_outputs"):
+        assert getattr(mapped, column) == getattr(whole, column), column
+    assert mapped.inputs == whole.inputs and mapped.outputs == whole.outputs
