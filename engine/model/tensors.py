@@ -149,16 +149,7 @@ class Tensors(NamedRows["Tensor"]):
         """:meth:`add` each of ``names`` ('' gives -1), the new rows' columns extended at once."""
         before = len(self.names)
         rows = self.names.add_many(names)
-        new = len(self.names) - before
-        if new:
-            blank: list[Any] = [None] * new
-            self.dtype.extend(blank)
-            self.shape.extend(blank)
-            self.at.extend(blank)
-            self.producer.extend(array("i", [-1]) * new)
-            self.flags.extend(bytes(new))
-            if self._pairs is None:  # frozen: the new rows read as used by no node
-                self.consumers.offsets.extend(array("i", [self.consumers.offsets[-1]]) * new)
+        self._grow(len(self.names) - before)
         return rows
 
     def add_distinct(self, names: list[str]) -> None:
@@ -166,13 +157,19 @@ class Tensors(NamedRows["Tensor"]):
         of), their columns extended at once."""
         new = len(names)
         self.names.extend_distinct(names)
+        self._grow(new)
+
+    def _grow(self, new: int) -> None:
+        """Extend every column but the names by ``new`` blank rows."""
+        if not new:
+            return
         blank: list[Any] = [None] * new
         self.dtype.extend(blank)
         self.shape.extend(blank)
         self.at.extend(blank)
         self.producer.extend(array("i", [-1]) * new)
         self.flags.extend(bytes(new))
-        if self._pairs is None:
+        if self._pairs is None:  # frozen: the new rows read as used by no node
             self.consumers.offsets.extend(array("i", [self.consumers.offsets[-1]]) * new)
 
     def copy(self) -> Tensors:
