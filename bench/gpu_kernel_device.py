@@ -32,7 +32,7 @@ def layernorm() -> onnx.ModelProto:
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [8, 128, 768])],
         [scale, bias],
     )
-    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
 def softmax() -> onnx.ModelProto:
@@ -43,7 +43,7 @@ def softmax() -> onnx.ModelProto:
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 12, 128, 128])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [8, 12, 128, 128])],
     )
-    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
 KEYS = ("device_ms", "default_device_ms", "ms", "host_ms", "default_ms", "sol_ms", "numerics_ok", "device_how", "gpu")
