@@ -24,7 +24,8 @@ print("exported resnet50")
 PY
 }
 # Calibration of ResNet-50 at 64 samples on CUDA and on the CPU, interleaved three rounds: the first CUDA run with
-# an empty kernel cache (it compiles the statistics kernels), the rest with the cache as the first left it.
+# an empty kernel cache (it compiles the statistics kernels), the rest with the cache as the first left it. The
+# statistics cache is emptied before every run: a run that found the last one's statistics would compute none.
 calib64() {
   local cli="python3 -m splitscope.engine.cli" m=/root/models r b s
   r50
@@ -32,6 +33,7 @@ calib64() {
   rm -rf /root/cache/kernels
   for r in 1 2 3; do
     for b in ort-cuda ort-cpu; do
+      rm -rf /root/cache/calib
       s=$EPOCHREALTIME
       $cli calibrate $m/r50.onnx --data random --dim batch=1 --backend $b --method entropy --samples 64 \
         --out /root/q_$b.onnx --json "$1/calib64_$b.json" -q
