@@ -14,6 +14,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
+from splitscope.engine.model.coded import Coded
 from splitscope.engine.model.names import Names
 from splitscope.engine.model.scopes import Scopes
 from splitscope.engine.model.table import RowView
@@ -73,19 +74,6 @@ NO_BODIES: Mapping[str, Graph] = MappingProxyType({})
 """The bodies of a node that has none (read-only, shared)."""
 
 
-_WORDS: dict[str, str] = {}
-"""One string an op type or domain (protobuf gives a new one at every read): a model's are few."""
-
-
-def _word(s: str) -> str:
-    w = _WORDS.get(s)
-    if w is None:
-        w = s
-        if len(_WORDS) < 4096:  # a model of made-up op names does not grow it for good
-            _WORDS[s] = s
-    return w
-
-
 class Nodes(Sequence["Node"]):
     """Every node of one graph in columns: names, ops and domains one list each, inputs and outputs flat lists of
     names with offsets, FLOPs and bytes ``array('q')`` (-1: unknown; -2: past 64 bits, kept in ``huge``), status,
@@ -130,8 +118,8 @@ class Nodes(Sequence["Node"]):
         intern_many: Callable[[list[str]], list[int]] | None = None,
     ) -> None:
         self.name = Names(indexed=False)
-        self.op_type: list[str] = []
-        self.domain: list[str] = []
+        self.op_type: Coded[str] = Coded()
+        self.domain: Coded[str] = Coded()
         self.tensor_names = Names() if tensor_names is None else tensor_names
         """The names the input and output rows index: the graph's tensors' (:class:`Tensors`), else the nodes' own."""
         self.intern = self.tensor_names.add if intern is None else intern
@@ -141,7 +129,7 @@ class Nodes(Sequence["Node"]):
         self.in_off, self.in_rows = array("i", [0]), array("i")
         """Each node's inputs: ``in_rows[in_off[i]:in_off[i + 1]]``, rows of :attr:`tensor_names` (-1: omitted)."""
         self.out_off, self.out_rows = array("i", [0]), array("i")
-        self.attributes: list[dict[str, Any]] = []
+        self.attributes: Coded[dict[str, Any]] = Coded(by_identity=True, blank=NO_ATTRIBUTES)
         self.scope = Scopes()
         """Each node's module scope (read as a list of tuples; :meth:`Scopes.all` for every node's at once)."""
         self.subgraphs: dict[int, Mapping[str, Graph]] = {}
@@ -152,10 +140,12 @@ class Nodes(Sequence["Node"]):
         """FLOPs or bytes past 64 bits (an absurd dim), by column and node; -2 in the column."""
         self.status, self.role, self.source = bytearray(), bytearray(), bytearray()
         self.table_status, self.parser_status = bytearray(), bytearray()
-        self.reason: list[str] = []
-        self.defect: list[str] = []
-        self.cause: list[str] = []
-        self.remedy: list[str] = []
+        self.reason: Coded[str] = Coded(blank="")
+        self.defect: Coded[str] = Coded(blank="")
+        self.cause: Coded[str] = Coded(blank="")
+        self.remedy: Coded[str] = Coded(blank="")
+        """The op types, domains, attributes and verdict texts take few distinct values: kept as codes
+        (:class:`Coded`), so that the garbage collector does not walk a reference per node."""
 
     def add(
         self,
@@ -177,14 +167,17 @@ class Nodes(Sequence["Node"]):
         """Append a node; returns its view."""
         i = len(self.name)
         self.name.append(name)
-        self.op_type.append(_word(op_type))
-        self.domain.append(_word(domain))
+        self.op_type.append(op_type)
+        self.domain.append(domain)
         intern = self.intern
         self.in_rows.extend([intern(s) if s else -1 for s in inputs])
         self.in_off.append(len(self.in_rows))
         self.out_rows.extend([intern(s) if s else -1 for s in outputs])
         self.out_off.append(len(self.out_rows))
-        self.attributes.append(NO_ATTRIBUTES if attributes is None else attributes)
+        if attributes is None:
+            self.attributes.codes.append(0)  # NO_ATTRIBUTES, each column's blank code 0
+        else:
+            self.attributes.append(attributes)
         self.scope.append(scope)
         if subgraphs:
             self.subgraphs[i] = subgraphs
@@ -198,9 +191,9 @@ class Nodes(Sequence["Node"]):
         self.table_status.append(_NONE if table_status is None else STATUS_CODE[table_status])
         self.parser_status.append(_NONE)
         self.reason.append(reason)
-        self.defect.append("")
-        self.cause.append("")
-        self.remedy.append("")
+        self.defect.codes.append(0)
+        self.cause.codes.append(0)
+        self.remedy.codes.append(0)
         return Node.of(self, i)
 
     def extend(
@@ -220,13 +213,13 @@ class Nodes(Sequence["Node"]):
         offsets from 0 with each node's end); ``scopes``: their ids in :attr:`scope`."""
         k = len(names)
         self.name.extend(names)
-        self.op_type.extend(map(_word, ops))
-        self.domain.extend(map(_word, domains))
+        self.op_type.extend(ops)
+        self.domain.extend(domains)
         for slots, off, (new, ends) in ((self.in_rows, self.in_off, rows[:2]), (self.out_rows, self.out_off, rows[2:])):
             base = len(slots)
             slots.extend(new)
             off.extend(array("i", (np.frombuffer(ends, np.int32)[1:] + base).tobytes()))
-        self.attributes.extend([NO_ATTRIBUTES] * k)
+        self.attributes.fill(NO_ATTRIBUTES, k)
         self.scope.ids.extend(scopes)
         self.flops.extend(array("q", [-1]) * k)
         self.bytes.extend(array("q", [-1]) * k)
@@ -237,10 +230,9 @@ class Nodes(Sequence["Node"]):
         self.source.extend(bytes([SOURCE_CODE[source]]) * k)
         self.parser_status.extend(bytes([_NONE]) * k)
         self.reason.extend(reasons)
-        blank = [""] * k
-        self.defect.extend(blank)
-        self.cause.extend(blank)
-        self.remedy.extend(blank)
+        self.defect.fill("", k)
+        self.cause.fill("", k)
+        self.remedy.fill("", k)
 
     def reads(self, i: int) -> list[str]:
         """Node ``i``'s inputs, then the outer tensors its bodies read (:attr:`Node.all_inputs`)."""
@@ -363,11 +355,13 @@ class Node(RowView):
 
     @property
     def op_type(self) -> str:
-        return self._t.op_type[self._i]
+        c = self._t.op_type
+        return c.values[c.codes[self._i]]
 
     @property
     def domain(self) -> str:
-        return self._t.domain[self._i]
+        c = self._t.domain
+        return c.values[c.codes[self._i]]
 
     @property
     def inputs(self) -> list[str]:
@@ -382,7 +376,8 @@ class Node(RowView):
     @property
     def attributes(self) -> dict[str, Any]:
         """Its attributes by name (read them; nodes without share one empty dict)."""
-        return self._t.attributes[self._i]
+        c = self._t.attributes
+        return c.values[c.codes[self._i]]
 
     @property
     def scope(self) -> tuple[str, ...]:
@@ -420,7 +415,8 @@ class Node(RowView):
     @property
     def reason(self) -> str:
         """Why it has its status, in a sentence."""
-        return self._t.reason[self._i]
+        c = self._t.reason
+        return c.values[c.codes[self._i]]
 
     @reason.setter
     def reason(self, value: str) -> None:
@@ -429,7 +425,8 @@ class Node(RowView):
     @property
     def defect(self) -> str:
         """Why the node is malformed ONNX (:mod:`splitscope.engine.onnxio.validate`), '' when it is not."""
-        return self._t.defect[self._i]
+        c = self._t.defect
+        return c.values[c.codes[self._i]]
 
     @defect.setter
     def defect(self, value: str) -> None:
@@ -438,7 +435,8 @@ class Node(RowView):
     @property
     def cause(self) -> str:
         """For a plugin node: why it needs custom work, in a few words (:mod:`splitscope.engine.split.remedies`)."""
-        return self._t.cause[self._i]
+        c = self._t.cause
+        return c.values[c.codes[self._i]]
 
     @cause.setter
     def cause(self, value: str) -> None:
@@ -447,7 +445,8 @@ class Node(RowView):
     @property
     def remedy(self) -> str:
         """For a plugin node: the fix that removes most such nodes."""
-        return self._t.remedy[self._i]
+        c = self._t.remedy
+        return c.values[c.codes[self._i]]
 
     @remedy.setter
     def remedy(self, value: str) -> None:

@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 from splitscope.engine.dims.expr import eval_dim
+from splitscope.engine.model.coded import Coded
 from splitscope.engine.model.names import Names, RowsByName
 from splitscope.engine.model.rows import Rows
 from splitscope.engine.model.table import NamedRows, RowView
@@ -122,9 +123,10 @@ class Tensors(NamedRows["Tensor"]):
     def __init__(self) -> None:
         self.names = Names()
         """Each row's name (one string for the table once :meth:`freeze` has run), and the row of each name."""
-        self.dtype: list[str | None] = []
-        self.shape: list[tuple[Dim, ...] | None] = []
-        self.at: list[tuple[int, ...] | None] = []
+        self.dtype: Coded[str | None] = Coded(blank=None)
+        self.shape: Coded[tuple[Dim, ...] | None] = Coded(blank=None)
+        self.at: Coded[tuple[int, ...] | None] = Coded(blank=None)
+        """Dtypes and shapes, symbolic and at the dims in force, take few distinct values: kept as codes."""
         self.producer = array("i")
         """The producing node's index, -1 for none."""
         self.flags = bytearray()
@@ -136,9 +138,9 @@ class Tensors(NamedRows["Tensor"]):
         i = self.names.get(name)
         if i is None:
             i = self.names.append(name)
-            self.dtype.append(None)
-            self.shape.append(None)
-            self.at.append(None)
+            self.dtype.codes.append(0)  # None, each column's blank code 0
+            self.shape.codes.append(0)
+            self.at.codes.append(0)
             self.producer.append(-1)
             self.flags.append(0)
             if self._pairs is None:  # frozen: the new row reads as used by no node
@@ -163,10 +165,9 @@ class Tensors(NamedRows["Tensor"]):
         """Extend every column but the names by ``new`` blank rows."""
         if not new:
             return
-        blank: list[Any] = [None] * new
-        self.dtype.extend(blank)
-        self.shape.extend(blank)
-        self.at.extend(blank)
+        self.dtype.fill(None, new)
+        self.shape.fill(None, new)
+        self.at.fill(None, new)
         self.producer.extend(array("i", [-1]) * new)
         self.flags.extend(bytes(new))
         if self._pairs is None:  # frozen: the new rows read as used by no node
@@ -175,7 +176,7 @@ class Tensors(NamedRows["Tensor"]):
     def copy(self) -> Tensors:
         """A table of the same rows, its own to change."""
         c = Tensors()
-        c.names, c.dtype, c.shape, c.at = self.names.copy(), list(self.dtype), list(self.shape), list(self.at)
+        c.names, c.dtype, c.shape, c.at = self.names.copy(), self.dtype.copy(), self.shape.copy(), self.at.copy()
         c.producer, c.flags = array("i", self.producer), bytearray(self.flags)
         c.consumers = Rows(array("i", self.consumers.offsets), array("i", self.consumers.targets))
         c._pairs = None if self._pairs is None else (array("i", self._pairs[0]), array("i", self._pairs[1]))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from array import array
 
+from splitscope.engine.model.coded import Coded
 from splitscope.engine.model.names import Names
 from splitscope.engine.model.table import NamedRows, RowView
 
@@ -12,19 +13,17 @@ from splitscope.engine.model.table import NamedRows, RowView
 class Initializers(NamedRows["Initializer"]):
     """Every weight of one graph by name: dtype, dims, bytes and whether the bytes live in an external file."""
 
-    __slots__ = ("_shapes", "dims", "dtype", "external", "names", "nbytes")
+    __slots__ = ("dims", "dtype", "external", "names", "nbytes")
 
     def __init__(self) -> None:
         self.names = Names()
-        self.dtype: list[str] = []
-        self.dims: list[tuple[int, ...]] = []
+        self.dtype: Coded[str] = Coded()
+        self.dims: Coded[tuple[int, ...]] = Coded()
         self.nbytes = array("q")
         self.external = bytearray()
-        self._shapes: dict[tuple[int, ...], tuple[int, ...]] = {}  # one tuple a distinct shape
 
     def add(self, name: str, dtype: str, dims: tuple[int, ...], nbytes: int, external: bool = False) -> None:
         """Record the weight ``name`` (again: the last record stands)."""
-        dims = self._shapes.setdefault(dims, dims)
         i = self.names.get(name)
         if i is None:
             self.names.append(name)

@@ -302,10 +302,11 @@ def predict_node(graph: Graph, node: Node, target: str = TARGET_TENSORRT) -> tup
     version, table = load_table()
     src = f"TensorRT {version} operator table"
     cols, i = node.table, node.index  # the columns: this runs once a node
-    defect = cols.defect[i]
+    c = cols.defect
+    defect = c.values[c.codes[i]]  # coded columns read directly: this runs once a node
     if defect:
         return Status.PLUGIN, f"malformed ONNX: {defect}; fix the export (ONNX itself rejects this node)"
-    op, domain = cols.op_type[i], cols.domain[i]
+    op, domain = cols.op_type.values[cols.op_type.codes[i]], cols.domain.values[cols.domain.codes[i]]
     function = cols.function.get(i)
     if function is not None:
         bad = [n for n in function.nodes if n.status is Status.PLUGIN]
@@ -322,10 +323,10 @@ def predict_node(graph: Graph, node: Node, target: str = TARGET_TENSORRT) -> tup
             f"named '{op}' (the parser falls back to a plugin of that name)",
         )
     tensors = graph.tensors
-    dtypes = tensors.dtype
+    dtypes, dcodes = tensors.dtype.values, tensors.dtype.codes
     ins, outs = graph.slot_rows()
     for r in (*ins[cols.in_off[i] : cols.in_off[i + 1]], *outs[cols.out_off[i] : cols.out_off[i + 1]]):
-        dt = dtypes[r] if r >= 0 else None
+        dt = dtypes[dcodes[r]] if r >= 0 else None
         if dt is not None and dt not in TRT_DTYPES:
             return Status.PLUGIN, f"tensor '{tensors.names[r]}' is {dt}, a type TensorRT does not have"
     entry = table.get(op)

@@ -340,7 +340,7 @@ def _group_repeats(h: _Tree, gm: GraphModel) -> None:
         _make_blocks(h, gid, seq, repeats, ops)
 
 
-def _make_blocks(h: _Tree, gid: int, seq: list[int], repeats: list[Repeat], ops: list[str]) -> None:
+def _make_blocks(h: _Tree, gid: int, seq: list[int], repeats: list[Repeat], ops: Sequence[str]) -> None:
     """Turn ``repeats`` of the direct nodes ``seq`` of group ``gid`` into groups; the runs between them of
     :data:`RUN_MIN_NODES` or more into one group each; then, where those items repeat in turn (a ResNet stage:
     a downsampling block, then ``Conv block ×N``), a group per repeat of items (``Conv stage ×4``)."""
