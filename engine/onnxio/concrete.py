@@ -18,6 +18,7 @@ import json
 import math
 from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import TYPE_CHECKING
 
 import onnx
@@ -457,7 +458,7 @@ def fixed_model(
 def concrete_shapes(g: onnx.GraphProto) -> dict[str, tuple[int, ...]]:
     """The fully known shapes of a graph's tensors (not its bodies')."""
     out: dict[str, tuple[int, ...]] = {}
-    for vi in (*g.input, *g.value_info, *g.output):
+    for vi in chain(g.input, g.value_info, g.output):
         shape = _concrete(vi)
         if shape is not None:
             out[vi.name] = shape
@@ -484,7 +485,7 @@ class LazyShapes(Mapping[str, tuple[int, ...]]):
     when asked for: folding asks for a few thousand of a large graph's tens of thousands."""
 
     def __init__(self, g: onnx.GraphProto, outer: Mapping[str, tuple[int, ...]] | None = None) -> None:
-        self._infos = {vi.name: vi for vi in (*g.input, *g.value_info, *g.output)}
+        self._infos = {vi.name: vi for vi in chain(g.input, g.value_info, g.output)}
         self._outer = outer or {}
         self._read: dict[str, tuple[int, ...] | None] = {}
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 from array import array
 from collections.abc import Mapping, Sequence
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -248,7 +249,7 @@ def build_graph(
 def _typed_tensors(g: onnx.GraphProto, tensors: Tensors, label: str) -> None:
     """A row for each tensor the graph declares a type for (inputs, value_info, outputs), with that type."""
     add, dtypes, shapes, share = tensors.add, tensors.dtype, tensors.shape, sharing()
-    for vi in (*g.input, *g.value_info, *g.output):
+    for vi in chain(g.input, g.value_info, g.output):
         if type(vi.name) is bytes:
             raise ModelTextError(f"{label}: value name {vi.name!r}")
         r = add(vi.name)

@@ -15,6 +15,7 @@ import stat
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -203,7 +204,7 @@ def _check_tensor_size(t: TensorProto, where: str) -> None:
 def _check_value_dims(g: onnx.GraphProto, source: str) -> None:
     """Declared dimensions past any real tensor (they make shape inference allocate without bound) are damage;
     a negative one (``-1`` for a dynamic batch, common in older exports) is read as unknown."""
-    for vi in (*g.input, *g.output, *g.value_info):
+    for vi in chain(g.input, g.output, g.value_info):
         tt = vi.type.tensor_type if vi.type.HasField("tensor_type") else None
         if tt is None or not tt.HasField("shape"):
             continue

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from itertools import chain
 from pathlib import Path
 
 import onnx
@@ -216,7 +217,7 @@ def _apply_types(graph: Graph, g: onnx.GraphProto, body_nodes: dict[int, onnx.No
     """
     tensors = graph.tensors
     row, dtypes, shapes, share = tensors.rows.get, tensors.dtype, tensors.shape, sharing()
-    for vi in (*g.input, *g.value_info, *g.output):
+    for vi in chain(g.input, g.value_info, g.output):
         r = row(vi.name)
         if r is None:
             continue

@@ -23,6 +23,7 @@ import json
 import os
 import sys
 import time
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -143,7 +144,7 @@ class Session:
             prepare_model(light, self.path)
             inferred, self.assumed = infer_shapes(light, [])
             g = inferred.graph
-            for vi in (*g.input, *g.value_info, *g.output):
+            for vi in chain(g.input, g.value_info, g.output):
                 self.value_types[vi.name] = vi.type
                 tt = vi.type.tensor_type
                 self.types.setdefault(vi.name, (tt.elem_type, len(tt.shape.dim) if tt.HasField("shape") else None))
