@@ -11,8 +11,8 @@ if TYPE_CHECKING:
 
 
 def plural(n: int, word: str, many: str | None = None) -> str:
-    """``1 node``, ``2 nodes``; ``many`` for irregular plurals (``1 op type`` -> ``op types``)."""
-    return f"{n} {word if n == 1 else (many or word + 's')}"
+    """``1 node``, ``2 nodes``, ``49,996 nodes``; ``many`` for irregular plurals (``1 op type`` -> ``op types``)."""
+    return f"{n:,} {word if n == 1 else (many or word + 's')}"
 
 
 def op_label(domain: str, op_type: str) -> str:

@@ -194,7 +194,7 @@ def _headline(gm: GraphModel, summary: dict[str, dict[str, float | int]] | None)
     n_nodes, n_parts = len(gm.nodes), len(gm.partitions)
     n_plugin = int(s["plugin"]["nodes"])
     share = (
-        f"{s['delegate']['flops_share']:.0%} of known FLOPs delegated ({s['delegate']['nodes']} of "
+        f"{s['delegate']['flops_share']:.0%} of known FLOPs delegated ({s['delegate']['nodes']:,} of "
         f"{plural(n_nodes, 'node')})"
     )
     plugin = STATUS_CODE[Status.PLUGIN]
