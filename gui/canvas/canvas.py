@@ -55,6 +55,8 @@ class GraphCanvas(QWidget):
     """Right click: the item under the pointer (-1 for none) and the global position for a menu."""
     """Double click on a block (expand) or a frame header (collapse): the group id."""
     view_changed = Signal()
+    resized = Signal()
+    """The canvas changed size (its overlays place themselves again)."""
     painted = Signal()
     """A frame with a graph on it was painted (startup timing)."""
 
@@ -63,13 +65,11 @@ class GraphCanvas(QWidget):
         self.setMouseTracking(True)
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self.setMinimumSize(QSize(320, 240))
-        self.reserve_right = 0
-        self.reserve_bottom = 0
-        """The bottom-right corner an overlay (the minimap) covers: fitting keeps the graph out of it."""
         self.palette_ = make_palette(False)
         self.gm: GraphModel | None = None
         self.hier: Hierarchy | None = None
         self.layout_: Layout | None = None
+        self._fit_view: tuple[float, float, float] | None = None  # the view Fit last made
         self.scale = 1.0
         self.cx = 0.0
         self.cy = 0.0
@@ -157,6 +157,15 @@ class GraphCanvas(QWidget):
         w, h = self.width() / self.scale, self.height() / self.scale
         return QRectF(self.cx - w / 2, self.cy - h / 2, w, h)
 
+    def shows_all(self) -> bool:
+        """Whether the view shows the whole graph (a minimap would add nothing; with no graph, True)."""
+        if self.layout_ is None:
+            return True
+        x0, y0, x1, y1 = self.layout_.bounds()
+        v = self.scene_rect()
+        slack = 2 / self.scale  # two pixels: Fit's rounding
+        return v.left() <= x0 + slack and v.top() <= y0 + slack and v.right() >= x1 - slack and v.bottom() >= y1 - slack
+
     def on_screen(self) -> dict[str, float | int]:
         """What the view shows now, for ``--report-startup`` and tests: ``items_visible`` (nodes and blocks
         in view), ``plugins_visible`` (share of plugin nodes whose node or enclosing block is in view and
@@ -220,28 +229,20 @@ class GraphCanvas(QWidget):
         sw = (self.width() - margin) / max(x1 - x0, 1)
         sh = (self.height() - margin - top) / max(y1 - y0, 1)
         self.scale = min(max(min(sw, sh), MIN_SCALE), 1.5)
-        # The minimap sits over the bottom-right corner: a graph that would reach under it is moved left when
-        # the view has the room, else made just small enough to stand beside it.
-        right = self.reserve_right if self.width() > 3 * self.reserve_right else 0
-        spare_w = self.width() - margin - (x1 - x0) * self.scale
-        spare_h = self.height() - margin - top - (y1 - y0) * self.scale
-        if right and spare_w < 2 * right and spare_h < self.reserve_bottom:
-            if spare_w < right:
-                sw = (self.width() - margin - right) / max(x1 - x0, 1)
-                smaller = min(max(min(sw, sh), MIN_SCALE), 1.5)
-                # Readable labels come first: shrinking below 9 px to clear the minimap is not worth it; the graph
-                # then moves left as far as its spare width allows.
-                if 9.5 * min(smaller, 1.6) * self.logicalDpiY() / 72.0 >= 9.0:
-                    self.scale = smaller
-                else:
-                    right = max(int(spare_w), 0)
-        else:
-            right = 0
-        # Centre the graph in the part of the view below the legend (and left of the minimap when it must be).
-        self.cx = (x0 + x1) / 2 + right / 2 / self.scale
+        # Centre the graph in the part of the view below the legend (the minimap is hidden while all of it shows).
+        self.cx = (x0 + x1) / 2
         self.cy = (y0 + y1) / 2 - top / 2 / self.scale
+        self._fit_view = (self.cx, self.cy, self.scale)
         self.update()
         self.view_changed.emit()
+
+    def resizeEvent(self, event: Any) -> None:
+        super().resizeEvent(event)
+        # A view left as Fit made it stays fitted: the first view is fitted before the docks settle the canvas's
+        # size, and a graph fitted to the taller canvas was cut at the bottom.
+        if self.layout_ is not None and self._fit_view == (self.cx, self.cy, self.scale):
+            self.fit()
+        self.resized.emit()
 
     def zoom_by(self, factor: float, anchor: QPointF | None = None) -> None:
         """Zoom keeping ``anchor`` (widget point; default the centre) fixed."""
@@ -479,10 +480,15 @@ class Minimap(QWidget):
         super().__init__(parent)
         self.canvas = canvas
         self.setFixedSize(180, 220)
-        canvas.reserve_right, canvas.reserve_bottom = 180 + 16, 220 + 16  # the canvas fits graphs beside it
         self._image: QImage | None = None
         self._map: tuple[float, float, float, float] = (0.0, 0.0, 1.0, 1.0)
-        canvas.view_changed.connect(self.update)
+        canvas.view_changed.connect(self._follow)
+
+    def _follow(self) -> None:
+        """Shown only while the view leaves part of the graph out: over a graph shown whole it would only cover
+        part of it (a card in the corner of a small window)."""
+        self.setVisible(not self.canvas.shows_all())
+        self.update()
 
     def refresh(self) -> None:
         """Redraw the overview image (after a new layout)."""

@@ -96,6 +96,7 @@ class MainWindow(QMainWindow):
         self._slow_timer.timeout.connect(self._show_slow_notice)
         self.canvas = GraphCanvas()
         self.minimap = Minimap(self.canvas, self.canvas)
+        self.canvas.resized.connect(self._place_minimap)
         self.setCentralWidget(self.canvas)
         self.inspector = Inspector()
         self.ops = OpsPanel()

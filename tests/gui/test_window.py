@@ -810,3 +810,18 @@ def test_the_busy_notice_never_covers_the_legend(qtbot, window, width):
     beside = canvas.notice_rect.top() < canvas.legend_rect.bottom()
     assert beside == (width == 1000)
     canvas.busy_text = ""
+
+
+def test_the_minimap_shows_only_while_part_of_the_graph_is_out_of_view(qtbot, window):
+    """Over a graph shown whole the minimap adds nothing and covered a card in the corner of a small window."""
+    window.open_model(SAMPLE_MODEL)
+    wait_idle(qtbot, window)
+    canvas, minimap = window.canvas, window.minimap
+    canvas.fit()
+    assert canvas.shows_all()
+    qtbot.waitUntil(lambda: not minimap.isVisible(), timeout=5000)
+    canvas.zoom_by(8.0)
+    assert not canvas.shows_all()
+    qtbot.waitUntil(minimap.isVisible, timeout=5000)
+    canvas.fit()
+    qtbot.waitUntil(lambda: not minimap.isVisible(), timeout=5000)
