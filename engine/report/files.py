@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import tempfile
@@ -26,9 +27,14 @@ def atomic_path(path: str | os.PathLike[str], make_parents: bool = False) -> Ite
     A missing folder is an error unless ``make_parents``.
     """
     target = Path(path)
+    if target.is_dir():  # else the error would name the temporary file
+        raise IsADirectoryError(errno.EISDIR, f"{path} is a folder, not a file: give a file name (a path inside it)")
     if make_parents:
         target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp" + target.suffix, dir=target.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp" + target.suffix, dir=target.parent)
+    except OSError as e:  # said of the file asked for, not of the temporary one beside it
+        raise type(e)(e.errno, f"cannot write {path} ({e.strerror}): choose a folder you can write to") from None
     os.close(fd)
     try:
         yield Path(tmp)

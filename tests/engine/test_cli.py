@@ -207,3 +207,17 @@ def test_the_parser_started_first_is_the_one_the_analysis_takes(tmp_path):
     _parser_first(["analyze", "--json", str(other), "--parser", "rtx", str(model)])
     assert list(P._EARLY) == [("tensorrt_rtx", model.resolve())]
     P.drop_early()
+
+
+def test_json_to_a_folder_or_an_unwritable_place_names_the_path_asked_for(tmp_path, capsys):
+    """The atomic write's temporary file beside the target is no name to give the user."""
+    folder = tmp_path / "out"
+    folder.mkdir()
+    assert main(["analyze", "--parser", "table", "--json", str(folder), "-q"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.splitlines() == [err] and f"{folder} is a folder" in err and ".tmp" not in err
+    assert list(folder.iterdir()) == []
+    target = Path("/proc/splitscope-test.json")  # a folder nobody can create files in, root included
+    assert main(["analyze", "--parser", "table", "--json", str(target), "-q"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"cannot write {target}" in err and ".tmp" not in err
