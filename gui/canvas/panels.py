@@ -227,7 +227,7 @@ class OpsModel(QAbstractTableModel):
         c = index.column()
         if role == Qt.ItemDataRole.DisplayRole:
             share = "unknown" if r[3] is None else f"{r[3]:.1%}"  # a dim without a value: no share to give
-            return (r[0], r[1], r[2], share, r[4], r[7])[c]
+            return (r[0], f"{r[1]:,}", r[2], share, r[4], r[7])[c]  # 48,488 as the status bar writes it
         if role == Qt.ItemDataRole.UserRole:
             return (r[0], r[1], r[6], -1.0 if r[3] is None else r[3], r[4], r[7])[c]
         if role == Qt.ItemDataRole.ToolTipRole and r[7]:
@@ -334,9 +334,10 @@ class SummaryPanel(QWidget):
             "background": pal.background,
             "text": pal.text,
         }
+        flops = "known FLOPs" if gm.missing_dims else "FLOPs"  # a dim without a value: the share is of the rest
         shares = [
             BarRow(label, s["delegate"][key] * 100, s["plugin"][key] * 100)
-            for label, key in (("nodes", "node_share"), ("FLOPs", "flops_share"))
+            for label, key in (("nodes", "node_share"), (flops, "flops_share"))
         ]
         self.status_plot.set_bars(shares, full=100.0, axis_label="% (blue: delegate, orange: plugin)", **look)
         roles = [BarRow(r, v["delegate_nodes"], v["plugin_nodes"]) for r, v in stats["roles"].items()]

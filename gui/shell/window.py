@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 )
 from splitscope.engine.model import GraphModel
 from splitscope.engine.sample import SAMPLE_MODEL
-from splitscope.engine.text import model_title
+from splitscope.engine.text import model_title, plural
 from splitscope.engine.view.layout import View
 from splitscope.gui.calibrate.ui import CalibUi
 from splitscope.gui.canvas.bodies import BodyNavigator
@@ -431,7 +431,9 @@ class MainWindow(QMainWindow):
         if keep:
             self._after_relayout_focus()
         self.statusBar().showMessage(
-            f"{len(view.gm.nodes):,} nodes, {view.layout.size:,} items shown. Double-click a block to expand it.", 6000
+            f"{plural(len(view.gm.nodes), 'node')}, {plural(view.layout.size, 'item')} laid out. "
+            "Double-click a block to expand it.",
+            6000,
         )
         self.view_ready.emit()
 
