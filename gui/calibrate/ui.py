@@ -270,6 +270,7 @@ class CalibPanel(QWidget):
         body.addWidget(self.tabs)
         body.setStretchFactor(0, 2)
         body.setStretchFactor(1, 3)
+        body.setSizes([2000, 3000])  # 2:3 of whatever width it gets (the plots' size hint left the text 200 px)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 4, 4, 4)
         lay.addWidget(body, 1)
