@@ -57,8 +57,9 @@ class DependencyBadges:
         for name, badge in self.labels.items():
             st = status[name]
             mark = "✔" if st.ready else "✖"
-            state = "ready" if st.ready else st.state.value
-            badge.setText(f"{mark} {LABELS[name]}: {state}")
+            # The mark says ready or not, the tooltip why: four badges with their states ("not installed", "no
+            # device") took a third of a 1366 px status bar and cut its messages short.
+            badge.setText(f"{mark} {LABELS[name]}")
             tip = f"{LABELS[name]}: {st.state.value}" + (f" {st.version}" if st.version else "")
             if st.error:
                 tip += f"\n{st.error}"
