@@ -160,7 +160,7 @@ def headline(gm: GraphModel, summary: dict[str, dict[str, float | int]] | None =
     if nested > len(gm.nodes):  # the network sits in bodies (a voice model's If): say so, or "5 nodes" misleads
         text += f" (and {plural(nested, 'node')} inside their If/Loop/Scan bodies)"
     if gm.build is None and gm.parser.name != "table":
-        text += "; parser only (not verified by building)"
+        text += "; parser only, not verified by building"  # (a parenthesis of its own ran into "(at ...)")
     if gm.build is not None:
         rejected = sum(1 for n in gm.nodes if n.source.value == "builder")
         text += (
@@ -202,10 +202,11 @@ def _headline(gm: GraphModel, summary: dict[str, dict[str, float | int]] | None)
     unknown = sum(1 for st, f in zip(t.status, t.values("flops"), strict=True) if st == plugin and f is None)
     tail = f"; the cost of {plural(unknown, 'custom node')} is unknown until profiled" if unknown else ""
     if n_plugin == 0:
+        who = _builder(gm)
         return (
-            f"TensorRT takes all {plural(n_nodes, 'node')}: one engine, nothing crosses a partition boundary"
+            f"{who} takes all {plural(n_nodes, 'node')}: one engine, nothing crosses a partition boundary"
             if n_parts <= 1
-            else f"TensorRT takes all {plural(n_nodes, 'node')}; {share}"
+            else f"{who} takes all {plural(n_nodes, 'node')}; {share}"
         )
     if n_parts > 1:
         return (
@@ -217,6 +218,14 @@ def _headline(gm: GraphModel, summary: dict[str, dict[str, float | int]] | None)
         f"One engine partition; {plural(n_plugin, 'node')} outside it need{'s' if n_plugin == 1 else ''} "
         f"custom CUDA: {_causes_text(gm)}. {share}{tail}"
     )
+
+
+def _builder(gm: GraphModel) -> str:
+    """Which TensorRT the split is of: TensorRT-RTX where its parser decided it (or the table predicted it), so that
+    the headline does not name TensorRT beside a status bar saying TensorRT itself is not installed."""
+    p = gm.parser
+    rtx = p.name == "tensorrt-rtx" or (p.name == "table" and p.target == "tensorrt-rtx")
+    return "TensorRT-RTX" if rtx else "TensorRT"
 
 
 def panel_stats(gm: GraphModel) -> dict[str, Any]:

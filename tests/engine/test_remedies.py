@@ -44,6 +44,11 @@ def test_sample_headline_leads_with_partitions_and_causes():
 def test_fully_supported_model_says_so():
     gm = analyze_model(LIGHT_DIR / "light_squeezenet.onnx", parser="table")
     assert headline(gm) == f"TensorRT takes all {len(gm.nodes)} nodes: one engine, nothing crosses a partition boundary"
+    # A split of TensorRT-RTX (its parser's, or the table predicting it) names TensorRT-RTX, not TensorRT.
+    gm.parser.target = "tensorrt-rtx"
+    assert headline(gm).startswith(f"TensorRT-RTX takes all {len(gm.nodes)} nodes")
+    gm.parser.name, gm.parser.target = "tensorrt-rtx", ""
+    assert headline(gm).startswith(f"TensorRT-RTX takes all {len(gm.nodes)} nodes")
 
 
 @needs_rtx

@@ -54,7 +54,7 @@ def test_a_build_that_fails_is_narrowed_to_the_node_it_rejects(tmp_path):
     assert all(n.status.value == "delegate" for n in gm.nodes)  # the parser's yes
     from splitscope.engine.report.stats import headline
 
-    assert "parser only (not verified by building)" in headline(gm)
+    assert "parser only, not verified by building" in headline(gm)
     report = run_to_end(verify(p, gm, "rtx", budget_s=120)).to_json()
     (part,) = report["partitions"]
     assert part["status"] == "failed" and part["error"] and part["nodes_blamed"] == ["branch"] and part["narrowed"]
