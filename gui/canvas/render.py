@@ -413,7 +413,10 @@ class GraphPainter:
             line = line.adjusted(QFontMetrics(f3).horizontalAdvance(mark), 0, 0, 0)
             p.setFont(f2)
             p.setPen(muted_pen)
-        info = f"{g.size:,} {'node' if g.size == 1 else 'nodes'} · {g.delegate_share:.0%} of FLOPs delegated"
+        # Short enough for a card ("of FLOPs delegated" was cut on most): all, or the share of what is known.
+        of = "FLOPs" if g.flops else "of nodes"
+        share = "all delegated" if not g.plugin else f"{g.delegate_share:.0%} {of} delegated"
+        info = f"{g.size:,} {'node' if g.size == 1 else 'nodes'} · {share}"
         p.drawText(line, top_left, QFontMetrics(f2).elidedText(info, Qt.TextElideMode.ElideRight, int(line.width())))
 
     def _draw_group_header(self, p: QPainter, rect: QRectF, gid: int, scale: float) -> None:
