@@ -102,9 +102,7 @@ class Coded(MutableSequence[T], Generic[T]):
 
     def copy(self) -> Coded[T]:
         """A column of the same rows, its own to change."""
-        c: Coded[T] = Coded(by_identity=self._by_identity)
-        c.codes, c.values, c._index = array("I", self.codes), list(self.values), dict(self._index)
-        return c
+        return _rebuild(self.codes, self.values, self._by_identity)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Coded):

@@ -64,16 +64,19 @@ def test_consumers_come_in_node_order_and_a_copy_is_its_own():
     assert "z" in c and "z" not in t and list(c["z"].consumers) == [] and c["z"].is_input
 
 
-def _reachable(root: object) -> int:
-    """Objects reachable from ``root`` through its references (classes, modules and functions not followed)."""
-    seen, stack = set(), [root]
+def _walk(root: object) -> tuple[int, int]:
+    """The objects reachable from ``root`` through its references (classes, modules and functions not followed), and
+    the references a full collection follows from the containers among them."""
+    seen, stack, walked = set(), [root], 0
     while stack:
         o = stack.pop()
         if id(o) in seen or isinstance(o, (type, types.ModuleType, types.FunctionType)):
             continue
         seen.add(id(o))
-        stack.extend(gc.get_referents(o))
-    return len(seen)
+        refs = gc.get_referents(o)
+        walked += len(refs) if gc.is_tracked(o) else 0
+        stack.extend(refs)
+    return len(seen), walked
 
 
 def test_a_model_holds_the_same_few_objects_at_any_size(tmp_path):
@@ -83,24 +86,10 @@ def test_a_model_holds_the_same_few_objects_at_any_size(tmp_path):
         onnx.save(make_transformer(n), path)
         gm, _ = graph_from_onnx(load_model(path))
         assert len(gm.nodes) >= n * 0.95
-        held[n] = _reachable(gm.graph)
+        held[n] = _walk(gm.graph)[0]
     # Names, scopes, inputs and outputs are a few arrays and strings a table: four times the nodes, the same count
     # (the distinct attribute sets are the only thing that may grow, and these layers repeat theirs).
     assert held[4000] == held[1000] and held[4000] < 400, held
-
-
-def _walked(root: object) -> int:
-    """The references a full collection follows from the containers reachable from ``root``."""
-    seen, stack, total = set(), [root], 0
-    while stack:
-        o = stack.pop()
-        if id(o) in seen or isinstance(o, (type, types.ModuleType, types.FunctionType)):
-            continue
-        seen.add(id(o))
-        refs = gc.get_referents(o)
-        total += len(refs) if gc.is_tracked(o) else 0
-        stack.extend(refs)
-    return total
 
 
 def test_a_full_collection_walks_as_much_at_any_size(tmp_path):
@@ -109,7 +98,7 @@ def test_a_full_collection_walks_as_much_at_any_size(tmp_path):
         path = tmp_path / f"t{n}.onnx"
         onnx.save(make_transformer(n), path)
         gm, _ = graph_from_onnx(load_model(path))
-        walked[n] = _walked(gm.graph)
+        walked[n] = _walk(gm.graph)[1]
     # Op types, domains, attributes, verdicts, dtypes and shapes are codes: the collector follows the distinct
     # values, not a reference per node or tensor.
     # (a few shared objects may be met first from one graph or the other: equal within a hundred, where a list a
