@@ -169,6 +169,16 @@ class Group(RowView):
         return self._t.plugin[self._i]
 
     @property
+    def repeat(self) -> tuple[int, int] | None:
+        """For a group of two or more subgroups of equal size and no nodes of its own (``Conv block ×N``, an
+        encoder's layers): (how many, nodes in each); None otherwise."""
+        subs, t = self._t.subgroups[self._i], self._t
+        if len(subs) < 2 or len(t.members[self._i]):
+            return None
+        each = t.size[subs[0]]
+        return (len(subs), each) if all(t.size[g] == each for g in subs) else None
+
+    @property
     def flops(self) -> int:
         v = self._t.flops[self._i]
         return v if v >= 0 else self._t.huge[("flops", self._i)]

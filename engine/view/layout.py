@@ -541,28 +541,33 @@ def first_layout(
     ctx: LayoutContext, viewport: tuple[int, int] | None, cancel: CancelToken | None = None
 ) -> Generator[Progress, None, Layout]:
     """The first view: the deepest expansion whose labels stay readable when the whole graph is fitted
-    into ``viewport``, but from ``OPEN_FROM`` nodes never one of fewer than 8 items (a root that holds nearly
-    everything, a Hugging Face export's ``model``, or two runs of layers, ``model.0 … model.15``, are opened: two
-    boxes say nothing; the canvas then opens at a readable zoom on the part that decides). If none is readable,
-    the shallowest with 8 items or more.
-    Without a viewport, the deepest in budget."""
+    into ``viewport``, but never one of fewer items than ``few_items`` says (a root that holds nearly everything,
+    a Hugging Face export's ``model`` or a JAX export's one function, or two runs of layers, ``model.0 … model.15``,
+    are opened: one or two boxes say nothing; the canvas then opens at a readable zoom on the part that decides).
+    If none is readable, the shallowest with that many items. Without a viewport, the deepest in budget."""
     levels = expansion_levels(ctx.h)
     if viewport is None:
         return (yield from compute_layout(ctx, levels[-1], cancel))
     layout = None
     enough: Layout | None = None
-    big = len(ctx.gm.nodes) >= OPEN_FROM
+    need = few_items(len(ctx.gm.nodes))
     for exp in reversed(levels):
         layout = yield from compute_layout(ctx, exp, cancel)
         items = sum(1 for k in layout.kind if k != KIND_FRAME)  # boxes and nodes; a frame only holds them
-        if items < 8 and enough is not None and big:
-            return enough  # past 1,000 nodes, fewer than 8 items say less than a view that scrolls
+        if items < need and enough is not None:
+            return enough  # fewer items say less than a view that scrolls
         if fitted_scale(layout, viewport) >= MIN_LABEL_SCALE:
             return layout
-        if items >= 8:
+        if items >= need:
             enough = layout
     assert layout is not None
-    return enough if enough is not None and big else layout
+    return enough if enough is not None else layout
+
+
+def few_items(nodes: int) -> int:
+    """The fewest items a first view may show of a model of ``nodes`` nodes (fewer, where a deeper level has
+    more): 8 from ``OPEN_FROM`` nodes, 3 below."""
+    return 8 if nodes >= OPEN_FROM else 3
 
 
 @dataclass(slots=True)

@@ -57,6 +57,8 @@ class GraphCanvas(QWidget):
     view_changed = Signal()
     resized = Signal()
     """The canvas changed size (its overlays place themselves again)."""
+    overlays_moved = Signal()
+    """The legend or a notice appeared, went or moved (what the minimap keeps clear of)."""
     painted = Signal()
     """A frame with a graph on it was painted (startup timing)."""
 
@@ -70,6 +72,8 @@ class GraphCanvas(QWidget):
         self.hier: Hierarchy | None = None
         self.layout_: Layout | None = None
         self._fit_view: tuple[float, float, float] | None = None  # the view Fit last made
+        self.overlay_width = 0
+        """Pixels of the minimap's column at the right: a first view that can keeps its graph clear of it."""
         self.scale = 1.0
         self.cx = 0.0
         self.cy = 0.0
@@ -144,7 +148,10 @@ class GraphCanvas(QWidget):
             self.cx = (x0 + x1) / 2 if x1 - x0 <= view_w else x0 + view_w / 2
             self.cy = y0 - top + view_h / 2 - 20 / self.scale  # the inputs at the top, under the legend
         margin = 40 / self.scale
-        if x1 - x0 <= view_w - 2 * margin:
+        free = view_w - (self.overlay_width + 20) / self.scale  # left of the minimap's column, which shows now
+        if x1 - x0 <= free - 2 * 10 / self.scale:
+            self.cx = (x0 + x1) / 2 + (view_w - free) / 2  # centred beside the minimap, clear of it
+        elif x1 - x0 <= view_w - 2 * margin:
             self.cx = (x0 + x1) / 2
         else:  # never past the graph's left or right edge
             self.cx = min(max(self.cx, x0 + view_w / 2 - margin), x1 - view_w / 2 + margin)
@@ -215,6 +222,32 @@ class GraphCanvas(QWidget):
     def to_scene(self, p: QPointF) -> tuple[float, float]:
         """Widget point to scene point."""
         return ((p.x() - self.width() / 2) / self.scale + self.cx, (p.y() - self.height() / 2) / self.scale + self.cy)
+
+    def clear_corner(self, w: int, h: int, gap: int = 10) -> tuple[int, int]:
+        """Where a ``w`` x ``h`` overlay (the minimap) covers the fewest pixels of the nodes and blocks in view:
+        the bottom-right corner unless another (top-right, bottom-left) covers less. Widget coordinates."""
+        corners = [
+            (self.width() - w - gap, self.height() - h - gap),
+            (self.width() - w - gap, gap),
+            (gap, self.height() - h - gap),
+        ]
+        a = self._arrays
+        if not a or self.layout_ is None:
+            return corners[0]
+        solid = np.flatnonzero(a["kind"] != KIND_FRAME)
+        sx0 = (a["x"][solid] - self.cx) * self.scale + self.width() / 2
+        sy0 = (a["y"][solid] - self.cy) * self.scale + self.height() / 2
+        sx1, sy1 = sx0 + a["w"][solid] * self.scale, sy0 + a["h"][solid] * self.scale
+        notes = [r for r in (self.legend_rect, self.notice_rect) if r is not None]
+        cost = []
+        for x, y in corners:
+            ox = np.clip(np.minimum(sx1, x + w) - np.maximum(sx0, x), 0, None)
+            oy = np.clip(np.minimum(sy1, y + h) - np.maximum(sy0, y), 0, None)
+            covered = float((ox * oy).sum())
+            if any(r.intersects(QRectF(x, y, w, h)) for r in notes):
+                covered += w * h  # never over the legend or a notice
+            cost.append(covered)
+        return corners[int(np.argmin(cost))]  # the first of equals: bottom-right
 
     LEGEND_BAND = 72
     """Pixels at the top that the legend covers: Fit keeps the graph below them."""
@@ -421,9 +454,12 @@ class GraphCanvas(QWidget):
         t0 = time.perf_counter()
         p = QPainter(self)
         legend = self.snapshot().render_to(p, self.rect(), self.scene_rect(), self.scale, legend=self.show_legend)
-        self.legend_rect = legend
-        self.notice_rect = self._draw_notice(p, self.busy_text, legend) if self.busy_text else None
+        notice = self._draw_notice(p, self.busy_text, legend) if self.busy_text else None
         p.end()
+        moved = (legend, notice) != (self.legend_rect, self.notice_rect)
+        self.legend_rect, self.notice_rect = legend, notice
+        if moved:
+            self.overlays_moved.emit()
         self.last_paint_ms = (time.perf_counter() - t0) * 1000
         if self.layout_ is not None:
             self.painted.emit()

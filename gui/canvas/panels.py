@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
 )
 from splitscope.engine.model import GraphModel, Node, Status
 from splitscope.engine.report.stats import flops_text
-from splitscope.engine.text import decided_by, format_bytes, node_op_label, shape_at, shape_label
+from splitscope.engine.text import decided_by, format_bytes, node_op_label, plural, shape_at, shape_label
 from splitscope.engine.view.hierarchy import Hierarchy
 from splitscope.gui.canvas.bars import BarChart, BarRow
 from splitscope.gui.shell.palette import STATUS_MARK, Palette, make_palette
@@ -319,7 +319,13 @@ class SummaryPanel(QWidget):
     def set_stats(self, gm: GraphModel | None, stats: dict[str, Any] | None, pal: Palette) -> None:
         """Redraw from :func:`splitscope.engine.report.stats.panel_stats` (computed in a worker)."""
         if gm is None or stats is None:
-            self.headline.setText("No model." if gm is None else "Analysing…")
+            if gm is not None and gm.preview:  # the structure read first: say what its colours are, and what follows
+                self.headline.setText(
+                    f"<b>{html.escape(plural(len(gm.nodes), 'node'))} read; analysing…</b><br>"
+                    "Each op coloured by the operator table alone, until the split, FLOPs and bytes are known."
+                )
+            else:
+                self.headline.setText("No model." if gm is None else "Analysing…")
             self.status_plot.clear(pal.background, pal.text)
             self.role_plot.clear(pal.background, pal.text)
             return

@@ -352,8 +352,8 @@ class GraphPainter:
         if h is None:
             return self.palette_.status_fill[status]
         v = h.nodes.get(node) if node is not None else h.groups.get(gid) if gid is not None else None
-        if v is None:  # not measured: neutral, so that the measured ones stand out
-            return QColor(self.palette_.frame_fill[0])
+        if v is None:  # not measured (or left as written): a neutral grey, set apart from the frames it sits in
+            return QColor(self.palette_.neutral)
         if h.palette:
             return QColor(h.palette[int(v) % len(h.palette)])
         return heat_colour(v, h.diverging)
@@ -413,11 +413,15 @@ class GraphPainter:
             line = line.adjusted(QFontMetrics(f3).horizontalAdvance(mark), 0, 0, 0)
             p.setFont(f2)
             p.setPen(muted_pen)
-        # Short enough for a card ("of FLOPs delegated" was cut on most): all, or the share of what is known.
+        # Short enough for a card ("of FLOPs delegated" was cut on most): all, or the share of what is known; the
+        # share goes first where the line is short (it is on the bar and in the tooltip).
         of = "FLOPs" if g.flops else "of nodes"
         share = "all delegated" if not g.plugin else f"{g.delegate_share:.0%} {of} delegated"
-        info = f"{g.size:,} {'node' if g.size == 1 else 'nodes'} · {share}"
-        p.drawText(line, top_left, QFontMetrics(f2).elidedText(info, Qt.TextElideMode.ElideRight, int(line.width())))
+        rep = g.repeat
+        count = f"{rep[0]} × {rep[1]:,} nodes" if rep else f"{g.size:,} {'node' if g.size == 1 else 'nodes'}"
+        fm2, room = QFontMetrics(f2), int(line.width())
+        info = next((t for t in (f"{count} · {share}", count) if fm2.horizontalAdvance(t) <= room), count)
+        p.drawText(line, top_left, fm2.elidedText(info, Qt.TextElideMode.ElideRight, room))
 
     def _draw_group_header(self, p: QPainter, rect: QRectF, gid: int, scale: float) -> None:
         assert self.hier is not None

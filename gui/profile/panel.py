@@ -151,11 +151,12 @@ class ProfilePanel(QWidget):
         self.hist_bars = pg.BarGraphItem(x=[], height=[], width=1, brush=COLOURS["chart"]["secondary"])
         self.hist_plot.addItem(self.hist_bars)
         self.stats = QLabel("")
+        self.stats.setWordWrap(True)  # a narrow dock wraps the figures instead of cutting them
         plots = QHBoxLayout()  # side by side: each keeps the dock's height, not half of it
         plots.addWidget(self.lat_plot, 3)
         plots.addWidget(self.hist_plot, 2)
+        ll.addWidget(self.stats)  # above the plots: a short dock scrolls them, never the figures out of sight
         ll.addLayout(plots, 1)
-        ll.addWidget(self.stats)
         return lat
 
     def _build_nodes(self) -> QWidget:

@@ -33,7 +33,8 @@ def _node_ms(doc: ProfileDoc) -> dict[int, float]:
 
 
 def time_share_heat(view: View, doc: ProfileDoc) -> Heat:
-    """Nodes by their share of the measured node time, blocks by the sum of theirs, scaled to the largest."""
+    """Nodes by their share of the measured node time, blocks by the sum of theirs, each scaled to the largest of
+    its kind (the legend's end names both)."""
     node_ms = _node_ms(doc)
     total = sum(node_ms.values()) or 1.0
     groups = sums_up(view.hier, node_ms)
@@ -45,7 +46,7 @@ def time_share_heat(view: View, doc: ProfileDoc) -> Heat:
         f"time share ({doc.backend})",
         False,
         "0%",
-        f"{top_node / total:.1%} (a node)",
+        f"node {top_node / total:.1%} · block {top_group / total:.0%}",
     )
 
 

@@ -33,6 +33,8 @@ class Palette:
     status_fill: dict[Status, QColor]
     status_border: dict[Status, QColor]
     role: dict[Role, QColor]
+    neutral: QColor
+    """Items a colouring leaves without a value (not measured, left as written): a grey apart from the frames."""
 
 
 STATUS_MARK = {Status.DELEGATE: "●", Status.PLUGIN: "▲"}
@@ -58,6 +60,7 @@ def make_palette(dark: bool) -> Palette:
         {s: QColor(t["status_fill"][s.value]) for s in (Status.DELEGATE, Status.PLUGIN)},
         {s: QColor(t["status_border"][s.value]) for s in (Status.DELEGATE, Status.PLUGIN)},
         {r: QColor(COLOURS["roles"][r.value]) for r in Role},
+        QColor(t["line"]),
     )
 
 

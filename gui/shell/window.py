@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
 from splitscope.engine.model import GraphModel
 from splitscope.engine.sample import SAMPLE_MODEL
 from splitscope.engine.text import model_title, plural
-from splitscope.engine.view.layout import View
+from splitscope.engine.view.layout import KIND_BLOCK, View
 from splitscope.gui.calibrate.ui import CalibUi
 from splitscope.gui.canvas.bodies import BodyNavigator
 from splitscope.gui.canvas.canvas import GraphCanvas, Minimap
@@ -97,6 +97,7 @@ class MainWindow(QMainWindow):
         self.canvas = GraphCanvas()
         self.minimap = Minimap(self.canvas, self.canvas)
         self.canvas.resized.connect(self._place_minimap)
+        self.canvas.overlays_moved.connect(self._place_minimap)
         self.setCentralWidget(self.canvas)
         self.inspector = Inspector()
         self.ops = OpsPanel()
@@ -428,11 +429,15 @@ class MainWindow(QMainWindow):
             self.inspector.hier = view.hier  # folding changes the group tree; a body has its own
         self.canvas.set_graph(view.gm, view.hier, view.layout, keep_view=keep)
         self.minimap.refresh()
+        self._place_minimap()
+        if view.gm.preview:
+            self.summary.set_stats(view.gm, None, make_palette(self._is_dark()))
         if keep:
             self._after_relayout_focus()
+        blocks = bool((view.layout.arrays["kind"] == KIND_BLOCK).any())
         self.statusBar().showMessage(
-            f"{plural(len(view.gm.nodes), 'node')}, {plural(view.layout.size, 'item')} laid out. "
-            "Double-click a block to expand it.",
+            f"{plural(len(view.gm.nodes), 'node')}, {plural(view.layout.size, 'item')} laid out."
+            + (" Double-click a block to expand it." if blocks else ""),
             6000,
         )
         self.view_ready.emit()
@@ -573,10 +578,11 @@ class MainWindow(QMainWindow):
         # A fifth of the canvas at most, so that on a small window it does not cover the graph.
         w = int(min(180, max(90, c.width() * 0.18)))
         h = int(min(220, max(110, c.height() * 0.25)))
+        c.overlay_width = w
         if (w, h) != (self.minimap.width(), self.minimap.height()):
             self.minimap.setFixedSize(w, h)
             self.minimap.refresh()
-        self.minimap.move(c.width() - self.minimap.width() - 10, c.height() - self.minimap.height() - 10)
+        self.minimap.move(*c.clear_corner(w, h))  # where it covers the fewest cards of the view
         self.minimap.raise_()
 
     def _show_shortcuts(self) -> None:

@@ -72,3 +72,18 @@ def test_a_tall_chain_wraps_into_columns_and_a_short_one_does_not():
     assert _columns([64.0] * 40, 210.0) >= 3
     assert _columns([64.0] * 4, 210.0) == 1
     assert _columns([64.0] * 12, 2000.0) == 1  # already wide
+
+
+@pytest.mark.parametrize("name", ["light_resnet50", "light_densenet121"])
+def test_a_group_of_equal_blocks_says_how_many_and_how_large(name):
+    """What a card's subtitle reads (``5 × 10 nodes``): blocks of one label may differ in size between groups."""
+    gm = analyze_model(LIGHT_DIR / f"{name}.onnx", parser="table")
+    hier = build_hierarchy(gm, gm.order)
+    blocks = 0
+    for g in hier.groups:
+        subs = list(g.groups)
+        sizes = {hier.groups[s].size for s in subs}
+        equal = len(subs) >= 2 and not len(g.nodes) and len(sizes) == 1
+        assert g.repeat == ((len(subs), min(sizes)) if equal else None), g.label
+        blocks += equal and "×" in g.label
+    assert blocks >= 2

@@ -825,3 +825,70 @@ def test_the_minimap_shows_only_while_part_of_the_graph_is_out_of_view(qtbot, wi
     qtbot.waitUntil(minimap.isVisible, timeout=5000)
     canvas.fit()
     qtbot.waitUntil(lambda: not minimap.isVisible(), timeout=5000)
+
+
+def _covered(canvas, rect) -> float:
+    """Pixels of the nodes and blocks on screen that ``rect`` (widget coordinates) covers: computed here from the
+    layout's own rectangles."""
+    a = canvas.layout_.arrays
+    covered = 0.0
+    for i in range(canvas.layout_.size):
+        if a["kind"][i] == KIND_FRAME:
+            continue
+        p0 = canvas.to_screen(float(a["x"][i]), float(a["y"][i]))
+        p1 = canvas.to_screen(float(a["x"][i] + a["w"][i]), float(a["y"][i] + a["h"][i]))
+        ox = min(p1.x(), rect.right()) - max(p0.x(), rect.left())
+        oy = min(p1.y(), rect.bottom()) - max(p0.y(), rect.top())
+        covered += max(ox, 0.0) * max(oy, 0.0)
+    return covered
+
+
+def test_the_minimap_keeps_clear_of_the_cards_of_a_zoomed_first_view(qtbot, window, tmp_path):
+    """A first view at a readable zoom on part of a graph (the minimap then shows) leaves the minimap's corner free
+    where the graph is narrow enough; otherwise the minimap sits in the corner that covers the least."""
+    from tests.bench import make_transformer
+
+    path = tmp_path / "layers_5k.onnx"
+    onnx.save(make_transformer(5000), path)
+    window.resize(1366, 768)
+    window.open_model(path)
+    wait_idle(qtbot, window)
+    canvas, minimap = window.canvas, window.minimap
+    canvas.first_view()
+    qtbot.waitUntil(minimap.isVisible, timeout=5000)  # part of it is out of view
+    qtbot.waitUntil(lambda: _covered(canvas, minimap.geometry()) == 0.0, timeout=5000)
+    canvas.zoom_by(1.7)  # now wider than the view: cards everywhere, the least covered corner
+    window._place_minimap()
+    w, h = minimap.width(), minimap.height()
+    corners = [(canvas.width() - w - 10, canvas.height() - h - 10), (canvas.width() - w - 10, 10)]
+    corners.append((10, canvas.height() - h - 10))
+    from PySide6.QtCore import QRect
+
+    least = min(_covered(canvas, QRect(x, y, w, h)) for x, y in corners)
+    assert _covered(canvas, minimap.geometry()) == least
+
+
+def test_the_status_bar_offers_expanding_blocks_only_where_there_are_some(qtbot, window, tmp_path):
+    from onnx import TensorProto as T
+    from onnx import helper as hp
+
+    g = hp.make_graph(
+        [hp.make_node("Relu", ["x"], ["y"], name="relu")],
+        "tiny",
+        [hp.make_tensor_value_info("x", T.FLOAT, [1, 4])],
+        [hp.make_tensor_value_info("y", T.FLOAT, [1, 4])],
+    )
+    path = tmp_path / "tiny.onnx"
+    onnx.save(hp.make_model(g, opset_imports=[hp.make_opsetid("", 17)]), path)
+    messages: list[str] = []
+    window.statusBar().messageChanged.connect(messages.append)
+    window.open_model(path)
+    wait_idle(qtbot, window)
+    qtbot.waitUntil(lambda: any("laid out" in m for m in messages), timeout=10000)
+    said = next(m for m in messages if "laid out" in m)
+    assert said == "1 node, 1 item laid out."
+    messages.clear()
+    window.open_model(SAMPLE_MODEL)
+    wait_idle(qtbot, window)
+    qtbot.waitUntil(lambda: any("laid out" in m for m in messages), timeout=10000)
+    assert any("Double-click a block to expand it." in m for m in messages)
