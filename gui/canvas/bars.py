@@ -101,8 +101,12 @@ class BarChart(QWidget):
             p.setPen(self.text)
             p.drawLine(int(left), int(bottom), int(left + width), int(bottom))
             below = QRectF(left, bottom + 2, width, line)
+            end = f"{self.scale():g}"
             p.drawText(below, Qt.AlignmentFlag.AlignLeft, "0")
-            p.drawText(below, Qt.AlignmentFlag.AlignRight, f"{self.scale():g}")
-            p.drawText(below, Qt.AlignmentFlag.AlignHCenter, self.axis_label)
+            p.drawText(below, Qt.AlignmentFlag.AlignRight, end)
+            gap = max(fm.horizontalAdvance("0"), fm.horizontalAdvance(end)) + 6  # the axis's ends stay readable
+            middle = below.adjusted(gap, 0, -gap, 0)
+            label = fm.elidedText(self.axis_label, Qt.TextElideMode.ElideRight, int(middle.width()))
+            p.drawText(middle, Qt.AlignmentFlag.AlignHCenter, label)
         finally:
             p.end()

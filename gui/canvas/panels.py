@@ -307,7 +307,7 @@ class SummaryPanel(QWidget):
         self.headline = QLabel("No model.")
         self.headline.setWordWrap(True)
         self.headline.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.status_plot = BarChart("Share by status (nodes, FLOPs)")
+        self.status_plot = BarChart("Share delegated (blue) and plugin (orange)")
         self.role_plot = BarChart("Nodes by role")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
@@ -345,6 +345,6 @@ class SummaryPanel(QWidget):
             BarRow(label, s["delegate"][key] * 100, s["plugin"][key] * 100)
             for label, key in (("nodes", "node_share"), (flops, "flops_share"))
         ]
-        self.status_plot.set_bars(shares, full=100.0, axis_label="% (blue: delegate, orange: plugin)", **look)
+        self.status_plot.set_bars(shares, full=100.0, axis_label="% of nodes, of FLOPs", **look)
         roles = [BarRow(r, v["delegate_nodes"], v["plugin_nodes"]) for r, v in stats["roles"].items()]
         self.role_plot.set_bars(roles, full=None, axis_label="nodes", **look)
