@@ -260,6 +260,12 @@ class Nodes(Sequence["Node"]):
             return []
         return np.flatnonzero(np.frombuffer(self.status, np.uint8) == STATUS_CODE[status]).tolist()
 
+    def with_role(self, role: Role) -> list[int]:
+        """The indices of the nodes of ``role``, in order (one pass over the role column, in numpy)."""
+        if not self.role:
+            return []
+        return np.flatnonzero(np.frombuffer(self.role, np.uint8) == ROLE_CODE[role]).tolist()
+
     def delegates(self) -> list[bool]:
         """Per node, whether its status is delegate."""
         return [c == _DELEGATE for c in self.status]

@@ -288,11 +288,23 @@ def _strip_graph(g: onnx.GraphProto, base: Path | None, record: Initializers | N
             as_inputs.append(helper.make_tensor_value_info(name, sp.values.data_type, list(sp.dims)))
     if as_inputs:
         del g.initializer[:]
-        g.initializer.extend(keep)
+        _extend_in_steps(g.initializer, keep)
         del g.sparse_initializer[:]
         known = {i.name for i in g.input}
-        g.input.extend(v for v in as_inputs if v.name not in known)
+        _extend_in_steps(g.input, [v for v in as_inputs if v.name not in known])
     _strip_nodes(g.node, base, where)
+
+
+EXTEND_STEP = 20_000
+"""Messages one ``extend`` of a repeated field copies: a few milliseconds of the interpreter each (a million at once
+held it for about half a second, the window's thread waiting)."""
+
+
+def _extend_in_steps(repeated: Any, items: list[Any]) -> None:
+    """``repeated.extend(items)`` a step at a time, the interpreter released between steps."""
+    for at in range(0, len(items), EXTEND_STEP):
+        repeated.extend(items[at : at + EXTEND_STEP])
+        time.sleep(0)
 
 
 def _strip_nodes(nodes, base: Path | None, where: str) -> None:  # type: ignore[no-untyped-def]

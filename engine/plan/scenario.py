@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import numpy as np
 from splitscope.engine.model import GraphModel, Role, Status
 from splitscope.engine.plan.catalog import match
 from splitscope.engine.plan.outcome import LatencyPart, LatencyRange, ScenarioOutcome
@@ -111,13 +112,15 @@ def items(gm: GraphModel) -> list[Item]:
     output (maximal connected runs of nodes with that role)."""
     nodes = gm.nodes
     out: list[Item] = []
-    pos = {i: k for k, i in enumerate(gm.order)}
+    pos = np.arange(len(nodes), dtype=np.int64)  # topological position (the node's index where not in the order)
+    order = np.asarray(gm.order, dtype=np.int64)
+    pos[order] = np.arange(len(order))
     for role, kind in ((Role.PRE_PROCESSING, "pre-processing"), (Role.POST_PROCESSING, "post-processing")):
-        members = {n.index for n in nodes if n.role is role}
+        members = set(nodes.with_role(role))  # a column read in numpy: a million nodes hold no thread long
         for run in _runs(gm, members):
             if not _touches_ends(gm, run):
                 continue
-            first = nodes[min(run, key=lambda i: pos.get(i, i))]
+            first = nodes[min(run, key=lambda i: pos[i])]
             if any(nodes[i].status is Status.PLUGIN for i in run):  # its custom nodes are planned one by one
                 continue
             out.append(
@@ -133,9 +136,8 @@ def items(gm: GraphModel) -> list[Item]:
                     bytes=sum(nodes[i].bytes or 0 for i in run),
                 )
             )
-    for n in nodes:
-        if n.status is not Status.PLUGIN:
-            continue
+    for i in nodes.with_status(Status.PLUGIN):
+        n = nodes[i]
         found = [m.to_json() for m in match(n.op_type, n.domain)]
         opts = ["outside-gpu", "write-plugin"] + (["shipped-plugin"] if found else []) + ["replace", "host"]
         out.append(

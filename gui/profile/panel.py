@@ -14,6 +14,7 @@ import io
 import os
 import tempfile
 import threading
+from collections import ChainMap
 from pathlib import Path
 from typing import Any
 
@@ -119,7 +120,8 @@ class ProfilePanel(QWidget):
         self.nodes: dict[str, float] = {}
         self.tied: set[str] = set()
         """Nodes whose time ties with the one ranked before them (the profile's ``tie``)."""
-        self.node_ops: dict[str, str] = {}
+        self.node_ops: ChainMap[str, str] = ChainMap()
+        """Op type by node name: a finished profile's rows first, then the open model's nodes (in steps)."""
         """Op type by node name, for the bars' labels (set with the model)."""
         self.doc: ProfileDoc | None = None
         """The shown profile, typed (the panel reads it, not the JSON's keys)."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import html
 import math
+from collections import ChainMap
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Qt
@@ -116,7 +117,7 @@ class ProfilingUi(QObject):
         self.jobs = JobsPanel(c.queue)
         self.jobs_dock = shell.add_dock("Jobs", self.jobs)
         self._panel = LazyPanel(shell, "Profile", ProfilePanel, self._wire)  # built when first needed
-        self._node_ops: dict[str, str] = {}
+        self._node_ops: ChainMap[str, str] = ChainMap()
         self.profile_dock = self._panel.dock
         self.diff_pair: tuple[int, int] | None = None
         c.queue.sample.connect(self._sample)
@@ -136,7 +137,7 @@ class ProfilingUi(QObject):
 
     def _wire(self, panel: ProfilePanel) -> None:
         panel.node_selected.connect(self._select_node)
-        panel.node_ops = getattr(self, "_node_ops", {})
+        panel.node_ops = getattr(self, "_node_ops", ChainMap())
         shown = self.controller.results.shown_profile
         if shown is not None and shown in self.results:  # the model's last profile, kept while the panel was not built
             rec = self.controller.queue.jobs.get(shown)
@@ -212,14 +213,20 @@ class ProfilingUi(QObject):
         plot's labels, are gathered in a worker (200k nodes: a third of a second on the UI thread)."""
         from splitscope.profiler.workers import function_worker
 
-        self._node_ops = {}
+        self._node_ops = ChainMap()
         if self._panel.built:
             self.panel.node_ops = self._node_ops
             if self.panel.doc is None or not self._of_open_model(self.panel.doc):
                 self.panel.reset(gm.path.name if gm.path else "this model")  # its saved profiles come back below
 
-        def ops() -> tuple[GraphModel, dict[str, str]]:
-            return gm, {n.label: n.op_type for n in gm.nodes}
+        def ops() -> tuple[GraphModel, list[dict[str, str]]]:
+            # In dicts of a step each: one dict of a million names grows in single calls that hold the interpreter
+            # for a tenth of a second (the window's thread waiting).
+            nodes, step = gm.nodes, 50_000
+            return gm, [
+                {nodes[i].label: nodes[i].op_type for i in range(at, min(at + step, len(nodes)))}
+                for at in range(0, len(nodes), step)
+            ]
 
         worker = function_worker(ops)
         worker.returned.connect(self._ops_ready)
@@ -233,13 +240,13 @@ class ProfilingUi(QObject):
         gm = self.controller.graph_model
         return gm is None or gm.path is None or doc.of_model(gm.path)
 
-    def _ops_ready(self, res: tuple[GraphModel, dict[str, str]]) -> None:
-        gm, ops = res
+    def _ops_ready(self, res: tuple[GraphModel, list[dict[str, str]]]) -> None:
+        gm, parts = res
         if gm is not self.controller.graph_model:
             return  # another model came meanwhile
-        self._node_ops = ops
-        if self._panel.built:
-            self.panel.node_ops.update(ops)
+        self._node_ops.maps.extend(parts)  # after what a finished profile's rows said (the first map)
+        if self._panel.built and self.panel.node_ops is not self._node_ops:
+            self.panel.node_ops.maps.extend(parts)
 
     def compare(self, a: int, b: int) -> None:
         """The comparison table of two finished profiles, and the canvas coloured by it."""

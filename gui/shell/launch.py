@@ -114,16 +114,17 @@ def main(argv: list[str] | None = None, t0: float | None = None) -> int:
     return rc
 
 
-def _stall_watch(beat: dict[str, float]) -> Any:
+def _stall_watch(beat: dict[str, Any]) -> Any:
     """A watchdog thread that, while the heartbeat is more than 50 ms late, samples what the UI thread is doing; the
     returned callable gives the innermost Python frames at the last sample of the longest stall ('' when none;
     ``launch.py … main`` alone: inside Qt's own code, or waiting for the interpreter a worker holds; with
     ``SPLITSCOPE_STALL_THREADS=1`` the other threads' innermost frames follow a ``|``). ``beat["stop"]`` set ends
-    the thread."""
+    the thread; ``beat["longest"]`` holds the five longest stalls as (seconds, where at their last sample)."""
     import threading
 
     main = threading.main_thread().ident
     worst = {"gap": 0.0, "where": ""}
+    longest: list[tuple[float, str]] = []  # the five longest stalls: (seconds, where at their last sample)
 
     def where(me: int) -> str | None:
         """What the UI thread (and, asked, the others) is doing now; no frame outlives the call (a frame kept
@@ -136,15 +137,24 @@ def _stall_watch(beat: dict[str, float]) -> Any:
 
     def watch() -> None:
         me = threading.get_ident()
+        episode: tuple[float, str] | None = None
         while not beat.get("stop"):
             time.sleep(0.01)
             gap = time.perf_counter() - beat["last"]
-            if gap > 0.05 and gap > worst["gap"]:
+            if gap > 0.05:
                 text = where(me)
                 if text is not None:
-                    worst["gap"], worst["where"] = gap, text
+                    episode = (gap, text)
+                    if gap > worst["gap"]:
+                        worst["gap"], worst["where"] = gap, text
+            elif episode is not None:  # the stall ended: keep it among the longest
+                longest.append(episode)
+                longest.sort(reverse=True)
+                del longest[5:]
+                episode = None
 
     threading.Thread(target=watch, name="splitscope-stall-watch", daemon=True).start()
+    beat["longest"] = longest
     return lambda: worst["where"]
 
 
@@ -214,7 +224,7 @@ class _StartupReport:
         self.layout_start: float | None = None
         # Heartbeat: a 5 ms timer on the UI thread; the longest gap between its ticks is
         # the longest time the UI thread could not react (analysis and layout run in workers).
-        self.beat = {"last": time.perf_counter(), "max": 0.0}
+        self.beat: dict[str, Any] = {"last": time.perf_counter(), "max": 0.0}
         heart = QTimer(window)
         heart.setInterval(5)
         heart.timeout.connect(self.tick)
@@ -265,6 +275,7 @@ class _StartupReport:
             "nodes": len(w.view.gm.nodes) if w.view else 0,
             "max_ui_stall_ms": round(self.beat["max"] * 1000, 1),
             "max_ui_stall_where": self.stall_where(),
+            "ui_stalls": [[round(g * 1000), w] for g, w in self.beat.get("longest", [])],
             **w.canvas.on_screen(),
             **_sizes(w),
             **extra,

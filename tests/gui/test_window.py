@@ -774,6 +774,33 @@ def test_the_stall_watch_keeps_no_frame_of_another_thread_alive():
         beat["stop"] = 1.0
 
 
+def test_the_stall_watch_keeps_the_longest_stalls_each_once():
+    """``--report-ready`` lists the five longest stalls, each with where it was (one entry a stall, the longest
+    first): the single longest alone hid the next sources to mend."""
+    import time
+
+    from splitscope.gui.shell.launch import _stall_watch
+
+    beat: dict[str, object] = {"last": time.perf_counter()}
+    _stall_watch(beat)
+    try:
+        for late in (0.3, 0.12, 0.2):  # three stalls, each ended by a beat
+            beat["last"] = time.perf_counter() - late
+            deadline = time.monotonic() + 30
+            while len(beat["longest"]) < (0.3, 0.12, 0.2).index(late) + 1 and time.monotonic() < deadline:
+                beat["last"] = time.perf_counter() - late  # late still, until the watch has seen it and ...
+                time.sleep(0.02)
+                beat["last"] = time.perf_counter() + 0.2  # ... on time again: the stall ends
+                time.sleep(0.05)
+        longest = beat["longest"]
+        assert len(longest) == 3
+        gaps = [g for g, _ in longest]
+        assert gaps == sorted(gaps, reverse=True) and gaps[0] >= 0.3
+        assert all(where for _, where in longest)
+    finally:
+        beat["stop"] = 1.0
+
+
 def test_a_search_typed_on_a_first_view_stays_when_its_analysis_finishes(qtbot, window):
     """Text typed while a model's analysis finishes is kept when the final model arrives (it was wiped: the field
     went back to what the model had remembered before), and stays that model's; another model gets its own."""
