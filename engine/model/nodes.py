@@ -62,6 +62,13 @@ ROLE_CODE = {s: k for k, s in enumerate(_ROLE)}
 SOURCE_CODE = {s: k for k, s in enumerate(_SOURCE)}
 """The byte each source is kept as in :attr:`Nodes.source`."""
 NO_ATTRIBUTES: dict[str, Any] = {}
+
+
+def _rows_with(column: bytearray, code: int) -> list[int]:
+    """The rows of a one-byte column that hold ``code``, in order."""
+    return np.flatnonzero(np.frombuffer(column, np.uint8) == code).tolist() if column else []
+
+
 """The attributes of every node added without any (shared: a node's attributes are read, never written)."""
 _HUGE = 2**63
 _new = object.__new__
@@ -256,15 +263,11 @@ class Nodes(Sequence["Node"]):
 
     def with_status(self, status: Status) -> list[int]:
         """The indices of the nodes of ``status``, in order (one pass over the status column, in numpy)."""
-        if not self.status:
-            return []
-        return np.flatnonzero(np.frombuffer(self.status, np.uint8) == STATUS_CODE[status]).tolist()
+        return _rows_with(self.status, STATUS_CODE[status])
 
     def with_role(self, role: Role) -> list[int]:
         """The indices of the nodes of ``role``, in order (one pass over the role column, in numpy)."""
-        if not self.role:
-            return []
-        return np.flatnonzero(np.frombuffer(self.role, np.uint8) == ROLE_CODE[role]).tolist()
+        return _rows_with(self.role, ROLE_CODE[role])
 
     def delegates(self) -> list[bool]:
         """Per node, whether its status is delegate."""

@@ -244,9 +244,7 @@ class ProfilingUi(QObject):
         gm, parts = res
         if gm is not self.controller.graph_model:
             return  # another model came meanwhile
-        self._node_ops.maps.extend(parts)  # after what a finished profile's rows said (the first map)
-        if self._panel.built and self.panel.node_ops is not self._node_ops:
-            self.panel.node_ops.maps.extend(parts)
+        self._node_ops.maps.extend(parts)  # the panel's too: after what a finished profile's rows said (the first map)
 
     def compare(self, a: int, b: int) -> None:
         """The comparison table of two finished profiles, and the canvas coloured by it."""

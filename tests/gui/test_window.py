@@ -899,14 +899,11 @@ def test_the_status_bar_offers_expanding_blocks_only_where_there_are_some(qtbot,
     from onnx import TensorProto as T
     from onnx import helper as hp
 
-    g = hp.make_graph(
-        [hp.make_node("Relu", ["x"], ["y"], name="relu")],
-        "tiny",
-        [hp.make_tensor_value_info("x", T.FLOAT, [1, 4])],
-        [hp.make_tensor_value_info("y", T.FLOAT, [1, 4])],
-    )
+    from tests.engine.models import model
+
+    io = [hp.make_tensor_value_info("x", T.FLOAT, [1, 4])], [hp.make_tensor_value_info("y", T.FLOAT, [1, 4])]
     path = tmp_path / "tiny.onnx"
-    onnx.save(hp.make_model(g, opset_imports=[hp.make_opsetid("", 17)]), path)
+    onnx.save(model([hp.make_node("Relu", ["x"], ["y"], name="relu")], *io), path)
     messages: list[str] = []
     window.statusBar().messageChanged.connect(messages.append)
     window.open_model(path)
