@@ -5,24 +5,27 @@ The full load (:func:`splitscope.engine.onnxio.loader.load_model`, then
 against its schema and records every type; on a 200k-node LLM export that is most of a minute's work
 before anything can be shown. The first view needs much less: each node's name, op, domain, scope and
 the tensors it reads and writes, and which tensors are weights. This module reads just those, without
-ONNX or protobuf imported, skipping attributes (so bodies too), types and weight bytes field by field; the
-*preview* model (:mod:`splitscope.engine.split.preview`) is made of them, and the window shows it until
-the full model replaces it.
+ONNX or protobuf imported: one walk over the graph's fields finds where each node and weight lies, and the
+nodes' fields are then read a column at a time (:mod:`splitscope.engine.onnxio.columns`: all first fields, all
+second fields, ...), attributes, bodies, types and weight bytes skipped by their lengths; tensor names are
+numbered by a hash of their bytes. The *preview* model (:mod:`splitscope.engine.split.preview`) is made of
+them, and the window shows it until the full model replaces it.
 
-Anything the pass cannot read (bytes that are not protobuf, an external-data-only quirk, a graph it finds
+Anything the pass cannot read (bytes that are not protobuf, two names whose bytes hash alike, a graph it finds
 cyclic) returns None: the full load then says what is wrong in its own words.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import mmap
 import os
 from array import array
 from pathlib import Path
 
 import numpy as np
-from splitscope.engine.heap import drop_in_steps
+from splitscope.engine.onnxio.columns import Fields, fields, intern, read_at
 from splitscope.engine.onnxio.wire import WireError, skip, string_field, varint
 
 # Tags (field number << 3 | wire type) of the fields read.
@@ -122,178 +125,148 @@ class LightGraph:
         return [[names[r] if r >= 0 else "" for r in rows[off[i] : off[i + 1]]] for i in range(len(off) - 1)]
 
 
-_SHARDS = 256
-"""Dicts the names are spread over by hash: a dict of a million names grows in one step that holds the interpreter
-for tens of milliseconds (and is freed in one); 256 of them grow and go a few thousand names at a time."""
+def _entries(b: _Buf, p: int, e: int) -> array[int]:
+    """Where each field of the message ``b[p:e]`` starts: the one walk in order (each field's end is the next's
+    start); the fields themselves are read a column at a time (:func:`fields`)."""
+    at = array("q")
+    put = at.append
+    while p < e:
+        put(p)
+        k = b[p]
+        p += 1
+        if k >= 0x80:
+            k, p = varint(b, p - 1)
+        if k & 7 == 2:
+            n = b[p]
+            if n < 0x80:
+                p += n + 1
+            elif b[p + 1] < 0x80:  # two bytes: a node's usual length
+                p += (n & 0x7F | b[p + 1] << 7) + 2
+            else:
+                n, p = varint(b, p)
+                p += n
+        else:
+            p = skip(b, p, k & 7)
+    if p != e:
+        raise WireError("truncated graph")
+    return at
 
 
-_MASK = _SHARDS - 1
+_TEXT_CHUNK = 1 << 14
+"""Strings gathered per step (numpy's repeat of their bytes' places holds the interpreter: about 10 ms a step)."""
 
 
-class _Interned:
-    """The nodes' tensor names as the reader meets them: raw bytes to a row, inputs and outputs apart, each over
-    :data:`_SHARDS` dicts (decoded once each at the end, in :meth:`finish`)."""
+class _Reader:
+    """Strings out of the buffer: a field's bytes decoded, or numbered by content."""
 
-    __slots__ = ("ins", "n_in", "n_out", "outs")
+    __slots__ = ("b", "u8")
 
-    def __init__(self) -> None:
-        self.ins: list[dict[bytes, int]] = [{} for _ in range(_SHARDS)]
-        self.outs: list[dict[bytes, int]] = [{} for _ in range(_SHARDS)]
-        self.n_in = self.n_out = 0
+    def __init__(self, b: _Buf) -> None:
+        self.b = b
+        self.u8 = np.frombuffer(b, np.uint8)
 
-    def finish(self, out: LightGraph) -> None:
-        """Decode the names, number the outputs' rows after the inputs' (an output also read keeps its row) and
-        find each initializer's row; the lookups are let go of a few at a time."""
-        ins, outs, mask = self.ins, self.outs, _MASK
-        names = [""] * self.n_in
-        for d in ins:
-            for k, r in d.items():
-                names[r] = k.decode()
-        out_keys = [b""] * self.n_out
-        for d in outs:
-            for k, r in d.items():
-                out_keys[r] = k
-        drop_in_steps(outs, step=8)
-        remap = array("i", bytes(4 * len(out_keys)))
-        for r, k in enumerate(out_keys):
-            shard = ins[hash(k) & mask]
-            have = shard.get(k)
-            if have is None:
-                have = shard[k] = len(names)
-                names.append(k.decode())
-            remap[r] = have
-        drop_in_steps(out_keys)
-        if len(out.out_rows):
-            rows = np.frombuffer(out.out_rows, np.int32).copy()
-            made = rows >= 0
-            rows[made] = np.frombuffer(remap, np.int32)[rows[made]]
-            out.out_rows = array("i", rows.tobytes())
-        for w in out.weight_names:
-            k = w.encode()
-            shard = ins[hash(k) & mask]
-            r = shard.get(k)
-            if r is None:  # a weight no node reads
-                r = shard[k] = len(names)
-                names.append(w)
-            out.weight_rows.append(r)
-        drop_in_steps(ins, step=8)
-        out.tensor_names = names
+    def text(self, at: np.ndarray, size: np.ndarray) -> list[str]:
+        """Each string (size -1: none, read as ''): a slice of the strings gathered and decoded at once."""
+        out: list[str] = []
+        size = np.maximum(size, 0)
+        for c0 in range(0, len(at), _TEXT_CHUNK):
+            a, n = at[c0 : c0 + _TEXT_CHUNK], size[c0 : c0 + _TEXT_CHUNK]
+            ends = np.cumsum(n)
+            raw = self.u8[np.repeat(a - (ends - n), n) + np.arange(int(ends[-1]) if len(ends) else 0)].tobytes()
+            whole = raw.decode()
+            if len(whole) == len(raw):  # ASCII: a character per byte
+                cut = [0, *ends.tolist()]
+                out += [whole[i:j] for i, j in itertools.pairwise(cut)]
+            else:
+                out += [raw[i - k : i].decode() for i, k in zip(ends.tolist(), n.tolist(), strict=True)]
+        return out
+
+    def coded(self, at: np.ndarray, size: np.ndarray) -> list[str]:
+        """Each string, for a column of few distinct values (op types, domains): each decoded once."""
+        rows, firsts = intern(self.u8, at, np.maximum(size, 0))
+        distinct = self.text(at[firsts], size[firsts])
+        return [distinct[r] for r in rows.tolist()]
+
+    def names_of(self, spans: np.ndarray, number: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(at, size)`` of the string field ``number`` of each message at ``spans`` (its rows: start, end)."""
+        return fields(self.u8, spans[:, 0], spans[:, 1]).last_of(number, len(spans))
+
+
+def _spans(u8: np.ndarray, at: array[int], end: int) -> dict[int, np.ndarray]:
+    """The graph's fields by number, each a (start, end) row per field."""
+    pos = np.frombuffer(at, np.int64)
+    number, wire, start, size, after = read_at(u8, pos.copy())
+    if np.any(after[:-1] != pos[1:]) or (len(after) and after[-1] != end):
+        raise WireError("the graph's fields do not follow one another")
+    spans = np.stack([start, start + size], axis=1)
+    return {k: spans[(number == k) & (wire == 2)] for k in (_GRAPH_NODE >> 3, _GRAPH_INIT >> 3, 11, 12, 15, 2)}
 
 
 def _read_graph(b: _Buf, p: int, g1: int, out: LightGraph) -> None:
-    names, ops, domains = out.names, out.ops, out.domains
-    meta = out.meta
-    seen = _Interned()
-    node = _NodeReader(b, out, seen)
-    while p < g1:
-        k, p = varint(b, p)
-        if k & 7 != 2:
-            p = skip(b, p, k & 7)
-            continue
-        n, p = varint(b, p)
-        e = p + n
-        if e > g1:
-            raise WireError("truncated")
-        if k == _GRAPH_NODE:
-            name, op, domain = node.read(p, e, len(names), meta)
-            names.append(name)
-            ops.append(op)
-            domains.append(domain)
-        elif k == _GRAPH_INIT:
-            out.weight_names.append(string_field(b, p, e, _TENSOR_NAME))
-        elif k == _GRAPH_SPARSE_INIT:
-            _read_sparse(b, p, e, out.weight_names)
-        elif k == _GRAPH_INPUT:
-            out.graph_inputs.append(string_field(b, p, e, _VALUE_NAME))
-        elif k == _GRAPH_OUTPUT:
-            out.graph_outputs.append(string_field(b, p, e, _VALUE_NAME))
-        elif k == _GRAPH_NAME:
-            out.name = b[p:e].decode()
-        p = e
-    node.done()
-    seen.finish(out)
+    r = _Reader(b)
+    by = _spans(r.u8, _entries(b, p, g1), g1)
+    nodes = by[_GRAPH_NODE >> 3]
+    n = len(nodes)
+    f = fields(r.u8, nodes[:, 0], nodes[:, 1])
+    out.names = r.text(*f.last_of(_NODE_NAME >> 3, n))
+    out.ops = r.coded(*f.last_of(_NODE_OP >> 3, n))
+    out.domains = r.coded(*f.last_of(_NODE_DOMAIN >> 3, n))
+    _read_meta(r, f, out.meta)
+    # Weight names: initializers' (field 8 of a TensorProto) and sparse ones' (their values, a TensorProto).
+    w_at, w_size = r.names_of(by[_GRAPH_INIT >> 3], _TENSOR_NAME >> 3)
+    sparse = by[_GRAPH_SPARSE_INIT >> 3]
+    if len(sparse):
+        v_at, v_size = r.names_of(sparse, _SPARSE_VALUES >> 3)
+        if np.any(v_size < 0):
+            raise WireError("a sparse initializer without values")
+        s_at, s_size = r.names_of(np.stack([v_at, v_at + v_size], axis=1), _TENSOR_NAME >> 3)
+        w_at, w_size = np.concatenate([w_at, s_at]), np.concatenate([w_size, s_size])
+    out.graph_inputs = r.text(*r.names_of(by[_GRAPH_INPUT >> 3], _VALUE_NAME >> 3))
+    out.graph_outputs = r.text(*r.names_of(by[_GRAPH_OUTPUT >> 3], _VALUE_NAME >> 3))
+    names = by[_GRAPH_NAME >> 3]
+    if len(names):
+        out.name = b[int(names[-1, 0]) : int(names[-1, 1])].decode()
+    _read_rows(r, f, n, (w_at, np.maximum(w_size, 0)), out)
 
 
-class _NodeReader:
-    """Reads one NodeProto at a time (:meth:`read`), its inputs and outputs straight into the graph's rows."""
-
-    __slots__ = ("b", "in_off", "in_rows", "ins", "n_in", "n_out", "out_off", "out_rows", "outs", "seen")
-
-    def __init__(self, b: _Buf, out: LightGraph, seen: _Interned) -> None:
-        self.b = b
-        self.in_rows, self.in_off, self.out_rows, self.out_off = out.in_rows, out.in_off, out.out_rows, out.out_off
-        self.seen = seen
-        self.ins, self.outs = seen.ins, seen.outs
-        self.n_in = self.n_out = 0
-
-    def done(self) -> None:
-        """Hand the counts of distinct names over (:meth:`_Interned.finish` reads them)."""
-        self.seen.n_in, self.seen.n_out = self.n_in, self.n_out
-
-    def read(self, q: int, e: int, idx: int, meta: dict[int, dict[str, str]]) -> tuple[str, str, str]:
-        """The NodeProto at ``b[q:e]``: its name, op and domain (its rows appended, its metadata into ``meta``).
-        The light pass's innermost loop: the varints of its keys and lengths, almost always one byte, are read
-        inline; a name is looked up by its bytes (numbered in first-met order), decoded once the graph is read."""
-        b, ins, outs, in_rows, out_rows = self.b, self.ins, self.outs, self.in_rows, self.out_rows
-        n_in, n_out = self.n_in, self.n_out
-        name = op = domain = ""
-        while q < e:
-            kk = b[q]
-            q += 1
-            if kk >= 0x80:
-                kk, q = varint(b, q - 1)
-            if kk & 7 != 2:
-                q = skip(b, q, kk & 7)
-                continue
-            m = b[q]
-            q += 1
-            if m >= 0x80:
-                m, q = varint(b, q - 1)
-            if kk in _NODE_IO:
-                r = -1
-                if m:
-                    key = b[q : q + m]
-                    d = (ins if kk == _NODE_IN else outs)[hash(key) & _MASK]
-                    r = d.get(key, -1)
-                    if r < 0 and kk == _NODE_IN:
-                        r = d[key] = n_in
-                        n_in += 1
-                    elif r < 0:
-                        r = d[key] = n_out
-                        n_out += 1
-                (in_rows if kk == _NODE_IN else out_rows).append(r)
-            elif kk == _NODE_NAME:
-                name = b[q : q + m].decode()
-            elif kk == _NODE_OP:
-                op = b[q : q + m].decode()
-            elif kk == _NODE_DOMAIN:
-                domain = b[q : q + m].decode()
-            elif kk == _NODE_META:
-                _read_meta(b, q, q + m, meta.setdefault(idx, {}))
-            q += m
-        if q != e:
-            raise WireError("truncated node")
-        self.n_in, self.n_out = n_in, n_out
-        self.in_off.append(len(in_rows))
-        self.out_off.append(len(out_rows))
-        return name, op, domain
+def _read_rows(r: _Reader, f: Fields, n: int, weights: tuple[np.ndarray, np.ndarray], out: LightGraph) -> None:
+    """The nodes' inputs and outputs as rows of the tensor names, numbered as :attr:`LightGraph.tensor_names` says;
+    each weight's row."""
+    sides = []
+    for number in (_NODE_IN >> 3, _NODE_OUT >> 3):
+        msg, at, size = f.of(number)
+        off = np.zeros(n + 1, np.int32)
+        np.cumsum(np.bincount(msg, minlength=n), out=off[1:])
+        sides.append((off, at, size, size > 0))
+    at = np.concatenate([s[1][s[3]] for s in sides] + [weights[0]])
+    size = np.concatenate([s[2][s[3]] for s in sides] + [weights[1]])
+    rows, firsts = intern(r.u8, at, size)
+    out.tensor_names = r.text(at[firsts], size[firsts])
+    cols = []
+    k = 0
+    for _, _, _, named in sides:
+        col = np.full(len(named), -1, np.int32)
+        m = int(np.count_nonzero(named))
+        col[named] = rows[k : k + m]
+        k += m
+        cols.append(array("i", col.tobytes()))
+    out.in_rows, out.out_rows = cols
+    out.in_off, out.out_off = (array("i", s[0].tobytes()) for s in sides)
+    out.weight_rows = array("i", rows[k:].astype(np.int32).tobytes())
+    names = out.tensor_names
+    out.weight_names = [names[w] for w in rows[k:].tolist()]
 
 
-def _read_meta(b: _Buf, q: int, e: int, into: dict[str, str]) -> None:
-    """One metadata_props entry (a StringStringEntryProto) into ``into``."""
-    into[string_field(b, q, e, _ENTRY_KEY)] = string_field(b, q, e, _ENTRY_VALUE)
-
-
-def _read_sparse(b: _Buf, q: int, e: int, weights: list[str]) -> None:
-    """A sparse initializer: its ``values`` is a TensorProto named as the weight."""
-    while q < e:
-        kk, q = varint(b, q)
-        if kk == _SPARSE_VALUES:
-            m, q = varint(b, q)
-            weights.append(string_field(b, q, q + m, _TENSOR_NAME))
-            q += m
-        else:
-            q = skip(b, q, kk & 7)
+def _read_meta(r: _Reader, f: Fields, meta: dict[int, dict[str, str]]) -> None:
+    """Each node's metadata_props (StringStringEntryProto: key, value), for the nodes that have any."""
+    msg, at, size = f.of(_NODE_META >> 3)
+    if not len(msg):
+        return
+    entries = np.stack([at, at + size], axis=1)
+    keys = r.coded(*r.names_of(entries, _ENTRY_KEY >> 3))
+    values = r.text(*r.names_of(entries, _ENTRY_VALUE >> 3))
+    for i, key, value in zip(msg.tolist(), keys, values, strict=True):
+        meta.setdefault(i, {})[key] = value
 
 
 def _mapped(fd: int) -> mmap.mmap:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import mmap
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -129,7 +130,7 @@ def _varint(buf: Buf, pos: int, end: int) -> tuple[int, int]:
     raise WireError("truncated varint")
 
 
-def _fields(buf: memoryview | bytes, start: int, end: int):  # type: ignore[no-untyped-def]
+def each_field(buf: Buf, start: int, end: int) -> Iterator[tuple[int, int, int, int, int]]:
     """Yield (field number, wire type, field start, payload start, payload end) over buf[start:end]."""
     pos = start
     while pos < end:
@@ -172,7 +173,7 @@ def _encode_varint(n: int) -> bytes:
 
 def _numel(buf: memoryview, start: int, end: int) -> int:
     n = 1
-    for num, wt, _, ps, pe in _fields(buf, start, end):
+    for num, wt, _, ps, pe in each_field(buf, start, end):
         if num != _TENSOR_DIMS:
             continue
         if wt == 0:
@@ -196,7 +197,7 @@ def _strip_tensor(buf: memoryview, start: int, end: int, max_elements: int) -> b
     parts = []
     data_type = 0
     raw = -1
-    for num, _, fs, ps, pe in _fields(buf, start, end):
+    for num, _, fs, ps, pe in each_field(buf, start, end):
         if num == _TENSOR_DATA_TYPE:
             data_type, _ = _varint(buf, ps, pe)
         elif num == _TENSOR_RAW_DATA:
@@ -213,7 +214,7 @@ def _strip_graph(buf: memoryview, start: int, end: int, max_elements: int) -> by
     """The GraphProto at ``buf[start:end]`` without its large initializers' data; None when it has none to drop."""
     out: list[bytes] = []
     run_start = start
-    for num, _, fs, ps, pe in _fields(buf, start, end):
+    for num, _, fs, ps, pe in each_field(buf, start, end):
         if num != _GRAPH_INITIALIZER:
             continue
         stripped = _strip_tensor(buf, ps, pe, max_elements)
@@ -245,7 +246,7 @@ def read_structure(path: str | os.PathLike[str], max_elements: int) -> bytes:
             try:
                 out: list[bytes] = []
                 run_start = 0
-                for count, (num, wt, fs, ps, pe) in enumerate(_fields(buf, 0, size)):
+                for count, (num, wt, fs, ps, pe) in enumerate(each_field(buf, 0, size)):
                     if count > _MAX_MODEL_FIELDS:
                         raise WireError(f"over {_MAX_MODEL_FIELDS} top-level fields, more than any ONNX model has")
                     if num != _MODEL_GRAPH or wt != 2:
@@ -285,17 +286,17 @@ class ModelLayout:
         self.graph_name = b""
         self.nodes: list[tuple[int, int]] = []
         self.initializers: dict[str, tuple[int, int]] = {}
-        for num, wt, fs, ps, pe in _fields(self.data, 0, end):
+        for num, wt, fs, ps, pe in each_field(self.data, 0, end):
             if num != _MODEL_GRAPH or wt != 2:
                 self.model_fields.append((fs, pe))
                 continue
-            for gnum, _, gfs, gps, gpe in _fields(self.data, ps, pe):
+            for gnum, _, gfs, gps, gpe in each_field(self.data, ps, pe):
                 if gnum == _GRAPH_NODE:
                     self.nodes.append((gfs, gpe))
                 elif gnum == _GRAPH_NAME:
                     self.graph_name = bytes(self.data[gps:gpe])
                 elif gnum == _GRAPH_INITIALIZER:
-                    for tnum, _, _, tps, tpe in _fields(self.data, gps, gpe):
+                    for tnum, _, _, tps, tpe in each_field(self.data, gps, gpe):
                         if tnum == _TENSOR_NAME:
                             self.initializers[bytes(self.data[tps:tpe]).decode("utf-8", "replace")] = (gfs, gpe)
                             break
@@ -335,7 +336,7 @@ def _split_out(buf: memoryview, start: int, end: int, numbers: frozenset[int]) -
     current: list[bytes] = []
     size = 0
     run = start
-    for num, wt, f0, _p0, p1 in _fields(buf, start, end):
+    for num, wt, f0, _p0, p1 in each_field(buf, start, end):
         if num not in numbers or wt != 2:
             continue
         rest.append(bytes(buf[run:f0]))
@@ -363,7 +364,9 @@ def node_chunks(data: bytes) -> tuple[bytes, list[bytes]] | None:
     to run between them. None when the model is not laid out as one graph field (decode it whole)."""
     buf = memoryview(data)
     try:
-        graphs = [(fs, ps, pe) for num, wt, fs, ps, pe in _fields(buf, 0, len(data)) if num == _MODEL_GRAPH and wt == 2]
+        graphs = [
+            (fs, ps, pe) for num, wt, fs, ps, pe in each_field(buf, 0, len(data)) if num == _MODEL_GRAPH and wt == 2
+        ]
         if len(graphs) != 1:
             return None
         fs, ps, pe = graphs[0]
