@@ -112,7 +112,8 @@ def _local_edges(
         return empty, empty, empty
     ga, gb = ng[src], ng[dst]
     pa, pb = table[ga], table[gb]
-    k = np.cumprod((pa == pb) & (pa >= 0), axis=1).sum(axis=1)  # the common prefix's length (the root at least)
+    same = (pa == pb) & (pa >= 0)
+    k = np.where(same.all(axis=1), same.shape[1], same.argmin(axis=1))  # the common prefix's length (the root at least)
     rows = np.arange(len(src))
     lca = pa[rows, k - 1]
     ru = np.where(k < length[ga], -pa[rows, k] - 1, src)
