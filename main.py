@@ -28,6 +28,9 @@ def dispatch(argv: list[str]) -> int:
         print("\nWithout a verb, the window:\n")
         window_parser().print_help()
         return 0
+    from splitscope.gui.shell.args import start_preview
+
+    start_preview(argv)  # a large file's structure read on the second core while Qt loads
     from splitscope.gui.shell.launch import main as window
 
     return window(argv, T0)

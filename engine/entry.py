@@ -20,6 +20,7 @@ CHILDREN: dict[str, str] = {
     "shapes": "splitscope.engine.onnxio.shape_proc",
     "job": "splitscope.engine.child",
     "check": "splitscope.engine.runtime.written",
+    "preview": "splitscope.engine.split.preview_proc",
 }
 """Child processes by name: the module whose ``main(argv)`` runs in the child. ``job`` runs the native jobs
 (profile, calibrate, the TensorRT build) through one event protocol (:mod:`splitscope.engine.child`)."""

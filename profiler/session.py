@@ -166,7 +166,7 @@ class ModelSession(QObject):
         def job(token: CancelToken) -> Generator[JobEvent, None, GraphModel]:
             from splitscope.engine.split.preview import preview_job  # no onnx: a large file's structure first
 
-            for ev in preview_job(path, parser):
+            for ev in preview_job(path, parser, token):
                 yield ev
                 if isinstance(ev, Partial):
                     # The full load starts once the preview is laid out (or its layout ends otherwise): sharing the

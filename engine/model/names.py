@@ -201,6 +201,22 @@ class Names:
         empty_in_steps(rows, step=_STEP)  # its keys are the tail's names: references only, but 400k of them
         drop_in_steps(tail, step=_STEP)
 
+    def rehash(self) -> None:
+        """Make the index again from the names, a slice at a time: a string's hash differs from one process to
+        another, so a table pickled in one finds nothing in another until then."""
+        if not self.indexed:
+            return
+        n = len(self._off) - 1
+        b, o = self._blob, self._off
+        self._hash = array("q")
+        for i in range(0, n, _STEP):
+            j = min(i + _STEP, n)
+            names = (b[o[k] : o[k + 1]] for k in range(i, j))
+            self._hash.frombytes(np.fromiter(map(hash, names), dtype=np.int64, count=j - i).tobytes())
+        if n:
+            self._build_slots(n)
+        self._tail_rows = dict(self._tail_rows)
+
     def _build_slots(self, n: int) -> None:
         """The open-addressing table: at most half full; each row at its hash's slot or the next free one after."""
         size = 1 << max(4, (2 * n - 1).bit_length())

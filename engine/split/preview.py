@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 from splitscope.engine.heap import drop_in_steps
-from splitscope.engine.jobs import JobEvent, Partial, Progress, gc_paused
+from splitscope.engine.jobs import CancelToken, JobEvent, Partial, Progress, gc_paused
 from splitscope.engine.model import (
     Adjacency,
     Graph,
@@ -30,11 +30,9 @@ from splitscope.engine.model import (
 from splitscope.engine.model.tensors import INITIALIZER_FLAG
 from splitscope.engine.onnxio.light import read_light
 from splitscope.engine.onnxio.scopes import scope_ids
+from splitscope.engine.split.early import PREVIEW_MIN_BYTES, claim
 from splitscope.engine.split.parser import resolve_backend
 from splitscope.engine.split.table import TARGET_RTX, TARGET_TENSORRT, predict_op
-
-PREVIEW_MIN_BYTES = 4_000_000
-"""Files smaller than this are loaded whole before the first view (the full load takes well under a second)."""
 
 
 def _adjacency(nodes: Nodes, producer: np.ndarray) -> Adjacency | None:
@@ -106,18 +104,38 @@ def preview_model(path: str | os.PathLike[str], target: str) -> tuple[GraphModel
     return gm, adjacency.order
 
 
-def preview_job(path: str | os.PathLike[str], parser: str) -> Generator[JobEvent, None, None]:
+def target_of(parser: str) -> str:
+    """The operator table's target for ``parser`` (auto|tensorrt|rtx|table).
+
+    Raises:
+        ParserUnavailableError: a named parser that is not installed.
+    """
+    return TARGET_RTX if resolve_backend(parser) == "tensorrt_rtx" else TARGET_TENSORRT
+
+
+def preview_job(
+    path: str | os.PathLike[str], parser: str, cancel: CancelToken | None = None
+) -> Generator[JobEvent, None, None]:
     """Yield the preview of a large file as a :class:`Partial` (nothing for a small or unreadable one): the
-    window's analysis runs it before the full load, so a first view shows while the rest is read."""
+    window's analysis runs it before the full load, so a first view shows while the rest is read. A preview started
+    for the file as the app started (:mod:`splitscope.engine.split.early`) is taken when it was made for the same
+    target; otherwise it is made here."""
     path = Path(path)
+    child = claim(path, parser)
     try:
         if path.stat().st_size < PREVIEW_MIN_BYTES:
             return
-        module = resolve_backend(parser)
+        target = target_of(parser)
     except Exception:  # noqa: BLE001 - a missing file or parser: the full analysis says so in its words
+        if child is not None:
+            child.kill()
         return
     yield Progress("load", 0, 6, f"Reading the structure of {path.name}")
     with gc_paused():
-        made = preview_model(path, TARGET_RTX if module == "tensorrt_rtx" else TARGET_TENSORRT)
+        made = None
+        if child is not None:
+            made = child.result(target, None if cancel is None else lambda: cancel.cancelled)
+        if made is None and (cancel is None or not cancel.cancelled):
+            made = preview_model(path, target)
     if made is not None:
         yield Partial(made[0], "The structure read from the file, each op coloured by the operator table")

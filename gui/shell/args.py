@@ -30,3 +30,17 @@ def window_parser() -> argparse.ArgumentParser:
         help="as --report-startup, but wait for the final model (ready_s; the longest UI stall until then)",
     )
     return ap
+
+
+def start_preview(argv: list[str]) -> None:
+    """Start making the preview of the model named on the command line in a child process, before Qt is imported
+    (:func:`splitscope.engine.split.early.start`): it reads a large file on the second core while the window is
+    made. Nothing for the bundled sample, a small file or arguments the window will refuse."""
+    try:
+        args, _ = window_parser().parse_known_args(argv)
+    except SystemExit:
+        return
+    if args.model is not None:
+        from splitscope.engine.split.early import start
+
+        start(args.model, args.parser)

@@ -1,0 +1,124 @@
+"""A large file's preview made in a child process as the app starts: the same model as made in the window's worker,
+handed over with its columns apart, taken only by the open it was made for."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from splitscope.engine.jobs import CancelToken, Partial
+from splitscope.engine.model import transfer
+from splitscope.engine.split import early
+from splitscope.engine.split import preview as P
+from splitscope.engine.split.table import TARGET_TENSORRT
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+REAL = [DATA / "torch_transformer.onnx", DATA / "torch_transformer_dynamo.onnx", DATA / "torch_detector_if.onnx"]
+
+
+@pytest.fixture
+def small_is_large(monkeypatch):
+    """The test exports count as large: each gets a preview."""
+    monkeypatch.setattr(early, "PREVIEW_MIN_BYTES", 0)
+    monkeypatch.setattr(P, "PREVIEW_MIN_BYTES", 0)
+    yield
+    early.claim("", "")  # none left running
+
+
+def _columns(gm):
+    nodes, tensors = gm.nodes, gm.graph.tensors
+    return (
+        list(nodes.name),
+        list(nodes.op_type),
+        [n.scope for n in nodes],
+        [n.status for n in nodes],
+        [n.inputs for n in nodes],
+        [n.outputs for n in nodes],
+        list(tensors.names),
+        [tensors.is_initializer_row(r) for r in range(len(tensors.names))],
+        gm.graph.inputs,
+        gm.graph.outputs,
+    )
+
+
+@pytest.mark.parametrize("path", REAL, ids=lambda p: p.stem)
+def test_the_childs_preview_is_the_workers(path, small_is_large, monkeypatch):
+    here = P.preview_model(path, TARGET_TENSORRT)
+    assert here is not None
+    assert early.start(path, "table")
+    monkeypatch.setattr(P, "preview_model", lambda *a: pytest.fail("made again in the worker"))
+    events = list(P.preview_job(path, "table"))
+    assert isinstance(events[-1], Partial)
+    gm = events[-1].value
+    assert gm.preview and gm.path == here[0].path
+    assert _columns(gm) == _columns(here[0])
+    assert list(gm.graph.adj.order) == list(here[0].graph.adj.order)
+    assert gm.graph.tensors.names.get(here[0].graph.tensors.names[3]) == 3  # the index came over too
+
+
+def test_another_open_stops_the_child_and_reads_the_file_itself(small_is_large):
+    path = REAL[0]
+    assert early.start(path, "table")
+    child = early._started[early._key(path, "table")]
+    events = list(P.preview_job(REAL[1], "table"))  # the window opened something else first
+    assert isinstance(events[-1], Partial) and events[-1].value.path == REAL[1]
+    assert child._proc.poll() is not None, "the child started for the first file is stopped"
+    assert not early._started
+
+
+def test_a_file_the_child_cannot_read_gives_no_preview(tmp_path, small_is_large):
+    bad = tmp_path / "cut.onnx"
+    bad.write_bytes(REAL[0].read_bytes()[:5000])
+    assert early.start(bad, "table")
+    assert [e for e in P.preview_job(bad, "table") if isinstance(e, Partial)] == []
+
+
+def test_cancel_stops_the_child(small_is_large, monkeypatch):
+    path = REAL[0]
+    monkeypatch.setattr(P, "preview_model", lambda *a: pytest.fail("a cancelled open reads nothing more"))
+    assert early.start(path, "table")
+    child = early._started[early._key(path, "table")]
+    token = CancelToken()
+    token.cancel()
+    assert [e for e in P.preview_job(path, "table", token) if isinstance(e, Partial)] == []
+    assert child._proc.poll() is not None
+
+
+def test_nothing_starts_for_a_small_file_or_without_a_model():
+    from splitscope.gui.shell.args import start_preview
+
+    assert not early.start(REAL[0], "table")  # 100 kB: the full load is as quick
+    assert not early.start(DATA / "no_such_model.onnx", "table")
+    start_preview([])
+    start_preview(["--no-such-flag"])
+    start_preview(["--parser", "nonsense", str(REAL[0])])
+    assert not early._started
+
+
+def test_the_transfer_keeps_every_column_and_sends_them_apart():
+    made = P.preview_model(DATA / "torch_transformer.onnx", TARGET_TENSORRT)
+    assert made is not None
+    stream, buffers = transfer.dumps(made)
+    assert buffers and len(stream) < sum(b.raw().nbytes for b in buffers), "the columns travel beside the pickle"
+    gm, order = transfer.loads(stream, [bytes(b.raw()) for b in buffers])
+    assert _columns(gm) == _columns(made[0]) and list(order) == list(made[1])
+
+
+def test_the_child_is_registered_for_the_bundle():
+    from splitscope.engine.entry import CHILDREN, child_command
+
+    assert CHILDREN["preview"] == "splitscope.engine.split.preview_proc"
+    assert child_command("preview", "m.onnx", "table")[:3] == [sys.executable, "-m", CHILDREN["preview"]]
+
+
+def test_starting_it_imports_neither_numpy_nor_qt():
+    """It runs before the window's imports: nothing of theirs may come with it."""
+    import subprocess
+
+    code = (
+        "import sys; from splitscope.gui.shell.args import start_preview; start_preview([]); "
+        "print(sorted(m for m in ('numpy', 'PySide6', 'onnx') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
