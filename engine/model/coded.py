@@ -89,6 +89,11 @@ class Coded(MutableSequence[T], Generic[T]):
         else:
             self.codes.extend(array("I", map(self.code, values)))
 
+    @classmethod
+    def of_codes(cls, values: list[T], codes: array[int]) -> Coded[T]:
+        """A column whose rows are ``codes`` (``array("I")``) into ``values`` (a value given twice reads the same)."""
+        return _rebuild(codes, values, False)
+
     def fill(self, value: T, count: int) -> None:
         """Append ``value`` ``count`` times."""
         self.codes.extend(array("I", [self.code(value)]) * count)

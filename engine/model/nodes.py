@@ -206,16 +206,17 @@ class Nodes(Sequence["Node"]):
     def extend(
         self,
         names: Sequence[str],
-        ops: Sequence[str],
-        domains: Sequence[str],
+        ops: Coded[str],
+        domains: Coded[str],
         rows: tuple[array[int], array[int], array[int], array[int]],
         scopes: array[int],
-        status: Sequence[Status],
-        reasons: Sequence[str],
+        status: Coded[Status],
+        reasons: Coded[str],
         source: Source = Source.TABLE,
     ) -> None:
         """Append many nodes at once, column by column (no attributes, bodies or functions; each node's table
-        status its status): what :meth:`add` does a node at a time, for a first pass over a million nodes. ``rows``:
+        status its status): what :meth:`add` does a node at a time, for a first pass over a million nodes. The
+        columns of few values come as codes (:class:`Coded`), never a value per node. ``rows``:
         the nodes' inputs and outputs as rows of :attr:`tensor_names` (``in_rows, in_off, out_rows, out_off``, the
         offsets from 0 with each node's end); ``scopes``: their ids in :attr:`scope`."""
         k = len(names)
@@ -230,7 +231,8 @@ class Nodes(Sequence["Node"]):
         self.scope.ids.extend(scopes)
         self.flops.extend(array("q", [-1]) * k)
         self.bytes.extend(array("q", [-1]) * k)
-        codes = bytes(STATUS_CODE[x] for x in status)
+        lut = np.frombuffer(bytes(STATUS_CODE[x] for x in status.values), np.uint8)
+        codes = lut[np.frombuffer(status.codes, np.uint32)].tobytes() if len(status) else b""
         self.status.extend(codes)
         self.table_status.extend(codes)
         self.role.extend(bytes(k))

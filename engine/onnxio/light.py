@@ -25,6 +25,7 @@ from array import array
 from pathlib import Path
 
 import numpy as np
+from splitscope.engine.model.coded import Coded
 from splitscope.engine.onnxio.columns import Fields, fields, intern, read_at
 from splitscope.engine.onnxio.wire import WireError, skip, string_field, varint
 
@@ -87,8 +88,8 @@ class LightGraph:
     def __init__(self) -> None:
         self.name = ""
         self.names: list[str] = []
-        self.ops: list[str] = []
-        self.domains: list[str] = []
+        self.ops: Coded[str] = Coded()
+        self.domains: Coded[str] = Coded()
         self.tensor_names: list[str] = []
         """The names the nodes read and write, each once: first the inputs' in the order they are first read, then
         the outputs' that no node reads (the order a table interning every input, then every output, gives)."""
@@ -181,11 +182,11 @@ class _Reader:
                 out += [raw[i - k : i].decode() for i, k in zip(ends.tolist(), n.tolist(), strict=True)]
         return out
 
-    def coded(self, at: np.ndarray, size: np.ndarray) -> list[str]:
-        """Each string, for a column of few distinct values (op types, domains): each decoded once."""
+    def coded(self, at: np.ndarray, size: np.ndarray) -> Coded[str]:
+        """Each string, for a column of few distinct values (op types, domains): each decoded once, the rows codes."""
         rows, firsts = intern(self.u8, at, np.maximum(size, 0))
         distinct = self.text(at[firsts], size[firsts])
-        return [distinct[r] for r in rows.tolist()]
+        return Coded.of_codes(distinct, array("I", rows.astype(np.uint32).tobytes()))
 
     def names_of(self, spans: np.ndarray, number: int) -> tuple[np.ndarray, np.ndarray]:
         """``(at, size)`` of the string field ``number`` of each message at ``spans`` (its rows: start, end)."""

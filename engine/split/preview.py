@@ -27,6 +27,7 @@ from splitscope.engine.model import (
     kahn_order,
     link_nodes,
 )
+from splitscope.engine.model.coded import Coded
 from splitscope.engine.model.tensors import INITIALIZER_FLAG
 from splitscope.engine.onnxio.light import read_light
 from splitscope.engine.onnxio.scopes import scope_ids
@@ -49,26 +50,37 @@ def _weight(tensors: Tensors, name: str) -> bool:
     return r is not None and tensors.is_initializer_row(r)
 
 
+def _verdicts(ops: Coded[str], domains: Coded[str], target: str) -> tuple[Coded[Status], Coded[str]]:
+    """The operator table's answer for each node's op and domain, asked once per distinct pair: each node's status
+    and reason as codes."""
+    n_dom = max(len(domains.values), 1)
+    pair = np.frombuffer(ops.codes, np.uint32).astype(np.int64) * n_dom
+    if len(domains.codes):
+        pair += np.frombuffer(domains.codes, np.uint32)
+    seen = np.zeros(max(len(ops.values), 1) * n_dom, np.bool_)
+    seen[pair] = True
+    asked = np.flatnonzero(seen)
+    said = [predict_op(ops.values[k // n_dom], domains.values[k % n_dom], target) for k in asked.tolist()]
+    row = np.zeros(len(seen), np.uint32)
+    row[asked] = np.arange(len(asked), dtype=np.uint32)
+    codes = array("I", row[pair].tobytes())
+    return Coded.of_codes([v[0] for v in said], codes), Coded.of_codes([v[1] for v in said], array("I", codes))
+
+
 def preview_model(path: str | os.PathLike[str], target: str) -> tuple[GraphModel, Sequence[int]] | None:
     """A preview :class:`GraphModel` of the file's main graph (see the module's note), or None."""
     light = read_light(path)
     if light is None or not light.names:
         return None
     tensors = Tensors()
-    verdicts: dict[tuple[str, str], tuple[Status, str]] = {}
-    for key in zip(light.ops, light.domains, strict=True):
-        if key not in verdicts:
-            verdicts[key] = predict_op(key[0], key[1], target)
-    said = [verdicts[key] for key in zip(light.ops, light.domains, strict=True)]
+    status, reasons = _verdicts(light.ops, light.domains, target)
     nodes = Nodes(tensors.names, tensors.add, tensors.add_many)  # inputs and outputs as rows of the tensors
     # The light pass's names come distinct, in the order interning every input, then every output, gives (then the
     # weights no node reads): its rows are the table's.
     tensors.add_distinct(light.tensor_names)
     rows = (light.in_rows, light.in_off, light.out_rows, light.out_off)
     scopes = scope_ids(light.names, light.meta, nodes.scope)
-    nodes.extend(
-        light.names, light.ops, light.domains, rows, scopes, [v[0] for v in said], [v[1] for v in said], Source.TABLE
-    )
+    nodes.extend(light.names, light.ops, light.domains, rows, scopes, status, reasons, Source.TABLE)
     flags = np.frombuffer(tensors.flags, np.uint8)
     flags[np.frombuffer(light.weight_rows, np.int32)] |= INITIALIZER_FLAG
     del flags  # the column may grow again
