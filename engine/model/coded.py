@@ -13,7 +13,11 @@ from array import array
 from collections.abc import Iterable, Iterator, MutableSequence
 from typing import Any, Generic, TypeVar, overload
 
+import numpy as np
+
 T = TypeVar("T")
+_STEP = 1 << 18
+"""Rows recoded per step when a coded column is appended to another."""
 _NO_BLANK: Any = object()
 
 
@@ -84,8 +88,10 @@ class Coded(MutableSequence[T], Generic[T]):
 
     def extend(self, values: Iterable[T]) -> None:
         if isinstance(values, Coded) and values._by_identity == self._by_identity:
-            recode = array("I", map(self.code, values.values))
-            self.codes.extend(array("I", map(recode.__getitem__, values.codes)))
+            recode = np.fromiter(map(self.code, values.values), np.uint32, count=len(values.values))
+            src = np.frombuffer(values.codes, np.uint32) if len(values.codes) else np.zeros(0, np.uint32)
+            for i in range(0, len(src), _STEP):  # a step at a time: one call over a million rows held others 50 ms
+                self.codes.frombytes(recode[src[i : i + _STEP]].tobytes())
         else:
             self.codes.extend(array("I", map(self.code, values)))
 
