@@ -147,6 +147,8 @@ def preview_job(
         made = None
         if child is not None:
             made = child.result(target, None if cancel is None else lambda: cancel.cancelled)
+            if made is not None:
+                made[0].path = path  # as the caller names it (the child was given it resolved)
         if made is None and (cancel is None or not cancel.cancelled):
             made = preview_model(path, target)
     if made is not None:

@@ -57,6 +57,15 @@ def test_the_childs_preview_is_the_workers(path, small_is_large, monkeypatch):
     assert gm.graph.tensors.names.get(here[0].graph.tensors.names[3]) == 3  # the index came over too
 
 
+def test_a_relative_path_is_taken_and_kept_as_given(small_is_large, monkeypatch):
+    """The window compares the preview's path with the full model's to keep what the user opened."""
+    monkeypatch.chdir(DATA)
+    assert early.start("torch_transformer.onnx", "table")
+    monkeypatch.setattr(P, "preview_model", lambda *a: pytest.fail("made again in the worker"))
+    events = list(P.preview_job("torch_transformer.onnx", "table"))
+    assert events[-1].value.path == Path("torch_transformer.onnx")
+
+
 def test_another_open_stops_the_child_and_reads_the_file_itself(small_is_large):
     path = REAL[0]
     assert early.start(path, "table")
