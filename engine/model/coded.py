@@ -90,6 +90,8 @@ class Coded(MutableSequence[T], Generic[T]):
         if isinstance(values, Coded) and values._by_identity == self._by_identity:
             recode = np.fromiter(map(self.code, values.values), np.uint32, count=len(values.values))
             src = np.frombuffer(values.codes, np.uint32) if len(values.codes) else np.zeros(0, np.uint32)
+            if values is self:
+                src = src.copy()  # a view of the codes would keep them from growing
             for i in range(0, len(src), _STEP):  # a step at a time: one call over a million rows held others 50 ms
                 self.codes.frombytes(recode[src[i : i + _STEP]].tobytes())
         else:

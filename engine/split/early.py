@@ -33,6 +33,8 @@ class PreviewChild:
 
         env, root = child_env()
         self.path, self.parser = path, parser
+        self.stamp = _stamp(path)
+        """The file's size and modification time when the child started (a file written since: not taken)."""
         self._proc = subprocess.Popen(
             child_command("preview", str(path), parser),
             stdout=subprocess.PIPE,
@@ -62,7 +64,7 @@ class PreviewChild:
                     got += k
                 self._parts.append(buf)
             self._header = header
-        except (OSError, ValueError, TypeError):
+        except Exception:  # noqa: BLE001 - whatever the child wrote: no preview from it, the worker makes one
             return
         finally:
             if out is not None:
@@ -71,19 +73,27 @@ class PreviewChild:
             self._done.set()
 
     def result(self, target: str, cancelled: Any = None) -> Any:
-        """The child's ``(GraphModel, order)`` when it made one for ``target``, else None. Waits for it, asking
-        ``cancelled()`` every 0.1 s (true: the child is killed, None returned)."""
+        """The child's ``(GraphModel, order)`` when it made one for ``target``; :data:`NONE` when it read the file
+        and found no preview to make (the worker need not try again); None when it gave nothing usable (another
+        target, a crash, a cancel). Waits for it, asking ``cancelled()`` every 0.1 s (true: the child is killed)."""
         while not self._done.wait(0.1):
             if cancelled is not None and cancelled():
                 self.kill()
                 return None
         header, parts = self._header, self._parts
         self._parts = []
-        if self._proc.returncode != 0 or header.get("target") != target or not parts:
+        if self._proc.returncode != 0 or not isinstance(header, dict):
+            return None
+        if header.get("none") is True:
+            return NONE
+        if header.get("target") != target or not parts:
             return None
         from splitscope.engine.model.transfer import loads
 
-        return loads(parts[0], parts[1:])
+        try:
+            return loads(parts[0], parts[1:])
+        except Exception:  # noqa: BLE001 - a stream that does not read back (memory, a version skew): made here
+            return None
 
     def kill(self) -> None:
         """Stop the child if it still runs (and reap it)."""
@@ -91,6 +101,18 @@ class PreviewChild:
             self._proc.kill()
         with contextlib.suppress(Exception):
             self._proc.wait(timeout=5)
+
+
+NONE = "none"
+"""What :meth:`PreviewChild.result` gives for a file the child read and found no preview in."""
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
 
 
 _lock = threading.Lock()
@@ -128,11 +150,15 @@ def claim(path: str | Path, parser: str) -> PreviewChild | None:
         mine = _started.pop(key, None)
         others = list(_started.values())
         _started.clear()
+    if mine is not None and mine.stamp != _stamp(mine.path):  # written since the app started: read it anew
+        others.append(mine)
+        mine = None
     for child in others:
         child.kill()
     return mine
 
 
 @atexit.register
-def _stop_all() -> None:
+def stop_all() -> None:
+    """Stop every child started and not taken (the app ends)."""
     claim("", "")

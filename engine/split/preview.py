@@ -31,7 +31,7 @@ from splitscope.engine.model.coded import Coded
 from splitscope.engine.model.tensors import INITIALIZER_FLAG
 from splitscope.engine.onnxio.light import read_light
 from splitscope.engine.onnxio.scopes import scope_ids
-from splitscope.engine.split.early import PREVIEW_MIN_BYTES, claim
+from splitscope.engine.split.early import NONE, PREVIEW_MIN_BYTES, PreviewChild, claim
 from splitscope.engine.split.parser import resolve_backend
 from splitscope.engine.split.table import TARGET_RTX, TARGET_TENSORRT, predict_op
 
@@ -135,18 +135,28 @@ def preview_job(
     path = Path(path)
     child = claim(path, parser)
     try:
+        yield from _preview_events(path, parser, child, cancel)
+    finally:
+        if child is not None:
+            child.kill()  # closed early (a cancel, another open): the child's work is not wanted
+
+
+def _preview_events(
+    path: Path, parser: str, child: PreviewChild | None, cancel: CancelToken | None
+) -> Generator[JobEvent, None, None]:
+    try:
         if path.stat().st_size < PREVIEW_MIN_BYTES:
             return
         target = target_of(parser)
     except Exception:  # noqa: BLE001 - a missing file or parser: the full analysis says so in its words
-        if child is not None:
-            child.kill()
         return
     yield Progress("load", 0, 6, f"Reading the structure of {path.name}")
     with gc_paused():
         made = None
         if child is not None:
             made = child.result(target, None if cancel is None else lambda: cancel.cancelled)
+            if made is NONE:
+                return  # the child read the file and found nothing to show: the full load says why
             if made is not None:
                 made[0].path = path  # as the caller names it (the child was given it resolved)
         if made is None and (cancel is None or not cancel.cancelled):

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 from pathlib import Path
 
 
@@ -36,8 +38,10 @@ def start_preview(argv: list[str]) -> None:
     """Start making the preview of the model named on the command line in a child process, before Qt is imported
     (:func:`splitscope.engine.split.early.start`): it reads a large file on the second core while the window is
     made. Nothing for the bundled sample, a small file or arguments the window will refuse."""
-    try:
-        args, _ = window_parser().parse_known_args(argv)
+    quiet = io.StringIO()
+    try:  # quietly: the window's own parse says what is wrong, once
+        with contextlib.redirect_stderr(quiet), contextlib.redirect_stdout(quiet):
+            args = window_parser().parse_args(argv)
     except SystemExit:
         return
     if args.model is not None:

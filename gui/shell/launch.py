@@ -108,6 +108,9 @@ def main(argv: list[str] | None = None, t0: float | None = None) -> int:
     if QThreadPool.globalInstance().activeThreadCount():
         # A job still inside a long step (it stops at its next cancel check) would outlive the objects its
         # signals belong to. Settings are synced and every file is written atomically: end here.
+        from splitscope.engine.split.early import stop_all
+
+        stop_all()  # os._exit runs no atexit hook: a preview child not taken would outlive the window
         logging.shutdown()
         sys.stdout.flush()
         sys.stderr.flush()

@@ -168,3 +168,19 @@ def test_light_gives_none_when_names_collide(tmp_path, monkeypatch):
     real = C._hashes
     monkeypatch.setattr(C, "_hashes", lambda *a: (np.zeros_like(real(*a)[0]), real(*a)[1]))
     assert read_light(path) is None
+
+
+def test_a_singular_field_given_twice_reads_its_last():
+    m = h.make_node("Relu", ["x"], ["y"], name="first").SerializeToString() + b"\x1a\x04last"  # name (3) again
+    u8, starts, ends = _concat([m, h.make_node("Relu", ["x"], ["y"]).SerializeToString()])
+    at, size = C.fields(u8, starts, ends).last_of(3, 2)
+    assert bytes(u8[at[0] : at[0] + size[0]]) == b"last" and size[1] == -1
+    assert onnx.NodeProto.FromString(m).name == "last"
+
+
+def test_a_coded_column_extended_by_itself():
+    from splitscope.engine.model.coded import Coded
+
+    c = Coded(["a", "b", "a"])
+    c.extend(c)
+    assert c == ["a", "b", "a", "a", "b", "a"]

@@ -94,6 +94,51 @@ def test_cancel_stops_the_child(small_is_large, monkeypatch):
     assert child._proc.poll() is not None
 
 
+def test_an_open_closed_at_once_stops_the_child(small_is_large):
+    """The window cancels or replaces the open while it waits: the child it took is stopped, not left to run."""
+    path = REAL[0]
+    assert early.start(path, "table")
+    child = early._started[early._key(path, "table")]
+    gen = P.preview_job(path, "table")
+    next(gen)
+    gen.close()
+    assert child._proc.poll() is not None
+
+
+def test_no_preview_in_the_child_is_not_looked_for_again(tmp_path, small_is_large, monkeypatch):
+    """A file the child read and found no preview in (a name that is not UTF-8): the worker does not read it again."""
+    data = (DATA / "torch_transformer.onnx").read_bytes()
+    name = b"/encoder/layers.0/self_attn/Transpose"
+    assert data.count(name) >= 1
+    bad = tmp_path / "latin.onnx"
+    bad.write_bytes(data.replace(name, b"\xff" * len(name), 1))
+    assert early.start(bad, "table")
+    monkeypatch.setattr(P, "preview_model", lambda *a: pytest.fail("read again in the worker"))
+    assert [e for e in P.preview_job(bad, "table") if isinstance(e, Partial)] == []
+
+
+def test_a_file_written_since_the_start_is_read_anew(tmp_path, small_is_large):
+    path = tmp_path / "m.onnx"
+    path.write_bytes(REAL[0].read_bytes())
+    assert early.start(path, "table")
+    child = early._started[early._key(path, "table")]
+    path.write_bytes(REAL[1].read_bytes())  # another model under the same name
+    events = list(P.preview_job(path, "table"))
+    assert child._proc.poll() is not None
+    assert events[-1].value.nodes.name[0] == P.preview_model(REAL[1], TARGET_TENSORRT)[0].nodes.name[0]
+
+
+def test_arguments_the_window_refuses_start_nothing_and_print_nothing(capsys, small_is_large):
+    from splitscope.gui.shell.args import start_preview
+
+    for argv in ([str(REAL[0]), "--bogus"], [str(REAL[0]), "--help"], ["--parser", "nonsense", str(REAL[0])]):
+        start_preview(argv)
+    assert capsys.readouterr() == ("", "")
+    assert not early._started
+    start_preview([str(REAL[0]), "--parser", "table"])
+    assert early._key(REAL[0], "table") in early._started
+
+
 def test_nothing_starts_for_a_small_file_or_without_a_model():
     from splitscope.gui.shell.args import start_preview
 
