@@ -8,7 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import onnx
+import onnx.numpy_helper
 import pytest
 from splitscope.engine.model import Status
 from splitscope.engine.sample import SAMPLE_MODEL
@@ -280,6 +282,29 @@ def test_report_startup_prints_timings():
     assert set(d) >= {"window_s", "layout_s", "first_paint_s", "nodes"}
     assert d["nodes"] == 41
     assert 0 < d["window_s"] <= d["first_paint_s"]
+
+
+def test_a_large_file_opens_from_the_preview_made_beside_the_window(tmp_path):
+    """``main.py LARGE_MODEL``: the preview is made in a child process started before Qt; the window shows it and
+    the child is gone when the window ends (a 4.8 MB weight no node reads makes the test export large)."""
+    m = onnx.load(ROOT / "tests" / "data" / "torch_transformer.onnx")
+    m.graph.initializer.append(onnx.numpy_helper.from_array(np.zeros(1_200_000, np.float32), "unused_large"))
+    path = tmp_path / "large.onnx"
+    onnx.save(m, path)
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "PYTHONPATH": str(ROOT), "XDG_CONFIG_HOME": str(tmp_path)}
+    r = subprocess.run(
+        [sys.executable, "main.py", str(path), "--report-startup", "--parser", "table"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    d = json.loads([ln for ln in r.stdout.splitlines() if ln.startswith("{")][-1])
+    assert d["nodes"] == len(m.graph.node) and d["items_visible"] > 0
+    left = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    assert str(path) not in left, "no preview child outlives the window"
 
 
 def _startup_on_screen(tmp_path, config: str, width: int, height: int, dpr: int = 1, model: Path | None = None) -> dict:
