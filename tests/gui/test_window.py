@@ -291,17 +291,7 @@ def test_a_large_file_opens_from_the_preview_made_beside_the_window(tmp_path):
     m.graph.initializer.append(onnx.numpy_helper.from_array(np.zeros(1_200_000, np.float32), "unused_large"))
     path = tmp_path / "large.onnx"
     onnx.save(m, path)
-    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "PYTHONPATH": str(ROOT), "XDG_CONFIG_HOME": str(tmp_path)}
-    r = subprocess.run(
-        [sys.executable, "main.py", str(path), "--report-startup", "--parser", "table"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert r.returncode == 0, r.stderr[-2000:]
-    d = json.loads([ln for ln in r.stdout.splitlines() if ln.startswith("{")][-1])
+    d = _startup_on_screen(tmp_path, "large", 1366, 768, model=path)
     assert d["nodes"] == len(m.graph.node) and d["items_visible"] > 0
     left = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
     assert str(path) not in left, "no preview child outlives the window"
