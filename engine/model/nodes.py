@@ -62,13 +62,6 @@ ROLE_CODE = {s: k for k, s in enumerate(_ROLE)}
 SOURCE_CODE = {s: k for k, s in enumerate(_SOURCE)}
 """The byte each source is kept as in :attr:`Nodes.source`."""
 NO_ATTRIBUTES: dict[str, Any] = {}
-
-
-def _rows_with(column: bytearray, code: int) -> list[int]:
-    """The rows of a one-byte column that hold ``code``, in order."""
-    return np.flatnonzero(np.frombuffer(column, np.uint8) == code).tolist() if column else []
-
-
 """The attributes of every node added without any (shared: a node's attributes are read, never written)."""
 _HUGE = 2**63
 _new = object.__new__
@@ -79,6 +72,11 @@ _NONE = NO_STATUS_CODE
 
 NO_BODIES: Mapping[str, Graph] = MappingProxyType({})
 """The bodies of a node that has none (read-only, shared)."""
+
+
+def _rows_with(column: bytearray, code: int) -> list[int]:
+    """The rows of a one-byte column that hold ``code``, in order."""
+    return np.flatnonzero(np.frombuffer(column, np.uint8) == code).tolist() if column else []
 
 
 class Nodes(Sequence["Node"]):

@@ -81,7 +81,6 @@ class LightGraph:
         "out_off",
         "out_rows",
         "tensor_names",
-        "weight_names",
         "weight_rows",
     )
 
@@ -97,8 +96,6 @@ class LightGraph:
         self.out_off, self.out_rows = array("i", [0]), array("i")
         self.meta: dict[int, dict[str, str]] = {}
         """Node index to its metadata_props, for the nodes that have any."""
-        self.weight_names: list[str] = []
-        """The initializers' names, as read (sparse ones too)."""
         self.weight_rows = array("i")
         """Each initializer's row of :attr:`tensor_names` (one no node reads is added after the nodes' names)."""
         self.graph_inputs: list[str] = []
@@ -115,6 +112,11 @@ class LightGraph:
     def outputs(self) -> list[list[str]]:
         """Each node's outputs by name."""
         return self._by_name(self.out_rows, self.out_off)
+
+    @property
+    def weight_names(self) -> list[str]:
+        """The initializers' names, as read (sparse ones too)."""
+        return [self.tensor_names[r] for r in self.weight_rows]
 
     @property
     def weights(self) -> set[str]:
@@ -254,8 +256,6 @@ def _read_rows(r: _Reader, f: Fields, n: int, weights: tuple[np.ndarray, np.ndar
     out.in_rows, out.out_rows = cols
     out.in_off, out.out_off = (array("i", s[0].tobytes()) for s in sides)
     out.weight_rows = array("i", rows[k:].astype(np.int32).tobytes())
-    names = out.tensor_names
-    out.weight_names = [names[w] for w in rows[k:].tolist()]
 
 
 def _read_meta(r: _Reader, f: Fields, meta: dict[int, dict[str, str]]) -> None:

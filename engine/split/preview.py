@@ -112,7 +112,7 @@ def preview_model(path: str | os.PathLike[str], target: str) -> tuple[GraphModel
         adjacency,
     )
     gm = GraphModel(Path(path), graph, light.ir_version, light.opsets, "", preview=True)
-    drop_in_steps(light.names, light.weight_names)  # its objects, not the preview's: let go of
+    drop_in_steps(light.names)  # its objects, not the preview's: let go of
     return gm, adjacency.order
 
 

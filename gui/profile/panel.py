@@ -121,8 +121,8 @@ class ProfilePanel(QWidget):
         self.tied: set[str] = set()
         """Nodes whose time ties with the one ranked before them (the profile's ``tie``)."""
         self.node_ops: ChainMap[str, str] = ChainMap()
-        """Op type by node name: a finished profile's rows first, then the open model's nodes (in steps)."""
-        """Op type by node name, for the bars' labels (set with the model)."""
+        """Op type by node name, for the bars' labels: a finished profile's rows first, then the open model's nodes
+        (in steps)."""
         self.doc: ProfileDoc | None = None
         """The shown profile, typed (the panel reads it, not the JSON's keys)."""
         self._dirty = False

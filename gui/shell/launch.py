@@ -86,11 +86,13 @@ def collect_on_ui_thread(app: QApplication, interval_ms: int = 1000) -> QTimer:
 def main(argv: list[str] | None = None, t0: float | None = None) -> int:
     """Start the app: ``python main.py [MODEL] [--parser ...] [--report-startup]``."""
     t0 = t0 if t0 is not None else time.perf_counter()
-    from splitscope.gui.shell.args import start_preview, window_parser
+    from splitscope.engine.split.early import start
+    from splitscope.gui.shell.args import window_parser
 
     ap = window_parser()
     args = ap.parse_args(argv)
-    start_preview(argv if argv is not None else sys.argv[1:])  # started already when launched by main.py
+    if args.model is not None:
+        start(args.model, args.parser)  # started already when launched by main.py (before Qt's import)
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setOrganizationName("Splitscope")
     app.setApplicationName("Splitscope")
