@@ -9,6 +9,7 @@ built (every name looked up as it goes in) runs at a dict's pace."""
 from __future__ import annotations
 
 import itertools
+import threading
 from array import array
 from collections.abc import Iterable, Iterator, Mapping
 from typing import overload
@@ -23,12 +24,19 @@ _MIN_TAIL = 4096
 _STEP = 50_000
 """Names folded (and let go of) per step of :meth:`Names.compact`."""
 
+_STALE = -2
+"""``Names._mask`` of a table whose index is made at its first use (:meth:`Names.index_later`)."""
+
+_INDEXING = threading.Lock()
+"""Held while a table's index is made late: a second thread asking waits for it rather than making it too."""
+
 
 class Names:
     """Names in row order, read as a list of strings; with ``indexed``, each name's row too (:meth:`get`, ``in``),
     the names then distinct. Rows are only ever added."""
 
     __slots__ = (
+        "__weakref__",  # a table read back from another process is listed weakly until indexed
         "_base",
         "_base_len",
         "_blob",
@@ -112,7 +120,11 @@ class Names:
                 return r
         m = self._mask
         if m < 0:
-            return default
+            if m == _STALE:
+                self.ensure_index()
+                m = self._mask
+            if m < 0:
+                return default
         h = hash(name)
         s, hs, o, b = self._slots, self._hash, self._off, self._blob
         k = h & m
@@ -130,6 +142,8 @@ class Names:
     # adding
     def append(self, name: str) -> int:
         """Add ``name`` as a new row (an unindexed table: names may repeat); returns its row."""
+        if self._mask == _STALE:
+            self.ensure_index()
         tail = self._tail
         tail.append(name)
         r = len(self._off) - 2 + len(tail)
@@ -147,6 +161,8 @@ class Names:
     def add_many(self, names: Iterable[str]) -> list[int]:
         """:meth:`add` each of ``names`` ('' gives -1: an omitted input), in one pass: a million nodes' inputs and
         outputs in a fraction of a second (an indexed table)."""
+        if self._mask == _STALE:
+            self.ensure_index()
         if self._mask >= 0 or not self.indexed:  # a compacted index to consult: one by one
             return [self.add(s) if s else -1 for s in names]
         rows, tail = self._tail_rows, self._tail
@@ -177,6 +193,8 @@ class Names:
     def compact(self) -> None:
         """Fold the names waiting in the list into the one string (and the index): done once a table is built, and
         then whenever enough have been added since."""
+        if self._mask == _STALE:
+            self.ensure_index()
         self._compacted = True
         tail, rows = self._tail, self._tail_rows
         if not tail:
@@ -201,21 +219,32 @@ class Names:
         empty_in_steps(rows, step=_STEP)  # its keys are the tail's names: references only, but 400k of them
         drop_in_steps(tail, step=_STEP)
 
-    def rehash(self) -> None:
-        """Make the index again from the names, a slice at a time: a string's hash differs from one process to
-        another, so a table pickled in one finds nothing in another until then."""
-        if not self.indexed:
+    def index_later(self) -> None:
+        """Let go of the index and make it again at the table's first lookup or addition (:meth:`ensure_index`): a
+        table pickled in one process finds nothing in another until then (a string's hash is the process's own),
+        and a table only read by row never needs it."""
+        if self.indexed:
+            self._hash, self._slots, self._mask = array("q"), array("q"), _STALE
+
+    def ensure_index(self) -> None:
+        """Make the index now if it was left for later (:meth:`index_later`), a slice at a time; another thread
+        asking meanwhile waits for it."""
+        if self._mask != _STALE:
             return
-        n = len(self._off) - 1
-        b, o = self._blob, self._off
-        self._hash = array("q")
-        for i in range(0, n, _STEP):
-            j = min(i + _STEP, n)
-            names = (b[o[k] : o[k + 1]] for k in range(i, j))
-            self._hash.frombytes(np.fromiter(map(hash, names), dtype=np.int64, count=j - i).tobytes())
-        if n:
-            self._build_slots(n)
-        self._tail_rows = dict(self._tail_rows)
+        with _INDEXING:
+            if self._mask != _STALE:
+                return  # made while this thread waited
+            n = len(self._off) - 1
+            b, o = self._blob, self._off
+            self._hash = array("q")
+            for i in range(0, n, _STEP):
+                j = min(i + _STEP, n)
+                names = (b[o[k] : o[k + 1]] for k in range(i, j))
+                self._hash.frombytes(np.fromiter(map(hash, names), dtype=np.int64, count=j - i).tobytes())
+            if n:
+                self._build_slots(n)  # the mask last: a reader sees the index whole or asks here
+            else:
+                self._mask = -1
 
     def _build_slots(self, n: int) -> None:
         """The open-addressing table: at most half full; each row at its hash's slot or the next free one after."""
@@ -233,10 +262,12 @@ class Names:
             left = np.ones(pending.size, dtype=bool)
             left[took] = False
             pending, pos = pending[left], (pos[left] + 1) & mask
-        self._slots, self._mask = array("q", slots.tobytes()), mask
+        self._slots = array("q", slots.tobytes())
+        self._mask = mask
 
     def copy(self) -> Names:
         """A table of the same names, its own to add to."""
+        self.ensure_index()
         c = Names(indexed=self.indexed)
         c._blob, c._off, c._hash = self._blob, array("q", self._off), array("q", self._hash)
         c._slots, c._mask, c._compacted = array("q", self._slots), self._mask, self._compacted

@@ -1,5 +1,5 @@
 """A model handed from one process to another: pickled with its columns out of band, its name tables' indexes made
-again on arrival (a string's hash is the process's own).
+again in the new process (a string's hash is the process's own): at their first lookup, or by :func:`index_arrived`.
 
 A model is a few hundred objects whose weight is in its columns (``array.array``) and its name tables (one string
 each). Pickled as they are, a 1M-node preview is 313 MB read back in one call of ``pickle.loads`` that holds the
@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import io
 import pickle
+import threading
+import weakref
 from array import array
 from collections.abc import Sequence
 from typing import Any
@@ -30,13 +32,30 @@ def _names(state: dict[str, Any], blob: memoryview) -> Names:
     for k, v in state.items():
         setattr(t, k, v)
     t._blob = str(blob, "utf-8")
-    t._hash, t._slots = array("q"), array("q")
-    t.rehash()  # hashes are this process's
+    t.index_later()  # hashes are this process's: not made on the way to the first view (0.1 s at 200k nodes)
+    if t.indexed:
+        with _arrived_lock:
+            _arrived.add(t)
     return t
 
 
-_REMADE = frozenset({"_blob", "_hash", "_slots"})
-"""A name table's parts not pickled as they are: its string (a buffer), and its index (made again on arrival)."""
+_arrived: weakref.WeakSet[Names] = weakref.WeakSet()
+"""Name tables read back whose index is not made yet (:func:`index_arrived`)."""
+_arrived_lock = threading.Lock()
+
+
+def index_arrived() -> None:
+    """Make the index of every name table read back since the last call and still alive (each in steps that let
+    other threads run): a worker's call, so that no lookup on the window's thread has to."""
+    with _arrived_lock:
+        tables = list(_arrived)
+        _arrived.clear()
+    for t in tables:
+        t.ensure_index()
+
+
+_REMADE = frozenset({"__weakref__", "_blob", "_hash", "_slots"})
+"""A name table's parts not pickled as they are: its string (a buffer), and its index (made again here)."""
 
 
 class _Pickler(pickle.Pickler):

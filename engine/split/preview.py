@@ -29,6 +29,7 @@ from splitscope.engine.model import (
 )
 from splitscope.engine.model.coded import Coded
 from splitscope.engine.model.tensors import INITIALIZER_FLAG
+from splitscope.engine.model.transfer import index_arrived
 from splitscope.engine.onnxio.light import read_light
 from splitscope.engine.onnxio.scopes import scope_ids
 from splitscope.engine.split.early import NONE, PREVIEW_MIN_BYTES, PreviewChild, claim
@@ -163,3 +164,4 @@ def _preview_events(
             made = preview_model(path, target)
     if made is not None:
         yield Partial(made[0], "The structure read from the file, each op coloured by the operator table")
+        index_arrived()  # its name tables' indexes, left for after the first view (the window resumes here then)

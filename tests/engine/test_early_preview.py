@@ -176,3 +176,56 @@ def test_starting_it_imports_neither_numpy_nor_qt():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_name_tables_from_another_process_are_indexed_when_first_asked(tmp_path):
+    """A string's hash is the process's own: a table read back is indexed again here, at its first lookup or
+    addition (another thread asking meanwhile waits for that one index), or by the worker's ``index_arrived``."""
+    import pickle
+    import subprocess
+    import threading
+
+    from splitscope.engine.model.names import Names
+
+    names = [f"layer.{k}/out" for k in range(3000)] + ["é", "😀 x"]
+    made = tmp_path / "tables.pickle"
+    code = (
+        "import pickle, sys\n"
+        "from splitscope.engine.model import transfer\n"
+        "from splitscope.engine.model.names import Names\n"
+        f"names = {names!r}\n"
+        "t = Names(names); t.compact(); u = Names(names[:10]); u.compact()\n"
+        "stream, bufs = transfer.dumps((t, u, Names(), Names(['a', 'a'], indexed=False)))\n"
+        "pickle.dump((stream, [bytes(b.raw()) for b in bufs]), open(sys.argv[1], 'wb'))\n"
+    )
+    subprocess.run([sys.executable, "-c", code, str(made)], check=True, cwd=tmp_path)
+
+    def read() -> tuple[Names, ...]:
+        stream, bufs = pickle.loads(made.read_bytes())
+        return transfer.loads(stream, bufs)
+
+    t, u, empty, plain = read()
+    assert list(t) == names and list(plain) == ["a", "a"]
+    assert not len(t._slots) and t.get("layer.7/out") == 7 and len(t._slots), "indexed at the first lookup"
+    assert [t.get(s) for s in names] == list(range(len(names))) and t.get("absent") is None and "é" in t
+    assert empty.get("x") is None and empty.add("x") == 0 and empty.get("x") == 0
+    assert u.add("new") == 10 and u.get("new") == 10 and u.get(names[9]) == 9, "indexed before an addition"
+    transfer.index_arrived()
+    assert not transfer._arrived
+
+    t, u, *_ = read()
+    c = t.copy()
+    assert c.get(names[-1]) == len(names) - 1 and c.add("only in the copy") == len(names)
+    assert "only in the copy" not in t
+    found: list[list[int | None]] = []
+    threads = [threading.Thread(target=lambda: found.append([u.get(s) for s in names[:10]])) for _ in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert found == [list(range(10))] * 4, "four threads asking at once: each finds every row"
+
+    t, *_ = read()
+    assert transfer._arrived
+    transfer.index_arrived()
+    assert len(t._slots) and not transfer._arrived and t.get(names[123]) == 123
