@@ -38,7 +38,9 @@ def uncounted_flops(gm: GraphModel) -> tuple[int, int]:
     from splitscope.engine.split.costs import counted_as_standard
 
     t = gm.graph.nodes
-    missing = [t[i] for i, f in enumerate(t.values("flops")) if f is None]
+    raw = np.frombuffer(t.flops, np.int64) if len(t.flops) else np.zeros(0, np.int64)
+    rows = np.flatnonzero(raw < 0).tolist()  # the unknown, and those past 64 bits (kept apart: known)
+    missing = [t[i] for i in rows if raw[i] == -1 or t.huge.get(("flops", i)) is None]
     custom = sum(1 for n in missing if n.is_custom_domain and n.function is None and not counted_as_standard(n))
     return custom, len(missing) - custom
 
@@ -240,4 +242,10 @@ def _builder(gm: GraphModel) -> str:
 def panel_stats(gm: GraphModel) -> dict[str, Any]:
     """Everything the GUI's summary and ops panels show, computed off the UI thread."""
     summary = split_summary(gm)
-    return {"headline": headline(gm, summary), "summary": summary, "roles": role_summary(gm), "ops": op_table(gm)}
+    return {
+        "headline": headline(gm, summary),
+        "flops_text": flops_text(gm),
+        "summary": summary,
+        "roles": role_summary(gm),
+        "ops": op_table(gm),
+    }

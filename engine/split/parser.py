@@ -167,9 +167,11 @@ class ParserProcess:
                     if rem is not None:
                         msg += f": {ev.get('plugin')} rejected, re-checking {rem} nodes"
                     yield Progress("parser", int(ev.get("call", 0)), 0, msg)
+                elif kind == "names" and ev.get("key") in ("plugin", "unverified"):
+                    getattr(a, ev["key"]).update({int(k): v for k, v in ev["part"].items()})
                 elif kind == "result":
-                    a.plugin = {int(k): v for k, v in ev["plugin"].items()}
-                    a.unverified = {int(k): v for k, v in ev["unverified"].items()}
+                    a.plugin.update({int(k): v for k, v in ev["plugin"].items()})
+                    a.unverified.update({int(k): v for k, v in ev["unverified"].items()})
                     a.calls = int(ev["calls"])
                     a.seconds = float(ev.get("seconds", 0.0))
                     a.first_call = ev.get("first_call", {})

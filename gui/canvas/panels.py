@@ -18,7 +18,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 from splitscope.engine.model import GraphModel, Node, Status
-from splitscope.engine.report.stats import flops_text
 from splitscope.engine.text import decided_by, format_bytes, node_op_label, plural, shape_at, shape_label
 from splitscope.engine.view.hierarchy import Hierarchy
 from splitscope.gui.canvas.bars import BarChart, BarRow
@@ -330,7 +329,7 @@ class SummaryPanel(QWidget):
             self.role_plot.clear(pal.background, pal.text)
             return
         src = decided_by(gm.parser, calls=False)
-        work = flops_text(gm)
+        work = stats["flops_text"]
         self.headline.setText(
             f"<b>{html.escape(stats['headline'])}.</b><br>{html.escape(work)}<br><i>Source: {html.escape(src)}</i>"
         )

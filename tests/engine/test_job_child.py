@@ -69,3 +69,36 @@ def test_an_unknown_kind_is_one_line_and_the_tests_kinds_come_only_from_the_envi
 
     monkeypatch.setenv("SPLITSCOPE_JOB_KINDS", child_kinds.entries())
     assert job_kind("test-sleep").__name__ == "sleep"
+
+
+def test_the_parsers_answer_comes_in_lines_of_bounded_size(capsys, monkeypatch):
+    """The parser child writes its named nodes a part a line (the parent decodes a line in one call that holds the
+    window's thread too); the parent joins the parts into the answer the one line gave."""
+    import io
+    import json
+
+    from splitscope.engine.split import parser_proc
+    from splitscope.engine.split.parser import ParserAnswer, ParserProcess
+
+    plugin = {i: f"op {i} rejected" for i in range(0, 50, 2)}
+    unverified = {7: "a guessed type", 9: "é"}
+    result = {"event": "result", "plugin": plugin, "unverified": unverified, "calls": 3, "first_call": {}, "notes": []}
+    monkeypatch.setattr(parser_proc, "NAMES_PER_LINE", 4)
+    parser_proc.emit_result(result)
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 7 + 1 + 1 and max(len(json.loads(x).get("part", {})) for x in lines) == 4
+    assert json.loads(lines[-1])["plugin"] == {}
+
+    class _Done:  # the finished child: its output, its exit code
+        stdout = io.StringIO("\n".join(lines) + "\n")
+
+        @staticmethod
+        def wait() -> int:
+            return 0
+
+    proc = ParserProcess.__new__(ParserProcess)
+    proc.module, proc.proc, proc._cut_file = "tensorrt_rtx", _Done(), None
+    proc._stderr = io.StringIO()
+    proc.answer = ParserAnswer("tensorrt_rtx")
+    answer = run_to_end(proc.events())
+    assert answer.plugin == plugin and answer.unverified == unverified and answer.calls == 3 and not answer.failure
