@@ -49,6 +49,10 @@ def _install_excepthook(app: QApplication) -> None:
     sys.excepthook = hook
 
 
+FULL_COLLECTION_WAIT_S = 60.0
+"""The longest a full collection waits for the thread pool's workers to end."""
+
+
 def collect_on_ui_thread(app: QApplication, interval_ms: int = 1000) -> QTimer:
     """Python's cyclic garbage collector, run on the UI thread only, by a timer (automatic collection off).
 
@@ -57,13 +61,17 @@ def collect_on_ui_thread(app: QApplication, interval_ms: int = 1000) -> QTimer:
     (the window crashed so, in QTimerInfoList::activateTimers, in about half the runs that opened a 200k-node
     export). pyqtgraph's GarbageCollector does the same; this one also waits while an engine job builds a large model
     with the collector paused (:func:`~splitscope.engine.jobs.gc_paused`), so that it never scans a half-built graph
-    on the UI thread."""
+    on the UI thread. A full collection (it scans every object alive, a model being built among them: 140-190 ms
+    while a million-node model was analysed) waits while a worker of the thread pool runs, for at most
+    :data:`FULL_COLLECTION_WAIT_S`."""
     import gc
 
     from splitscope.engine.jobs import gc_held
 
     threshold = gc.get_threshold()
     gc.disable()
+    pool = QThreadPool.globalInstance()
+    last_full = [time.monotonic()]
 
     def check() -> None:
         if gc_held():
@@ -73,8 +81,10 @@ def collect_on_ui_thread(app: QApplication, interval_ms: int = 1000) -> QTimer:
             gc.collect(0)
             if l1 > threshold[1]:
                 gc.collect(1)
-                if l2 > threshold[2]:
+                now = time.monotonic()
+                if l2 > threshold[2] and (pool.activeThreadCount() == 0 or now - last_full[0] > FULL_COLLECTION_WAIT_S):
                     gc.collect(2)
+                    last_full[0] = now
 
     timer = QTimer(app)
     timer.setInterval(interval_ms)

@@ -667,6 +667,59 @@ def test_garbage_is_collected_on_the_ui_thread_only_and_never_during_a_build(qtb
             gc.enable()
 
 
+def test_a_full_collection_waits_for_the_pools_workers(qtbot, monkeypatch):
+    """A full collection scans every object alive, a model being built among them: it waits while a worker of the
+    thread pool runs (at most a minute), and runs once they end; the young generations are collected meanwhile."""
+    import gc
+    import threading
+
+    from PySide6.QtCore import QRunnable, QThreadPool
+    from PySide6.QtWidgets import QApplication
+    from splitscope.engine.jobs import gc_held
+    from splitscope.gui.shell import launch
+
+    qtbot.waitUntil(lambda: not gc_held() and QThreadPool.globalInstance().activeThreadCount() == 0, timeout=60000)
+    generations: list[int] = []
+
+    def seen(phase: str, info: dict) -> None:
+        if phase == "start" and threading.current_thread() is threading.main_thread():
+            generations.append(info["generation"])
+
+    class Waits(QRunnable):
+        def __init__(self, until: threading.Event) -> None:
+            super().__init__()
+            self.until = until
+
+        def run(self) -> None:
+            self.until.wait(60)
+
+    was, threshold = gc.isenabled(), gc.get_threshold()
+    gc.set_threshold(10, 1, 1)
+    timer = launch.collect_on_ui_thread(QApplication.instance(), interval_ms=5)
+    gc.callbacks.append(seen)
+    release = threading.Event()
+    keep: list = []
+    try:
+        QThreadPool.globalInstance().start(Waits(release))
+        qtbot.waitUntil(lambda: QThreadPool.globalInstance().activeThreadCount() > 0, timeout=30000)
+
+        def churn() -> bool:
+            keep.extend([] for _ in range(100))  # new objects past every threshold at each tick
+            return 1 in generations and len(generations) > 5
+
+        qtbot.waitUntil(churn, timeout=60000)
+        assert 2 not in generations, "a full collection ran while a worker did"
+        release.set()
+        qtbot.waitUntil(lambda: churn() and 2 in generations, timeout=60000)
+    finally:
+        release.set()
+        gc.callbacks.remove(seen)
+        timer.stop()
+        gc.set_threshold(*threshold)
+        if was:
+            gc.enable()
+
+
 def holders(path, depth: int = 4) -> list[str]:
     """What still refers to the GraphModel of ``path``: chains of referrers' types (and a dict's keys, a function's
     name), so that a failure names the holder."""
