@@ -8,9 +8,12 @@ downstream stay known, and says so.
 from __future__ import annotations
 
 import contextlib
+import io
+import threading
 from collections.abc import Iterator
 from itertools import chain
 from pathlib import Path
+from typing import Any, cast
 
 import onnx
 from onnx import AttributeProto
@@ -230,6 +233,11 @@ def _apply_types(graph: Graph, g: onnx.GraphProto, body_nodes: dict[int, onnx.No
         _apply_types(sub, sg)
 
 
+_READ_STEP = 1 << 24
+"""Bytes read from the child per call (each a copy into the buffer, the interpreter released while the pipe is
+read)."""
+
+
 class ShapeChild:
     """Shape inference in its own process (:mod:`splitscope.engine.onnxio.shape_proc`), started at once and read
     when its answer is needed, so that it runs beside the caller's own work; at ``dims`` when given (the inputs'
@@ -251,6 +259,41 @@ class ShapeChild:
             env=env,
             cwd=root,
         )
+        self._answer: tuple[dict[str, Any], bytearray] | None = None
+        self._done = threading.Event()
+        threading.Thread(target=self._read, name="shape-child", daemon=True).start()
+
+    def _read(self) -> None:
+        """Read the child's header line and the model's bytes into one buffer, a step at a time (the whole output
+        joined, then split, then cut was three copies of hundreds of megabytes at a million nodes, each holding the
+        interpreter: the window's longest stall, 370 ms)."""
+        import json
+
+        out = cast("io.BufferedReader | None", self._proc.stdout)
+        try:
+            if out is None:
+                return
+            header = json.loads(out.readline())
+            if not isinstance(header, dict) or "bytes" not in header:
+                return  # the child said why it could not (the window's analysis goes on without)
+            size = int(header["bytes"])
+            buf = bytearray(size)
+            view, got = memoryview(buf), 0
+            while got < size:
+                k = out.readinto(view[got : got + _READ_STEP])
+                if not k:
+                    return  # cut short: no answer
+                got += k
+            while out.read(_READ_STEP):  # anything after (none is written): read, so the child can end
+                pass
+            self._answer = (header, buf)
+        except Exception:  # noqa: BLE001 - whatever the child wrote: no answer from it
+            return
+        finally:
+            if out is not None:
+                out.close()
+            self._proc.wait()
+            self._done.set()
 
     def result(
         self, cancel: CancelToken | None = None
@@ -258,29 +301,19 @@ class ShapeChild:
         """The inferred graph (value infos, and the nodes that own bodies), those nodes' indices, the tensors
         whose shape was assumed, and what the inference said; None when the child failed. Waits for it (checking
         ``cancel`` every 0.1 s: cancelled, the child is killed)."""
-        import json
-        import subprocess
-
-        out = b""
-        while True:
-            try:
-                out, _ = self._proc.communicate(timeout=0.1)
-                break
-            except subprocess.TimeoutExpired:
-                if cancel is not None and cancel.cancelled:
-                    self.kill()
-                    cancel.raise_if_cancelled()
-        head, _, body = out.partition(b"\n")
-        try:
-            header = json.loads(head)
-        except ValueError:
+        while not self._done.wait(0.1):
+            if cancel is not None and cancel.cancelled:
+                self.kill()
+                cancel.raise_if_cancelled()
+        got, self._answer = self._answer, None
+        if got is None or self._proc.returncode != 0:
             return None
-        if self._proc.returncode != 0 or "bytes" not in header:
-            return None
+        header, body = got
         from splitscope.engine.onnxio.wire import parse_in_chunks
 
         g = onnx.GraphProto()
-        parse_in_chunks(g, body[: header["bytes"]], frozenset({1, 13}))  # nodes, value_info: a step at a time
+        parse_in_chunks(g, body, frozenset({1, 13}))  # nodes, value_info: a step at a time
+        del body, got
         return g, list(header["bodies"]), list(header["assumed"]), list(header["warnings"])
 
     def kill(self) -> None:
@@ -288,7 +321,7 @@ class ShapeChild:
         if self._proc.poll() is None:
             self._proc.kill()
         with contextlib.suppress(Exception):
-            self._proc.communicate(timeout=5)
+            self._proc.wait(timeout=5)
 
 
 def bind_function_shapes(gm: GraphModel, proto: onnx.ModelProto) -> None:

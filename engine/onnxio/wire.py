@@ -379,7 +379,7 @@ def node_chunks(data: bytes) -> tuple[bytes, list[bytes]] | None:
         buf.release()
 
 
-def parse_in_chunks(message: Any, data: bytes, repeated: frozenset[int]) -> None:
+def parse_in_chunks(message: Any, data: bytes | bytearray, repeated: frozenset[int]) -> None:
     """``message.ParseFromString(data)`` in steps: its other fields first, then the fields numbered in ``repeated``
     (repeated messages: a graph's nodes, its value_info) merged a chunk at a time, the interpreter released between
     chunks. The same message as one parse; a large GraphProto no longer holds the window's thread for its whole

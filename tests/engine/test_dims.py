@@ -295,3 +295,20 @@ def test_shapes_at_the_dims_from_the_side_process_equal_those_worked_here(save_m
             if isinstance(ev, Progress) and ev.done == 2:  # "Inferring shapes": the side child is running
                 cancel.cancel()
     assert started and all(c._proc.poll() is not None for c in started)
+
+
+def test_a_shape_child_that_fails_or_is_killed_gives_no_answer(save_model, tmp_path):
+    """The side child's answer is read into one buffer as it comes; a file it cannot read, or a child stopped
+    midway, gives None (the analysis infers in its own process then), and the child is reaped."""
+    from splitscope.engine.onnxio import shapes
+
+    bad = tmp_path / "cut.onnx"
+    bad.write_bytes(save_model(_strided()).read_bytes()[:40])
+    child = shapes.ShapeChild(bad)
+    assert child.result() is None and child._proc.poll() is not None
+    child = shapes.ShapeChild(save_model(_strided()), {"height": 96, "width": 64, "batch": 1})
+    child.kill()
+    assert child.result() is None and child._proc.poll() is not None
+    child = shapes.ShapeChild(save_model(_strided()), {"height": 96, "width": 64, "batch": 1})
+    got = child.result()
+    assert got is not None and {v.name for v in got[0].value_info} == {"a", "r", "c"}
