@@ -49,8 +49,8 @@ def _install_excepthook(app: QApplication) -> None:
     sys.excepthook = hook
 
 
-FULL_COLLECTION_WAIT_S = 60.0
-"""The longest a full collection waits for the thread pool's workers to end."""
+COLLECTION_WAIT_S = 120.0
+"""The longest the collector waits for the thread pool's workers to end."""
 
 
 def collect_on_ui_thread(app: QApplication, interval_ms: int = 1000) -> QTimer:
@@ -61,9 +61,10 @@ def collect_on_ui_thread(app: QApplication, interval_ms: int = 1000) -> QTimer:
     (the window crashed so, in QTimerInfoList::activateTimers, in about half the runs that opened a 200k-node
     export). pyqtgraph's GarbageCollector does the same; this one also waits while an engine job builds a large model
     with the collector paused (:func:`~splitscope.engine.jobs.gc_paused`), so that it never scans a half-built graph
-    on the UI thread. A full collection (it scans every object alive, a model being built among them: 140-190 ms
-    while a million-node model was analysed) waits while a worker of the thread pool runs, for at most
-    :data:`FULL_COLLECTION_WAIT_S`."""
+    on the UI thread. While a worker of the thread pool runs, collections wait (for at most
+    :data:`COLLECTION_WAIT_S`): a collection scans every object of its generations, and a worker building a large
+    model holds many for a while (gen0 alone took 171 ms and a full collection 140-190 ms, while a million-node model
+    was analysed); what they leave is then few objects."""
     import gc
 
     from splitscope.engine.jobs import gc_held
@@ -71,20 +72,25 @@ def collect_on_ui_thread(app: QApplication, interval_ms: int = 1000) -> QTimer:
     threshold = gc.get_threshold()
     gc.disable()
     pool = QThreadPool.globalInstance()
-    last_full = [time.monotonic()]
+    idle_at = [time.monotonic()]
 
     def check() -> None:
         if gc_held():
             return
+        now = time.monotonic()
+        if pool.activeThreadCount() == 0:
+            idle_at[0] = now
+        elif now - idle_at[0] < COLLECTION_WAIT_S:
+            return
+        else:
+            idle_at[0] = now  # waited long enough: collect now, then wait again
         l0, l1, l2 = gc.get_count()
         if l0 > threshold[0]:
             gc.collect(0)
             if l1 > threshold[1]:
                 gc.collect(1)
-                now = time.monotonic()
-                if l2 > threshold[2] and (pool.activeThreadCount() == 0 or now - last_full[0] > FULL_COLLECTION_WAIT_S):
+                if l2 > threshold[2]:
                     gc.collect(2)
-                    last_full[0] = now
 
     timer = QTimer(app)
     timer.setInterval(interval_ms)

@@ -625,11 +625,13 @@ def test_garbage_is_collected_on_the_ui_thread_only_and_never_during_a_build(qtb
     import gc
     import threading
 
+    from PySide6.QtCore import QThreadPool
     from PySide6.QtWidgets import QApplication
     from splitscope.engine.jobs import gc_held, gc_paused
     from splitscope.gui.shell.launch import collect_on_ui_thread
 
-    qtbot.waitUntil(lambda: not gc_held(), timeout=30000)  # an earlier test's job may still be building
+    pool = QThreadPool.globalInstance()  # an earlier test's job may still be building, or running (it waits for them)
+    qtbot.waitUntil(lambda: not gc_held() and pool.activeThreadCount() == 0, timeout=60000)
     where: list[str] = []
 
     def seen(phase: str, _info: dict) -> None:
@@ -667,9 +669,9 @@ def test_garbage_is_collected_on_the_ui_thread_only_and_never_during_a_build(qtb
             gc.enable()
 
 
-def test_a_full_collection_waits_for_the_pools_workers(qtbot, monkeypatch):
-    """A full collection scans every object alive, a model being built among them: it waits while a worker of the
-    thread pool runs (at most a minute), and runs once they end; the young generations are collected meanwhile."""
+def test_collections_wait_for_the_pools_workers(qtbot):
+    """A collection scans every object of its generations, a model being built among them: while a worker of the
+    thread pool runs, the collector waits (at most two minutes), and collects once they end."""
     import gc
     import threading
 
@@ -678,7 +680,8 @@ def test_a_full_collection_waits_for_the_pools_workers(qtbot, monkeypatch):
     from splitscope.engine.jobs import gc_held
     from splitscope.gui.shell import launch
 
-    qtbot.waitUntil(lambda: not gc_held() and QThreadPool.globalInstance().activeThreadCount() == 0, timeout=60000)
+    pool = QThreadPool.globalInstance()
+    qtbot.waitUntil(lambda: not gc_held() and pool.activeThreadCount() == 0, timeout=60000)
     generations: list[int] = []
 
     def seen(phase: str, info: dict) -> None:
@@ -699,16 +702,18 @@ def test_a_full_collection_waits_for_the_pools_workers(qtbot, monkeypatch):
     gc.callbacks.append(seen)
     release = threading.Event()
     keep: list = []
+    ticks = [0]
+
+    def churn() -> bool:
+        keep.extend([] for _ in range(100))  # new objects past every threshold at each tick
+        ticks[0] += 1
+        return True
+
     try:
-        QThreadPool.globalInstance().start(Waits(release))
-        qtbot.waitUntil(lambda: QThreadPool.globalInstance().activeThreadCount() > 0, timeout=30000)
-
-        def churn() -> bool:
-            keep.extend([] for _ in range(100))  # new objects past every threshold at each tick
-            return 1 in generations and len(generations) > 5
-
-        qtbot.waitUntil(churn, timeout=60000)
-        assert 2 not in generations, "a full collection ran while a worker did"
+        pool.start(Waits(release))
+        qtbot.waitUntil(lambda: pool.activeThreadCount() > 0, timeout=30000)
+        qtbot.waitUntil(lambda: churn() and ticks[0] > 20, timeout=60000)
+        assert generations == [], "a collection ran while a worker did"
         release.set()
         qtbot.waitUntil(lambda: churn() and 2 in generations, timeout=60000)
     finally:
