@@ -91,6 +91,8 @@ class ParserAnswer:
     calls: int = 0
     seconds: float = 0.0
     first_call: dict[str, Any] = field(default_factory=dict)
+    """The first call's answer in brief: ``supported`` (the whole model), ``subgraph_sizes`` (nodes in each subgraph
+    it reported), ``errors`` (how many)."""
     notes: list[str] = field(default_factory=list)
     cut: dict[int, str] = field(default_factory=dict)
     """Nodes cut from the model before the parser was asked (malformed ONNX, or after a crash)."""

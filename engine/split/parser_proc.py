@@ -233,10 +233,10 @@ class Session:
             if gone and not keep0:
                 return _Naming(self, [], {}, t0, read=False).result()
         ok, errors, subgraphs = self.call(self.cut_model(keep0) if keep0 else self.data)
-        first = {
+        first = {  # sizes only: a million nodes' lists here were one line of JSON the parent decoded for nothing
             "supported": ok,
-            "subgraphs": subgraphs,
-            "errors": [{"node": e[0], "name": e[1], "op": e[2], "desc": e[3], "stack": e[4]} for e in errors],
+            "subgraph_sizes": [len(s) for s in subgraphs],
+            "errors": len(errors),
         }
         emit({"event": "progress", "call": 1, "seconds": time.perf_counter() - t0})
         if ok:
@@ -410,6 +410,9 @@ _TRT_TYPES = {
 
 def main(argv: list[str]) -> int:
     """Entry point: ``MODULE MODEL``."""
+    from splitscope.engine.entry import lower_priority
+
+    lower_priority()
     module, model = argv[0], Path(argv[1])
     cut = [int(i) for i in json.loads(Path(argv[2]).read_text(encoding="utf-8"))] if len(argv) > 2 else []
     try:
