@@ -501,11 +501,8 @@ def expansion_levels(h: Hierarchy, budget: int = FIRST_VIEW_ITEMS) -> list[set[i
     visible = len(h.root.groups) + len(h.root.nodes)
     levels = [set(expanded)]
     while visible < 8:
-        closed = [
-            g
-            for g in h.groups
-            if g.parent in expanded and g.id not in expanded and g.parent != -1 and len(g.groups) + len(g.nodes) <= 4000
-        ]
+        shut = sorted(c for e in expanded for c in h.groups[e].groups if c not in expanded)  # in id order, as made
+        closed = [g for c in shut if len((g := h.groups[c]).groups) + len(g.nodes) <= 4000]
         if not closed:
             break
         best = max(closed, key=lambda g: g.size)
