@@ -7,6 +7,7 @@ bundle. A frozen app has no ``python -m``: a child re-enters the app binary as `
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import sys
@@ -28,6 +29,32 @@ CHILDREN: dict[str, str] = {
 FROZEN_FLAG = "--engine-child"
 
 
+BACKGROUND_ENV = "SPLITSCOPE_CHILD_BACKGROUND"
+"""Set in a child's environment when its parent asked for analysing children at a lower priority."""
+
+BACKGROUND_NICE = 10
+"""How much lower (Unix's niceness) an analysing child runs when asked."""
+
+_background = False
+
+
+def analyse_in_background() -> None:
+    """From now on, this process's analysing children (the parser's, shape inference) run at a lower priority: the
+    window's call. On two cores, two such children, the worker and the window's thread asked for more than the
+    machine has, and the window's thread waited its turn (stalls of 120-190 ms while a million-node model was
+    analysed); now it comes first. Measuring children (profile, calibration) keep theirs."""
+    global _background
+    _background = True
+
+
+def lower_priority() -> None:
+    """An analysing child's first call: run at a lower priority if the parent asked (:func:`analyse_in_background`;
+    nothing where the system has no niceness)."""
+    if os.environ.get(BACKGROUND_ENV) == "1" and hasattr(os, "nice"):
+        with contextlib.suppress(OSError):
+            os.nice(BACKGROUND_NICE)
+
+
 def child_env() -> tuple[dict[str, str], str]:
     """Environment and working folder for an engine child process (a checkout's folders on its path)."""
     import splitscope
@@ -35,6 +62,8 @@ def child_env() -> tuple[dict[str, str], str]:
     root = str(Path(splitscope.__file__).resolve().parent.parent)
     env = dict(os.environ)
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    if _background:
+        env[BACKGROUND_ENV] = "1"
     return env, root
 
 

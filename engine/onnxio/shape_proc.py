@@ -20,7 +20,10 @@ import onnx
 def main(argv: list[str]) -> int:
     """Infer shapes of ``argv[0]`` (at the dims of the JSON object ``argv[1]``, when given) and write the
     result to stdout."""
+    from splitscope.engine.entry import lower_priority
     from splitscope.engine.errors import SplitscopeError
+
+    lower_priority()
     from splitscope.engine.onnxio.loader import load_model
     from splitscope.engine.onnxio.shapes import infer_shapes
 

@@ -102,6 +102,7 @@ def collect_on_ui_thread(app: QApplication, interval_ms: int = 1000) -> QTimer:
 def main(argv: list[str] | None = None, t0: float | None = None) -> int:
     """Start the app: ``python main.py [MODEL] [--parser ...] [--report-startup]``."""
     t0 = t0 if t0 is not None else time.perf_counter()
+    from splitscope.engine.entry import analyse_in_background
     from splitscope.engine.split.early import start
     from splitscope.gui.shell.args import window_parser
 
@@ -109,6 +110,7 @@ def main(argv: list[str] | None = None, t0: float | None = None) -> int:
     args = ap.parse_args(argv)
     if args.model is not None:
         start(args.model, args.parser)  # started already when launched by main.py (before Qt's import)
+    analyse_in_background()
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setOrganizationName("Splitscope")
     app.setApplicationName("Splitscope")

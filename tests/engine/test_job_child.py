@@ -102,3 +102,26 @@ def test_the_parsers_answer_comes_in_lines_of_bounded_size(capsys, monkeypatch):
     proc.answer = ParserAnswer("tensorrt_rtx")
     answer = run_to_end(proc.events())
     assert answer.plugin == plugin and answer.unverified == unverified and answer.calls == 3 and not answer.failure
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "nice"), reason="no process niceness on this system")
+def test_analysing_children_run_lower_when_the_window_asks(monkeypatch):
+    """The window asks its analysing children (the parser's, shape inference) to run at a lower priority, so its
+    own thread comes first on a busy machine; a child not asked keeps its parent's."""
+    import os
+    import subprocess
+    import sys
+
+    from splitscope.engine import entry
+
+    probe = "import os; from splitscope.engine.entry import lower_priority; lower_priority(); print(os.nice(0))"
+    base = os.nice(0)
+    env, root = entry.child_env()
+    assert entry.BACKGROUND_ENV not in env
+    plain = subprocess.run([sys.executable, "-c", probe], env=env, cwd=root, capture_output=True, text=True, check=True)
+    assert int(plain.stdout) == base
+    monkeypatch.setattr(entry, "_background", False)
+    entry.analyse_in_background()
+    env, root = entry.child_env()
+    low = subprocess.run([sys.executable, "-c", probe], env=env, cwd=root, capture_output=True, text=True, check=True)
+    assert int(low.stdout) == min(base + entry.BACKGROUND_NICE, 19)
