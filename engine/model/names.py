@@ -27,8 +27,10 @@ _STEP = 50_000
 _STALE = -2
 """``Names._mask`` of a table whose index is made at its first use (:meth:`Names.index_later`)."""
 
-_INDEXING = threading.Lock()
-"""Held while a table's index is made late: a second thread asking waits for it rather than making it too."""
+_INDEXING: dict[int, threading.Lock] = {}
+"""A lock per table (by id) whose index is being made late: a second thread asking for that table waits for it
+rather than making it too; a lookup in another table does not wait."""
+_INDEXING_GUARD = threading.Lock()
 
 
 class Names:
@@ -231,9 +233,17 @@ class Names:
         asking meanwhile waits for it."""
         if self._mask != _STALE:
             return
-        with _INDEXING:
-            if self._mask != _STALE:
-                return  # made while this thread waited
+        with _INDEXING_GUARD:
+            lock = _INDEXING.setdefault(id(self), threading.Lock())
+        try:
+            with lock:
+                self._index_now()
+        finally:
+            with _INDEXING_GUARD:
+                _INDEXING.pop(id(self), None)
+
+    def _index_now(self) -> None:
+        if self._mask == _STALE:  # not made while this thread waited
             n = len(self._off) - 1
             b, o = self._blob, self._off
             self._hash = array("q")

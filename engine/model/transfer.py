@@ -32,6 +32,7 @@ def _names(state: dict[str, Any], blob: memoryview) -> Names:
     for k, v in state.items():
         setattr(t, k, v)
     t._blob = str(blob, "utf-8")
+    t._hash, t._slots = array("q"), array("q")
     t.index_later()  # hashes are this process's: not made on the way to the first view (0.1 s at 200k nodes)
     if t.indexed:
         with _arrived_lock:

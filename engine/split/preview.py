@@ -164,4 +164,5 @@ def _preview_events(
             made = preview_model(path, target)
     if made is not None:
         yield Partial(made[0], "The structure read from the file, each op coloured by the operator table")
-        index_arrived()  # its name tables' indexes, left for after the first view (the window resumes here then)
+        if cancel is None or not cancel.cancelled:
+            index_arrived()  # its name tables' indexes, left for after the first view (the window resumes here then)

@@ -210,8 +210,7 @@ def test_name_tables_from_another_process_are_indexed_when_first_asked(tmp_path)
     assert [t.get(s) for s in names] == list(range(len(names))) and t.get("absent") is None and "é" in t
     assert empty.get("x") is None and empty.add("x") == 0 and empty.get("x") == 0
     assert u.add("new") == 10 and u.get("new") == 10 and u.get(names[9]) == 9, "indexed before an addition"
-    transfer.index_arrived()
-    assert not transfer._arrived
+    assert list(plain.copy()) == ["a", "a"], "an unindexed table read back copies"
 
     t, u, *_ = read()
     c = t.copy()
@@ -225,7 +224,13 @@ def test_name_tables_from_another_process_are_indexed_when_first_asked(tmp_path)
         th.join()
     assert found == [list(range(10))] * 4, "four threads asking at once: each finds every row"
 
-    t, *_ = read()
-    assert transfer._arrived
+    t, u, *_ = read()
+    assert t in transfer._arrived
+    from splitscope.engine.model import names as N
+
+    with N._INDEXING_GUARD:  # another thread indexing t: a lookup in u does not wait for it
+        busy = N._INDEXING.setdefault(id(t), threading.Lock())
+    with busy:
+        assert u.get(names[5]) == 5
     transfer.index_arrived()
-    assert len(t._slots) and not transfer._arrived and t.get(names[123]) == 123
+    assert len(t._slots) and t not in transfer._arrived and t.get(names[123]) == 123
