@@ -317,11 +317,12 @@ class ShapeChild:
         return g, list(header["bodies"]), list(header["assumed"]), list(header["warnings"])
 
     def kill(self) -> None:
-        """Stop the child if it still runs (and reap it)."""
+        """Stop the child if it still runs (and reap it); an answer read and not taken is let go of."""
         if self._proc.poll() is None:
             self._proc.kill()
         with contextlib.suppress(Exception):
             self._proc.wait(timeout=5)
+        self._answer = None
 
 
 def bind_function_shapes(gm: GraphModel, proto: onnx.ModelProto) -> None:

@@ -312,3 +312,7 @@ def test_a_shape_child_that_fails_or_is_killed_gives_no_answer(save_model, tmp_p
     child = shapes.ShapeChild(save_model(_strided()), {"height": 96, "width": 64, "batch": 1})
     got = child.result()
     assert got is not None and {v.name for v in got[0].value_info} == {"a", "r", "c"}
+    child = shapes.ShapeChild(save_model(_strided()), {"height": 96, "width": 64, "batch": 1})
+    assert child._done.wait(60) and child._answer is not None
+    child.kill()  # an answer read and not taken: let go of
+    assert child._answer is None and child.result() is None
