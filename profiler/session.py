@@ -23,13 +23,13 @@ A failure or cancel at any point leaves the previous ready model in place.
 from __future__ import annotations
 
 import threading
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QObject, QThreadPool, Signal
 from splitscope.engine.heap import give_back_when_freed
-from splitscope.engine.jobs import CancelToken, JobEvent, Partial, Progress
+from splitscope.engine.jobs import CancelToken, JobEvent, Partial, Progress, collections_wait
 from splitscope.engine.model import GraphModel
 from splitscope.engine.report.stats import panel_stats
 from splitscope.engine.view.layout import View, prepare_view, relayout
@@ -190,7 +190,16 @@ class ModelSession(QObject):
                     # Let the first layout have the CPU (and the GIL) before refining.
                     _wait_giving_up_the_thread(first_layout, FIRST_LAYOUT_HEAD_START_S)
 
-        self.analysis.start(job)
+        self._start_analysis(job)
+
+    def _start_analysis(self, job: Callable[[CancelToken], Generator[JobEvent, None, GraphModel]]) -> None:
+        """Start ``job`` on the analysis runner, the window's collections waiting while it runs (it builds a model)."""
+
+        def analysing(token: CancelToken) -> Generator[JobEvent, None, GraphModel]:
+            with collections_wait():
+                return (yield from job(token))
+
+        self.analysis.start(analysing)
 
     def set_dims(self, dims: dict[str, int]) -> bool:
         """Re-count the model on screen at ``dims`` in a worker (shapes, FLOPs, bytes, partitions; the parser is not
@@ -208,7 +217,7 @@ class ModelSession(QObject):
 
         self._leave_bodies()
         self._recounting = True
-        self.analysis.start(job)
+        self._start_analysis(job)
         return True
 
     def apply_build(self, doc: dict[str, Any]) -> bool:
@@ -228,7 +237,7 @@ class ModelSession(QObject):
 
         self._leave_bodies()
         self._recounting = True
-        self.analysis.start(job)
+        self._start_analysis(job)
         return True
 
     def open_body(self, node: int, body: str | None = None) -> None:

@@ -50,7 +50,7 @@ def _install_excepthook(app: QApplication) -> None:
 
 
 COLLECTION_WAIT_S = 120.0
-"""The longest the collector waits for the thread pool's workers to end."""
+"""The longest the collector waits for an analysis to end."""
 
 
 def collect_on_ui_thread(app: QApplication, interval_ms: int = 1000) -> QTimer:
@@ -61,24 +61,23 @@ def collect_on_ui_thread(app: QApplication, interval_ms: int = 1000) -> QTimer:
     (the window crashed so, in QTimerInfoList::activateTimers, in about half the runs that opened a 200k-node
     export). pyqtgraph's GarbageCollector does the same; this one also waits while an engine job builds a large model
     with the collector paused (:func:`~splitscope.engine.jobs.gc_paused`), so that it never scans a half-built graph
-    on the UI thread. While a worker of the thread pool runs, collections wait (for at most
-    :data:`COLLECTION_WAIT_S`): a collection scans every object of its generations, and a worker building a large
-    model holds many for a while (gen0 alone took 171 ms and a full collection 140-190 ms, while a million-node model
-    was analysed); what they leave is then few objects."""
+    on the UI thread. While a model is being analysed (:func:`~splitscope.engine.jobs.collections_wait`),
+    collections wait, for at most :data:`COLLECTION_WAIT_S`: a collection scans every object of its generations, and
+    an analysis holds many for a while (at a million nodes, gen0 alone took 171 ms and a full collection 140-190
+    ms); what it leaves is a few tables."""
     import gc
 
-    from splitscope.engine.jobs import gc_held
+    from splitscope.engine.jobs import collections_waiting, gc_held
 
     threshold = gc.get_threshold()
     gc.disable()
-    pool = QThreadPool.globalInstance()
     idle_at = [time.monotonic()]
 
     def check() -> None:
         if gc_held():
             return
         now = time.monotonic()
-        if pool.activeThreadCount() == 0:
+        if not collections_waiting():
             idle_at[0] = now
         elif now - idle_at[0] < COLLECTION_WAIT_S:
             return

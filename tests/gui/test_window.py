@@ -625,13 +625,12 @@ def test_garbage_is_collected_on_the_ui_thread_only_and_never_during_a_build(qtb
     import gc
     import threading
 
-    from PySide6.QtCore import QThreadPool
     from PySide6.QtWidgets import QApplication
-    from splitscope.engine.jobs import gc_held, gc_paused
+    from splitscope.engine.jobs import collections_waiting, gc_held, gc_paused
     from splitscope.gui.shell.launch import collect_on_ui_thread
 
-    pool = QThreadPool.globalInstance()  # an earlier test's job may still be building, or running (it waits for them)
-    qtbot.waitUntil(lambda: not gc_held() and pool.activeThreadCount() == 0, timeout=60000)
+    # An earlier test's job may still be building (the collector waits for it).
+    qtbot.waitUntil(lambda: not gc_held() and not collections_waiting(), timeout=60000)
     where: list[str] = []
 
     def seen(phase: str, _info: dict) -> None:
@@ -669,38 +668,27 @@ def test_garbage_is_collected_on_the_ui_thread_only_and_never_during_a_build(qtb
             gc.enable()
 
 
-def test_collections_wait_for_the_pools_workers(qtbot):
-    """A collection scans every object of its generations, a model being built among them: while a worker of the
-    thread pool runs, the collector waits (at most two minutes), and collects once they end."""
+def test_collections_wait_while_a_model_is_analysed(qtbot):
+    """A collection scans every object of its generations, a model being analysed among them: while an analysis runs
+    (a job that builds a model), the collector waits (at most two minutes), and collects once it ends."""
     import gc
     import threading
 
-    from PySide6.QtCore import QRunnable, QThreadPool
     from PySide6.QtWidgets import QApplication
-    from splitscope.engine.jobs import gc_held
+    from splitscope.engine.jobs import collections_wait, collections_waiting, gc_held
     from splitscope.gui.shell import launch
 
-    pool = QThreadPool.globalInstance()
-    qtbot.waitUntil(lambda: not gc_held() and pool.activeThreadCount() == 0, timeout=60000)
+    qtbot.waitUntil(lambda: not gc_held() and not collections_waiting(), timeout=60000)  # an earlier test's job
     generations: list[int] = []
 
     def seen(phase: str, info: dict) -> None:
         if phase == "start" and threading.current_thread() is threading.main_thread():
             generations.append(info["generation"])
 
-    class Waits(QRunnable):
-        def __init__(self, until: threading.Event) -> None:
-            super().__init__()
-            self.until = until
-
-        def run(self) -> None:
-            self.until.wait(60)
-
     was, threshold = gc.isenabled(), gc.get_threshold()
     gc.set_threshold(10, 1, 1)
     timer = launch.collect_on_ui_thread(QApplication.instance(), interval_ms=5)
     gc.callbacks.append(seen)
-    release = threading.Event()
     keep: list = []
     ticks = [0]
 
@@ -710,14 +698,11 @@ def test_collections_wait_for_the_pools_workers(qtbot):
         return True
 
     try:
-        pool.start(Waits(release))
-        qtbot.waitUntil(lambda: pool.activeThreadCount() > 0, timeout=30000)
-        qtbot.waitUntil(lambda: churn() and ticks[0] > 20, timeout=60000)
-        assert generations == [], "a collection ran while a worker did"
-        release.set()
+        with collections_wait():
+            qtbot.waitUntil(lambda: churn() and ticks[0] > 20, timeout=60000)
+            assert generations == [], "a collection ran while a model was analysed"
         qtbot.waitUntil(lambda: churn() and 2 in generations, timeout=60000)
     finally:
-        release.set()
         gc.callbacks.remove(seen)
         timer.stop()
         gc.set_threshold(*threshold)
