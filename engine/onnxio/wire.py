@@ -339,7 +339,8 @@ def _split_out(buf: memoryview, start: int, end: int, numbers: frozenset[int]) -
     for num, wt, f0, _p0, p1 in each_field(buf, start, end):
         if num not in numbers or wt != 2:
             continue
-        rest.append(bytes(buf[run:f0]))
+        if f0 > run:  # only what lies between: a million fields side by side left as many empty pieces to join
+            rest.append(bytes(buf[run:f0]))
         run = p1
         current.append(bytes(buf[f0:p1]))
         size += p1 - f0
