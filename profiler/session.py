@@ -193,7 +193,8 @@ class ModelSession(QObject):
         self._start_analysis(job)
 
     def _start_analysis(self, job: Callable[[CancelToken], Generator[JobEvent, None, GraphModel]]) -> None:
-        """Start ``job`` on the analysis runner, the window's collections waiting while it runs (it builds a model)."""
+        """Start ``job`` on the analysis runner, the window's collections waiting while it runs (it builds a model:
+        :func:`~splitscope.engine.jobs.collections_wait`)."""
 
         def analysing(token: CancelToken) -> Generator[JobEvent, None, GraphModel]:
             with collections_wait():
@@ -373,10 +374,17 @@ class ModelSession(QObject):
 
     # ------------------------------------------------------------ job results
     def _start_layout(self, gm: GraphModel, factory: Any) -> None:
+        """Start ``factory`` on the layout runner, the window's collections waiting while it runs (a view and its
+        figures are built from the model's columns)."""
         self._layout_gm = gm
         self._starting_layout = True  # the layout running before is cancelled in here
+
+        def laying_out(token: CancelToken) -> Generator[JobEvent, None, View]:
+            with collections_wait():
+                return (yield from factory(token))
+
         try:
-            self.layout.start(factory)
+            self.layout.start(laying_out)
         finally:
             self._starting_layout = False
 
