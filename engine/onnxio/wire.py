@@ -12,6 +12,7 @@ limit can still be analysed.
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 from collections.abc import Iterator
@@ -242,6 +243,8 @@ def read_structure(path: str | os.PathLike[str], max_elements: int) -> bytes:
         if size == 0:
             return b""
         with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            with contextlib.suppress(AttributeError, OSError, ValueError):  # no madvise (Windows) or not honoured
+                mm.madvise(mmap.MADV_WILLNEED)  # a page read on first touch holds the interpreter while it is read
             buf = memoryview(mm)
             try:
                 out: list[bytes] = []
