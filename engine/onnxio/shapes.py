@@ -233,11 +233,6 @@ def _apply_types(graph: Graph, g: onnx.GraphProto, body_nodes: dict[int, onnx.No
         _apply_types(sub, sg)
 
 
-_READ_STEP = 1 << 24
-"""Bytes read from the child per call (each a copy into the buffer, the interpreter released while the pipe is
-read)."""
-
-
 class ShapeChild:
     """Shape inference in its own process (:mod:`splitscope.engine.onnxio.shape_proc`), started at once and read
     when its answer is needed, so that it runs beside the caller's own work; at ``dims`` when given (the inputs'
@@ -269,6 +264,8 @@ class ShapeChild:
         interpreter: the window's longest stall, 370 ms)."""
         import json
 
+        from splitscope.engine.pipes import READ_STEP, read_exactly
+
         out = cast("io.BufferedReader | None", self._proc.stdout)
         try:
             if out is None:
@@ -276,15 +273,10 @@ class ShapeChild:
             header = json.loads(out.readline())
             if not isinstance(header, dict) or "bytes" not in header:
                 return  # the child said why it could not (the window's analysis goes on without)
-            size = int(header["bytes"])
-            buf = bytearray(size)
-            view, got = memoryview(buf), 0
-            while got < size:
-                k = out.readinto(view[got : got + _READ_STEP])
-                if not k:
-                    return  # cut short: no answer
-                got += k
-            while out.read(_READ_STEP):  # anything after (none is written): read, so the child can end
+            buf = read_exactly(out, int(header["bytes"]))
+            if buf is None:
+                return  # cut short: no answer
+            while out.read(READ_STEP):  # anything after (none is written): read, so the child can end
                 pass
             self._answer = (header, buf)
         except Exception:  # noqa: BLE001 - whatever the child wrote: no answer from it

@@ -49,19 +49,17 @@ class PreviewChild:
         threading.Thread(target=self._read, name="preview-child", daemon=True).start()
 
     def _read(self) -> None:
+        from splitscope.engine.pipes import read_exactly
+
         out = cast("io.BufferedReader | None", self._proc.stdout)
         try:
             if out is None:
                 return
             header = json.loads(out.readline())
             for n in header.get("sizes", []):
-                buf = bytearray(int(n))
-                view, got = memoryview(buf), 0
-                while got < len(buf):
-                    k = out.readinto(view[got:])
-                    if not k:
-                        return  # cut short: no header, no preview
-                    got += k
+                buf = read_exactly(out, int(n))
+                if buf is None:
+                    return  # cut short: no header, no preview
                 self._parts.append(buf)
             self._header = header
         except Exception:  # noqa: BLE001 - whatever the child wrote: no preview from it, the worker makes one
